@@ -1,0 +1,212 @@
+"""The `resharpen` command line.
+
+Every subcommand is a small function ``add_<name>(subparsers)`` that declares its arguments and
+sets ``handler``. Library errors (ValueError, TypeError) and argument errors become one line
+``error: ...`` on stderr and exit status 2; ``verify`` exits 1 when a claim fails.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_USAGE = 2
+
+
+class UsageError(ValueError):
+    """A bad command-line argument."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, never the usage block
+        raise UsageError(message)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+# ----------------------------------------------------------------------------- verify
+def add_verify(sub) -> None:
+    p = sub.add_parser("verify", help="run the claim ledger and print the table")
+    p.add_argument("--profile", choices=("quick", "full"), default="quick")
+    p.add_argument("--only", action="append", metavar="GLOB",
+                   help="only claims whose id matches this glob (repeatable)")
+    p.add_argument("--json", metavar="PATH", help="write the ledger as JSON ('-' for stdout)")
+    p.add_argument("--markdown", metavar="PATH", help="write the ledger as Markdown")
+    p.add_argument("--list", action="store_true", help="list the claims without running them")
+    p.set_defaults(handler=run_verify)
+
+
+def run_verify(args) -> int:
+    from tqdm import tqdm
+
+    from experiments.io import atomic_write_text, ensure_writable_dir
+    from theory import claims as ledger
+
+    chosen = ledger.select(ledger.discover(), args.only)
+    for target in (args.json, args.markdown):  # fail before the work, not after it
+        if target and target != "-":
+            ensure_writable_dir(Path(target).parent)
+    if args.list:
+        for c in chosen:
+            print(f"{c.id:48s} {c.kind:10s} {c.source}")
+        return 0
+    records = []
+    bar = tqdm(chosen, desc="verify", unit="claim", file=sys.stderr, disable=None)
+    for c in bar:
+        bar.set_postfix_str(c.id)
+        records.append(ledger.run_claim(c, args.profile))
+    print(format_ledger(records))
+    if args.json:
+        text = ledger.to_json(records, args.profile)
+        print(text) if args.json == "-" else atomic_write_text(args.json, text)
+    if args.markdown:
+        atomic_write_text(args.markdown, ledger.to_markdown(records, args.profile))
+    bad = [r for r in records if r.status != "PASS"]
+    for r in bad:
+        print(f"{r.status} {r.id}: {r.detail}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def format_ledger(records) -> str:
+    """A fixed-width table: id, source, measured, expected, status."""
+    rows = [("id", "source", "measured", "expected", "status", "s")]
+    for r in records:
+        status = r.status + ("*" if r.erratum else "")
+        rows.append((r.id, r.source, r.measured, r.expected, status, f"{r.seconds:.1f}"))
+    widths = [min(max(len(str(row[i])) for row in rows), cap)
+              for i, cap in enumerate((46, 30, 24, 24, 6, 6))]
+    out = []
+    for row in rows:
+        out.append("  ".join(str(x)[:w].ljust(w) for x, w in zip(row, widths)))
+    passed = sum(r.status == "PASS" for r in records)
+    out.append(f"{passed}/{len(records)} claims PASS"
+               + ("  (* = erratum: PASS means the counterexample is reproduced)"
+                  if any(r.erratum for r in records) else ""))
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- figs
+def add_figs(sub) -> None:
+    p = sub.add_parser("figs", help="regenerate every figure into out/figs (PNG and PDF)")
+    p.add_argument("--profile", choices=("quick", "full"), default="quick")
+    p.add_argument("--out", default="out/figs", help="output folder (default out/figs)")
+    p.add_argument("--only", action="append", metavar="GLOB", help="only figures matching")
+    p.set_defaults(handler=run_figs)
+
+
+def run_figs(args) -> int:
+    from paper_figs import run_all
+
+    for path in run_all(args.profile, Path(args.out), args.only):
+        print(path)
+    return 0
+
+
+# ----------------------------------------------------------------------------- construct
+def add_construct(sub) -> None:
+    from constructions.set_complement import VARIANTS
+
+    p = sub.add_parser("construct", help="build a Set Complement construction, save it, report")
+    p.add_argument("--vocab", type=positive_int, required=True, help="vocabulary size v >= 2")
+    p.add_argument("--norm", default="none", help="none | attn_out | post | pre")
+    p.add_argument("--norm-kind", default="rms", help="rms | layer")
+    p.add_argument("--variant", default="tight", help=" | ".join(VARIANTS))
+    p.add_argument("--lam", type=finite_float, default=None,
+                   help="displacement scale lambda > 0 (default 2 v)")
+    p.add_argument("--beta", type=finite_float, default=1.0, help="direct-path scale beta != 0")
+    p.add_argument("--gain", type=finite_float, default=1.0, help="norm gain g > 0")
+    p.add_argument("--seed", type=int, default=0, help="seed for the non-uniform lambdas")
+    p.add_argument("--out", default=None, help="folder for weights, config and report")
+    p.add_argument("--json", metavar="PATH", help="write the per-length report ('-' = stdout)")
+    p.set_defaults(handler=run_construct)
+
+
+def run_construct(args) -> int:
+    import json
+
+    from constructions.set_complement import build, save
+    from experiments.io import atomic_write_text, ensure_writable_dir
+    from experiments.report import construction_report
+
+    if args.out:
+        ensure_writable_dir(args.out)  # before any work
+    if args.json and args.json != "-":
+        ensure_writable_dir(Path(args.json).parent)
+    lam = args.lam if args.lam is not None else 2.0 * args.vocab
+    built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
+                  lam=lam, beta=args.beta, gain=args.gain, seed=args.seed)
+    report = construction_report(built)
+    text = json.dumps(report, indent=2)
+    if args.out:
+        save(built, args.out)
+        atomic_write_text(Path(args.out) / "report.json", text + "\n")
+    if args.json == "-":
+        print(text)
+    elif args.json:
+        atomic_write_text(args.json, text + "\n")
+    worst = max(row["abs_error_margin"] for row in report["lengths"])
+    print(f"built {args.variant} v={args.vocab} norm={args.norm}: max |margin - theory| = "
+          f"{worst:.3g} over s = 1..{args.vocab - 1}"
+          + (f"; saved to {args.out}" if args.out else ""), file=sys.stderr)
+    return 0
+
+
+# ----------------------------------------------------------------------------- derive
+def add_derive(sub) -> None:
+    p = sub.add_parser("derive", help="print the symbolic derivations")
+    p.add_argument("--latex", action="store_true", help="print LaTeX instead of plain text")
+    p.set_defaults(handler=run_derive)
+
+
+def run_derive(args) -> int:
+    from theory.derivations import derivations
+
+    for title, statement in derivations(latex=args.latex):
+        print(f"## {title}\n{statement}\n")
+    return 0
+
+
+COMMANDS = [add_verify, add_construct, add_derive, add_figs]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="resharpen", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.handler(args) or 0)
+    except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
