@@ -150,10 +150,11 @@ def simulate(dyn: Dynamics, theta0: np.ndarray, t_end: float, *, r0=1.0,
             last = i == len(breaks) - 2
             inside = t_eval[(t_eval >= a) & ((t_eval <= b) if last else (t_eval < b))]
             sol = solve_ivp(rhs, (a, b), y0, method=method, rtol=rtol, atol=atol,
-                            t_eval=inside, dense_output=not last)
+                            t_eval=inside if len(inside) else [b], dense_output=not last)
             if not sol.success:
                 raise RuntimeError(f"NA integration failed ({dyn.scheme}): {sol.message}")
-            ts.append(sol.t), ys.append(sol.y)
+            if len(inside):
+                ts.append(sol.t), ys.append(sol.y)
             nfev += sol.nfev
             if not last:
                 y0 = sol.sol(b)

@@ -380,10 +380,11 @@ def solve_symmetric(scheme: str, beta_: float, n_: int, t_end: float, *, r0_: fl
         inside = t_eval[(t_eval >= a) & (t_eval <= b)] if b == breaks[-1] else \
             t_eval[(t_eval >= a) & (t_eval < b)]
         sol = solve_ivp(rhs, (a, b), y0, method="DOP853", rtol=rtol, atol=atol,
-                        t_eval=inside, dense_output=True)
+                        t_eval=inside if len(inside) else [b], dense_output=True)
         if not sol.success:
             raise RuntimeError(f"symmetric ODE failed for {scheme}: {sol.message}")
-        ts.append(sol.t), ys.append(sol.y)
+        if len(inside):
+            ts.append(sol.t), ys.append(sol.y)
         y0 = list(sol.sol(b))
     tt = np.concatenate(ts)
     u, r = np.concatenate(ys, axis=1)
@@ -396,7 +397,8 @@ def solve_symmetric(scheme: str, beta_: float, n_: int, t_end: float, *, r0_: fl
 def fit_terminal_exponent(t_: np.ndarray, log_gamma_dot: np.ndarray, kind: str,
                           window: tuple[float, float]) -> float:
     """Least-squares slope of the terminal law over t in window:
-    exponential: log gamma' vs t; power: log gamma' vs log t; sqrt: log(sqrt(t) gamma') vs sqrt t."""
+    exponential: log gamma' vs t; power: log gamma' vs log t;
+    sqrt: log(sqrt(t+1) gamma') vs sqrt(t+1) (the law exp(-4 sqrt(t+1))/sqrt(t+1) of s = sqrt(t+1))."""
     if kind not in RATE_KINDS:
         raise ValueError(f"unknown rate kind {kind!r}; allowed: {', '.join(RATE_KINDS)}")
     lo, hi = window
@@ -404,7 +406,7 @@ def fit_terminal_exponent(t_: np.ndarray, log_gamma_dot: np.ndarray, kind: str,
     if mask.sum() < 3:
         raise ValueError(f"fewer than 3 samples in the fit window {window}")
     tt, y = t_[mask], log_gamma_dot[mask]
-    x = {"exponential": tt, "power": np.log(tt), "sqrt": np.sqrt(tt)}[kind]
+    x = {"exponential": tt, "power": np.log(tt), "sqrt": np.sqrt(tt + 1.0)}[kind]
     if kind == "sqrt":
-        y = y + 0.5 * np.log(tt)
+        y = y + 0.5 * np.log(tt + 1.0)
     return float(np.polyfit(x, y, 1)[0])
