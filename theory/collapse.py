@@ -261,34 +261,3 @@ def attention_amount(n: int, d: int, sigma_w2: float, residual_norm2: float | No
     if norm2 <= 0:
         raise ValueError(f"residual squared norm must be > 0, got {norm2!r}")
     return n * d * d * sigma_w2 / norm2
-
-
-def recursion(n: int, depth: int, t0: float, s: float, placement: str = "post",
-              ffn_step=None) -> np.ndarray:
-    """The closure's prediction of t_sim along depth: t_{l+1} = t_l + Delta_attn(s_l, t_l)
-    (+ ``ffn_step(t)`` after the attention step, e.g. Delta_FFN).
-
-    Post-Norm: s_l = s at every layer (norm reset to n d). Pre-Norm: the residual starts at
-    squared norm n d and grows by E ||Y||^2 - ||X||^2 = n d s f2(t) per attention step, so
-    s_l = s n d / ||X_l||^2 (the FFN step's norm growth is neglected here, as in the paper's
-    s ~ d sigma^2 / l). Returns the array (t_0, t_after_layer_1, ..., t_after_layer_depth).
-    """
-    n = _check_n(n)
-    if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-        raise ValueError(f"depth must be a positive integer, got {depth!r}")
-    if placement not in ("post", "pre"):
-        raise ValueError(f"placement must be 'post' or 'pre', got {placement!r}")
-    _check_t(t0, n)
-    _check_s(s)
-    out = [float(t0)]
-    t, norm2 = float(t0), 1.0  # squared norm in units of n d
-    for _ in range(depth):
-        s_l = s if placement == "post" else s / norm2
-        if placement == "pre":  # E||Y||^2 - ||X||^2 = n d^2 sigma^2 f2 = (n d) s f2
-            norm2 += s * float(f2(t, n))
-        t = t + float(delta_attn(s_l, t, n))
-        if ffn_step is not None:
-            t = t + float(ffn_step(t))
-        t = min(max(t, 0.0), 1.0)
-        out.append(t)
-    return np.array(out)

@@ -1,0 +1,393 @@
+"""Set Complement theory (THEORY.md; a reconstruction of arXiv 2510.08341), in sympy.
+
+Every result is a sympy expression or a sympy-checked identity, with a lambdified numeric twin.
+Nothing here imports torch; the checks against the torch model live in ``experiments``.
+
+Notation. Vocabulary V = {0..v-1}; input t of s distinct tokens with query q = t_s. A model is
+*complement-exact* at length s when all valid tokens (V minus [t]) have equal logits and every
+input token a strictly lower one; the margin of input token i is m_i = f_valid - f_i.
+
+Contents
+- metric closed forms (invalid mass, TV, KL, cross-entropy) in terms of S = sum_j e^{-m_j};
+- the lemma's logit identity, the balanced-attention condition, the harmonic margin H/s and the
+  2/s law, the unbalanced (self-attention bias) variant and the negative-beta failure length;
+- the rank bound rank D >= v-1 through the generalized matrix determinant lemma;
+- the margin of every readout of the tight / one-hot constructions (none, attn_out, post, pre)
+  as a function of v, s, K = lambda/beta, beta, gain g and width d, derived on class-reduced
+  vectors, with the attn_out minimum at s = v/2, the K -> oo limit of post and the K needed for a
+  target margin;
+- the gradient-noise trace 1 - 1/(v-s).
+
+Class-reduced vectors. The constructions are symmetric under permutations that fix the query and
+the input set, so every vector over V that appears is constant on three classes: the query
+(multiplicity 1), the other input tokens (s-1) and the valid tokens (v-s). A vector is stored as
+its three class values; norms and centring use the multiplicities, so the derivations hold for
+symbolic v and s, not just for sampled sizes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import sympy as sp
+
+v, s = sp.symbols("v s", positive=True, integer=True)
+lam, beta, g, K, d, m = sp.symbols("lambda beta g K d m", positive=True)
+S = sp.Symbol("S", nonnegative=True)  # sum over input tokens of e^{-m_i}
+
+READOUTS = ("none", "attn_out", "post", "pre")
+
+# ----------------------------------------------------------------------------- metrics
+P_VALID = 1 / (v - s + S)
+INVALID_MASS = S / (v - s + S)
+KL = -sp.log(1 - INVALID_MASS)
+CROSS_ENTROPY = sp.log(v - s) + KL
+# Direct definitions, to be proved equal to the closed forms above:
+KL_DIRECT = sp.log((1 / (v - s)) / P_VALID)  # sum over v-s valid tokens of p* log(p*/p_valid)
+TV_DIRECT = sp.Rational(1, 2) * ((v - s) * (1 / (v - s) - P_VALID) + INVALID_MASS)
+
+
+def prove_metric_identities() -> dict[str, bool]:
+    """KL(p*||p) = -log(1 - invalid mass) and TV = invalid mass, when valid logits are equal."""
+    n = sp.Symbol("n", positive=True)  # the number of valid tokens v - s >= 1
+    on_valid = {v: s + n}
+    return {
+        "kl": sp.simplify(sp.expand_log((KL_DIRECT - KL).subs(on_valid), force=True)) == 0,
+        "tv": sp.simplify((TV_DIRECT - INVALID_MASS).subs(on_valid)) == 0,
+    }
+
+
+def invalid_mass(vocab, length, margins) -> np.ndarray:
+    """Numeric twin: margins (..., s) -> invalid mass sum e^{-m} / (v - s + sum e^{-m})."""
+    total = np.exp(-np.asarray(margins, dtype=np.float64)).sum(-1)
+    return total / (vocab - length + total)
+
+
+def kl_from_invalid_mass(mass) -> np.ndarray:
+    return -np.log1p(-np.asarray(mass, dtype=np.float64))
+
+
+def symmetric_invalid_mass(vocab, length, lam_value) -> np.ndarray:
+    """Balanced symmetric case, margins lambda/s: s e^{-lambda/s} / (s e^{-lambda/s} + v - s)."""
+    return _symmetric_invalid_mass_fn(vocab, length, lam_value)
+
+
+SYMMETRIC_INVALID_MASS = (s * sp.exp(-lam / s)) / (s * sp.exp(-lam / s) + v - s)
+_symmetric_invalid_mass_fn = sp.lambdify((v, s, lam), SYMMETRIC_INVALID_MASS, "numpy")
+
+# ----------------------------------------------------------------------------- lemma & theorem
+
+
+def prove_lemma_logit_identity(vocab: int = 6, length: int = 4) -> bool:
+    """With D[x] = u - lambda_x e_x + c_x 1 and B[x] = -u - beta_x e_x + b_x 1, the logits
+    f(t) = B[q] + sum_i w_i D[t_i] (sum_i w_i = 1) equal -beta_q e_q - sum_i w_i lambda_{t_i} e_{t_i}
+    up to a multiple of 1, for symbolic u, lambda, beta, c, b and attention weights w."""
+    u = sp.symbols(f"u0:{vocab}")
+    lams = sp.symbols(f"lambda0:{vocab}", positive=True)
+    betas = sp.symbols(f"beta0:{vocab}")
+    cs = sp.symbols(f"c0:{vocab}")
+    bs = sp.symbols(f"b0:{vocab}")
+    ws = list(sp.symbols(f"w1:{length}", positive=True))
+    ws.append(1 - sum(ws))
+    tokens = list(range(length))  # by symmetry any distinct tokens; the query is t_s
+    q = tokens[-1]
+
+    def e(x):
+        return sp.Matrix([1 if j == x else 0 for j in range(vocab)])
+
+    one = sp.ones(vocab, 1)
+    D = [sp.Matrix(u) - lams[x] * e(x) + cs[x] * one for x in range(vocab)]
+    B = [-sp.Matrix(u) - betas[x] * e(x) + bs[x] * one for x in range(vocab)]
+    f = B[q] + sum((w * D[x] for w, x in zip(ws, tokens)), sp.zeros(vocab, 1))
+    claimed = -betas[q] * e(q) - sum((w * lams[x] * e(x) for w, x in zip(ws, tokens)),
+                                     sp.zeros(vocab, 1))
+    diff = (f - claimed).applyfunc(sp.expand)
+    return all(sp.simplify(diff[j] - diff[0]) == 0 for j in range(vocab))
+
+
+def balanced_score_difference() -> sp.Expr:
+    """Solve w lambda_x = (1 - w) lambda_y with w = sigmoid(A[y,x] - A[y,y]) for the score gap."""
+    delta = sp.Symbol("delta", real=True)
+    lx, ly = sp.symbols("lambda_x lambda_y", positive=True)
+    w = sp.exp(delta) / (sp.exp(delta) + 1)
+    (solution,) = sp.solve(sp.Eq(w * lx, (1 - w) * ly), delta)
+    return sp.simplify(solution)  # log(lambda_y / lambda_x)
+
+
+def prove_harmonic_margin(length: int = 4) -> bool:
+    """Balanced scores A[q,k] = log(lambda_q/lambda_k) give w_i lambda_{t_i} = 1/sum_j 1/lambda_{t_j}
+    = H(t)/s for every i: all non-query margins equal the harmonic mean over s."""
+    lams = sp.symbols(f"lambda1:{length + 1}", positive=True)
+    q = lams[-1]
+    scores = [sp.log(q / lk) for lk in lams]
+    z = sum(sp.exp(a) for a in scores)
+    harmonic = length / sum(1 / lk for lk in lams)
+    return all(sp.simplify(sp.exp(a) / z * lk - harmonic / length) == 0
+               for a, lk in zip(scores, lams))
+
+
+def harmonic_margin(lambdas_of_input) -> np.ndarray:
+    """Numeric twin: H(t)/s = 1 / sum_i 1/lambda_{t_i} over the last axis."""
+    return 1.0 / (1.0 / np.asarray(lambdas_of_input, dtype=np.float64)).sum(-1)
+
+
+def two_over_s_ratio() -> sp.Expr:
+    """Symmetric balanced case: m_s / m_2 with m_s = lambda/s; equals 2/s."""
+    return sp.simplify((lam / s) / (lam / 2))
+
+
+a_self = sp.Symbol("a", real=True)
+# Uniform lambda, attention score a on the query itself and 0 elsewhere (unbalanced unless a=0).
+UNBALANCED_NONQUERY = lam / (sp.exp(a_self) + s - 1)
+UNBALANCED_QUERY = beta + lam * sp.exp(a_self) / (sp.exp(a_self) + s - 1)
+unbalanced_margins = sp.lambdify((v, s, lam, beta, a_self),
+                                 (UNBALANCED_NONQUERY, UNBALANCED_QUERY), "numpy")
+
+
+def unbalanced_ratio() -> sp.Expr:
+    """m_s / m_2 for the self-biased attention: (e^a + 1)/(e^a + s - 1), which is 2/s iff a = 0."""
+    return sp.simplify(UNBALANCED_NONQUERY / UNBALANCED_NONQUERY.subs(s, 2))
+
+
+def negative_beta_crossover() -> sp.Expr:
+    """With beta < 0 the query margin beta + lambda/s is negative exactly for s > lambda/(-beta)."""
+    b = sp.Symbol("b", negative=True)
+    (root,) = sp.solve(sp.Eq(b + lam / s, 0), s)
+    return root
+
+
+# ----------------------------------------------------------------------------- rank bound
+
+
+def prove_rank_bound(vocab: int = 4) -> dict[str, object]:
+    """D = 1 u^T - Lambda + c 1^T = -(Lambda - X Y^T), X = [1, c], Y = [u, 1].
+
+    Generalized determinant lemma: det(Lambda - X Y^T) = det(Lambda) det(I_2 - Y^T Lambda^-1 X),
+    and nullity(Lambda - X Y^T) = nullity(I_2 - M), M = Y^T Lambda^-1 X. Nullity 2 would need
+    M = I_2, but M[1,0] = 1^T Lambda^-1 1 = sum_x 1/lambda_x > 0. So nullity <= 1: rank D >= v-1,
+    hence d >= v-1 and d_v >= v-1 (rank D <= min(d, d_v))."""
+    lams = sp.symbols(f"lambda0:{vocab}", positive=True)
+    u = sp.Matrix(sp.symbols(f"u0:{vocab}"))
+    c = sp.Matrix(sp.symbols(f"c0:{vocab}"))
+    one = sp.ones(vocab, 1)
+    Lam = sp.diag(*lams)
+    X, Y = one.row_join(c), u.row_join(one)
+    M = Y.T * Lam.inv() * X
+    lhs = (Lam - X * Y.T).det()
+    rhs = Lam.det() * (sp.eye(2) - M).det()
+    D = one * u.T - Lam + c * one.T
+    return {
+        "determinant_lemma": sp.simplify(lhs - rhs) == 0,
+        "D_is_minus_low_rank_update": sp.simplify(D + (Lam - X * Y.T)) == sp.zeros(vocab),
+        "M10": sp.simplify(M[1, 0]),
+        "M10_is_sum_inverse_lambda": sp.simplify(M[1, 0] - sum(1 / x for x in lams)) == 0,
+    }
+
+
+# ----------------------------------------------------------------------------- readouts
+
+
+@dataclass(frozen=True)
+class ClassVec:
+    """A vector over V that is constant on the classes (query, other inputs, valid tokens)."""
+
+    q: sp.Expr
+    o: sp.Expr
+    val: sp.Expr
+
+    MULT = (1, s - 1, v - s)
+
+    def __add__(self, other: "ClassVec") -> "ClassVec":
+        return ClassVec(self.q + other.q, self.o + other.o, self.val + other.val)
+
+    def scale(self, c: sp.Expr) -> "ClassVec":
+        return ClassVec(c * self.q, c * self.o, c * self.val)
+
+    def total(self) -> sp.Expr:
+        return self.q + (s - 1) * self.o + (v - s) * self.val
+
+    def centred(self) -> "ClassVec":
+        mean = self.total() / v
+        return ClassVec(self.q - mean, self.o - mean, self.val - mean)
+
+    def norm(self) -> sp.Expr:
+        return sp.sqrt(self.q**2 + (s - 1) * self.o**2 + (v - s) * self.val**2)
+
+
+E_Q = ClassVec(sp.Integer(1), sp.Integer(0), sp.Integer(0))
+ONE_T = ClassVec(sp.Integer(1), sp.Integer(1), sp.Integer(0))
+
+
+def _normalize(z: ClassVec, centred: bool) -> ClassVec:
+    """N(h) for a residual h with token-space image z, up to multiples of 1 in the logits:
+    g sqrt(d) z / |c(z)|, with c = centring when the embedding lives in 1-perp (tight, RMSNorm)
+    or the norm centres (LayerNorm), and c = identity for RMSNorm on one-hot embeddings."""
+    size = z.centred().norm() if centred else z.norm()
+    return z.scale(g * sp.sqrt(d) / size)
+
+
+def readout_residual(readout: str, centred: bool) -> ClassVec:
+    """Token-space image z of the final residual; logits are -beta z (mod 1).
+
+    In the constructions E[x] has token image e_x, the attention output of the last position has
+    image (K/s) 1_t with K = lambda/beta (uniform attention), and U maps image z to logits -beta z.
+        none      z = e_q + (K/s) 1_t
+        attn_out  z = e_q + N((K/s) 1_t)
+        post      z = N(e_q + (K/s) 1_t)
+        pre       z = N(e_q + (K'/s) 1_t),  K' = K g sqrt(d) / |c(e_x)|  (N before attention)
+    """
+    if readout not in READOUTS:
+        raise ValueError(f"readout {readout!r} is not one of {READOUTS}")
+    attended = ONE_T.scale(K / s)
+    if readout == "none":
+        return E_Q + attended
+    if readout == "attn_out":
+        return E_Q + _normalize(attended, centred)
+    if readout == "post":
+        return _normalize(E_Q + attended, centred)
+    unit = sp.sqrt((v - 1) / v) if centred else sp.Integer(1)  # |c(e_x)|
+    return _normalize(E_Q + ONE_T.scale(K * g * sp.sqrt(d) / unit / s), centred)
+
+
+@lru_cache(maxsize=None)
+def readout_margin_exprs(readout: str, centred: bool = True) -> tuple[sp.Expr, sp.Expr]:
+    """(non-query margin, query margin) = beta (z_o - z_val), beta (z_q - z_val)."""
+    z = readout_residual(readout, centred)
+    return _tidy(beta * (z.o - z.val)), _tidy(beta * (z.q - z.val))
+
+
+def _tidy(expr: sp.Expr) -> sp.Expr:
+    """Simplify with v - 1 >= 1 and v - s >= 1 made explicit (w = v - 1, n = v - s)."""
+    w, n = sp.symbols("w n", positive=True)
+    tidy = sp.simplify(sp.factor(sp.simplify(expr.subs(v, s + n))))
+    return sp.simplify(tidy.subs(n, v - s))
+
+
+def pre_equals_post_rescaled(centred: bool = True) -> bool:
+    """One layer: pre (N before attention, final N) is post with K -> K g sqrt(d) / |c(e_x)|.
+
+    The attention input norm only rescales the values (uniform attention), so the two readouts
+    normalize the same sum e_q + (K'/s) 1_t; checked as an identity of the derived margins."""
+    unit = sp.sqrt((v - 1) / v) if centred else sp.Integer(1)
+    rescaled = {K: K * g * sp.sqrt(d) / unit}
+    post = readout_margin_exprs("post", centred)
+    pre = readout_margin_exprs("pre", centred)
+    return all(_is_zero(a.subs(rescaled) - b) for a, b in zip(post, pre))
+
+
+def _is_zero(expr: sp.Expr, trials: int = 5) -> bool:
+    """Symbolic zero test, backed by exact rational evaluation at random admissible points."""
+    if sp.simplify(expr) == 0:
+        return True
+    rng = np.random.default_rng(0)
+    for _ in range(trials):
+        vv = int(rng.integers(4, 40))
+        point = {v: vv, s: int(rng.integers(1, vv)), K: sp.Rational(int(rng.integers(1, 50)), 7),
+                 beta: sp.Rational(int(rng.integers(1, 20)), 3), g: sp.Rational(int(rng.integers(1, 20)), 5),
+                 d: vv - 1}
+        if abs(sp.N(expr.subs(point), 50)) > sp.Float("1e-40"):
+            return False
+    return True
+
+
+@lru_cache(maxsize=None)
+def _readout_margin_fn(readout: str, centred: bool):
+    return sp.lambdify((v, s, K, beta, g, d), readout_margin_exprs(readout, centred), "numpy")
+
+
+def readout_margins(readout: str, vocab, length, lam_value, beta_value, gain, width,
+                    centred: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Numeric twin: (non-query margin, query margin) of a construction's readout."""
+    fn = _readout_margin_fn(readout, centred)
+    length = np.asarray(length, dtype=np.float64)
+    nq, q = fn(float(vocab), length, lam_value / beta_value, float(beta_value), float(gain),
+               float(width))
+    return np.broadcast_to(nq, length.shape).astype(np.float64), np.broadcast_to(q, length.shape).astype(np.float64)
+
+
+def attn_out_minimum() -> dict[str, sp.Expr]:
+    """The attn_out non-query margin beta g sqrt(d v / (s (v - s))) is minimal at s = v/2."""
+    margin, _ = readout_margin_exprs("attn_out", True)
+    x = sp.Symbol("x", positive=True)  # s as a continuous variable
+    continuous = margin.subs(s, x)
+    (critical,) = [r for r in sp.solve(sp.diff(continuous, x), x) if r.is_positive is not False]
+    second = sp.simplify(sp.diff(continuous, x, 2).subs(x, critical))
+    return {"argmin": sp.simplify(critical), "minimum": sp.simplify(continuous.subs(x, critical)),
+            "second_derivative": second}
+
+
+def post_limit_large_K() -> sp.Expr:
+    """lim_{K -> oo} of the post non-query margin (equals the attn_out margin)."""
+    margin, _ = readout_margin_exprs("post", True)
+    return sp.simplify(sp.limit(margin, K, sp.oo))
+
+
+def post_K_for_margin() -> list[sp.Expr]:
+    """The K = lambda/beta at which the post non-query margin equals a target m (positive root)."""
+    margin, _ = readout_margin_exprs("post", True)
+    roots = sp.solve(sp.Eq(margin**2, m**2), K)
+    return [sp.simplify(r) for r in roots]
+
+
+@lru_cache(maxsize=None)
+def _post_K_fn():
+    return sp.lambdify((v, s, beta, g, d, m), post_K_for_margin(), "numpy")
+
+
+def post_K_needed(vocab, length, target, beta_value=1.0, gain=1.0, width=None) -> float:
+    """Numeric twin of :func:`post_K_for_margin`: the smallest K > 0 reaching ``target``
+    (inf when the target is at or above the K -> oo limit)."""
+    width = vocab - 1 if width is None else width
+    roots = np.atleast_1d(np.array(_post_K_fn()(vocab, length, beta_value, gain, width, target),
+                                   dtype=complex))
+    good = [r.real for r in roots if abs(r.imag) < 1e-12 and r.real > 0]
+    reached = [k for k in good if np.isclose(
+        readout_margins("post", vocab, length, k * beta_value, beta_value, gain, width)[0],
+        target, rtol=1e-9)]
+    return min(reached) if reached else float("inf")
+
+
+# ----------------------------------------------------------------------------- gradient noise
+
+
+def gradient_noise_trace() -> sp.Expr:
+    """tr Cov(p* - e_y), y ~ p*: tr(diag p* - p* p*^T) = sum p* - |p*|^2 with v-s entries 1/(v-s)."""
+    n = sp.Symbol("n", positive=True)  # v - s valid tokens
+    return (n * (1 / n) - n * (1 / n) ** 2).subs(n, v - s)
+
+
+gradient_noise_trace_fn = sp.lambdify((v, s), 1 - 1 / (v - s), "numpy")
+
+
+# ----------------------------------------------------------------------------- derivations
+
+
+def derivations(latex: bool = False) -> list[tuple[str, str]]:
+    """The printed derivations of `resharpen derive` (Set Complement part)."""
+    fmt = sp.latex if latex else sp.sstr
+    none_nq, none_q = readout_margin_exprs("none", True)
+    rows = [
+        ("invalid mass (margins m_i, S = sum e^{-m_i})", INVALID_MASS),
+        ("KL(p* || p) = -log(1 - invalid mass)", KL),
+        ("cross-entropy against p*", CROSS_ENTROPY),
+        ("symmetric balanced invalid mass, margins lambda/s", SYMMETRIC_INVALID_MASS),
+        ("balanced length-2 score gap A[y,x] - A[y,y]", balanced_score_difference()),
+        ("2/s law: m_s / m_2", two_over_s_ratio()),
+        ("unbalanced (self score a): m_s / m_2", unbalanced_ratio()),
+        ("negative beta: the query wins for s greater than", negative_beta_crossover()),
+        ("rank bound: M[1,0] = 1^T Lambda^-1 1 (v = 4)", prove_rank_bound(4)["M10"]),
+        ("margin, no norm (non-query, query), K = lambda/beta", sp.Tuple(none_nq, none_q)),
+    ]
+    for readout in ("attn_out", "post", "pre"):
+        rows.append((f"margin, {readout} (non-query, query), centred",
+                     sp.Tuple(*readout_margin_exprs(readout, True))))
+    minimum = attn_out_minimum()
+    rows += [
+        ("attn_out margin: argmin over s", minimum["argmin"]),
+        ("attn_out margin: minimum", minimum["minimum"]),
+        ("post margin as K -> oo", post_limit_large_K()),
+        ("post: K reaching non-query margin m", sp.Tuple(*post_K_for_margin())),
+        ("gradient-noise trace tr(diag p* - p* p*^T)", gradient_noise_trace()),
+    ]
+    return [(title, fmt(expr)) for title, expr in rows]
