@@ -185,6 +185,8 @@ def run_derive(args) -> int:
 
 
 COMMANDS = [add_verify, add_construct, add_derive, add_figs]
+from experiments.train_cli import add_report, add_sweep, add_train  # noqa: E402
+COMMANDS += [add_train, add_sweep, add_report]
 
 
 def build_parser() -> argparse.ArgumentParser:
