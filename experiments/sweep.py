@@ -1,0 +1,141 @@
+"""Seeded random-search sweeps: one folder per run, a sweep table, resumable, on any backend.
+
+Layout of ``out/sweeps/<name>`` (``<name>-quick`` for the quick profile)::
+
+    sweep.json                 the sweep file, its base config, settings and search space
+    runs/<name>-<index>/       config.json, metrics.jsonl, per_length.json, summary.json
+    table.csv, table.jsonl     one row per finished run: searched factors + summaries
+
+Every file is written atomically (temporary file, then rename) by the driver, and a run counts
+as finished only when its ``summary.json`` exists (written last). A rerun skips finished runs;
+a SIGKILL at any moment loses at most the runs in flight and leaves no half-written file.
+Configs are drawn by ``random.Random(sweep.seed)`` run after run, so ``--runs 512`` extends a
+256-run sweep with the same first 256 runs. Each run seeds torch from its own ``train.seed``
+and uses one thread, so a run's metrics are the same on the local pool and on Ray.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from experiments import config as cfgmod
+from experiments.backends import run_tasks
+from experiments.io import atomic_write_json, atomic_write_text, ensure_writable_dir
+from experiments.train import WEIGHTS, save_run
+
+TABLE_SUMMARY_KEYS = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", "id_tv",
+                      "ood_tv", "lg_score", "lg_fraction", "margin_exponent",
+                      "margin_exponent_attn_out_theory")
+
+
+def run_one(config: dict) -> dict:
+    """Train one sweep run (in a worker) and return its serializable result."""
+    from experiments.train import train
+
+    result = train(config, progress=False)
+    return {k: result[k] for k in ("config", "per_length", "summary", "history")}
+
+
+def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> dict:
+    base, settings, space = cfgmod.load_sweep(path, profile=profile)
+    runs = settings["runs"] if runs is None else runs
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    configs = cfgmod.sample_configs(base, space, runs, settings["seed"])
+    name = base["name"] + ("-quick" if profile == "quick" else "")
+    return {"name": name, "profile": profile, "base": base, "settings": settings,
+            "space": space, "configs": configs}
+
+
+def _identity(planned: dict) -> dict:
+    return {"name": planned["name"], "profile": planned["profile"], "base": planned["base"],
+            "seed": planned["settings"]["seed"], "space": planned["space"]}
+
+
+def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | None = None,
+              workers: int = 2, backend: str = "local", address: str | None = None,
+              profile: str = "full", progress: bool = True) -> Path:
+    """Run (or resume) a sweep; return its folder."""
+    from tqdm import tqdm
+
+    planned = plan(path, runs, profile)
+    root = ensure_writable_dir(Path(out) if out else Path("out") / "sweeps" / planned["name"])
+    identity = _identity(planned)
+    marker = root / "sweep.json"
+    if marker.exists():
+        previous = json.loads(marker.read_text())
+        if previous.get("identity") != json.loads(json.dumps(identity)):
+            raise ValueError(f"{str(root)!r} holds a different sweep (other base config, seed or "
+                             "search space); choose another --out")
+    atomic_write_json(marker, {"identity": identity, "runs": len(planned["configs"]),
+                               "file": str(path)})
+    pending = []
+    for config in planned["configs"]:
+        folder = root / "runs" / config["name"]
+        if (folder / "summary.json").exists():
+            stored = json.loads((folder / "config.json").read_text())
+            if stored != json.loads(json.dumps(config)):
+                raise ValueError(f"run folder {str(folder)!r} holds another config; "
+                                 "choose another --out")
+            continue
+        pending.append(config)
+    done = len(planned["configs"]) - len(pending)
+    bar = tqdm(total=len(planned["configs"]), initial=done, desc=f"sweep {planned['name']}",
+               unit="run", disable=not progress or None)
+    try:
+        for index, result in run_tasks(run_one, [(c,) for c in pending], backend, workers,
+                                       address):
+            save_run(result, root / "runs" / pending[index]["name"])
+            write_table(root, planned["space"])
+            bar.update(1)
+    finally:
+        bar.close()
+    write_table(root, planned["space"])
+    return root
+
+
+def flatten(config: dict, summary: dict, factors) -> dict:
+    row = {"run": config["name"]}
+    for dotted in sorted(factors):
+        section, key = dotted.split(".")
+        row[dotted] = config[section][key]
+    row["primary"] = summary["primary"]
+    for key in TABLE_SUMMARY_KEYS:
+        row[key] = summary[key]
+    for weights in WEIGHTS:
+        for key in ("ood_invalid_mass", "ood_kl", "lg_score"):
+            row[f"{weights}.{key}"] = summary["by_weights"][weights][key]
+    row["seconds"] = round(summary["seconds"], 3)
+    return row
+
+
+def load_runs(root: str | Path) -> list[dict]:
+    """(config, summary) of every finished run under ``root/runs``, sorted by name."""
+    runs = []
+    for folder in sorted((Path(root) / "runs").glob("*")):
+        if (folder / "summary.json").exists():
+            runs.append({"folder": folder,
+                         "config": json.loads((folder / "config.json").read_text()),
+                         "summary": json.loads((folder / "summary.json").read_text())})
+    return runs
+
+
+def write_table(root: Path, factors) -> list[dict]:
+    rows = [flatten(r["config"], r["summary"], factors) for r in load_runs(root)]
+    atomic_write_text(root / "table.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    buffer = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    atomic_write_text(root / "table.csv", buffer.getvalue())
+    return rows
+
+
+def read_table(root: str | Path) -> list[dict]:
+    path = Path(root) / "table.jsonl"
+    if not path.exists():
+        raise FileNotFoundError(f"{str(path)!r} does not exist: is {str(root)!r} a sweep folder?")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
