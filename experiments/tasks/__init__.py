@@ -1,0 +1,70 @@
+"""The task suite: formal languages with several legal next tokens, and Othello.
+
+``get_task(name, **params)`` builds a task by name; ``TASKS`` lists the names with their family.
+Every task follows :class:`experiments.tasks.base.Task`: a vocabulary, a seeded sampler that
+draws every token uniformly from the legal-next set of its prefix, the exact legal-next sets of
+every prefix (``legal_next``) and the exact targets (``targets``, uniform over those sets), and a
+membership oracle written independently of the sampler. docs/tasks.md defines every language.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable
+
+from .base import Task, count_members, legal_next_disagreements, uniform_choice
+
+# name -> (builder, family, keyword parameters the builder accepts)
+_BUILDERS: dict[str, tuple[Callable[..., Task], str, tuple[str, ...]]] = {}
+
+
+def _register(name: str, builder: Callable[..., Task], family: str, params: tuple[str, ...] = ()):
+    _BUILDERS[name] = (builder, family, params)
+
+
+def _languages() -> None:
+    from .complement import MultisetComplement, SetComplement
+    from .counter import Counting
+    from .dyck import Dyck, ShuffleDyck
+    from .tomita import Tomita
+
+    for k in (1, 2, 3):
+        _register(f"dyck{k}", partial(Dyck, k), "counter" if k == 1 else "context-free")
+    _register("shuffle_dyck2", partial(ShuffleDyck, 2), "counter")
+    _register("anbn", partial(Counting, 2), "counter")
+    _register("anbncn", partial(Counting, 3), "counter")
+    for number in range(1, 8):
+        _register(f"tomita{number}", partial(Tomita, number), "regular")
+    _register("set_complement", SetComplement, "finite", ("vocab",))
+    _register("multiset_complement", MultisetComplement, "finite", ("vocab", "k"))
+
+
+def _games() -> None:
+    from .othello import Othello
+
+    _register("othello", Othello, "game")
+
+
+_languages()
+_games()
+
+TASKS: dict[str, str] = {name: family for name, (_, family, _) in _BUILDERS.items()}
+"""Every registered task name and its family (regular, counter, context-free, finite, game)."""
+
+LANGUAGES = tuple(name for name, family in TASKS.items() if family != "game")
+
+
+def get_task(name: str, **params) -> Task:
+    """The task registered as ``name``, built with ``params`` (e.g. ``vocab=32`` for
+    set_complement). ValueError for an unknown name or parameter."""
+    if name not in _BUILDERS:
+        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_BUILDERS))}")
+    builder, _, allowed = _BUILDERS[name]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        accepted = ", ".join(allowed) if allowed else "none"
+        raise ValueError(f"task {name!r} has no parameter {unknown[0]!r}; it accepts: {accepted}")
+    return builder(**params)
+
+
+__all__ = ["TASKS", "LANGUAGES", "Task", "get_task", "count_members",
+           "legal_next_disagreements", "uniform_choice"]

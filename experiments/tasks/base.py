@@ -1,0 +1,288 @@
+"""The task interface: a vocabulary, a seeded sampler and, for every prefix, the exact legal-next set.
+
+A task is a deterministic automaton over its vocabulary, vectorized over a batch:
+``start(count, capacity)`` gives the initial states, ``legal(states)`` the legal-next set of every
+state as a boolean row over the vocabulary, ``advance(states, tokens)`` the successor states. A
+state is one row of a 2-D numpy array. The membership oracle ``is_member`` is written
+separately, without the automaton, so that the two can be checked against each other.
+
+Legal-next sets. For a language L over an alphabet S (the empty string excluded) and a prefix w,
+
+    N(w) = { a in S : w a is a prefix of some word of L }  united with  { EOS : w in L }.
+
+N(w) is a function of the prefix alone, so a causal model can represent it exactly. Tasks
+without an end-of-string token (Set Complement, multiset complement) have N(w) = the tokens
+that keep w valid.
+
+Stream convention (tasks with EOS). A sample is a prefix of the infinite stream
+``w1 EOS w2 EOS w3 ...`` in which every token is drawn uniformly from the legal-next set of the
+current (since the last EOS) string; after EOS a new string starts, whose legal-next set is
+N(empty). Every complete string between two EOS is a word of L. Hence, at every position, the
+exact next-token distribution of the data is uniform over the legal-next set: the training data
+and the evaluation target agree exactly, at every length, as in the Set Complement task.
+
+Positions. ``legal_next(seqs)[b, i]`` is the legal-next set after the prefix ``seqs[b, :i+1]``:
+the target of a causal model's output at position ``i``. ``initial_legal()`` is N(empty), the
+set the first token is drawn from. A prefix that is not valid has the empty set, and so do all
+its extensions.
+"""
+from __future__ import annotations
+
+import itertools
+from abc import ABC, abstractmethod
+from typing import Sequence
+
+import numpy as np
+
+
+def check_int(name: str, value, low: int, high: int | None = None, hint: str = "") -> int:
+    """``value`` if it is an integer in [low, high] (high None: unbounded), else ValueError."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value < low or (high is not None and value > high):
+        allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be {allowed}{hint}, got {value}")
+    return value
+
+
+def uniform_choice(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """For each row of a boolean (count, V) mask with at least one True, one column drawn
+    uniformly among its True entries (int64, shape (count,))."""
+    sizes = mask.sum(axis=1)
+    if (sizes == 0).any():
+        raise ValueError("uniform_choice: a row has no legal token")
+    rank = rng.integers(sizes)  # uniform in {0, ..., size-1}
+    return np.argmax(np.cumsum(mask, axis=1) > rank[:, None], axis=1).astype(np.int64)
+
+
+class Task(ABC):
+    """A sequence task with exact legal-next sets. Subclasses set the class attributes in
+    ``__init__`` and implement the automaton (start, legal, advance) and the oracle."""
+
+    name: str
+    vocab: tuple[str, ...]
+    eos: int | None = None  # index of the end-of-string token, None if the task has none
+    max_length: int | None = None  # longest sample whose every target is defined; None: any
+
+    # ---------------------------------------------------------------- the automaton (vectorized)
+    @abstractmethod
+    def start(self, count: int, capacity: int) -> np.ndarray:
+        """Initial states of ``count`` sequences that will have at most ``capacity`` tokens."""
+
+    @abstractmethod
+    def legal(self, states: np.ndarray) -> np.ndarray:
+        """Boolean (count, V): the legal-next set of every state."""
+
+    @abstractmethod
+    def advance(self, states: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """The states after appending ``tokens`` (one per row). Must not fail on an illegal
+        token (the result is then ignored) and must not modify ``states`` in place."""
+
+    # ---------------------------------------------------------------- the independent oracle
+    @abstractmethod
+    def is_member(self, string: Sequence[int]) -> bool:
+        """Membership oracle for one string of alphabet token ids (no EOS)."""
+
+    # ---------------------------------------------------------------- derived, shared
+    @property
+    def size(self) -> int:
+        return len(self.vocab)
+
+    @property
+    def alphabet(self) -> tuple[int, ...]:
+        """The token ids a string of the language is made of (the vocabulary minus EOS)."""
+        return tuple(i for i in range(self.size) if i != self.eos)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name}: vocab {' '.join(self.vocab)}>"
+
+    def check_length(self, length) -> int:
+        hint = (f" for task {self.name!r} (its longest sequence with defined targets)"
+                if self.max_length is not None else "")
+        return check_int("length", length, 1, self.max_length, hint)
+
+    def step(self, states: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """``advance``, then restart the rows that emitted EOS (the stream convention)."""
+        new = self.advance(states, tokens)
+        if self.eos is not None:
+            new[tokens == self.eos] = 0  # the initial state of a task with EOS is the zero row
+        return new
+
+    def initial_legal(self) -> np.ndarray:
+        """N(empty): boolean (V,)."""
+        return self.legal(self.start(1, 1))[0]
+
+    def sample(self, count: int, length: int, seed: int | np.random.Generator = 0) -> np.ndarray:
+        """``count`` sequences of ``length`` tokens, int64 (count, length); every token is drawn
+        uniformly from the legal-next set of its prefix. Same seed, same sequences."""
+        count = check_int("count", count, 1)
+        length = self.check_length(length)
+        rng = np.random.default_rng(seed)
+        states = self.start(count, length)
+        out = np.empty((count, length), dtype=np.int64)
+        for i in range(length):
+            out[:, i] = uniform_choice(self.legal(states), rng)
+            states = self.step(states, out[:, i])
+        return out
+
+    def validate(self, seqs) -> np.ndarray:
+        """``seqs`` as an int64 (count, length) array of token ids, else ValueError."""
+        arr = np.asarray(seqs)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        if arr.ndim != 2 or arr.shape[1] == 0 or arr.shape[0] == 0:
+            raise ValueError(f"sequences must have shape (count, length) with count, length >= 1, "
+                             f"got shape {arr.shape}")
+        if arr.dtype.kind not in "iu":
+            raise ValueError(f"sequences must hold integer token ids, got dtype {arr.dtype}")
+        low, high = int(arr.min()), int(arr.max())
+        if low < 0 or high >= self.size:
+            raise ValueError(f"token ids of task {self.name!r} must lie in [0, {self.size - 1}], "
+                             f"got values in [{low}, {high}]")
+        return arr.astype(np.int64, copy=False)
+
+    def legal_next(self, seqs) -> np.ndarray:
+        """Boolean (count, length, V): entry [b, i] is the legal-next set after seqs[b, :i+1]
+        (empty once the prefix is invalid)."""
+        seqs = self.validate(seqs)
+        count, length = seqs.shape
+        states = self.start(count, length)
+        alive = np.ones(count, dtype=bool)
+        rows = np.arange(count)
+        out = np.empty((count, length, self.size), dtype=bool)
+        mask = self.legal(states)
+        for i in range(length):
+            alive &= mask[rows, seqs[:, i]]
+            states = self.step(states, seqs[:, i])
+            mask = self.legal(states)
+            mask &= alive[:, None]
+            out[:, i] = mask
+        return out
+
+    def targets(self, seqs) -> np.ndarray:
+        """Exact next-token distributions, float64 (count, length, V): uniform over the legal-next
+        set after every prefix. ValueError if some prefix is not valid (empty legal set)."""
+        mask = self.legal_next(seqs)
+        sizes = mask.sum(axis=2, keepdims=True)
+        if (sizes == 0).any():
+            b, i = np.argwhere(sizes[..., 0] == 0)[0]
+            raise ValueError(f"prefix {self.decode(np.asarray(seqs).reshape(len(mask), -1)[b, :i + 1])!r} "
+                             f"(row {b}, position {i}) is not a valid prefix of task {self.name!r}: "
+                             f"it has no legal continuation")
+        return mask / sizes.astype(np.float64)
+
+    # ---------------------------------------------------------------- text
+    def decode(self, seq: Sequence[int]) -> str:
+        tokens = [self.vocab[int(t)] for t in seq]
+        joiner = "" if all(len(t) == 1 for t in self.vocab) else " "
+        return joiner.join(tokens)
+
+    def encode(self, text: str) -> np.ndarray:
+        """Token ids of ``text``: space-separated tokens, or characters if every token is one."""
+        index = {t: i for i, t in enumerate(self.vocab)}
+        parts = text.split() if (" " in text or any(len(t) > 1 for t in self.vocab)) else list(text)
+        unknown = [p for p in parts if p not in index]
+        if unknown:
+            raise ValueError(f"unknown token {unknown[0]!r} for task {self.name!r}; "
+                             f"the vocabulary is {' '.join(self.vocab)}")
+        return np.array([index[p] for p in parts], dtype=np.int64)
+
+
+# -------------------------------------------------------------------- exhaustive checks
+def count_members(task: Task, max_length: int) -> list[int]:
+    """Number of words of each length 0..max_length accepted by the *automaton* (EOS legal; for
+    tasks without EOS, every valid sequence), by dynamic programming over distinct states.
+    Exact integers (Python ints)."""
+    max_length = check_int("max_length", max_length, 0)
+    alphabet = np.array(task.alphabet)
+    states = task.start(1, max(max_length, 1))
+    weight = np.array([1], dtype=object)
+    counts = []
+    for n in range(max_length + 1):
+        mask = task.legal(states)
+        if task.eos is not None:
+            counts.append(int(weight[mask[:, task.eos]].sum()) if n else 0)
+        else:
+            counts.append(int(weight.sum()) if n else 0)
+        if n == max_length:
+            break
+        legal = mask[:, alphabet]
+        parent, which = np.nonzero(legal)
+        if len(parent) == 0:
+            counts.extend([0] * (max_length - n))
+            break
+        children = task.advance(states[parent], alphabet[which])
+        uniq, inverse = np.unique(children, axis=0, return_inverse=True)
+        merged = np.zeros(len(uniq), dtype=object)
+        np.add.at(merged, inverse.ravel(), weight[parent])
+        states, weight = uniq, merged
+    return counts
+
+
+def oracle_legal_sets(task: Task, max_member: int) -> tuple[dict, list[int]]:
+    """From the oracle alone: enumerate every alphabet string of length 1..max_member, keep the
+    members, and return (prefix -> legal-next set as a frozenset of token ids, member counts per
+    length 0..max_member). The sets are exact for every prefix short enough that each of its
+    valid one-token extensions can be completed within ``max_member`` tokens."""
+    alphabet = task.alphabet
+    members_by_length = [0]
+    prefixes: set[tuple[int, ...]] = set()
+    members: set[tuple[int, ...]] = set()
+    for n in range(1, max_member + 1):
+        found = 0
+        for word in itertools.product(alphabet, repeat=n):
+            if task.is_member(word):
+                found += 1
+                members.add(word)
+                for k in range(n + 1):
+                    prefixes.add(word[:k])
+        members_by_length.append(found)
+    if task.eos is None:  # prefix-closed tasks: the valid sequences are the members
+        prefixes = set(members) | {()}
+
+    def legal_set(prefix: tuple[int, ...]) -> frozenset:
+        nxt = {a for a in alphabet if prefix + (a,) in prefixes}
+        if task.eos is not None and prefix in members:
+            nxt.add(task.eos)
+        return frozenset(nxt)
+
+    table = {}
+    for n in range(0, max_member):
+        for word in itertools.product(alphabet, repeat=n):
+            table[word] = legal_set(word)
+    return table, members_by_length
+
+
+def legal_next_disagreements(task: Task, max_member: int, max_prefix: int) -> tuple[int, int, list]:
+    """Compare the automaton's legal-next sets with the oracle's on every alphabet string of
+    length 0..max_prefix (valid or not). Returns (prefixes compared, disagreements, up to five
+    examples as (prefix text, automaton set, oracle set))."""
+    table, _ = oracle_legal_sets(task, max_member)
+    compared, bad, examples = 0, 0, []
+    auto_empty = frozenset(np.flatnonzero(task.initial_legal()).tolist())
+
+    def record(prefix, auto, oracle):
+        nonlocal bad
+        bad += 1
+        if len(examples) < 5:
+            examples.append((task.decode(prefix), sorted(auto), sorted(oracle)))
+
+    compared += 1
+    if auto_empty != table[()]:
+        record((), auto_empty, table[()])
+    if max_prefix >= 1:
+        words = np.array(list(itertools.product(task.alphabet, repeat=max_prefix)), dtype=np.int64)
+        masks = task.legal_next(words)
+        seen = set()
+        for row, word in enumerate(map(tuple, words.tolist())):
+            for i in range(max_prefix):
+                prefix = word[:i + 1]
+                if prefix in seen:
+                    continue
+                seen.add(prefix)
+                compared += 1
+                auto = frozenset(np.flatnonzero(masks[row, i]).tolist())
+                if auto != table[prefix]:
+                    record(prefix, auto, table[prefix])
+    return compared, bad, examples
