@@ -69,6 +69,8 @@ def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | No
         if previous.get("identity") != json.loads(json.dumps(identity)):
             raise ValueError(f"{str(root)!r} holds a different sweep (other base config, seed or "
                              "search space); choose another --out")
+    for stale in root.rglob(".*.tmp"):  # a temporary file left by a killed writer
+        stale.unlink(missing_ok=True)
     atomic_write_json(marker, {"identity": identity, "runs": len(planned["configs"]),
                                "file": str(path)})
     pending = []
