@@ -28,51 +28,52 @@ class StackRun:
     norm: np.ndarray        # (layers + 1,) mean token norm
 
 
-def run_stack(scheme: str, *, n: int = 64, d: int = 512, layers: int = 64, beta: float | None = None,
-              seed: int = 0, tied: bool = False, mix_fraction: float = 0.25,
-              alpha0: float = 1.0) -> StackRun:
-    """One random stack. The same seed gives the same tokens and weights for every scheme, so the
-    schemes are compared on identical draws. Mix-LN switches to Pre-LN after mix_fraction of the
-    layers; nGPT uses a constant alpha0."""
-    check_scheme(scheme), check_n(n), check_d(d)
+def run_stacks(schemes=SCHEMES, *, n: int = 64, d: int = 512, layers: int = 64,
+               beta: float | None = None, seed: int = 0, tied: bool = False,
+               mix_fraction: float = 0.25, alpha0: float = 1.0,
+               progress: bool = False) -> dict[str, StackRun]:
+    """Random stacks of the given schemes on identical draws: the same seed gives the same tokens
+    and, layer by layer, the same (Q, K, V) for every scheme (drawn once, applied to all).
+    Mix-LN switches to Pre-LN after mix_fraction of the layers; nGPT uses a constant alpha0."""
+    schemes = [check_scheme(s) for s in ([schemes] if isinstance(schemes, str) else schemes)]
+    check_n(n), check_d(d)
     if int(layers) != layers or layers < 1:
         raise ValueError(f"layers must be an integer >= 1, got {layers}")
     if not 0 <= mix_fraction <= 1:
         raise ValueError(f"mix_fraction must lie in [0, 1], got {mix_fraction}")
     beta = float(np.sqrt(d)) if beta is None else check_beta(beta)
     tau = max(mix_fraction * layers, 1e-9)
-    dyn = Dynamics(scheme, beta, tau=tau, alpha0=alpha0)
-    x = uniform_sphere(n, d, seed)
-    weights = np.random.default_rng([seed, 1])
-    cos, norm = [], []
+    dyns = {s: Dynamics(s, beta, tau=tau, alpha0=alpha0) for s in schemes}
+    x0 = uniform_sphere(n, d, seed)
+    xs = {s: x0 for s in schemes}
+    cos = {s: [] for s in schemes}
+    norm = {s: [] for s in schemes}
 
-    def record(x):
+    def record(s, x):
         u = x / np.linalg.norm(x, axis=1, keepdims=True)
-        cos.append(float(off_diagonal_mean(u @ u.T)))
-        norm.append(float(np.linalg.norm(x, axis=1).mean()))
+        cos[s].append(float(off_diagonal_mean(u @ u.T)))
+        norm[s].append(float(np.linalg.norm(x, axis=1).mean()))
 
-    record(x)
+    for s in schemes:
+        record(s, x0)
+    weights = np.random.default_rng([seed, 1])
     scale = 1.0 / np.sqrt(d)
-    for layer in range(int(layers)):
+    from tqdm import tqdm
+    for layer in tqdm(range(int(layers)), desc=f"random stacks d={d}", unit="layer",
+                      disable=not progress or None):
         if tied:
             Q = K = V = None
         else:
             Q, K, V = (weights.standard_normal((d, d)) * scale for _ in range(3))
-        x = layer_update(x, float(layer), 1.0, dyn, Q, K, V)
-        record(x)
-    return StackRun(scheme, np.array(cos), np.array(norm))
-
-
-def run_all_stacks(*, n: int = 64, d: int = 512, layers: int = 64, seed: int = 0,
-                   tied: bool = False, progress: bool = True) -> dict[str, StackRun]:
-    from tqdm import tqdm
-
-    return {s: run_stack(s, n=n, d=d, layers=layers, seed=seed, tied=tied)
-            for s in tqdm(SCHEMES, desc="random stacks", unit="scheme", disable=not progress or None)}
+        for s in schemes:
+            xs[s] = layer_update(xs[s], float(layer), 1.0, dyns[s], Q, K, V)
+            record(s, xs[s])
+    return {s: StackRun(s, np.array(cos[s]), np.array(norm[s])) for s in schemes}
 
 
 def norm_growth_exponent(norm: np.ndarray, first: int = 8) -> float:
-    """Slope of log(|x_l| - |x_0| ... ) fitted as log |x_l| vs log l over layers >= first."""
+    """Least-squares slope of log |x_l| against log l over layers l >= first (1 = linear growth,
+    1/2 = random-walk growth)."""
     layers = np.arange(len(norm))
     mask = layers >= first
     return float(np.polyfit(np.log(layers[mask]), np.log(norm[mask]), 1)[0])
