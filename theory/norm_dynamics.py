@@ -222,10 +222,18 @@ def paper_gamma_dot0(scheme: str) -> sp.Expr:
             "periln": 2 / (r0_p * root), "ngpt": 2 * alpha0_p / root, "sqrt": 2 / Zb}[scheme]
 
 
-def gamma_dot0_num(scheme: str, beta_: float, n_: int, r0_: float = 1.0, alpha0_: float = 1.0) -> float:
-    check_beta(beta_), check_n(n_)
+@lru_cache(maxsize=None)
+def _gamma_dot0_twin(scheme: str):
+    """Numeric twin of derived_gamma_dot0 (mpmath: no overflow of e^beta for large beta)."""
     expr = derived_gamma_dot0(scheme)
-    return float(expr.subs({beta_p: beta_, n_p: n_, r0_p: r0_, alpha0_p: alpha0_}).evalf(30))
+    return sp.lambdify((beta_p, n_p, r0_p, alpha0_p), expr, "mpmath")
+
+
+def gamma_dot0_num(scheme: str, beta_: float, n_: int, r0_: float = 1.0, alpha0_: float = 1.0) -> float:
+    """gamma'(0) of Theorem 4.1 as a float (the derived expression, evaluated in mpmath)."""
+    check_scheme(scheme), check_beta(beta_), check_n(n_)
+    check_positive("r0", r0_), check_positive("alpha0", alpha0_)
+    return float(_gamma_dot0_twin(scheme)(beta_, n_, r0_, alpha0_))
 
 
 # ----------------------------------------------------------------------------- terminal rates
