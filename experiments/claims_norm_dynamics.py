@@ -435,3 +435,39 @@ def _(profile: str) -> Outcome:
     return Outcome(measured=f"random {e_rand:.3f}, tied {e_tied:.3f}", expected="~0.5, ~1",
                    passed=0.35 <= e_rand <= 0.65 and e_tied >= 0.9,
                    detail=f"n={n}, {layers} layers; fresh weights add nearly independent vectors each layer")
+
+
+# ----------------------------------------------------------------------------- gradient-flow form
+def interaction_energy(theta: np.ndarray, beta: float) -> float:
+    """E(Theta) = -sum_{j,k} exp(beta <theta_j, theta_k>) (Q = K = V = I)."""
+    return float(-np.exp(beta * theta @ theta.T).sum())
+
+
+@claim("dyn.gradient_flow", source=f"{SRC} Sec. 3 (modulated gradient flow; Lean docstring drops the 2 beta)",
+       statement="With Q=K=V=I, theta_j' = -(2 beta s_j Z_j)^{-1} P_{theta_j} grad_j E, E = -sum_{j,k} "
+                 "e^{beta <theta_j, theta_k>}, for every scheme's s_j",
+       kind="numeric", tolerance="rel 1e-6 (central finite differences of E, step 1e-6)")
+def _(profile: str) -> Outcome:
+    n, d, beta, h = 5, 4, 1.3, 1e-6
+    theta = P.uniform_sphere(n, d, seed=12)
+    r = np.linspace(1.0, 2.0, n)
+    grad = np.zeros_like(theta)
+    for j in range(n):
+        for a in range(d):
+            e = np.zeros_like(theta)
+            e[j, a] = h
+            grad[j, a] = (interaction_energy(theta + e, beta) - interaction_energy(theta - e, beta)) / (2 * h)
+    Z = np.exp(beta * theta @ theta.T).sum(axis=1)
+    Pgrad = grad - np.einsum("ij,ij->i", theta, grad)[:, None] * theta
+    worst = 0.0
+    for scheme in nd.SCHEMES:
+        dyn = P.Dynamics(scheme, beta)
+        v, _ = P.velocity(0.5, theta, r, dyn)
+        a = np.linalg.norm(P.attention(theta, beta), axis=1)
+        s = {"postln": np.ones(n), "preln": r, "mixln": np.ones(n), "periln": r * a,   # Table 2 at
+             "ngpt": a / dyn.alpha(0.5), "sqrt": np.full(n, math.sqrt(1.5))}[scheme]  # t = 0.5 < tau
+        flow = -Pgrad / (2 * beta * s * Z)[:, None]
+        worst = max(worst, float(np.abs(flow - v).max() / np.abs(v).max()))
+    return Outcome(measured=worst, expected=0.0, passed=worst <= 1e-6,
+                   detail="gradient of E by central differences, not by the closed form "
+                          "-2 beta sum_k e^{beta<theta_j,theta_k>} theta_k")
