@@ -53,7 +53,8 @@ def uniform_choice(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if (sizes == 0).any():
         raise ValueError("uniform_choice: a row has no legal token")
     rank = rng.integers(sizes)  # uniform in {0, ..., size-1}
-    return np.argmax(np.cumsum(mask, axis=1) > rank[:, None], axis=1).astype(np.int64)
+    running = np.cumsum(mask, axis=1, dtype=np.int16 if mask.shape[1] < 2**15 else np.int64)
+    return np.argmax(running > rank[:, None], axis=1).astype(np.int64)
 
 
 class Task(ABC):
@@ -254,11 +255,16 @@ def oracle_legal_sets(task: Task, max_member: int) -> tuple[dict, list[int]]:
     return table, members_by_length
 
 
-def legal_next_disagreements(task: Task, max_member: int, max_prefix: int) -> tuple[int, int, list]:
+def legal_next_disagreements(task: Task, max_member: int, max_prefix: int,
+                             oracle: dict | None = None) -> tuple[int, int, list]:
     """Compare the automaton's legal-next sets with the oracle's on every alphabet string of
     length 0..max_prefix (valid or not). Returns (prefixes compared, disagreements, up to five
-    examples as (prefix text, automaton set, oracle set))."""
-    table, _ = oracle_legal_sets(task, max_member)
+    examples as (prefix text, automaton set, oracle set)). ``oracle``: a table already made by
+    ``oracle_legal_sets(task, max_member)``."""
+    if max_prefix >= max_member:
+        raise ValueError(f"max_prefix must be < max_member (the oracle needs room to complete "
+                         f"the prefixes), got max_prefix={max_prefix}, max_member={max_member}")
+    table = oracle if oracle is not None else oracle_legal_sets(task, max_member)[0]
     compared, bad, examples = 0, 0, []
     auto_empty = frozenset(np.flatnonzero(task.initial_legal()).tolist())
 
@@ -286,3 +292,49 @@ def legal_next_disagreements(task: Task, max_member: int, max_prefix: int) -> tu
                 if auto != table[prefix]:
                     record(prefix, auto, table[prefix])
     return compared, bad, examples
+
+
+def sampler_uniformity(task: Task, count: int, length: int, seed: int = 0) -> dict:
+    """Sample ``count`` sequences and test, position by position, that every token was legal and
+    that its rank among the legal tokens is uniform given the size of the legal set (Pearson
+    chi-square per size). Returns {"illegal": int, "min_p": float, "draws": int, "sizes": int}."""
+    from scipy.stats import chisquare
+
+    seqs = task.sample(count, length, seed)
+    after = task.legal_next(seqs)
+    before = np.concatenate([np.broadcast_to(task.initial_legal(), (count, 1, task.size)),
+                             after[:, :-1]], axis=1)
+    chosen = np.take_along_axis(before, seqs[..., None], axis=2)[..., 0]
+    illegal = int((~chosen).sum())
+    sizes = before.sum(axis=2)
+    rank = np.take_along_axis(np.cumsum(before, axis=2), seqs[..., None], axis=2)[..., 0] - 1
+    min_p, groups = 1.0, 0
+    for size in np.unique(sizes):
+        if size < 2:
+            continue
+        ranks = rank[(sizes == size) & chosen]
+        if len(ranks) < 20 * size:  # too few draws for the chi-square approximation
+            continue
+        observed = np.bincount(ranks, minlength=size)
+        min_p = min(min_p, float(chisquare(observed).pvalue))
+        groups += 1
+    return {"illegal": illegal, "min_p": min_p, "draws": int(chosen.size), "sizes": groups}
+
+
+def invalid_words(task: Task, seqs) -> int:
+    """How many complete strings in sampled sequences the *oracle* rejects: for tasks with EOS,
+    every string ended by EOS; for tasks without, every whole row."""
+    seqs = np.asarray(seqs)
+    bad = 0
+    for row in seqs.tolist():
+        if task.eos is None:
+            bad += not task.is_member(row)
+            continue
+        word: list[int] = []
+        for token in row:
+            if token == task.eos:
+                bad += not task.is_member(word)
+                word = []
+            else:
+                word.append(token)
+    return bad
