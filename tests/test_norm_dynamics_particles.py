@@ -119,7 +119,9 @@ def test_random_stacks_share_draws_and_are_seeded():
     assert a["postln"].cosine[0] == a["periln"].cosine[0]
     np.testing.assert_allclose(a["postln"].norm, 1.0, rtol=1e-14)
     assert a["periln"].norm[-1] > 1.5
-    assert norm_growth_exponent(np.arange(1, 101, dtype=float)) == pytest.approx(1.0, abs=0.02)
+    layers = np.arange(101, dtype=float)       # norm_l = l and sqrt(l): exponents 1 and 1/2
+    assert norm_growth_exponent(layers) == pytest.approx(1.0, abs=1e-12)
+    assert norm_growth_exponent(np.sqrt(layers)) == pytest.approx(0.5, abs=1e-12)
 
 
 @pytest.mark.parametrize("call,match", [
