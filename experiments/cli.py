@@ -187,6 +187,8 @@ def run_derive(args) -> int:
 COMMANDS = [add_verify, add_construct, add_derive, add_figs]
 from experiments.train_cli import add_report, add_sweep, add_train  # noqa: E402
 COMMANDS += [add_train, add_sweep, add_report]
+from experiments.dynamics_cli import add_dynamics; COMMANDS.append(add_dynamics)  # noqa: E402,E702
+from experiments.tasks import add_tasks; COMMANDS.append(add_tasks)  # noqa: E402,E702
 
 
 def build_parser() -> argparse.ArgumentParser:
