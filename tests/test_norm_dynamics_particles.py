@@ -186,3 +186,39 @@ def test_figure_writes_png_and_pdf(name, tmp_path):
     paths = importlib.import_module(f"paper_figs.{name}").make("quick", tmp_path)
     assert sorted(p.suffix for p in paths) == [".pdf", ".png"]
     assert all(p.stat().st_size > 10_000 for p in paths)
+
+
+# ----------------------------------------------------------------------------- CLI
+def test_cli_dynamics_ode_and_simulate_json(tmp_path, capsys):
+    import json
+
+    from experiments.cli import main
+
+    assert main(["dynamics", "ode", "--beta", "2", "--n", "8", "--t-end", "100",
+                 "--json", str(tmp_path / "ode.json")]) == 0
+    rows = json.loads((tmp_path / "ode.json").read_text())["rows"]
+    assert [r["scheme"] for r in rows] == list(nd.SCHEMES)
+    assert rows[0]["gamma_dot0"] == pytest.approx(2 / (math.exp(2) + 7), rel=1e-12)
+    capsys.readouterr()
+    assert main(["dynamics", "simulate", "--scheme", "preln", "--n", "6", "--d", "3", "--t-end", "5",
+                 "--start", "gaussian", "--qkv", "random", "--samples", "3", "--json", "-"]) == 0
+    traj = json.loads(capsys.readouterr().out)["trajectory"]
+    assert [row["t"] for row in traj] == [0.0, 2.5, 5.0]
+    assert traj[-1]["mean_r"] > traj[0]["mean_r"] > 0 and -1 <= traj[0]["min_cos"] <= 1
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["dynamics", "simulate", "--scheme", "postln-ish"], "unknown scheme"),
+    (["dynamics", "simulate", "--scheme", "postln", "--beta", "-1"], "beta must be"),
+    (["dynamics", "simulate", "--scheme", "postln", "--t-end", "0"], "horizon"),
+    (["dynamics", "simulate", "--scheme", "postln", "--n", "1"], "n (number of tokens)"),
+    (["dynamics", "simulate", "--scheme", "postln", "--start", "ring"], "unknown start"),
+    (["dynamics", "simulate", "--scheme", "postln", "--start", "orthonormal", "--n", "9", "--d", "3"],
+     "d >= n"),
+])
+def test_cli_dynamics_errors_are_one_line(argv, message, capsys):
+    from experiments.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and message in err and "\n" not in err
