@@ -1,0 +1,53 @@
+"""A collapse detector for training logs (arXiv 2608.09417, Sec. 4 / Fig. 6).
+
+A run has *collapsed* at step k when, from k on for ``patience`` consecutive logged steps,
+
+    t_sim(final hidden state) >= t_threshold       (token states nearly identical), and
+    loss - L_freq(batch) <= loss_margin             (the loss sits on the frequency floor),
+
+where L_freq(batch) is the entropy of the batch's label frequencies (Definition 3.7). Both tests
+are needed: t_sim alone also rises in healthy early training, and a loss near L_freq alone
+happens at the very start of training before any structure is learned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Detection:
+    step: int | None  # first step of the sustained collapse, None if the run never collapsed
+    t_sim: float | None
+    gap: float | None  # loss - L_freq at that step
+
+    @property
+    def collapsed(self) -> bool:
+        return self.step is not None
+
+
+def detect_collapse(steps: Sequence[int], t_sim: Sequence[float], loss: Sequence[float],
+                    l_freq: Sequence[float], t_threshold: float = 0.95,
+                    loss_margin: float = 0.05, patience: int = 10) -> Detection:
+    """First step from which both collapse tests hold for ``patience`` consecutive entries."""
+    arrays = [np.asarray(a, dtype=float) for a in (steps, t_sim, loss, l_freq)]
+    if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
+        raise ValueError("steps, t_sim, loss and l_freq must be 1-D sequences of one length, got "
+                         f"shapes {[a.shape for a in arrays]}")
+    if not 0 < t_threshold <= 1:
+        raise ValueError(f"t_threshold must lie in (0, 1], got {t_threshold!r}")
+    if loss_margin < 0:
+        raise ValueError(f"loss_margin must be >= 0, got {loss_margin!r}")
+    if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+        raise ValueError(f"patience must be a positive integer, got {patience!r}")
+    steps_a, t_a, loss_a, lf_a = arrays
+    hit = (t_a >= t_threshold) & (loss_a - lf_a <= loss_margin)
+    run = 0
+    for i, flag in enumerate(hit):
+        run = run + 1 if flag else 0
+        if run == patience:
+            k = i - patience + 1
+            return Detection(int(steps_a[k]), float(t_a[k]), float(loss_a[k] - lf_a[k]))
+    return Detection(None, None, None)

@@ -1,0 +1,234 @@
+"""Random-weight causal stacks at initialization: per-layer token similarity (arXiv 2608.09417,
+Stage I, Fig. 1 and App. F.2).
+
+The stack is :class:`experiments.model.Transformer`'s own blocks (single head, d_head = d,
+RMSNorm without epsilon, unit gains, no positions), re-initialised with the paper's variances
+times a multiplier k:
+
+    W_Q, W_K, W_V, W_O, W1 (= W_gate), W3 (= W_in) ~ N(0, k / (3 d)),   W2 (= W_out) ~ N(0, k / (3 d_ff)),
+
+so s = d sigma_W^2 = d^2 sigma_V^2 sigma_O^2 = k^2 / 9, xi = d d_ff sigma_2^2 sigma_3^2 = k^2 / 9
+and v0 = d sigma_1^2 = k / 3. The input is an equal-correlation Gaussian state with t_sim = t0
+(rows x_i = sqrt(rho0) z + sqrt(1 - rho0) g_i, then RMS-normalised), fed straight to the blocks.
+
+Forward hooks read, for every sublayer, the residual X it acts on and Y = X + f(.): in
+Post-Norm X is the normalised block input, in Pre-Norm X is the un-normalised residual. The
+measured one-step increments are compared with Delta_attn(s_l, t_sim(X)) and Delta_FFN, the
+whole trajectory with :func:`theory.collapse_recursion.recursion`, and the empirical mean of the
+attention matrices with the prefix average C_n.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from experiments.model import ModelConfig, Transformer
+from theory.collapse import delta_attn, prefix_average
+from theory.collapse_ffn import delta_ffn
+
+PLACEMENTS = ("post", "pre")
+MLPS = (None, "swiglu")
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """A random-weight stack: sequence length n, width d, depth, placement, FFN, multiplier."""
+
+    n: int = 256
+    d: int = 256
+    depth: int = 48
+    norm: str = "post"
+    mlp: str | None = None
+    multiplier: float = 1.0
+    t0: float = 0.09
+    d_ff: int | None = None  # default 3 d, as in the paper (1536 = 3 x 512)
+    samples: int = 4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("n", "d", "depth", "samples"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.n < 2:
+            raise ValueError(f"n must be >= 2 (t_sim needs two tokens), got {self.n}")
+        if self.norm not in PLACEMENTS:
+            raise ValueError(f"norm must be one of {PLACEMENTS}, got {self.norm!r}")
+        if self.mlp not in MLPS:
+            raise ValueError(f"mlp must be None or 'swiglu', got {self.mlp!r}")
+        if not (math.isfinite(self.multiplier) and self.multiplier > 0):
+            raise ValueError(f"variance multiplier must be finite and > 0, got {self.multiplier!r}")
+        if not (1.0 / self.n <= self.t0 < 1.0):
+            raise ValueError(f"t0 must lie in [1/n, 1) = [{1 / self.n:.4g}, 1), got {self.t0!r}")
+        if self.d_ff is not None and (not isinstance(self.d_ff, int) or self.d_ff < 1):
+            raise ValueError(f"d_ff must be a positive integer or None, got {self.d_ff!r}")
+
+    @property
+    def ffn_width(self) -> int:
+        return self.d_ff if self.d_ff is not None else 3 * self.d
+
+    @property
+    def s(self) -> float:
+        """d sigma_W^2 = d^2 (k/(3d))^2 = k^2/9."""
+        return self.multiplier ** 2 / 9.0
+
+    @property
+    def xi(self) -> float:
+        return self.multiplier ** 2 / 9.0
+
+    @property
+    def v0(self) -> float:
+        return self.multiplier / 3.0
+
+
+def build_stack(cfg: StackConfig, dtype: torch.dtype = torch.float64) -> Transformer:
+    """The Transformer of ``cfg`` with the paper's initialization (see the module docstring)."""
+    model = Transformer(ModelConfig(vocab=2, d_model=cfg.d, n_layers=cfg.depth, n_heads=1,
+                                    norm=cfg.norm, norm_kind="rms", mlp=cfg.mlp,
+                                    d_mlp=cfg.ffn_width, eps=0.0)).to(dtype)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    var_in = cfg.multiplier / (3.0 * cfg.d)
+    var_out = cfg.multiplier / (3.0 * cfg.ffn_width)
+    with torch.no_grad():
+        for block in model.blocks:
+            for w in (block.attn.W_Q, block.attn.W_K, block.attn.W_V, block.attn.W_O):
+                w.copy_(torch.randn(w.shape, generator=gen, dtype=dtype) * math.sqrt(var_in))
+            if block.mlp is not None:
+                for w in (block.mlp.W_in, block.mlp.W_gate):
+                    w.copy_(torch.randn(w.shape, generator=gen, dtype=dtype) * math.sqrt(var_in))
+                block.mlp.W_out.copy_(torch.randn(block.mlp.W_out.shape, generator=gen,
+                                                  dtype=dtype) * math.sqrt(var_out))
+    model.requires_grad_(False)
+    return model
+
+
+def equal_correlation_input(n: int, d: int, t0: float, samples: int, seed: int,
+                            dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """(samples, n, d) Gaussian states with equal pairwise correlation rho0 = (n t0 - 1)/(n - 1),
+    each row rescaled to norm sqrt(d)."""
+    gen = torch.Generator().manual_seed(seed + 1_000_003)
+    rho0 = (n * t0 - 1.0) / (n - 1.0)
+    common = torch.randn(samples, 1, d, generator=gen, dtype=dtype)
+    own = torch.randn(samples, n, d, generator=gen, dtype=dtype)
+    x = math.sqrt(rho0) * common + math.sqrt(1.0 - rho0) * own
+    return x * math.sqrt(d) / x.norm(dim=-1, keepdim=True)
+
+
+def t_sim_torch(x: torch.Tensor) -> torch.Tensor:
+    """t_sim over the last two axes (rows = tokens), batched."""
+    return x.shape[-2] * x.mean(dim=-2).pow(2).sum(-1) / x.pow(2).sum((-2, -1))
+
+
+class _Recorder:
+    """Forward hooks on every block collecting (X, Y) per sublayer and the attention weights."""
+
+    def __init__(self, model: Transformer, keep_attention: bool):
+        self.keep_attention = keep_attention
+        self.rows: list[dict] = []
+        self.handles = []
+        for block in model.blocks:
+            self.handles.append(block.register_forward_pre_hook(self._block_in))
+            self.handles.append(block.attn.register_forward_hook(self._attn))
+            if block.mlp is not None:
+                self.handles.append(block.mlp.register_forward_hook(self._mlp))
+            self.post = block.placement == "post"
+
+    def _block_in(self, module, args):
+        self.rows.append({"x_attn": args[0]})
+
+    def _attn(self, module, args, output):
+        out, weights = output
+        row = self.rows[-1]
+        row["y_attn"] = row["x_attn"] + out
+        if self.keep_attention:
+            row["attention"] = weights[:, 0]
+
+    def _mlp(self, module, args, output):
+        row = self.rows[-1]
+        row["x_mlp"] = args[0] if self.post else row["y_attn"]
+        row["y_mlp"] = row["x_mlp"] + output
+
+    def close(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+@torch.no_grad()
+def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = False) -> dict:
+    """Run the stack; return per-layer measurements (numpy arrays over layers, sample means).
+
+    Keys: ``t_in_attn``, ``t_out_attn``, ``delta_attn`` (measured), ``s_attn`` (the amount
+    n d^2 sigma_W^2 / ||X||^2 per sample, averaged), ``theory_attn`` (Delta_attn(s_l, t_in) per
+    sample, averaged), the same four for ``mlp`` when present, ``t_block`` (t_sim of the residual
+    leaving each block, Post-Norm: after the norm), ``t0``; with ``keep_attention`` also
+    ``mean_attention`` (layers, n, n) and ``attention_var_trace`` (per layer, the summed
+    entry-wise sample variance, for the sampling-noise floor of the E[P] estimate)."""
+    model = build_stack(cfg)
+    x = equal_correlation_input(cfg.n, cfg.d, cfg.t0, cfg.samples, cfg.seed)
+    rec = _Recorder(model, keep_attention)
+    out = {k: [] for k in ("t_in_attn", "t_out_attn", "s_attn", "theory_attn", "t_block")}
+    if cfg.mlp:
+        out.update({k: [] for k in ("t_in_mlp", "t_out_mlp", "xi_mlp", "theory_mlp")})
+    if keep_attention:
+        out.update(mean_attention=[], attention_var_trace=[])
+    nd = cfg.n * cfg.d
+    t0 = t_sim_torch(x).mean().item()
+    iterator = range(cfg.depth)
+    if progress:
+        from tqdm import tqdm
+        iterator = tqdm(iterator, desc=f"stack {cfg.norm} x{cfg.multiplier:g}", unit="layer",
+                        disable=None)
+    for layer in iterator:
+        x, _ = model.blocks[layer](x)
+        row = rec.rows[-1]
+        t_in = t_sim_torch(row["x_attn"]).numpy()
+        ratio = nd / row["x_attn"].pow(2).sum((-2, -1)).numpy()  # n d / ||X||^2
+        out["t_in_attn"].append(t_in.mean())
+        out["t_out_attn"].append(t_sim_torch(row["y_attn"]).mean().item())
+        out["s_attn"].append((cfg.s * ratio).mean())
+        out["theory_attn"].append(np.mean(delta_attn(cfg.s * ratio, np.clip(t_in, 0, 1), cfg.n)))
+        if cfg.mlp:
+            t_in = t_sim_torch(row["x_mlp"]).numpy()
+            ratio = nd / row["x_mlp"].pow(2).sum((-2, -1)).numpy()
+            out["t_in_mlp"].append(t_in.mean())
+            out["t_out_mlp"].append(t_sim_torch(row["y_mlp"]).mean().item())
+            out["xi_mlp"].append((cfg.xi * ratio).mean())
+            out["theory_mlp"].append(np.mean(delta_ffn(cfg.xi * ratio, np.clip(t_in, 1 / cfg.n, 1),
+                                                       cfg.n, v0=cfg.v0)))
+        out["t_block"].append(t_sim_torch(x).mean().item())
+        if keep_attention:
+            att = row["attention"]
+            out["mean_attention"].append(att.mean(0).numpy())
+            var = att.var(0, unbiased=True).sum().item() if cfg.samples > 1 else float("nan")
+            out["attention_var_trace"].append(var)
+        rec.rows.clear()
+    rec.close()
+    result = {k: np.asarray(v) for k, v in out.items()}
+    result["delta_attn"] = result["t_out_attn"] - result["t_in_attn"]
+    if cfg.mlp:
+        result["delta_mlp"] = result["t_out_mlp"] - result["t_in_mlp"]
+    result["t0"] = t0
+    result["config"] = asdict(cfg)
+    return result
+
+
+def prefix_averaging_error(result: dict) -> dict:
+    """Relative Frobenius distance of the empirical mean attention from C_n, per layer, split
+    into sampling noise and systematic bias.
+
+    With S samples, E||mean - C||^2 = ||E P - C||^2 + tr Var(P) / S, so
+    bias^2 ~ ||mean - C||^2 - tr Var / S (clipped at 0) estimates the S -> infinity distance."""
+    if "mean_attention" not in result:
+        raise ValueError("simulate(..., keep_attention=True) is needed for the E[P] check")
+    mean = result["mean_attention"]
+    n = mean.shape[-1]
+    C = prefix_average(n)
+    c_norm = np.linalg.norm(C)
+    samples = result["config"]["samples"]
+    raw2 = np.sum((mean - C) ** 2, axis=(-2, -1))
+    noise2 = result["attention_var_trace"] / samples
+    return {"raw": np.sqrt(raw2) / c_norm, "noise": np.sqrt(noise2) / c_norm,
+            "bias": np.sqrt(np.clip(raw2 - noise2, 0, None)) / c_norm, "samples": samples}
