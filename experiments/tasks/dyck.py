@@ -27,18 +27,30 @@ from .base import Task, check_int
 PAIRS = ("()", "[]", "{}", "<>")
 
 
-def _bracket_vocab(pairs: int) -> tuple[str, ...]:
-    return tuple(ch for pair in PAIRS[:pairs] for ch in pair) + ("$",)
+class _Brackets(Task):
+    """Shared vocabulary of the bracket languages: k pairs, then EOS."""
+
+    prefix = ""
+
+    def __init__(self, pairs: int):
+        self.pairs = check_int("pairs", pairs, 1, len(PAIRS), " (bracket pairs ( ) [ ] { } < >)")
+        self.name = f"{self.prefix}{self.pairs}"
+        self.vocab = tuple(ch for pair in PAIRS[:self.pairs] for ch in pair) + ("$",)
+        self.eos = 2 * self.pairs
+
+    def _text(self, string: Sequence[int]) -> str:
+        """The string as text; "" (never a member) if it is empty or holds EOS."""
+        text = "".join(self.vocab[t] for t in string)
+        return "" if "$" in text else text
 
 
-class Dyck(Task):
+class Dyck(_Brackets):
     """Dyck-k. State row: [depth, nonempty, stack[0..capacity-1]] with stack entries = pair + 1."""
 
+    prefix = "dyck"
+
     def __init__(self, pairs: int = 1):
-        self.pairs = check_int("pairs", pairs, 1, len(PAIRS), " (bracket pairs ( ) [ ] { } < >)")
-        self.name = f"dyck{self.pairs}"
-        self.vocab = _bracket_vocab(self.pairs)
-        self.eos = 2 * self.pairs
+        super().__init__(pairs)
 
     def start(self, count, capacity):
         return np.zeros((count, 2 + capacity), dtype=np.int64)
@@ -67,8 +79,8 @@ class Dyck(Task):
 
     def is_member(self, string: Sequence[int]) -> bool:
         """Cancel adjacent matched pairs until none is left; a word cancels to nothing."""
-        text = "".join(self.vocab[t] for t in string)
-        if not text or "$" in text:
+        text = self._text(string)
+        if not text:
             return False
         pairs = PAIRS[:self.pairs]
         while True:
@@ -80,14 +92,13 @@ class Dyck(Task):
             text = shorter
 
 
-class ShuffleDyck(Task):
+class ShuffleDyck(_Brackets):
     """Shuffle-Dyck-k. State row: [nonempty, open count of pair 1, ..., of pair k]."""
 
+    prefix = "shuffle_dyck"
+
     def __init__(self, pairs: int = 2):
-        self.pairs = check_int("pairs", pairs, 1, len(PAIRS), " (bracket pairs ( ) [ ] { } < >)")
-        self.name = f"shuffle_dyck{self.pairs}"
-        self.vocab = _bracket_vocab(self.pairs)
-        self.eos = 2 * self.pairs
+        super().__init__(pairs)
 
     def start(self, count, capacity):
         return np.zeros((count, 1 + self.pairs), dtype=np.int64)
@@ -111,8 +122,8 @@ class ShuffleDyck(Task):
 
     def is_member(self, string: Sequence[int]) -> bool:
         """Each pair's projection has nonnegative running balance and ends at zero."""
-        text = "".join(self.vocab[t] for t in string)
-        if not text or "$" in text:
+        text = self._text(string)
+        if not text:
             return False
         for opener, closer in PAIRS[:self.pairs]:
             steps = [1 if ch == opener else -1 for ch in text if ch in (opener, closer)]
