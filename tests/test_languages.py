@@ -252,6 +252,11 @@ def test_impossible_lengths_and_counts():
         get_task("dyck1").sample(0, 4)
     with pytest.raises(ValueError, match=r"length must be an integer, got 3.0"):
         get_task("anbn").sample(4, 3.0)
+    with pytest.raises(ValueError, match=r"seed must be >= 0, got -1"):
+        get_task("anbn").sample(4, 3, seed=-1)
+    generator = np.random.default_rng(4)
+    assert np.array_equal(get_task("dyck2").sample(3, 9, seed=generator),
+                          get_task("dyck2").sample(3, 9, seed=4))
 
 
 def test_bad_sequences():

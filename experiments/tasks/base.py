@@ -3,8 +3,9 @@
 A task is a deterministic automaton over its vocabulary, vectorized over a batch:
 ``start(count, capacity)`` gives the initial states, ``legal(states)`` the legal-next set of every
 state as a boolean row over the vocabulary, ``advance(states, tokens)`` the successor states. A
-state is one row of a 2-D numpy array. The membership oracle ``is_member`` is written
-separately, without the automaton, so that the two can be checked against each other.
+state is one row of a 2-D numpy array; for a task with EOS the initial state is the zero row, so
+that a stream restarts by zeroing. The membership oracle ``is_member`` is written separately,
+without the automaton, so that the two can be checked against each other.
 
 Legal-next sets. For a language L over an alphabet S (the empty string excluded) and a prefix w,
 
@@ -44,6 +45,13 @@ def check_int(name: str, value, low: int, high: int | None = None, hint: str = "
         allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ValueError(f"{name} must be {allowed}{hint}, got {value}")
     return value
+
+
+def make_rng(seed) -> np.random.Generator:
+    """A numpy Generator from a nonnegative integer seed (or a Generator, returned as is)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(check_int("seed", seed, 0))
 
 
 def uniform_choice(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -119,7 +127,7 @@ class Task(ABC):
         uniformly from the legal-next set of its prefix. Same seed, same sequences."""
         count = check_int("count", count, 1)
         length = self.check_length(length)
-        rng = np.random.default_rng(seed)
+        rng = make_rng(seed)
         states = self.start(count, length)
         out = np.empty((count, length), dtype=np.int64)
         for i in range(length):

@@ -19,7 +19,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import Task, check_int
+from .base import Task, check_int, make_rng
 
 
 class MultisetComplement(Task):
@@ -64,7 +64,7 @@ class SetComplement(MultisetComplement):
         """Prefixes of uniformly random permutations (the same law as the generic sampler)."""
         count = check_int("count", count, 1)
         length = self.check_length(length)
-        rng = np.random.default_rng(seed)
+        rng = make_rng(seed)
         return np.argsort(rng.random((count, self.v)), axis=1, kind="stable")[:, :length]
 
     def is_member(self, string: Sequence[int]) -> bool:

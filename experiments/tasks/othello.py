@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import Task, check_int, uniform_choice
+from .base import Task, check_int, make_rng, uniform_choice
 
 PAD = 0
 CENTER = (27, 28, 35, 36)  # d4 e4 d5 e5
@@ -154,7 +154,7 @@ class Othello(Task):
         CHUNK games with a progress bar for large counts; the same seed gives the same games."""
         count = check_int("count", count, 1)
         length = self.check_length(length)
-        rng = np.random.default_rng(seed)
+        rng = make_rng(seed)
         out = np.empty((count, length), dtype=np.int64)
         starts = range(0, count, CHUNK)
         if progress is None:
