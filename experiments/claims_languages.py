@@ -219,3 +219,36 @@ def _(profile: str) -> Outcome:
     return Outcome(measured=f"{invalid} invalid games, {mismatched} set mismatches",
                    expected="0, 0", passed=invalid == 0 and mismatched == 0,
                    detail=f"{len(games)} games of up to 60 moves ({ended} ended before move 60)")
+
+
+# the optimal game record of Takizawa, "Othello is solved" (arXiv 2310.19387, Fig. 1)
+SOLVED_GAME = ("F5D6C3D3 C4F4F6F3 E6E7D7C5 B6D8C6C7 D2B5A5A6 A7G5E3B4 C8G6G4C2 E8D1F7E2 "
+               "G3H4F1E1 F2G1B1F8 G8B3H3B2 H5B7A3A4 A1A2C1H2 H1G2B8A8 G7H8H7H6")
+
+
+def solved_game_moves() -> str:
+    """The record as space-separated lowercase squares, as ``Othello.encode`` reads them."""
+    letters = SOLVED_GAME.replace(" ", "").lower()
+    return " ".join(letters[i:i + 2] for i in range(0, len(letters), 2))
+
+
+@claim("othello.solved_game", source="arXiv 2310.19387 (Othello is solved), Fig. 1",
+       statement="the published perfectly played game is legal under both rule implementations, "
+                 "fills the board and ends in a 32-32 draw", kind="numeric", tolerance="exact")
+def _(profile: str) -> Outcome:
+    import numpy as np
+
+    from experiments.tasks.othello import Othello, reference_replay
+
+    task = Othello()
+    game = task.encode(solved_game_moves())
+    states = task.start(1, len(game))
+    for token in game:
+        states = task.step(states, np.array([token]))
+    discs = sorted(bin(int(x)).count("1") for x in states[0, :2])
+    legal = reference_replay(game) is not None and bool(task.legal_next(game).any(axis=2).all())
+    over = int(states[0, 2]) == 0
+    return Outcome(measured=f"{len(game)} moves, legal={legal}, over={over}, discs {discs}",
+                   expected="60 moves, legal=True, over=True, discs [32, 32]",
+                   passed=len(game) == 60 and legal and over and discs == [32, 32],
+                   detail="replayed on bitboards (disc count) and on the reference board (legality)")

@@ -184,3 +184,17 @@ def test_generator_speed_target():
     start = time.perf_counter()
     othello.sample(100_000, 60, seed=0, progress=False)
     assert time.perf_counter() - start < 60.0
+
+
+def test_published_perfect_game_is_legal_and_drawn(othello):
+    from experiments.claims_languages import solved_game_moves
+
+    game = othello.encode(solved_game_moves())
+    assert len(game) == 60 and othello.is_member(game)
+    states = othello.start(1, 60)
+    for token in game:
+        states = othello.step(states, np.array([token]))
+    assert int(states[0, 2]) == 0  # game over
+    assert [bin(int(x)).count("1") for x in states[0, :2]] == [32, 32]
+    # replaying the first move on its own (now taken) square is illegal
+    assert not othello.is_member(np.concatenate([game[:1], game[:1], game[2:]]))
