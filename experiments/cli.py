@@ -57,13 +57,13 @@ def add_verify(sub) -> None:
 def run_verify(args) -> int:
     from tqdm import tqdm
 
-    from experiments.io import atomic_write_text, ensure_writable_dir
+    from experiments.io import atomic_write_text, check_writable_target
     from theory import claims as ledger
 
     chosen = ledger.select(ledger.discover(), args.only)
     for target in (args.json, args.markdown):  # fail before the work, not after it
         if target and target != "-":
-            ensure_writable_dir(Path(target).parent)
+            check_writable_target(Path(target).parent)
     if args.list:
         for c in chosen:
             print(f"{c.id:48s} {c.kind:10s} {c.source}")
@@ -143,13 +143,13 @@ def run_construct(args) -> int:
     import json
 
     from constructions.set_complement import build, save
-    from experiments.io import atomic_write_text, ensure_writable_dir
+    from experiments.io import atomic_write_text, check_writable_target
     from experiments.report import construction_report
 
     if args.out:
-        ensure_writable_dir(args.out)  # before any work
+        check_writable_target(args.out)  # before any work, creating nothing
     if args.json and args.json != "-":
-        ensure_writable_dir(Path(args.json).parent)
+        check_writable_target(Path(args.json).parent)
     lam = args.lam if args.lam is not None else 2.0 * args.vocab
     built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
                   lam=lam, beta=args.beta, gain=args.gain, seed=args.seed)

@@ -23,6 +23,23 @@ def ensure_writable_dir(path: str | os.PathLike) -> Path:
     return path
 
 
+def check_writable_target(path: str | os.PathLike) -> Path:
+    """ValueError unless ``path`` could be created as (or is) a writable folder; creates nothing.
+
+    Used before long work so that a bad --out fails first, without leaving empty folders."""
+    path = Path(path)
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ValueError(f"output path {str(path)!r} is blocked: {str(probe)!r} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ValueError(f"output path {str(path)!r} is not writable ({str(probe)!r} is read-only)")
+    return path
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
     ensure_writable_dir(path.parent)
