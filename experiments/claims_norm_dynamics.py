@@ -338,22 +338,26 @@ def _(profile: str) -> Outcome:
 @claim("dyn.sync.random_starts", source=f"{SRC} Thm 3.1 (a), (b) and its corollary",
        statement="From random starts in d = 3 (n = 8, beta = 1; Gaussian X(0) for the radial schemes) all six "
                  "schemes synchronize",
-       kind="experiment", tolerance="1 - min cos(T) < 1e-2 and at most half of 1 - min cos(T/2); T = 40 or 200")
+       kind="experiment",
+       tolerance="1 - min cos(T) < 1e-2 and at most half of 1 - min cos(T/2); T = 40 (sphere schemes), "
+                 "200 (radial schemes; 1000 in the full profile, whose 20 seeds include slower starts)")
 def _(profile: str) -> Outcome:
     seeds = range(3) if profile == "quick" else range(20)
-    worst, worst_shrink = 0.0, 0.0
+    worst, worst_shrink, worst_at = 0.0, 0.0, ""
     for scheme in nd.SCHEMES:
         for seed in seeds:
             x = np.random.default_rng(seed).standard_normal((8, 3))
             r0 = np.linalg.norm(x, axis=1) if scheme in nd.RADIAL_SCHEMES else 1.0
-            T = 200.0 if scheme in nd.RADIAL_SCHEMES else 40.0
+            T = (200.0 if profile == "quick" else 1000.0) if scheme in nd.RADIAL_SCHEMES else 40.0
             tr = P.simulate(P.Dynamics(scheme, 1.0), x, T, r0=r0, t_eval=[T / 2, T])
             gap = 1 - tr.gram().min(axis=(1, 2))
-            worst = max(worst, gap[1])
+            if gap[1] > worst:
+                worst, worst_at = gap[1], f"{scheme} seed {seed} at T={T:g}"
             worst_shrink = max(worst_shrink, gap[1] / gap[0] if gap[0] > 1e-12 else 0.0)
     return Outcome(measured=f"max 1-min cos(T) {worst:.2e}; max shrink {worst_shrink:.2f}",
                    expected="< 1e-2; <= 0.5", passed=worst < 1e-2 and worst_shrink <= 0.5,
-                   detail=f"{len(list(seeds))} seeds per scheme; polynomial schemes converge like t^-2 in 1-cos")
+                   detail=f"{len(list(seeds))} seeds per scheme, worst {worst_at}; the radial schemes "
+                          "converge like t^-2 in 1 - cos (shrink 1/4 per doubling of t)")
 
 
 @claim("dyn.time_change", source=f"{SRC} App. D sprop:time_change",
