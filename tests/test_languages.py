@@ -140,10 +140,10 @@ def test_set_complement_rows_are_distinct_tokens_and_uniform():
     # second token given the first: uniform over the five others
     pair = np.bincount(seqs[:, 0] * 6 + seqs[:, 1], minlength=36).reshape(6, 6)
     assert (np.diag(pair) == 0).all()
-    assert result_ok(pair)
+    assert _rows_uniform(pair)
 
 
-def result_ok(pair):
+def _rows_uniform(pair):
     from scipy.stats import chisquare
 
     off = pair[~np.eye(6, dtype=bool)].reshape(6, 5)

@@ -86,7 +86,8 @@ class Task(ABC):
     @abstractmethod
     def advance(self, states: np.ndarray, tokens: np.ndarray) -> np.ndarray:
         """The states after appending ``tokens`` (one per row). Must not fail on an illegal
-        token (the result is then ignored) and must not modify ``states`` in place."""
+        token (the result is then ignored). May update ``states`` in place and return it:
+        callers never use the old states again."""
 
     # ---------------------------------------------------------------- the independent oracle
     @abstractmethod

@@ -65,8 +65,8 @@ class Dyck(_Brackets):
         return mask
 
     def advance(self, states, tokens):
-        new = states.copy()
-        depth, capacity = states[:, 0], states.shape[1] - 2
+        new = states  # in place: a copy would cost O(length) per token
+        depth, capacity = states[:, 0].copy(), states.shape[1] - 2
         bracket = tokens < 2 * self.pairs
         push = np.flatnonzero(bracket & (tokens % 2 == 0) & (depth < capacity))
         new[push, 2 + depth[push]] = tokens[push] // 2 + 1
