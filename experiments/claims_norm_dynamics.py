@@ -75,13 +75,12 @@ _PARTICLE_RATES = [("postln", "const", -2.0, (6.0, 12.0)), ("preln", "const", -3
 
 def _particle_rate_claim(scheme, schedule, expected, window):
     kind = nd.rate_kind(scheme, schedule)
-    label = {"exponential": "exponential rate", "power": "log-log slope", "sqrt": "sqrt(t+1)-rate"}[kind]
+    label = nd.RATE_LABELS[kind]
     tol = 0.01 if kind == "exponential" else 0.02
-    suffix = "_inv_alpha" if schedule == "inverse" else ""
-    alpha = {"const": " (alpha = 1)", "inverse": " (alpha_t = 1/(t+1))"}[schedule] if scheme == "ngpt" else ""
+    name, title = nd.variant_name(scheme, schedule)
 
-    @claim(f"dyn.terminal.particles.{scheme}{suffix}", source=f"{SRC} Thm 4.1 table, t -> oo column",
-           statement=f"{nd.SCHEME_LABELS[scheme]}{alpha}: particle simulation (orthonormal start, n=8, d=12, "
+    @claim(f"dyn.terminal.particles.{name}", source=f"{SRC} Thm 4.1 table, t -> oo column",
+           statement=f"{title}: particle simulation (orthonormal start, n=8, d=12, "
                      f"beta=1) has terminal {label} {expected:g} on t in [{window[0]:g}, {window[1]:g}]",
            kind="numeric", tolerance=f"abs {tol:g}")
     def _(profile: str) -> Outcome:

@@ -217,9 +217,10 @@ def uniform_sphere(n: int, d: int, seed: int = 0) -> np.ndarray:
 
 
 def local_cone(n: int, d: int, delta: float, seed: int = 0) -> np.ndarray:
-    """n points with pairwise <theta_j, theta_k> >= 1 - delta: a uniform centre plus tangent
-    offsets of length <= sqrt(delta/2) (then |theta_j - theta_k|^2 <= 2 delta... after
-    normalization, checked by the caller)."""
+    """n points with pairwise <theta_j, theta_k> >= 1 - delta (Thm 4.3's local cone): a uniform
+    centre c plus offsets o_j orthogonal to c with |o_j|^2 <= eps^2 = delta/2, normalized. Then
+    <theta_j, theta_k> = (1 + <o_j, o_k>)/sqrt((1 + |o_j|^2)(1 + |o_k|^2)) >= (1 - eps^2)/(1 + eps^2)
+    >= 1 - 2 eps^2 = 1 - delta."""
     check_n(n)
     if not 0 < delta < 1:
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
@@ -230,6 +231,4 @@ def local_cone(n: int, d: int, delta: float, seed: int = 0) -> np.ndarray:
     off -= np.outer(off @ c, c)
     off *= (np.sqrt(delta / 2) * rng.uniform(0, 1, (n, 1))) / np.linalg.norm(off, axis=1, keepdims=True)
     x = c + off
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    assert (x @ x.T).min() >= 1 - delta - 1e-12
-    return x
+    return x / np.linalg.norm(x, axis=1, keepdims=True)

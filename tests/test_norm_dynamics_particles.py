@@ -42,11 +42,14 @@ def test_velocity_is_tangent_and_scaled_by_table2(scheme):
     a = np.linalg.norm(A, axis=1)
     radial = np.einsum("ij,ij->i", theta, A)
     PA = A - radial[:, None] * theta
-    s = {"postln": 1.0, "preln": r, "mixln": r, "periln": r * a, "ngpt": a / 0.3,
-         "sqrt": math.sqrt(2.0)}[scheme]
+    # theory.norm_dynamics' symbolic Table 2 (lambdified) against the simulator's own branches
+    s, expected_r = nd.table2_twin(scheme)(r, a, radial, 0.3, 1.0, 0.2)
     np.testing.assert_allclose(v, PA / np.broadcast_to(s, (6,))[:, None], rtol=1e-13)
-    expected_r = {"preln": radial, "mixln": radial, "periln": radial / a}.get(scheme, 0.0 * radial)
-    np.testing.assert_allclose(rdot, expected_r, rtol=1e-13)
+    np.testing.assert_allclose(rdot, np.broadcast_to(expected_r, (6,)), rtol=1e-13)
+    if scheme == "mixln":    # before the switch Mix-LN is Post-LN
+        v0, r0dot = P.velocity(0.1, theta, r, dyn)
+        np.testing.assert_allclose(v0, PA, rtol=1e-13)
+        assert not r0dot.any()
 
 
 @pytest.mark.parametrize("scheme", nd.SCHEMES)

@@ -108,13 +108,12 @@ def _fit_ode(scheme: str, schedule: str, beta=FIG_BETA, n=FIG_N, horizon=ODE_HOR
 
 def _terminal_ode_claim(scheme: str, schedule: str, expected: float, tol: float) -> None:
     kind = nd.rate_kind(scheme, schedule)
-    label = {"exponential": "exponential rate", "power": "log-log slope", "sqrt": "sqrt(t+1)-rate"}[kind]
-    suffix = "_inv_alpha" if schedule == "inverse" else ""
-    alpha = {"const": " (alpha = 1)", "inverse": " (alpha_t = 1/(t+1))"}[schedule] if scheme == "ngpt" else ""
+    label = nd.RATE_LABELS[kind]
+    name, title = nd.variant_name(scheme, schedule)
 
-    @claim(f"dyn.terminal.ode.{scheme}{suffix}",
+    @claim(f"dyn.terminal.ode.{name}",
            source=f"{SRC} Thm 4.1 table (scalar ODE reconstructed)",
-           statement=f"{nd.SCHEME_LABELS[scheme]}{alpha}: symmetric ODE at beta=5, n=256 has terminal "
+           statement=f"{title}: symmetric ODE at beta=5, n=256 has terminal "
                      f"{label} {expected:g} on t in [1000, 2000]",
            kind="numeric", tolerance=f"abs {tol:g}")
     def _(profile: str) -> Outcome:

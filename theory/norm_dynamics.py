@@ -194,6 +194,35 @@ def A_norm_num(g, beta_, n_):
     return np.sqrt(_twins()["A_sq"](np.asarray(g, dtype=np.float64), float(beta_), float(n_)))
 
 
+# ----------------------------------------------------------------------------- Table 2
+r_s, Anorm_s, thetaA_s, alpha_t_s, tau_s = sp.symbols("r A_norm theta_A alpha_t tau", positive=True)
+
+
+def speed_factor(scheme: str) -> sp.Expr:
+    """s_j of Table 2 in terms of the token's radius r, |A_j|, the nGPT alpha_t and time t."""
+    check_scheme(scheme)
+    return {"postln": sp.Integer(1), "preln": r_s,
+            "mixln": sp.Piecewise((1, t_p <= tau_s), (r_s, True)),
+            "periln": r_s * Anorm_s, "ngpt": Anorm_s / alpha_t_s, "sqrt": sp.sqrt(t_p + 1)}[scheme]
+
+
+def radial_velocity(scheme: str) -> sp.Expr:
+    """r_j' of Table 2 in terms of <theta_j, A_j> and |A_j|."""
+    check_scheme(scheme)
+    return {"postln": sp.Integer(0), "preln": thetaA_s,
+            "mixln": sp.Piecewise((0, t_p <= tau_s), (thetaA_s, True)),
+            "periln": thetaA_s / Anorm_s, "ngpt": sp.Integer(0), "sqrt": sp.Integer(0)}[scheme]
+
+
+TABLE2_ARGS = (r_s, Anorm_s, thetaA_s, alpha_t_s, t_p, tau_s)
+
+
+@lru_cache(maxsize=None)
+def table2_twin(scheme: str):
+    """Numeric twin f(r, |A|, <theta,A>, alpha_t, t, tau) -> (s, r') of Table 2."""
+    return sp.lambdify(TABLE2_ARGS, (speed_factor(scheme), radial_velocity(scheme)), "numpy")
+
+
 # ----------------------------------------------------------------------------- Theorem 4.1, t = 0
 def speed_factor_at_start(scheme: str) -> sp.Expr:
     """s(0) at the orthonormal start (gamma = 0, radius r_0, nGPT alpha_0), from Table 2."""
@@ -202,8 +231,8 @@ def speed_factor_at_start(scheme: str) -> sp.Expr:
     num, den = sp.fraction(sp.together(paper_A_sq().subs({gamma: 0, beta: beta_p, n: n_p})))
     A0 = sp.refine(sp.powdenest(sp.sqrt(num) / sp.sqrt(den), force=True),
                    sp.Q.positive(sp.exp(beta_p) + n_p - 1))
-    return {"postln": sp.Integer(1), "preln": r0_p, "mixln": sp.Integer(1),
-            "periln": r0_p * A0, "ngpt": A0 / alpha0_p, "sqrt": sp.sqrt(0 + 1)}[scheme]
+    return speed_factor(scheme).subs({t_p: 0}).subs(
+        {r_s: r0_p, Anorm_s: A0, alpha_t_s: alpha0_p, tau_s: 1})  # any tau > 0: Mix-LN starts with s = 1
 
 
 def derived_gamma_dot0(scheme: str) -> sp.Expr:
@@ -238,6 +267,18 @@ def gamma_dot0_num(scheme: str, beta_: float, n_: int, r0_: float = 1.0, alpha0_
 
 # ----------------------------------------------------------------------------- terminal rates
 RATE_KINDS = ("exponential", "power", "sqrt")
+RATE_LABELS = {"exponential": "exponential rate", "power": "log-log slope", "sqrt": "sqrt(t+1)-rate"}
+
+
+def variant_name(scheme: str, alpha_schedule: str = "const") -> tuple[str, str]:
+    """(id suffix, human label) of a scheme and nGPT alpha schedule, e.g. ("ngpt_inv_alpha",
+    "nGPT (alpha_t = 1/(t+1))")."""
+    check_scheme(scheme), check_alpha_schedule(alpha_schedule)
+    suffix = "_inv_alpha" if alpha_schedule == "inverse" else ""
+    label = SCHEME_LABELS[scheme]
+    if scheme == "ngpt":
+        label += {"const": " (alpha = 1)", "inverse": " (alpha_t = 1/(t+1))"}[alpha_schedule]
+    return scheme + suffix, label
 
 
 def terminal_speed(scheme: str, alpha_schedule: str = "const") -> sp.Expr:
