@@ -278,3 +278,18 @@ def test_full_profile_agreement(name):
     assert agreement(name, "full").passed
     if CASES[name].known is not None:
         assert known_counts(name, "full").passed
+
+
+def test_set_complement_agrees_with_the_training_module():
+    """The suite's set_complement and experiments/set_complement.py (the trainer's torch
+    version) define the same targets, position by position."""
+    torch = pytest.importorskip("torch")
+    from experiments import set_complement as sc
+
+    task = get_task("set_complement", vocab=9)
+    seqs = task.sample(40, 8, seed=2)
+    tokens = torch.from_numpy(seqs)
+    assert np.array_equal(task.legal_next(seqs), ~sc.seen_mask(tokens, 9).numpy())
+    ours = task.targets(seqs)
+    for i in range(8):
+        assert np.array_equal(ours[:, i], sc.exact_target(tokens[:, :i + 1], 9).numpy())
