@@ -22,6 +22,15 @@ def games(othello):
     return othello.sample(1000, 60, seed=11)
 
 
+def test_popcount_both_paths():
+    from experiments.tasks.othello import _popcount, _popcount_bytes
+
+    x = np.random.default_rng(0).integers(0, 2**63, size=200, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    expected = np.array([bin(int(v)).count("1") for v in x])
+    assert np.array_equal(_popcount(x), expected)
+    assert np.array_equal(_popcount_bytes(x), expected)
+
+
 def test_vocabulary_is_othellogpt_like(othello):
     assert len(othello.vocab) == 61 and othello.vocab[PAD] == "PAD"
     assert {"d4", "e4", "d5", "e5"}.isdisjoint(othello.vocab)
@@ -171,7 +180,7 @@ def test_errors(othello):
         othello.sample(-1, 10)
     with pytest.raises(ValueError, match=r"token ids of task 'othello' must lie in \[0, 60\]"):
         othello.legal_next([[61]])
-    with pytest.raises(ValueError, match=r"perft depth must be in \[0, 12\], got 13"):
+    with pytest.raises(ValueError, match=r"perft depth must be in \[0, 9\].*got 13"):
         perft(13)
     assert perft(0) == 1
 

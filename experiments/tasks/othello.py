@@ -51,7 +51,8 @@ _U = np.uint64
 _NOT_A = _U(0xFEFEFEFEFEFEFEFE)  # every square but file a
 _NOT_H = _U(0x7F7F7F7F7F7F7F7F)  # every square but file h
 _ALL = _U(0xFFFFFFFFFFFFFFFF)
-# the eight directions as (left shift, right shift, mask applied after shifting)
+# four directions by left shift (E N NE NW), four by right shift (W S SE SW), each with the mask
+# that drops the squares wrapped around the board's edge
 _UP = np.array([1, 8, 9, 7], dtype=np.uint64)[:, None]  # E, N, NE, NW
 _UP_MASK = np.array([_NOT_A, _ALL, _NOT_A, _NOT_H], dtype=np.uint64)[:, None]
 _DOWN = np.array([1, 8, 7, 9], dtype=np.uint64)[:, None]  # W, S, SE, SW
@@ -85,6 +86,19 @@ def flips(me: np.ndarray, opp: np.ndarray, move: np.ndarray) -> np.ndarray:
         run |= _shift(run) & opp8
     closed = (_shift(run) & me8) != 0
     return np.bitwise_or.reduce(np.where(closed, run, _U(0)), axis=0)
+
+
+def _popcount_bytes(x: np.ndarray) -> np.ndarray:
+    """Number of set bits of each uint64 (int64), byte by byte (numpy < 2.0)."""
+    bytes_ = np.ascontiguousarray(x, dtype="<u8").view(np.uint8).reshape(-1, 8)
+    return np.unpackbits(bytes_, axis=1).sum(axis=1, dtype=np.int64)
+
+
+def _popcount(x: np.ndarray) -> np.ndarray:
+    """Number of set bits of each uint64 (int64)."""
+    if hasattr(np, "bitwise_count"):  # numpy >= 2.0
+        return np.bitwise_count(x).astype(np.int64)
+    return _popcount_bytes(x)
 
 
 def _move_mask(moves: np.ndarray) -> np.ndarray:
@@ -184,14 +198,14 @@ class Othello(Task):
 def perft(depth: int) -> int:
     """Leaf count of the game tree from the initial position, ``depth`` plies, a pass being a
     ply; breadth-first over all positions at once on bitboards."""
-    depth = check_int("perft depth", depth, 0, 12)
+    depth = check_int("perft depth", depth, 0, 9, " (the frontier is held in memory)")
     me = np.array([INITIAL_BLACK], dtype=np.uint64)
     opp = np.array([INITIAL_WHITE], dtype=np.uint64)
     for _ in range(depth):
         moves = legal_moves(me, opp)
         stuck = np.flatnonzero(moves == 0)
         can_pass = stuck[legal_moves(opp[stuck], me[stuck]) != 0]
-        counts = np.bitwise_count(moves).astype(np.int64)
+        counts = _popcount(moves)
         parent = np.repeat(np.arange(len(me)), counts)
         rank = np.arange(len(parent)) - np.repeat(np.cumsum(counts) - counts, counts)
         rest = moves[parent]
