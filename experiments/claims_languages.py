@@ -140,7 +140,7 @@ for _name, _case in CASES.items():
                     f"oracle's, word counts agree, sampled words are members",
           kind="numeric", tolerance="exact")(lambda profile, _n=_name: agreement(_n, profile))
     if _case.known is not None:
-        claim(f"lang.{_name}.counts", source="reconstructed (known sequence)",
+        claim(f"lang.{_name}.counts", source=f"known sequence: {_case.known_source}",
               statement=f"{_name}: number of words of each length = {_case.known_source}",
               kind="numeric", tolerance="exact")(lambda profile, _n=_name: known_counts(_n, profile))
 
