@@ -14,6 +14,7 @@ import numpy as np
 
 from experiments import particles as P
 from theory import norm_dynamics as nd
+from theory import norm_dynamics_ode as ode
 
 
 def timed(fn, repeat=1):
@@ -26,7 +27,7 @@ def timed(fn, repeat=1):
 
 
 def six_odes():
-    return [nd.solve_symmetric(s, 5.0, 256, 2000.0) for s in nd.SCHEMES]
+    return [ode.solve_symmetric(s, 5.0, 256, 2000.0) for s in nd.SCHEMES]
 
 
 def loop_velocity(theta, r, beta):

@@ -74,18 +74,19 @@ def _check_target(target) -> None:
 
 def run_ode(args) -> int:
     from theory import norm_dynamics as nd
+    from theory import norm_dynamics_ode as ode
 
     _check_target(args.json)
     rows = []
     for scheme in nd.SCHEMES:
         horizon = args.t_end
-        sol = nd.solve_symmetric(scheme, args.beta, args.n, horizon, r0_=args.r0,
+        sol = ode.solve_symmetric(scheme, args.beta, args.n, horizon, r0_=args.r0,
                                  t_eval=np.linspace(horizon / 2, horizon, 200))
         kind = nd.rate_kind(scheme)
         rows.append({"scheme": scheme, "gamma_dot0": nd.gamma_dot0_num(scheme, args.beta, args.n, args.r0),
                      "log10_one_minus_gamma_T": float(sol.u[-1] / np.log(10.0)), "r_T": float(sol.r[-1]),
                      "rate_kind": kind,
-                     "terminal_exponent": nd.fit_terminal_exponent(sol.t, sol.log_gamma_dot, kind,
+                     "terminal_exponent": ode.fit_terminal_exponent(sol.t, sol.log_gamma_dot, kind,
                                                                    (horizon / 2, horizon))})
     if args.json != "-":
         print(f"{'scheme':8s} {'gamma_dot(0)':>13s} {'log10(1-g(T))':>14s} {'r(T)':>9s}  terminal exponent")

@@ -14,6 +14,7 @@ import numpy as np
 
 from paper_figs import save
 from theory import norm_dynamics as nd
+from theory import norm_dynamics_ode as ode
 
 BETA, N = 5.0, 256
 CURVES = [(s, "const") for s in nd.SCHEMES] + [("ngpt", "inverse")]
@@ -25,7 +26,7 @@ def curves(horizon: float):
     for scheme, schedule in CURVES:
         label = nd.SCHEME_LABELS[scheme] + (r", $\alpha_t=1/(t+1)$" if schedule == "inverse" else
                                             (r", $\alpha\equiv 1$" if scheme == "ngpt" else ""))
-        out[label] = nd.solve_symmetric(scheme, BETA, N, horizon, alpha_schedule=schedule, t_eval=t_eval)
+        out[label] = ode.solve_symmetric(scheme, BETA, N, horizon, alpha_schedule=schedule, t_eval=t_eval)
     return out
 
 

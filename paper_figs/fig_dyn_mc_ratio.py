@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from experiments.claims_norm_dynamics import thm42_monte_carlo
+from experiments.particles_initial_velocity import initial_velocity_grid
 from paper_figs import save
 
 
@@ -19,7 +19,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     ns = [64, 128, 256, 512, 1024] + ([2048, 4096] if profile == "full" else [])
     ds = [32, 64, 128, 256, 512] + ([1024, 2048] if profile == "full" else [])
     valid = [(n, d) for n in ns for d in ds if math.exp(math.sqrt(d)) >= n * math.log(n) >= d]
-    rows = thm42_monte_carlo(valid, progress=True)
+    rows = initial_velocity_grid(valid, progress=True)
     ratio = np.full((len(ns), len(ds)), np.nan)
     proj = np.full_like(ratio, np.nan)
     for n, d, r, p in rows:

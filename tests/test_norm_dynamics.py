@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theory import norm_dynamics as nd
+from theory import norm_dynamics_ode as ode
 
 
 def equiangular(n: int, gamma: float) -> np.ndarray:
@@ -77,14 +78,14 @@ def test_linearized_terminal_exponents():
     ("sqrt", lambda t: 2.0 - 4.0 * np.sqrt(t + 1) - 0.5 * np.log(t + 1), -4.0)])
 def test_fit_recovers_synthetic_exponents(kind, law, expected):
     t = np.linspace(10, 100, 50)
-    assert nd.fit_terminal_exponent(t, law(t), kind, (10, 100)) == pytest.approx(expected, abs=1e-10)
+    assert ode.fit_terminal_exponent(t, law(t), kind, (10, 100)) == pytest.approx(expected, abs=1e-10)
     with pytest.raises(ValueError, match="fewer than 3"):
-        nd.fit_terminal_exponent(t, law(t), kind, (500, 600))
+        ode.fit_terminal_exponent(t, law(t), kind, (500, 600))
 
 
 @pytest.mark.parametrize("scheme", nd.SCHEMES)
 def test_scalar_ode_solution_properties(scheme):
-    sol = nd.solve_symmetric(scheme, 2.0, 8, 60.0, r0_=1.5)
+    sol = ode.solve_symmetric(scheme, 2.0, 8, 60.0, r0_=1.5)
     assert sol.gamma[0] == 0.0
     assert np.all(np.diff(sol.gamma) >= -1e-15) and sol.gamma[-1] > 0.99
     assert np.exp(sol.log_gamma_dot[0]) == pytest.approx(nd.gamma_dot0_num(scheme, 2.0, 8, 1.5), rel=1e-9)
@@ -96,8 +97,8 @@ def test_scalar_ode_solution_properties(scheme):
 
 def test_mixln_is_postln_until_tau():
     t = np.linspace(0, 3, 31)
-    mix = nd.solve_symmetric("mixln", 3.0, 16, 3.0, tau=2.0, t_eval=t)
-    post = nd.solve_symmetric("postln", 3.0, 16, 3.0, t_eval=t)
+    mix = ode.solve_symmetric("mixln", 3.0, 16, 3.0, tau=2.0, t_eval=t)
+    post = ode.solve_symmetric("postln", 3.0, 16, 3.0, t_eval=t)
     before = mix.t < 2.0
     np.testing.assert_allclose(mix.gamma[before], post.gamma[before], rtol=1e-9, atol=1e-12)
     assert mix.gamma[-1] < post.gamma[-1]            # slower after the switch to s = r
@@ -125,14 +126,14 @@ def test_radial_bound_on_random_configurations(beta, seed, d, data):
 
 
 @pytest.mark.parametrize("call,match", [
-    (lambda: nd.solve_symmetric("postln", 0.0, 8, 1.0), "beta must be"),
-    (lambda: nd.solve_symmetric("postln", -1.0, 8, 1.0), "beta must be"),
-    (lambda: nd.solve_symmetric("postln", 1.0, 1, 1.0), "n .* >= 2"),
-    (lambda: nd.solve_symmetric("layernorm", 1.0, 8, 1.0), "unknown scheme 'layernorm'"),
-    (lambda: nd.solve_symmetric("postln", 1.0, 8, 0.0), "horizon"),
-    (lambda: nd.solve_symmetric("postln", 1.0, 8, -5.0), "horizon"),
-    (lambda: nd.solve_symmetric("postln", 1.0, 8, 1.0, gamma0=1.0), "gamma0"),
-    (lambda: nd.solve_symmetric("ngpt", 1.0, 8, 1.0, alpha_schedule="cosine"), "alpha schedule"),
+    (lambda: ode.solve_symmetric("postln", 0.0, 8, 1.0), "beta must be"),
+    (lambda: ode.solve_symmetric("postln", -1.0, 8, 1.0), "beta must be"),
+    (lambda: ode.solve_symmetric("postln", 1.0, 1, 1.0), "n .* >= 2"),
+    (lambda: ode.solve_symmetric("layernorm", 1.0, 8, 1.0), "unknown scheme 'layernorm'"),
+    (lambda: ode.solve_symmetric("postln", 1.0, 8, 0.0), "horizon"),
+    (lambda: ode.solve_symmetric("postln", 1.0, 8, -5.0), "horizon"),
+    (lambda: ode.solve_symmetric("postln", 1.0, 8, 1.0, gamma0=1.0), "gamma0"),
+    (lambda: ode.solve_symmetric("ngpt", 1.0, 8, 1.0, alpha_schedule="cosine"), "alpha schedule"),
     (lambda: nd.check_d(0), "d .* >= 1"),
     (lambda: nd.gamma_dot0_num("preln", 1.0, 8, r0_=0.0), "r0"),
 ])

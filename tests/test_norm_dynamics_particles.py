@@ -11,6 +11,7 @@ from experiments.particles_discrete import layer_update, run_layers
 from experiments.random_stacks import norm_growth_exponent, run_stacks
 from theory import claims as ledger
 from theory import norm_dynamics as nd
+from theory import norm_dynamics_ode as ode
 
 
 def random_qkv(d, seed=0):
@@ -57,7 +58,7 @@ def test_particles_follow_the_scalar_ode(scheme):
     t = np.linspace(0, 10, 11)
     tr = P.simulate(P.Dynamics(scheme, 2.0, tau=1.0), P.orthonormal_start(5, 7, seed=3), 10.0,
                     t_eval=t, r0=1.5, rtol=1e-10, atol=1e-13)
-    ref = nd.solve_symmetric(scheme, 2.0, 5, 10.0, r0_=1.5, tau=1.0, t_eval=t)
+    ref = ode.solve_symmetric(scheme, 2.0, 5, 10.0, r0_=1.5, tau=1.0, t_eval=t)
     np.testing.assert_allclose(P.off_diagonal_mean(tr.gram()), ref.gamma, atol=1e-7)
     np.testing.assert_allclose(tr.r, np.repeat(ref.r[:, None], 5, axis=1), atol=1e-7)
 
@@ -225,3 +226,16 @@ def test_cli_dynamics_errors_are_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and message in err and "\n" not in err
+
+
+def test_initial_velocity_grid_rows_and_range_check():
+    from experiments.particles_initial_velocity import initial_velocity_grid
+
+    (n, d, ratio, proj), = initial_velocity_grid([(128, 64)], seeds=(0,))
+    theta = P.uniform_sphere(128, 64, seed=0)
+    A = P.attention(theta, 1.0)
+    bound = math.sqrt(math.log(128) / 128) + math.log(128) / 64
+    assert ratio == pytest.approx(np.linalg.norm(A, axis=1).max() / bound, rel=1e-12)
+    assert 0.8 < proj <= 1.0
+    with pytest.raises(ValueError, match="violates"):
+        initial_velocity_grid([(64, 4096)])

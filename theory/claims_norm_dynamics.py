@@ -13,6 +13,7 @@ import numpy as np
 import sympy as sp
 
 from theory import norm_dynamics as nd
+from theory import norm_dynamics_ode as ode
 from theory.claims import Outcome, claim
 
 SRC = "arXiv 2510.22026"
@@ -101,8 +102,8 @@ def _(profile: str) -> Outcome:
 # ----------------------------------------------------------------------------- scalar ODE fits
 def _fit_ode(scheme: str, schedule: str, beta=FIG_BETA, n=FIG_N, horizon=ODE_HORIZON) -> float:
     t_eval = np.linspace(horizon / 2, horizon, 200)
-    sol = nd.solve_symmetric(scheme, beta, n, horizon, alpha_schedule=schedule, t_eval=t_eval)
-    return nd.fit_terminal_exponent(sol.t, sol.log_gamma_dot, nd.rate_kind(scheme, schedule),
+    sol = ode.solve_symmetric(scheme, beta, n, horizon, alpha_schedule=schedule, t_eval=t_eval)
+    return ode.fit_terminal_exponent(sol.t, sol.log_gamma_dot, nd.rate_kind(scheme, schedule),
                                     (horizon / 2, horizon))
 
 
@@ -139,10 +140,10 @@ for _scheme, _schedule, _want in [("postln", "const", -2.0), ("preln", "const", 
                  "only alpha_t ~ 1/t gives t^-3",
        kind="numeric", tolerance="exp. rate abs 1e-3 of -2; log-log slope on [1000,2000] < -100 (t^-3 would be -3)")
 def _(profile: str) -> Outcome:
-    sol = nd.solve_symmetric("ngpt", FIG_BETA, FIG_N, ODE_HORIZON,
+    sol = ode.solve_symmetric("ngpt", FIG_BETA, FIG_N, ODE_HORIZON,
                              t_eval=np.linspace(ODE_HORIZON / 2, ODE_HORIZON, 200))
-    rate = nd.fit_terminal_exponent(sol.t, sol.log_gamma_dot, "exponential", (1000, 2000))
-    slope = nd.fit_terminal_exponent(sol.t, sol.log_gamma_dot, "power", (1000, 2000))
+    rate = ode.fit_terminal_exponent(sol.t, sol.log_gamma_dot, "exponential", (1000, 2000))
+    slope = ode.fit_terminal_exponent(sol.t, sol.log_gamma_dot, "power", (1000, 2000))
     return Outcome(measured=f"rate {rate:.6f}, log-log slope {slope:.4g}",
                    expected="rate -2, slope far below -3",
                    passed=abs(rate + 2) <= 1e-3 and slope < -100,
