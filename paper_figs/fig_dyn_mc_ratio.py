@@ -26,7 +26,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
         ratio[ns.index(n), ds.index(d)] = r
         proj[ns.index(n), ds.index(d)] = p
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
-    for ax, data, title, vmax in [(axes[0], ratio, r"$\max_j\|A_j(0)\|\,/\,(\sqrt{\log n/n}+\log n/d)$", None),
+    for ax, data, title, vmax in [(axes[0], ratio, r"$\mathrm{max}_j\,\|A_j(0)\|\,/\,(\sqrt{\log n/n}+\log n/d)$", None),
                                   (axes[1], proj, r"mean $\|PA\|$ / mean $\|A\|$", 1.0)]:
         im = ax.imshow(data, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
         for i in range(len(ns)):
