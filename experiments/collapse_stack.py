@@ -232,3 +232,26 @@ def prefix_averaging_error(result: dict) -> dict:
     noise2 = result["attention_var_trace"] / samples
     return {"raw": np.sqrt(raw2) / c_norm, "noise": np.sqrt(noise2) / c_norm,
             "bias": np.sqrt(np.clip(raw2 - noise2, 0, None)) / c_norm, "samples": samples}
+
+
+@torch.no_grad()
+def deaveraging_step(alphas, n: int = 64, d: int = 64, t0: float = 0.2, multiplier: float = 1.0,
+                     samples: int = 16, seed: int = 0) -> dict:
+    """Monte Carlo of Corollary 3.3 on the first Post-Norm attention layer: with the layer's own
+    softmax P, Y = X + (P - alpha C_n) X W_V W_O; returns E t_sim(Y) - t_sim(X) per alpha (sample
+    mean and its standard error) and the theory Delta_attn((1 - alpha)^2 s, t_sim(X))."""
+    alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
+    cfg = StackConfig(n=n, d=d, depth=1, norm="post", multiplier=multiplier, t0=t0,
+                      samples=samples, seed=seed)
+    attn = build_stack(cfg).blocks[0].attn
+    x = equal_correlation_input(n, d, t0, samples, seed)
+    _, probs = attn(x)
+    values = x @ attn.W_V[0] @ attn.W_O[0]
+    C = torch.as_tensor(prefix_average(n), dtype=x.dtype)
+    t_in = t_sim_torch(x)
+    steps = torch.stack([t_sim_torch(x + (probs[:, 0] - a * C) @ values) - t_in for a in alphas])
+    from theory.collapse import delta_deaveraged
+    theory = np.mean([delta_deaveraged(alphas, cfg.s, float(t), n) for t in t_in], axis=0)
+    return {"alpha": alphas, "measured": steps.mean(1).numpy(),
+            "stderr": (steps.std(1) / np.sqrt(samples)).numpy(), "theory": theory,
+            "t_in": float(t_in.mean()), "s": cfg.s}

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from experiments.collapse_data import markov_entropy_rate, sample_batch, zipf_markov_matrix
+from experiments.collapse_data import (markov_entropy_rate, sample_batch, stationary,
+                                      zipf_markov_matrix)
 from experiments.collapse_detect import detect_collapse
 from experiments.model import ModelConfig, Transformer
 
@@ -131,11 +132,11 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
             layer_t = [float(_t_sim(o)) for o in outputs]
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
         opt.step()
-        metrics.append({"step": step, "loss": float(loss),
+        metrics.append({"step": step, "loss": float(loss.detach()),
                         "l_freq": batch_frequency_loss(labels, cfg.vocab),
                         "t_sim": layer_t[-1], "layer_t_sim": layer_t,
                         "resid_grad": resid_grad, "block_grad": block_grad})
-        if not math.isfinite(float(loss)):
+        if not math.isfinite(metrics[-1]["loss"]):
             break
     for h in handles:
         h.remove()
@@ -143,11 +144,20 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
             "summary": summarize(cfg, metrics, matrix, time.perf_counter() - start)}
 
 
+def stream_frequency_loss(matrix: np.ndarray) -> float:
+    """L_freq of the whole stream: the entropy of its stationary unigram law (the loss of the
+    best position-independent predictor in expectation; a batch's own L_freq is lower by the
+    finite-sample bias of the plug-in entropy)."""
+    pi = stationary(matrix)
+    return float(-np.sum(pi * np.log(pi)))
+
+
 def summarize(cfg: TrainConfig, metrics: list[dict], matrix: np.ndarray, seconds: float) -> dict:
-    """Detection plus end-of-run averages (last 10% of steps)."""
+    """Detection (against the stream's L_freq) plus end-of-run averages (last 10% of steps)."""
     steps = [m["step"] for m in metrics]
+    l_stream = stream_frequency_loss(matrix)
     det = detect_collapse(steps, [m["t_sim"] for m in metrics], [m["loss"] for m in metrics],
-                          [m["l_freq"] for m in metrics])
+                          [l_stream] * len(metrics))
     tail = metrics[-max(1, len(metrics) // 10):]
     grad_ratio = np.mean([m["resid_grad"][0] / max(m["resid_grad"][-1], 1e-300) for m in tail])
     return {"name": cfg.name, "norm": cfg.norm, "lr": cfg.lr,
@@ -156,7 +166,8 @@ def summarize(cfg: TrainConfig, metrics: list[dict], matrix: np.ndarray, seconds
             "final_l_freq": float(np.mean([m["l_freq"] for m in tail])),
             "final_t_sim": float(np.mean([m["t_sim"] for m in tail])),
             "first_over_last_resid_grad": float(grad_ratio),
-            "entropy_rate": markov_entropy_rate(matrix), "seconds": round(seconds, 2)}
+            "l_freq_stream": l_stream, "entropy_rate": markov_entropy_rate(matrix),
+            "seconds": round(seconds, 2)}
 
 
 def run(cfg: TrainConfig, out: str | Path | None = None, progress: bool = True) -> dict:
