@@ -103,9 +103,11 @@ def rank_regression(rows: list[dict], factors: list[str], metric: str) -> dict:
 def welch(a, b) -> dict:
     a, b = (np.asarray(v, dtype=float) for v in (a, b))
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if len(a) < 2 or len(b) < 2:
+    if not len(a) or not len(b):
         return {"diff": float("nan"), "se": float("nan"), "t": float("nan")}
     diff = float(a.mean() - b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return {"diff": diff, "se": float("nan"), "t": float("nan")}
     se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
     return {"diff": diff, "se": se, "t": diff / se if se > 0 else float("nan")}
 

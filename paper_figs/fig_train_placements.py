@@ -1,0 +1,16 @@
+"""OOD invalid mass vs input length per norm placement (mean ± std band over runs).
+Claims shown: train.postnorm.ood_invalid_mass, train.dispersion.margin_exponent.
+
+Reads the random-search sweep: out/sweeps/random_search (full profile; run
+`resharpen sweep experiments/configs/set_complement/random_search.toml` first) or
+out/sweeps/random_search-quick (quick profile; run here if absent, under a minute).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def make(profile: str, outdir: Path) -> list[Path]:
+    from experiments.sweep_report import ensure_sweep, make_figures
+
+    return make_figures(ensure_sweep(profile), Path(outdir), names=("placements",))
