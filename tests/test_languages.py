@@ -293,3 +293,24 @@ def test_set_complement_agrees_with_the_training_module():
     ours = task.targets(seqs)
     for i in range(8):
         assert np.array_equal(ours[:, i], sc.exact_target(tokens[:, :i + 1], 9).numpy())
+
+
+# ------------------------------------------------------------------ batch and prefix invariance
+@pytest.mark.parametrize("name", ["dyck3", "shuffle_dyck2", "anbncn", "tomita3", "multiset_complement"])
+def test_legal_next_is_batch_and_prefix_invariant(name):
+    """A row's sets do not depend on the other rows of the batch nor on the tokens after the
+    prefix; random (mostly invalid) strings are included."""
+    task = CASES[name].task()
+    rng = np.random.default_rng(0)
+    length = min(12, task.max_length or 12)
+    valid = task.sample(20, length, seed=3)
+    noise = rng.integers(0, task.size, size=(20, length))
+    mixed = np.where(rng.random((20, length)) < 0.1, noise, valid)
+    batch = np.concatenate([valid, noise, mixed])
+    masks = task.legal_next(batch)
+    for row in range(0, len(batch), 7):
+        assert np.array_equal(task.legal_next(batch[row]), masks[row:row + 1])
+    cut = length // 2
+    assert np.array_equal(task.legal_next(batch[:, :cut]), masks[:, :cut])
+    assert masks[:20].any(axis=2).all()  # sampled rows stay valid
+    assert not masks[20:40, -1].any(axis=1).all()  # most noise rows are dead by the end
