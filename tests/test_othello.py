@@ -207,3 +207,17 @@ def test_published_perfect_game_is_legal_and_drawn(othello):
     assert [bin(int(x)).count("1") for x in states[0, :2]] == [32, 32]
     # replaying the first move on its own (now taken) square is illegal
     assert not othello.is_member(np.concatenate([game[:1], game[:1], game[2:]]))
+
+
+@pytest.mark.parametrize("moves", ["d3 c3 b3 d2 e1 d6 d7 e3 f4", "d3 c3 b3 e3 f3 f4 f5 b2 a1"])
+def test_nine_move_games_end_with_pad(othello, moves):
+    """Shortest possible games (found by a breadth-first search at depth 9): after the ninth
+    move neither side can move, so the only legal next token is PAD."""
+    game = othello.encode(moves)
+    padded = np.concatenate([game, [PAD, PAD]])
+    assert othello.is_member(padded)
+    sets = reference_replay(padded)
+    assert sets[8:] == [frozenset({PAD})] * 3 and PAD not in sets[7]
+    masks = othello.legal_next(padded)[0]
+    assert [frozenset(np.flatnonzero(m).tolist()) for m in masks] == sets
+    assert not othello.is_member(np.concatenate([game, othello.encode("a8")]))
