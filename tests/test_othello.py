@@ -8,7 +8,7 @@ import pytest
 from experiments.claims_languages import PERFT
 from experiments.tasks import get_task
 from experiments.tasks.othello import (NAMES, PAD, SQUARES, TOKEN_OF_SQUARE, flips, legal_moves,
-                                       perft, reference_flips, reference_initial, reference_moves,
+                                       perft, reference_flips, reference_moves,
                                        reference_perft, reference_replay)
 
 
