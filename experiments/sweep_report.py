@@ -266,7 +266,7 @@ def fig_margins(runs: list[dict]):
         group = [r for r in runs if r["config"]["model"]["norm"] == norm]
         m = np.array([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
                        if x["length"] >= 2] for r in group], dtype=float)
-        a = np.nanmean([r["summary"]["margin_exponent"] for r in group])
+        a = _stats([r["summary"]["margin_exponent"] for r in group])["mean"]
         ax.plot(s, np.nanmean(m, 0), label=f"learned, {norm} (fitted a = {a:.2f})")
     from experiments.train import attn_out_margin
     m2 = float(np.nanmean([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]

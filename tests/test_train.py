@@ -122,3 +122,19 @@ def test_short_training_learns_the_in_distribution_complement():
     # same seed, same numbers
     again = T.train(config, progress=False)["summary"]
     assert json.dumps(again["by_weights"]) == json.dumps(s["by_weights"])  # NaN-safe
+
+
+def test_train_command_writes_a_run_folder_and_reports_errors_in_one_line(tmp_path, capsys):
+    from experiments.cli import main
+
+    out = tmp_path / "run"
+    assert main(["train", str(CONFIGS / "base.toml"), "--profile", "quick", "--set",
+                 "train.steps=20", "--set", "train.warmup=2", "--set", "model.norm=post",
+                 "--set", "train.ema=bema", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "bema" in printed and "* = primary" in printed
+    for name in ("config.json", "metrics.jsonl", "per_length.json", "summary.json"):
+        assert (out / name).exists()
+    assert main(["train", str(CONFIGS / "base.toml"), "--set", "train.ema=swa"]) == 2
+    assert "error: train.ema = 'swa' is not allowed" in capsys.readouterr().err
+    assert main(["train", str(tmp_path / "missing.toml")]) == 2
