@@ -140,3 +140,21 @@ def test_radial_bound_on_random_configurations(beta, seed, d, data):
 def test_argument_errors(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_usa_equiangular_velocity_matches_explicit_vectors():
+    n, g, beta = 5, 0.4, 1.7
+    theta = equiangular(n, g)
+    A = (np.exp(beta * theta @ theta.T) / n) @ theta          # USA: weights e^{beta<.,.>}/n
+    PA = A - np.einsum("ij,ij->i", theta, A)[:, None] * theta
+    rho_dot = PA[0] @ theta[1] + theta[0] @ PA[1]
+    value = float(nd.usa_F().subs({nd.gamma: g, nd.beta: beta, nd.n: n}))
+    assert rho_dot == pytest.approx(value, rel=1e-12)
+    t, u = ode.solve_usa(1.0, 8, 20.0, t_eval=np.linspace(10, 20, 11))
+    assert np.polyfit(t, u, 1)[0] == pytest.approx(-2 * math.e, rel=1e-6)
+
+
+def test_survey_bound_value():
+    f = sp.lambdify((nd.beta_p, nd.n_p, nd.t_p), nd.sa_survey_bound())
+    lam = 4 / (4 + math.exp(0.5))
+    assert f(1.0, 4, 3.0) == pytest.approx(math.log(0.5) - lam * (3.0 - 2 * math.e), rel=1e-12)

@@ -222,3 +222,65 @@ def _(profile: str) -> Outcome:
                             f"= {worst:.3f}", expected=f"{trials}/{trials} positive, ratio >= 1",
                    passed=fails == 0 and worst >= 1 - 1e-6,
                    detail="A with a single positive eigenvalue; D = BB^T + eps I, eps in [1e-4, 1]")
+
+
+# ----------------------------------------------------------------------------- base SA / USA
+BASE_SRC = "arXiv 2312.10794"
+
+
+@claim("dyn.base.usa_rate", source=f"{BASE_SRC} equiangular reduction (notes C.2)",
+       statement="Equiangular USA: rho' = (2/n) e^{b rho}(1-rho)((n-1)rho+1), derived; 1 - rho decays at "
+                 "rate 2 e^beta (SA, i.e. Post-LN, at rate 2)",
+       kind="numeric", tolerance="exact derivation and limit; fitted rate rel 1e-4")
+def _(profile: str) -> Outcome:
+    printed = 2 * sp.exp(nd.beta * nd.gamma) * (1 - nd.gamma) * ((nd.n - 1) * nd.gamma + 1) / nd.n
+    derived_ok = _is_zero(nd.usa_F() - printed)
+    limit = sp.simplify(sp.limit(sp.simplify(nd.usa_F() / (1 - nd.gamma)), nd.gamma, 1))
+    worst = 0.0
+    for b, n in [(0.5, 4), (1.0, 8), (2.0, 16)]:
+        rate = 2 * math.exp(b)
+        t_end = n + 40.0 / rate        # the transient lasts ~ n/2 (initial speed 2/n)
+        t, u = ode.solve_usa(b, n, t_end, t_eval=np.linspace(t_end / 2, t_end, 50))
+        worst = max(worst, abs(np.polyfit(t, u, 1)[0] / -rate - 1))
+    return Outcome(measured=f"limit {limit}; worst rel. rate error {worst:.1e}", expected="2*exp(beta)",
+                   passed=derived_ok and _is_zero(limit - 2 * sp.exp(nd.beta)) and worst <= 1e-4,
+                   detail="USA weights e^{beta<x_i,x_j>}/n in place of the softmax; (beta, n) in "
+                          "(0.5,4), (1,8), (2,16)")
+
+
+@claim("dyn.base.sa_survey_bound", source=f"{BASE_SRC} eq. ybeta (survey form)",
+       statement="SA from gamma(0) = 0: 1 - gamma(t) <= (1/2) exp(-lambda (t - n e^b/2)), "
+                 "lambda = n/(n + e^{b/2}), for t >= n e^b / 2",
+       kind="numeric", tolerance="log slack >= 0 on t in [n e^b/2, n e^b/2 + 20], beta and n on a grid")
+def _(profile: str) -> Outcome:
+    bound = sp.lambdify((nd.beta_p, nd.n_p, nd.t_p), nd.sa_survey_bound(), "numpy")
+    betas = (0.1, 1.0, 3.0, 5.0) if profile == "quick" else (0.01, 0.1, 0.5, 1, 2, 3, 5, 8)
+    ns = (2, 5, 64, 256) if profile == "quick" else (2, 3, 5, 16, 64, 256, 1024)
+    worst, at = np.inf, None
+    for b in betas:
+        for n in ns:
+            t0 = n * math.exp(b) / 2
+            t = np.linspace(t0, t0 + 20, 41)
+            sol = ode.solve_symmetric("postln", b, n, t[-1], t_eval=np.concatenate([[0.0], t]))
+            slack = float((bound(b, n, sol.t[1:]) - sol.u[1:]).min())
+            if slack < worst:
+                worst, at = slack, (b, n)
+    return Outcome(measured=worst, expected=">= 0", passed=worst >= 0,
+                   detail=f"min of log(bound) - log(1 - gamma) over {len(betas) * len(ns)} (beta, n), "
+                          f"attained at (beta, n) = {at}")
+
+
+@claim("dyn.erratum.survey_bound_t0", erratum=True, source=f"{BASE_SRC} eq. ybeta as printed ('t >= 0'; Lean audit)",
+       statement="Stated for all t >= 0, the survey bound fails at t = 0 when lambda n e^b/2 < log 2, e.g. "
+                 "n = 2, beta = 0.01: the bound is 0.979 < 1 - gamma(0) = 1",
+       kind="numeric", tolerance="bound(0) < 1 at (beta, n) = (0.01, 2)")
+def _(profile: str) -> Outcome:
+    bound0 = math.exp(float(nd.sa_survey_bound().subs({nd.beta_p: 0.01, nd.n_p: 2, nd.t_p: 0})))
+    # where does it fail at t = 0?  lambda n e^b / 2 < log 2; only n = 2 and small beta
+    fails = [(n, b) for n in (2, 3, 4) for b in np.linspace(0.001, 2, 400)
+             if n / (n + math.exp(b / 2)) * n * math.exp(b) / 2 < math.log(2)]
+    beta_max = max((b for n, b in fails if n == 2), default=float("nan"))
+    return Outcome(measured=f"bound(0) = {bound0:.4f}", expected="< 1",
+                   passed=bound0 < 1 and all(n == 2 for n, _ in fails),
+                   detail=f"the t >= 0 form fails at t = 0 exactly for n = 2, beta < {beta_max:.3f} "
+                          "(on a grid of n <= 4, beta <= 2); the t >= n e^b/2 form holds (dyn.base.sa_survey_bound)")

@@ -346,3 +346,27 @@ def min_radial_velocity(beta_: float, n_: int) -> tuple[float, float]:
                           options={"xatol": 1e-12})
     best = min([(res.fun, res.x), (ratio(-1.0), -1.0), (ratio(1.0), 1.0)])
     return float(best[0]), float(best[1])
+
+
+# ----------------------------------------------------------------------------- base SA / USA (part C)
+def usa_F() -> sp.Expr:
+    """Equiangular USA (unnormalized softmax, weights e^{beta <x_i,x_j>}/n):
+    rho' = (2/n) e^{beta rho} (1 - rho)((n-1) rho + 1); derived like F with a = e^beta/n,
+    b = e^{beta rho}/n instead of the softmax weights (arXiv 2312.10794)."""
+    theta_A = (sp.exp(beta) + (n - 1) * gamma * sp.exp(beta * gamma)) / n
+    other_A = (sp.exp(beta) * gamma + sp.exp(beta * gamma) * (1 + (n - 2) * gamma)) / n
+    return sp.factor(2 * (other_A - theta_A * gamma))
+
+
+def sa_survey_bound() -> sp.Expr:
+    """log of the survey bound (eq. ybeta, 2312.10794) on 1 - gamma for SA from gamma(0) = 0:
+    1 - gamma(t) <= (1/2) exp(-lambda (t - n e^beta / 2)), lambda = n/(n + e^{beta/2}),
+    stated for t >= n e^beta / 2."""
+    lam = n_p / (n_p + sp.exp(beta_p / 2))
+    return sp.log(sp.Rational(1, 2)) - lam * (t_p - n_p * sp.exp(beta_p) / 2)
+
+
+@lru_cache(maxsize=None)
+def usa_G_twin():
+    """Numeric twin of d/dt log(1 - rho) for USA: -(2/n) e^{beta rho}((n-1) rho + 1)."""
+    return sp.lambdify((gamma, beta, n), sp.simplify(-usa_F() / (1 - gamma)), "numpy")

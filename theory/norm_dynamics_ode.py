@@ -133,3 +133,17 @@ def fit_terminal_exponent(t_: np.ndarray, log_gamma_dot: np.ndarray, kind: str,
     if kind == "sqrt":
         y = y + 0.5 * np.log(tt + 1.0)
     return float(np.polyfit(x, y, 1)[0])
+
+
+def solve_usa(beta_: float, n_: int, t_end: float, *, t_eval: np.ndarray | None = None,
+              rtol: float = 1e-10, atol: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """Equiangular USA from rho(0) = 0 in u = log(1 - rho): returns (t, u)."""
+    from theory.norm_dynamics import usa_G_twin
+
+    check_beta(beta_), check_n(n_), check_horizon(t_end)
+    G = usa_G_twin()
+    sol = solve_ivp(lambda t_, y: [float(G(-math.expm1(y[0]), beta_, n_))], (0.0, t_end), [0.0],
+                    method="DOP853", rtol=rtol, atol=atol, t_eval=t_eval)
+    if not sol.success:
+        raise RuntimeError(f"USA ODE failed: {sol.message}")
+    return sol.t, sol.y[0]
