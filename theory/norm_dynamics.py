@@ -37,6 +37,9 @@ Radial bound (Corollary of Theorem 3.1): each term x e^{beta x} >= -1 on [-1, 1]
 e^beta and Z <= n e^beta, so <theta_j, A_j> >= (e^beta - n + 1)/(n e^beta) >= 1/(n e^beta)
 whenever n <= e^beta.
 
+Base framework (arXiv 2312.10794): the equiangular USA velocity, whose 1 - rho decays at rate
+2 e^beta instead of SA's 2, and the survey bound on SA's 1 - gamma.
+
 The scalar ODE itself is integrated in theory/norm_dynamics_ode.py. The numeric twins are lambdified from the same sympy expressions rewritten with
 q = exp(beta (gamma - 1)) <= 1 (the rewriting is checked symbolically), so they do not overflow
 for large beta. This module is pure mathematics: numpy, scipy and sympy only.
