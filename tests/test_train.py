@@ -138,3 +138,17 @@ def test_train_command_writes_a_run_folder_and_reports_errors_in_one_line(tmp_pa
     assert main(["train", str(CONFIGS / "base.toml"), "--set", "train.ema=swa"]) == 2
     assert "error: train.ema = 'swa' is not allowed" in capsys.readouterr().err
     assert main(["train", str(tmp_path / "missing.toml")]) == 2
+
+
+@pytest.mark.parametrize("norm", ["post", "peri"])
+def test_multi_layer_model_trains_and_is_evaluated_at_every_length(norm):
+    config = cfgmod.load(CONFIGS / "multi_layer.toml", ["train.steps=10", "train.warmup=2",
+                                                        f"model.norm={norm}",
+                                                        "model.attn_dropout=0.1",
+                                                        "model.resid_dropout=0.1"],
+                         profile="quick")
+    result = T.train(config, progress=False)
+    model = result["model"]
+    assert model.cfg.n_layers == 2 and model.cfg.mlp == "gelu" and model.W_pos is not None
+    assert [r["length"] for r in result["per_length"]["bema"]] == list(range(1, 16))
+    assert math.isfinite(result["summary"]["ood_kl"])
