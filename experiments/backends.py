@@ -51,7 +51,12 @@ def run_ray(fn: Callable, args: Sequence[tuple], address: str | None, workers: i
         kwargs = {"address": address, "include_dashboard": False, "log_to_driver": False}
         if address is None and workers:
             kwargs["num_cpus"] = workers
-        ray.init(**kwargs)
+        try:
+            ray.init(**kwargs)
+        except (ConnectionError, RuntimeError) as exc:
+            raise ValueError(f"cannot start or reach Ray at address {address!r}: "
+                             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+                             ) from None
     remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(fn)
     refs = {remote.remote(*arg): index for index, arg in enumerate(args)}
     pending = list(refs)
