@@ -2,7 +2,7 @@
 
     python benchmarks/bench_ensemble.py [--steps 20] [--threads 0] [--quick]
 
-For per-model batch sizes 8, 32, 128 and K = 16, 64 models of the sweep's default shape
+For per-model batch sizes 8, 32, 128 and the sweep's default 64, and K = 16, 64 models of the sweep's default shape
 (one-layer attention-only, v = 64, d = 64, L_train = 16) it times ``steps`` training steps of
 
 - sequential: an ordinary nn.Module + torch.optim.AdamW, one model after the other;
@@ -74,7 +74,8 @@ def main() -> int:
           f"runs/min extrapolated to {SWEEP_STEPS}-step runs")
     print(f"{'batch':>5} {'K':>3} {'seq runs/min':>12} {'batched':>9} {'ratio':>6} "
           f"{'auto path':>10} {'auto ratio':>10} {'GFLOP/s':>8} {'% peak':>7}")
-    batches = (8, 32) if args.quick else (8, 32, 128)
+    default_batch = config["train"]["batch_size"]  # the sweep's default configuration
+    batches = (8, 32) if args.quick else tuple(sorted({8, 32, 128, default_batch}))
     ks = (16,) if args.quick else (16, 64)
     for batch in batches:
         train = dict(config["train"], batch_size=batch, warmup=0)
@@ -87,7 +88,8 @@ def main() -> int:
             per_min = lambda s: 60.0 / (s * SWEEP_STEPS) * k  # noqa: E731
             print(f"{batch:5d} {k:3d} {per_min(seq):12.2f} {per_min(bat):9.2f} {seq / bat:6.2f} "
                   f"{auto:>10} {seq / best:10.2f} {flops / best / 1e9:8.2f} "
-                  f"{100 * flops / best / 1e9 / peak:6.1f}%", flush=True)
+                  f"{100 * flops / best / 1e9 / peak:6.1f}%"
+                  + ("  <- sweep default" if batch == default_batch else ""), flush=True)
     return 0
 
 
