@@ -72,7 +72,8 @@ def norm_growth_step(sublayer: str = "attn", n: int = 16, d: int = 32, eta: floa
         raise ValueError(f"sublayer must be 'attn' or 'mlp', got {sublayer!r}")
     if not (math.isfinite(eta) and eta > 0):
         raise ValueError(f"step size eta must be finite and > 0, got {eta!r}")
-    cfg = StackConfig(n=n, d=d, depth=1, norm="post", mlp="swiglu", multiplier=4.0, seed=seed)
+    cfg = StackConfig(n=n, d=d, depth=1, norm="post", mlp="swiglu", multiplier=4.0, t0=0.5,
+                      seed=seed)  # t0 unused: the input is built below
     block = build_stack(cfg).blocks[0]
     block.requires_grad_(True)
     if collapsed:
@@ -125,7 +126,7 @@ def gradient_flow(norm: str = "post", n: int = 32, d: int = 32, depth: int = 24,
     and ``factor`` c_k = a_k jac, with ``grad_out`` = ||dL/dX_K|| at the stack output. The loss
     is a fixed random linear readout of the output, so dL/dX_K is a random direction."""
     cfg = StackConfig(n=n, d=d, depth=depth, norm=norm, mlp=mlp, multiplier=multiplier,
-                      seed=seed)
+                      t0=0.5, seed=seed)  # t0 unused: the input is exactly collapsed
     model = build_stack(cfg)
     xs, ys = [], []  # residual points: sublayer inputs X_k and outputs Y_k = X_k + f_k(.)
 
