@@ -168,10 +168,11 @@ def _(profile: str) -> Outcome:
 
 
 @claim("collapse.training_collapse", source=f"{SRC} Sec 4, Figs 3-6 (CPU-size analogue)",
-       statement="deep Post-Norm decoder at a high learning rate collapses (t_sim -> 1, loss at "
-                 "L_freq, layer-1 gradients < 1e-2 of the last); low rate and Pre-Norm do not",
-       kind="experiment", tolerance="detector: t_sim >= 0.95 and |loss - L_freq| <= 0.05 for 10 "
-                                    "steps; gradient ratio < 1e-2")
+       statement="deep Post-Norm decoder at a high learning rate collapses (t_sim -> 1, loss "
+                 "pinned at L_freq, layer-1 gradients < 1e-2 of the last); low rate and Pre-Norm "
+                 "do not",
+       kind="experiment", tolerance="detector: t_sim >= 0.95 and loss >= L_freq - 0.05 for 10 "
+                                    "steps; final |loss - L_freq| <= 0.1; gradient ratio < 1e-2")
 def _(profile: str) -> Outcome:
     from experiments.collapse_train import PROFILES, TrainConfig, train
 
@@ -182,6 +183,7 @@ def _(profile: str) -> Outcome:
             for norm, lr in (("post", hi), ("post", lo), ("pre", hi))}
     post_hi = runs[("post", hi)]
     ok = (post_hi["collapsed"] and post_hi["first_over_last_resid_grad"] < 1e-2
+          and abs(post_hi["final_loss"] - post_hi["l_freq_stream"]) <= 0.1
           and not runs[("post", lo)]["collapsed"] and not runs[("pre", hi)]["collapsed"])
     def row(s):
         return (f"{s['norm']} lr={s['lr']:g}: step {s['collapse_step']}, loss {s['final_loss']:.3f}, "

@@ -3,12 +3,14 @@
 A run has *collapsed* at step k when, from k on for ``patience`` consecutive logged steps,
 
     t_sim(final hidden state) >= t_threshold       (token states nearly identical), and
-    |loss - L_freq| <= loss_margin                  (the loss sits on the frequency floor),
+    loss >= L_freq - loss_margin                    (no better than the frequency predictor),
 
 where L_freq is the entropy of the label frequencies (Definition 3.7) of the reference the model
 can learn: the stream's unigram law (a collapsed model predicts the global frequencies; a batch's
 own L_freq is lower by the plug-in entropy's finite-sample bias, and by Theorem 3.8(i) it is a
-lower bound on a collapsed model's batch loss). Both tests
+lower bound on a collapsed model's batch loss). A collapsed model can only learn p_freq, so its
+loss falls *towards* L_freq from above and never below it; a healthy model with similar token
+states would beat L_freq. Both tests
 are needed: t_sim alone also rises in healthy early training, and a loss near L_freq alone
 happens at the very start of training before any structure is learned.
 """
@@ -46,7 +48,7 @@ def detect_collapse(steps: Sequence[int], t_sim: Sequence[float], loss: Sequence
     if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
         raise ValueError(f"patience must be a positive integer, got {patience!r}")
     steps_a, t_a, loss_a, lf_a = arrays
-    hit = (t_a >= t_threshold) & (np.abs(loss_a - lf_a) <= loss_margin)
+    hit = (t_a >= t_threshold) & (loss_a >= lf_a - loss_margin)
     run = 0
     for i, flag in enumerate(hit):
         run = run + 1 if flag else 0
