@@ -99,6 +99,8 @@ def run_detect(args) -> int:
                           patience=args.patience)
     if det.collapsed:
         print(f"collapsed at step {det.step} (t_sim {det.t_sim:.4f}, loss - L_freq {det.gap:+.4f})")
+    elif det.step is not None:
+        print(f"transient collapse at step {det.step}, recovered from step {det.recovered}")
     else:
         print("no collapse detected", file=sys.stdout)
     return 0

@@ -12,7 +12,9 @@ lower bound on a collapsed model's batch loss). A collapsed model can only learn
 loss falls *towards* L_freq from above and never below it; a healthy model with similar token
 states would beat L_freq. Both tests
 are needed: t_sim alone also rises in healthy early training, and a loss near L_freq alone
-happens at the very start of training before any structure is learned.
+happens at the very start of training before any structure is learned. A run whose condition
+later fails for ``patience`` consecutive steps has *recovered* (Pre-Norm at high learning rates
+goes through such a transient); only an unrecovered window counts as a collapse.
 """
 from __future__ import annotations
 
@@ -24,13 +26,15 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Detection:
-    step: int | None  # first step of the sustained collapse, None if the run never collapsed
+    step: int | None  # first step of the first sustained collapse window, None if none
     t_sim: float | None
     gap: float | None  # loss - L_freq at that step
+    recovered: int | None = None  # first step of a later window of `patience` healthy steps
 
     @property
     def collapsed(self) -> bool:
-        return self.step is not None
+        """Collapsed and never recovered: the absorbing state of Theorem 3.8(ii)."""
+        return self.step is not None and self.recovered is None
 
 
 def detect_collapse(steps: Sequence[int], t_sim: Sequence[float], loss: Sequence[float],
@@ -54,5 +58,12 @@ def detect_collapse(steps: Sequence[int], t_sim: Sequence[float], loss: Sequence
         run = run + 1 if flag else 0
         if run == patience:
             k = i - patience + 1
-            return Detection(int(steps_a[k]), float(t_a[k]), float(loss_a[k] - lf_a[k]))
+            healthy, recovered = 0, None
+            for j in range(i + 1, len(hit)):
+                healthy = 0 if hit[j] else healthy + 1
+                if healthy == patience:
+                    recovered = int(steps_a[j - patience + 1])
+                    break
+            return Detection(int(steps_a[k]), float(t_a[k]), float(loss_a[k] - lf_a[k]),
+                             recovered)
     return Detection(None, None, None)

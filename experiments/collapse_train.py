@@ -166,7 +166,9 @@ def summarize(cfg: TrainConfig, metrics: list[dict], matrix: np.ndarray, seconds
     tail = metrics[-max(1, len(metrics) // 10):]
     grad_ratio = np.mean([m["resid_grad"][0] / max(m["resid_grad"][-1], 1e-300) for m in tail])
     return {"name": cfg.name, "norm": cfg.norm, "lr": cfg.lr,
-            "collapsed": det.collapsed, "collapse_step": det.step,
+            "collapsed": det.collapsed, "collapse_step": det.step if det.collapsed else None,
+            "transient_collapse": None if det.collapsed else det.step,
+            "recovered_step": det.recovered,
             "final_loss": float(np.mean([m["loss"] for m in tail])),
             "final_l_freq": float(np.mean([m["l_freq"] for m in tail])),
             "final_t_sim": float(np.mean([m["t_sim"] for m in tail])),

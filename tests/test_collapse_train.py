@@ -40,6 +40,9 @@ def test_detector_requires_both_signals_for_patience_steps():
     # similar token states but a loss that beats the frequency predictor: not a collapse
     assert not detect_collapse(steps, t, [3.0] * 30, [4.1] * 30).collapsed
     assert not detect_collapse(steps, [0.1] * 30, loss, [4.1] * 30).collapsed  # loss alone
+    transient = detect_collapse(steps, [0.99] * 12 + [0.1] * 18, [4.2] * 30, [4.1] * 30,
+                                patience=5)
+    assert transient.step == 0 and transient.recovered == 12 and not transient.collapsed
     blip = [0.99 if i in (20, 21) else 0.1 for i in steps]
     assert not detect_collapse(steps, blip, loss, [4.1] * 30, patience=5).collapsed
     with pytest.raises(ValueError):
