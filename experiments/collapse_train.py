@@ -207,7 +207,7 @@ def run(cfg: TrainConfig, out: str | Path | None = None, progress: bool = True) 
 PROFILES = {
     # quick: a few minutes on 2 CPU cores; full: deeper and longer
     "quick": dict(n_layers=24, seq_len=32, steps=80, lrs=(3e-3, 3e-2), norms=("post", "pre")),
-    "full": dict(n_layers=48, steps=600, lrs=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
+    "full": dict(n_layers=48, steps=400, lrs=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
                  norms=("post", "pre")),
 }
 

@@ -4,7 +4,7 @@ Random-weight causal stacks (experiments.collapse_stack), Post-Norm and Pre-Norm
 sublayer init variances x1, x2, x4. Solid: measured E t_sim(Y) - t_sim(X) per layer; dashed: the
 theory Delta_attn(s_l, t_l) and Delta_FFN(xi_l, t_l) at the measured input similarity t_l.
 Shows claims collapse.attn_step_one_layer, collapse.stack_*, collapse.swiglu_damping_in_stack.
-Quick profile: n = d = 128, 16 layers, 1 sample; full: n = d = 256, 48 layers, 4 samples.
+Quick profile: n = d = 128, 16 layers, 2 samples; full: n = d = 256, 48 layers, 4 samples.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ COLORS = {1.0: "tab:blue", 2.0: "tab:orange", 4.0: "tab:red"}
 def data(profile: str) -> dict:
     from experiments.collapse_stack import StackConfig, simulate
 
-    size = dict(n=128, d=128, depth=16, samples=1) if profile == "quick" else \
+    size = dict(n=128, d=128, depth=16, samples=2) if profile == "quick" else \
         dict(n=256, d=256, depth=48, samples=4)
     return {(norm, k): simulate(StackConfig(norm=norm, mlp="swiglu", multiplier=k, seed=int(k),
                                             **size), progress=profile == "full")
