@@ -201,5 +201,5 @@ def collapsed_gradients(n: int = 12, d: int = 16, vocab: int = 5, n_layers: int 
     loss = F.cross_entropy(logits[0], torch.as_tensor(labels))
     loss.backward()
     worst = max(float(prm.grad.abs().max()) for prm in model.parameters() if prm.grad is not None)
-    return {"max_grad": worst, "loss": float(loss), "l_freq": frequency_loss(labels, vocab),
+    return {"max_grad": worst, "loss": float(loss.detach()), "l_freq": frequency_loss(labels, vocab),
             "n_parameters": sum(prm.numel() for prm in model.parameters())}

@@ -8,6 +8,7 @@ def _check(paths):
         assert p.stat().st_size > 5_000
 
 
+@pytest.mark.slow
 def test_deaveraging_figure(tmp_path):
     from paper_figs import fig_collapse_deaveraging
 
