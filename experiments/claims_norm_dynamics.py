@@ -501,3 +501,42 @@ def _(profile: str) -> Outcome:
     return Outcome(measured=worst, expected=0.0, passed=worst <= 1e-6,
                    detail="gradient of E by central differences, not by the closed form "
                           "-2 beta sum_k e^{beta<theta_j,theta_k>} theta_k")
+
+
+# ----------------------------------------------------------------------------- Thm 3.1 with V = Q^T K
+@claim("dyn.erratum.sync_symmetric_qk", erratum=True,
+       source=f"{SRC} Thm 3.1(a), extension to constant Q, K with V = Q^T K = K^T Q (as transcribed, notes B.2)",
+       statement="With V = Q^T K = M symmetric positive definite with a spectral gap, two antipodal clusters "
+                 "at +-v_top are stable: Post-LN from random starts fails to synchronize with positive "
+                 "probability (M = diag(1, 1/2, 1/2), beta = 1, n = 8, d = 3)",
+       kind="experiment",
+       tolerance="perturbed +-v_top 4-4 split returns (distance shrinks 100x); non-synchronizing fraction "
+                 ">= 10% of seeds at T = 200; M = I synchronizes from the same perturbed split")
+def _(profile: str) -> Outcome:
+    M = np.diag([1.0, 0.5, 0.5])
+    v = np.array([1.0, 0.0, 0.0])
+    dyn = P.Dynamics("postln", 1.0, None, M, M)          # Q = I, K = M, V = M = Q^T K = K^T Q
+    split = np.repeat(np.array([v, -v]), 4, axis=0)
+    kick = 1e-3 * np.random.default_rng(0).standard_normal(split.shape)
+    back = P.simulate(dyn, split + kick, 100.0, t_eval=[100.0])
+    def off_axis(theta):  # max_j |theta_j - <theta_j, v> v|: the sine of the angle to +-v
+        theta = theta / np.linalg.norm(theta, axis=1, keepdims=True)
+        return float(np.linalg.norm(theta - np.outer(theta @ v, v), axis=1).max())
+
+    dist0, dist1 = off_axis(split + kick), off_axis(back.theta[-1])
+    ident = P.simulate(P.Dynamics("postln", 1.0), split + kick, 100.0, t_eval=[100.0])
+    ident_gap = float(1 - ident.gram().min())
+    seeds = range(20) if profile == "quick" else range(100)
+    stuck = 0
+    for seed in seeds:
+        tr = P.simulate(dyn, P.uniform_sphere(8, 3, seed=seed), 200.0, t_eval=[200.0])
+        stuck += float(1 - tr.gram().min()) > 1.0             # some pair has cos < 0 at T = 200
+    frac = stuck / len(seeds)
+    return Outcome(measured=f"split distance {dist0:.1e} -> {dist1:.1e}; non-sync {stuck}/{len(seeds)}; "
+                            f"M = I gap {ident_gap:.1e}",
+                   expected="shrinks; >= 10%; M = I synchronizes",
+                   passed=dist1 <= dist0 / 100 and frac >= 0.1 and ident_gap < 1e-6,
+                   detail="gradient ascent of E = sum e^{beta<theta_j, M theta_k>}: rotating one cluster off "
+                          "+-v_top lowers the within-cluster terms by (lambda_1 - lambda_2) e^{beta lambda_1}, "
+                          "which beats the cross-cluster gain when the gap is large enough; at M = I the gap "
+                          "is 0 and the split is a saddle, as the theorem needs")

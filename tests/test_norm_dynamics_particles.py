@@ -160,7 +160,7 @@ def test_dyn_claims_are_registered_with_errata_flagged():
     errata = {i for i, c in claims.items() if c.erratum}
     assert {"dyn.erratum.ngpt_constant_alpha", "dyn.erratum.small_beta_delta",
             "dyn.erratum.d1_antipodal", "dyn.erratum.thm43_ngpt_scale",
-            "dyn.erratum.survey_bound_t0"} == errata
+            "dyn.erratum.survey_bound_t0", "dyn.erratum.sync_symmetric_qk"} == errata
     assert all(c.source.startswith(("arXiv 2510.22026", "arXiv 2312.10794")) for c in claims.values())
     assert all(f"dyn.gamma_dot0.{s}" in claims for s in nd.SCHEMES)
 
