@@ -164,7 +164,7 @@ def train_ensemble(cfg: ModelConfig, seeds: Sequence[int], *, train: dict, train
 def _train_one(cfg: ModelConfig, seed: int, train: dict, train_len: int, lr: float,
                weight_decay: float) -> Transformer:
     """The sequential path: an ordinary module and torch.optim.AdamW (the trainer's loop)."""
-    from experiments.train import make_optimizer
+    from experiments.train import make_optimizer, train_step
 
     torch.manual_seed(seed)
     model = Transformer(cfg)
@@ -174,13 +174,7 @@ def _train_one(cfg: ModelConfig, seed: int, train: dict, train_len: int, lr: flo
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: lr_factor(k, tr))
     for _ in range(train["steps"]):
         seqs = sample_sequences(cfg.vocab, train_len + 1, train["batch_size"], gen)
-        loss = F.cross_entropy(model(seqs[:, :-1]).reshape(-1, cfg.vocab), seqs[:, 1:].reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if train["grad_clip"] > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), train["grad_clip"])
-        opt.step()
-        sched.step()
+        train_step(model, opt, sched, seqs, train["grad_clip"])
     return model
 
 

@@ -90,6 +90,21 @@ def make_optimizer(model: torch.nn.Module, train: dict) -> torch.optim.AdamW:
                              betas=(train["beta1"], train["beta2"]))
 
 
+def train_step(model: torch.nn.Module, optimizer, schedule, seqs: torch.Tensor,
+               grad_clip: float) -> float:
+    """One step on sequences (B, S+1): next-token cross-entropy at every position, clipping,
+    AdamW, schedule. Returns the loss."""
+    logits = model(seqs[:, :-1])
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), seqs[:, 1:].reshape(-1))
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    schedule.step()
+    return loss.item()
+
+
 def fit_exponent(lengths: np.ndarray, margins: np.ndarray) -> float:
     """a in margins ~ c lengths^-a (least squares in log-log on positive margins); NaN if < 3."""
     keep = np.isfinite(margins) & (margins > 0)
@@ -178,17 +193,9 @@ def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: 
                unit="step", disable=not progress or None, leave=False)
     for step in bar:
         seqs = sample_sequences(v, length + 1, tr["batch_size"], data)
-        logits = model(seqs[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, v), seqs[:, 1:].reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if tr["grad_clip"] > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
-        optimizer.step()
-        schedule.step()
+        value = train_step(model, optimizer, schedule, seqs, tr["grad_clip"])
         for averager in averagers.values():
             averager.update(model, step)
-        value = loss.item()
         running = value if running != running else 0.98 * running + 0.02 * value
         if step % 50 == 0:
             bar.set_postfix(loss=f"{running:.4f}")
