@@ -109,7 +109,7 @@ def _cone_rate_claim(scheme, schedule, expected, window):
     tol = 0.01 if kind == "exponential" else 0.02
     name, title = nd.variant_name(scheme, schedule)
 
-    @claim(f"dyn.terminal.cone.{name}", source=f"{SRC} Thm 4.1 rates beyond the symmetric start (notes B.7.3)",
+    @claim(f"dyn.terminal.cone.{name}", source=f"{SRC} Thm 4.1 rates beyond the symmetric start (reconstructed, notes B.7.3)",
            statement=f"{title}: from a random (non-equiangular) cone, <theta_j,theta_k> >= 1/2, n=8, d=4, "
                      f"beta=1, the mean pairwise gamma' has terminal {label} {expected:g}",
            kind="numeric", tolerance=f"abs {tol:g} on t in [{window[0]:g}, {window[1]:g}]")
@@ -133,7 +133,7 @@ for _args in _PARTICLE_RATES:
     _cone_rate_claim(*_args)
 
 
-@claim("dyn.radial.r_over_t", source=f"{SRC} Thm 4.1 proof (r ~ t for Pre-LN, Peri-LN; notes B.7.3)",
+@claim("dyn.radial.r_over_t", source=f"{SRC} Thm 4.1, r ~ t for Pre-LN and Peri-LN (reconstructed, notes B.7.3)",
        statement="From a random cone (n=8, d=4, beta=1, r(0)=1), r_j(T)/T -> 1 for Pre-LN, Peri-LN and "
                  "Mix-LN: within 1% at T = 1000",
        kind="numeric", tolerance="|r_j(T)/T - 1| <= 0.01 for every token")
@@ -157,7 +157,7 @@ def _thm42_grid(profile):
     return grid
 
 
-@claim("dyn.thm42.initial_velocity", source=f"{SRC} Thm 4.2 (Lean: c = 1, C = 128)",
+@claim("dyn.thm42.initial_velocity", source=f"{SRC} Thm 4.2 (Lean: c = 1, C = 128); O(1) reading for Peri-LN/nGPT reconstructed",
        statement="At uniform init (beta=1) max_j |A_j(0)| / (sqrt(log n/n) + log n/d) stays bounded over "
                  "(n, d) and |PA|/|A| ~ 1: Post/Pre-LN move O(that) per layer, Peri-LN and nGPT move O(1)",
        kind="numeric", tolerance="ratio <= 1 at every grid point (C = 128 proved); mean |PA|/|A| >= 0.9")
@@ -435,7 +435,7 @@ def _(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- random stacks
-@claim("dyn.stack.qualitative", source=f"{SRC} Sec. 5 random-weight stacks (notes B.6, secondary)",
+@claim("dyn.stack.qualitative", source=f"{SRC} Sec. 5 random-weight stacks (secondary summary; setup reconstructed)",
        statement="d=512, beta=sqrt d, fresh random QKV per layer: Peri-LN and nGPT move tokens >= 5x more "
                  "than Post-/Pre-LN in layer 1; Post-LN collapses (cos > 0.99 by layer 32) faster than Pre-LN",
        kind="experiment", tolerance="ratios and thresholds as stated; seed 0, n = 32")
@@ -452,7 +452,7 @@ def _(profile: str) -> Outcome:
                    detail=", ".join(f"{k} {v:.3f}" for k, v in step1.items()))
 
 
-@claim("dyn.stack.preln_norm", source=f"{SRC} Sec. 5 (Pre-LN norm ~ sqrt t in practice vs t in theory)",
+@claim("dyn.stack.preln_norm", source=f"{SRC} Sec. 5, Pre-LN norm ~ sqrt t vs t (secondary summary; setup reconstructed)",
        statement="Pre-LN token norms grow like layers^(1/2) with fresh random weights and like layers^1 "
                  "with tied Q=K=V=I (the theory's r ~ t)",
        kind="experiment", tolerance="random exponent in [0.35, 0.65]; tied exponent >= 0.9 (fit over layers >= L/4)")
