@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from experiments.particles import Dynamics, attention
-from theory.norm_dynamics import check_n, check_positive
+from theory.norm_dynamics import check_d, check_n, check_positive
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -51,8 +51,11 @@ def run_layers(dyn: Dynamics, theta0: np.ndarray, h: float, layers: int, r0=1.0)
     check_positive("step h", h)
     if int(layers) != layers or layers < 1:
         raise ValueError(f"layers must be an integer >= 1, got {layers}")
-    theta0 = _unit(np.asarray(theta0, dtype=np.float64))
-    check_n(theta0.shape[0])
+    theta0 = np.asarray(theta0, dtype=np.float64)
+    if theta0.ndim != 2:
+        raise ValueError(f"theta0 must be an (n, d) array, got shape {theta0.shape}")
+    check_n(theta0.shape[0]), check_d(theta0.shape[1])
+    theta0 = _unit(theta0)
     x = np.broadcast_to(np.asarray(r0, dtype=np.float64), (theta0.shape[0],))[:, None] * theta0
     xs = [x]
     for layer in range(int(layers)):

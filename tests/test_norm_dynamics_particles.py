@@ -137,6 +137,8 @@ def test_random_stacks_share_draws_and_are_seeded():
     (lambda: P.simulate(P.Dynamics("postln", 1.0, Q=np.eye(3)), np.ones((3, 2)), 1.0), "shape"),
     (lambda: P.simulate(P.Dynamics("preln", 1.0), np.ones((3, 2)), 1.0, r0=-1.0), "radii"),
     (lambda: run_layers(P.Dynamics("postln", 1.0), np.ones((3, 2)), 0.0, 3), "step h"),
+    (lambda: run_layers(P.Dynamics("postln", 1.0), np.ones((3, 0)), 0.1, 3), "d .* >= 1"),
+    (lambda: run_layers(P.Dynamics("postln", 1.0), np.ones((1, 2)), 0.1, 3), "n .* >= 2"),
     (lambda: run_stacks("postln", n=1), "n .* >= 2"),
     (lambda: run_stacks("postln", d=0), "d .* >= 1"),
 ])
