@@ -255,3 +255,21 @@ def deaveraging_step(alphas, n: int = 64, d: int = 64, t0: float = 0.2, multipli
     return {"alpha": alphas, "measured": steps.mean(1).numpy(),
             "stderr": (steps.std(1) / np.sqrt(samples)).numpy(), "theory": theory,
             "t_in": float(t_in.mean()), "s": cfg.s}
+
+
+@torch.no_grad()
+def ffn_step(n: int = 256, d: int = 256, t0: float = 0.5, multiplier: float = 1.0,
+             samples: int = 8, seed: int = 0) -> dict:
+    """Monte Carlo of Theorem 3.4 on one Post-Norm SwiGLU sublayer fed an equal-correlation
+    state: E t_sim(X + FFN(X)) - t_sim(X) (mean, standard error) against Delta_FFN(xi, t)."""
+    from theory.collapse_ffn import delta_ffn
+
+    cfg = StackConfig(n=n, d=d, depth=1, norm="post", mlp="swiglu", multiplier=multiplier,
+                      t0=t0, samples=samples, seed=seed)
+    mlp = build_stack(cfg).blocks[0].mlp
+    x = equal_correlation_input(n, d, t0, samples, seed)
+    t_in = t_sim_torch(x)
+    steps = (t_sim_torch(x + mlp(x)) - t_in).numpy()
+    theory = np.mean([delta_ffn(cfg.xi, float(t), n, v0=cfg.v0) for t in t_in])
+    return {"measured": float(steps.mean()), "stderr": float(steps.std(ddof=1) / np.sqrt(samples)),
+            "theory": float(theory), "t_in": float(t_in.mean()), "xi": cfg.xi}
