@@ -44,12 +44,13 @@ def rms_gradient_check(d: int = 64, trials: int = 8, seed: int = 0) -> dict:
         w = torch.randn(d, d, generator=gen, dtype=torch.float64)
         loss = torch.tanh(_rms(y) @ w).pow(2).sum() + (_rms(y) ** 3).sum()
         (g,) = torch.autograd.grad(loss, y)
-        worst["cosine"] = max(worst["cosine"], abs(float(y @ g)) / float(y.norm() * g.norm()))
-        J = torch.autograd.functional.jacobian(_rms, y.detach())
         yd = y.detach()
+        worst["cosine"] = max(worst["cosine"], abs(float(yd @ g)) / float(yd.norm() * g.norm()))
+        J = torch.autograd.functional.jacobian(_rms, yd)
         formula = math.sqrt(d) / yd.norm() * (torch.eye(d, dtype=yd.dtype)
                                                - torch.outer(yd, yd) / yd.dot(yd))
-        worst["jacobian"] = max(worst["jacobian"], float((J - formula).abs().max() / formula.abs().max()))
+        worst["jacobian"] = max(worst["jacobian"],
+                                float((J - formula).abs().max() / formula.abs().max()))
         spec = float(torch.linalg.matrix_norm(J, ord=2))
         worst["norm"] = max(worst["norm"], abs(spec * float(yd.norm()) / math.sqrt(d) - 1.0))
     return worst
@@ -112,7 +113,7 @@ def norm_growth_step(sublayer: str = "attn", n: int = 16, d: int = 32, eta: floa
         # the update of Y is exactly -eta U (Y is linear in W_O / W2)
         update_err = float((y_new - (y - eta * U)).abs().max() / (eta * U.abs().max()))
     return {"growth": grown, "predicted": predicted, "cross": cross,
-            "cross_relative": abs(cross) / float(y.norm() * U.norm()),
+            "cross_relative": abs(cross) / float(y.detach().norm() * U.norm()),
             "relative_error": abs(grown - predicted) / predicted, "update_error": update_err}
 
 
