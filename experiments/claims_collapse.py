@@ -72,23 +72,30 @@ def _register_trajectories() -> None:
 _register_trajectories()
 
 
+def _one_layer_claim(step, profile: str) -> Outcome:
+    """Monte Carlo one-layer steps against theory over k in {1, 2, 4}, t in {0.1, 0.5, 0.9}:
+    pass when |measured - theory| <= 0.10 |theory| + 3 s.e. everywhere."""
+    samples = 6 if profile == "quick" else 32
+    worst, parts = -np.inf, []
+    for k in (1.0, 2.0, 4.0):
+        for t0 in (0.1, 0.5, 0.9):
+            m, se, th = step(t0, k, samples, int(10 * k + 100 * t0))
+            worst = max(worst, (abs(m - th) - 3 * se) / abs(th))
+            parts.append(f"x{k:g},t={t0}: {m / th:.3f}")
+    return Outcome(measured=f"max (|err| - 3se)/|theory| {worst:.3f}", expected="<= 0.10",
+                   passed=bool(worst <= 0.10),
+                   detail=f"{samples} samples; measured/theory " + ", ".join(parts))
+
+
 @claim("collapse.attn_step_one_layer", source=f"{SRC} Thm 3.2",
        statement="one causal attention layer at init (n = d = 256): E t_sim(Y) - t_sim(X) = "
                  "Delta_attn(s, t) for t in {0.1, 0.5, 0.9}, s = k^2/9, k in {1, 2, 4}",
        kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean")
 def _(profile: str) -> Outcome:
-    samples = 6 if profile == "quick" else 32
-    worst, parts = -np.inf, []
-    for k in (1.0, 2.0, 4.0):
-        for t0 in (0.1, 0.5, 0.9):
-            r = deaveraging_step([0.0], n=256, d=256, t0=t0, multiplier=k, samples=samples,
-                                 seed=int(10 * k + 100 * t0))
-            m, se, th = float(r["measured"][0]), float(r["stderr"][0]), float(r["theory"][0])
-            worst = max(worst, (abs(m - th) - 3 * se) / th)
-            parts.append(f"x{k:g},t={t0}: {m / th:.3f}")
-    return Outcome(measured=f"max (|err| - 3se)/theory {worst:.3f}", expected="<= 0.10",
-                   passed=bool(worst <= 0.10),
-                   detail=f"{samples} samples; measured/theory " + ", ".join(parts))
+    def attention(t0, k, samples, seed):
+        r = deaveraging_step([0.0], n=256, d=256, t0=t0, multiplier=k, samples=samples, seed=seed)
+        return float(r["measured"][0]), float(r["stderr"][0]), float(r["theory"][0])
+    return _one_layer_claim(attention, profile)
 
 
 @claim("collapse.ffn_step_one_layer", source=f"{SRC} Thm 3.4",
@@ -96,17 +103,10 @@ def _(profile: str) -> Outcome:
                  "E t_sim(Y) - t_sim(X) = Delta_FFN(xi, t), t in {0.1, 0.5, 0.9}, k in {1, 2, 4}",
        kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean")
 def _(profile: str) -> Outcome:
-    samples = 6 if profile == "quick" else 32
-    worst, parts = -np.inf, []
-    for k in (1.0, 2.0, 4.0):
-        for t0 in (0.1, 0.5, 0.9):
-            r = ffn_step(t0=t0, multiplier=k, samples=samples, seed=int(10 * k + 100 * t0))
-            m, se, th = r["measured"], r["stderr"], r["theory"]
-            worst = max(worst, (abs(m - th) - 3 * se) / abs(th))
-            parts.append(f"x{k:g},t={t0}: {m / th:.3f}")
-    return Outcome(measured=f"max (|err| - 3se)/|theory| {worst:.3f}", expected="<= 0.10",
-                   passed=bool(worst <= 0.10),
-                   detail=f"{samples} samples; measured/theory " + ", ".join(parts))
+    def swiglu(t0, k, samples, seed):
+        r = ffn_step(t0=t0, multiplier=k, samples=samples, seed=seed)
+        return r["measured"], r["stderr"], r["theory"]
+    return _one_layer_claim(swiglu, profile)
 
 
 @claim("collapse.deaveraging_mc", source=f"{SRC} Cor 3.3, Fig 2",
