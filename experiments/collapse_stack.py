@@ -273,3 +273,20 @@ def ffn_step(n: int = 256, d: int = 256, t0: float = 0.5, multiplier: float = 1.
     theory = np.mean([delta_ffn(cfg.xi, float(t), n, v0=cfg.v0) for t in t_in])
     return {"measured": float(steps.mean()), "stderr": float(steps.std(ddof=1) / np.sqrt(samples)),
             "theory": float(theory), "t_in": float(t_in.mean()), "xi": cfg.xi}
+
+
+@torch.no_grad()
+def row_norms_after_attention(n: int = 256, d: int = 256, t0: float = 0.3,
+                              multiplier: float = 1.0, samples: int = 8, seed: int = 0) -> dict:
+    """E||Y_i||^2 by position i after one random causal attention layer (Lemma C.5), with the
+    theory alpha + beta / i at the input's correlation rho0 = (n t0 - 1)/(n - 1)."""
+    from theory.collapse import row_norm_profile
+
+    cfg = StackConfig(n=n, d=d, depth=1, norm="post", multiplier=multiplier, t0=t0,
+                      samples=samples, seed=seed)
+    attn = build_stack(cfg).blocks[0].attn
+    x = equal_correlation_input(n, d, t0, samples, seed)
+    y = x + attn(x)[0]
+    rho0 = (n * t0 - 1.0) / (n - 1.0)
+    return {"measured": y.pow(2).sum(-1).mean(0).numpy(),
+            "theory": row_norm_profile(n, d, rho0, cfg.s / d)}

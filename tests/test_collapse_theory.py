@@ -136,3 +136,14 @@ def test_recursion_post_saturates_pre_slows():
         recursion(256, 0, 0.09, 1 / 9)
     with pytest.raises(ValueError):
         recursion(256, 4, 0.09, 1 / 9, "peri")
+
+
+def test_row_norm_profile_matches_direct_expectation():
+    """E||x_i + (C_n X W)_i||^2 over W: d + sigma^2 d ||(C_n X)_i||^2 with the closure's Gram."""
+    n, d, rho, sigma2 = 6, 4, 0.3, 0.05
+    G = d * ((1 - rho) * np.eye(n) + rho * np.ones((n, n)))
+    C = col.prefix_average(n)
+    direct = np.diag(G) + sigma2 * d * np.diag(C @ G @ C.T)
+    assert np.allclose(col.row_norm_profile(n, d, rho, sigma2), direct)
+    with pytest.raises(ValueError):
+        col.row_norm_profile(n, d, 1.5, sigma2)

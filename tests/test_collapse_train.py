@@ -69,7 +69,7 @@ def test_bad_training_settings():
         sweep("quick", out=None, progress=False, widths=3)
 
 
-def test_post_norm_collapses_at_high_rate_and_pre_norm_does_not():
+def test_post_norm_collapses_at_high_rate():
     """The CPU-size demonstration (quick sizes but 12 layers, 45 steps)."""
     spec = dict(n_layers=12, seq_len=32, steps=45)
     post = run(TrainConfig(norm="post", lr=3e-2, **spec), None, progress=False)["summary"]

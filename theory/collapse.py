@@ -261,3 +261,15 @@ def attention_amount(n: int, d: int, sigma_w2: float, residual_norm2: float | No
     if norm2 <= 0:
         raise ValueError(f"residual squared norm must be > 0, got {norm2!r}")
     return n * d * d * sigma_w2 / norm2
+
+
+def row_norm_profile(n: int, d: int, rho: float, sigma_w2: float) -> np.ndarray:
+    """Lemma C.5: E||Y_i||^2 = alpha + beta / i after one attention step with P = C_n, for rows
+    of squared norm d and correlation rho: y_i = x_i + (1/i) sum_{j<=i} x_j W gives
+    alpha = d + d^2 rho sigma_W^2, beta = d^2 sigma_W^2 (1 - rho). Returns the n values."""
+    n = _check_n(n)
+    if not -1.0 / (n - 1) <= rho <= 1.0:
+        raise ValueError(f"equal correlation rho must lie in [-1/(n-1), 1], got {rho!r}")
+    alpha = d + d * d * rho * sigma_w2
+    beta = d * d * sigma_w2 * (1.0 - rho)
+    return alpha + beta / np.arange(1, n + 1)
