@@ -190,6 +190,7 @@ COMMANDS += [add_train, add_sweep, add_report]
 from experiments.dynamics_cli import add_dynamics; COMMANDS.append(add_dynamics)  # noqa: E402,E702
 from experiments.tasks import add_tasks; COMMANDS.append(add_tasks)  # noqa: E402,E702
 from experiments.collapse_cli import add_collapse; COMMANDS.append(add_collapse)  # noqa: E402,E702
+from experiments.task_train_cli import add_langs; COMMANDS.append(add_langs)  # noqa: E402,E702
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,62 @@
+"""Per task: illegal mass and KL(p* || p) vs prefix length, per norm placement and weights.
+Claims shown: langtrain.ema.ood_illegal_mass, langtrain.postnorm.ood_illegal_mass.
+
+One figure per task of the task-training grid (``fig_langtrain_<task>.png/.pdf``): two panels
+(mean illegal mass, mean KL against the uniform-over-legal target, log scale), colour = norm
+placement, line style = raw / EMA / BEMA weights, each line the mean over seeds with a band from
+the smallest to the largest seed; the dashed vertical line is L_train.
+
+Reads out/sweeps/langs (full profile: run `resharpen langs run --profile full` first) or
+out/sweeps/langs-quick (quick profile: run here if absent, a few minutes on 2 cores).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+COLORS = {"none": "tab:gray", "pre": "tab:blue", "post": "tab:red", "attn_out": "tab:green",
+          "peri": "tab:purple"}
+STYLES = {"raw": "-", "ema": "--", "bema": ":"}
+
+
+def figures_of(root: Path, outdir: Path) -> list[Path]:
+    """Write one figure per task of the grid folder ``root`` into ``outdir``."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from experiments.io import ensure_writable_dir
+    from experiments.task_sweep import per_length_curves
+    from paper_figs import save
+
+    ensure_writable_dir(outdir)
+    written: list[Path] = []
+    for task, lines in sorted(per_length_curves(root).items()):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+        train_len = next(iter(lines.values()))["train_len"]
+        for (norm, weights), slot in sorted(lines.items()):
+            x = slot["length"]
+            for ax, metric in zip(axes, ("illegal_mass", "kl")):
+                values = np.clip(slot[metric], 1e-8, None)
+                with np.errstate(all="ignore"):
+                    mean = np.nanmean(values, axis=0)
+                    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+                ax.plot(x, mean, STYLES.get(weights, "-"), color=COLORS.get(norm, "k"),
+                        lw=1.2, label=f"{norm} {weights} (n={len(values)})")
+                if weights == "raw":
+                    ax.fill_between(x, lo, hi, color=COLORS.get(norm, "k"), alpha=0.12, lw=0)
+        for ax, label in zip(axes, ("illegal mass  p(V \\ N(prefix))", "KL(p* || p)")):
+            ax.axvline(train_len, color="k", ls="--", lw=0.8)
+            ax.set_yscale("log")
+            ax.set_xlabel("prefix length n (move index for Othello)")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+        axes[1].legend(fontsize=6, ncol=3, loc="lower right")
+        fig.suptitle(f"{task}: mean over seeds (band: min-max over seeds, raw weights); "
+                     f"dashed line: L_train = {train_len}", fontsize=9)
+        written.extend(save(fig, outdir, f"fig_langtrain_{task}"))
+    return written
+
+
+def make(profile: str, outdir: Path) -> list[Path]:
+    from experiments.task_sweep import ensure_grid
+
+    return figures_of(ensure_grid(profile), Path(outdir))
