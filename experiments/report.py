@@ -13,10 +13,10 @@ import torch
 from constructions.set_complement import Construction, theory_margins
 from experiments.evaluate import per_position_metrics
 
-# Probabilities are compared to rel 1e-9 with an absolute floor of 1e-15 x (logit scale): float64
-# logits that should be equal differ by ~1e-16 of their size, which puts that much TV on the
-# valid tokens even when the theory's invalid mass is far smaller. metric_error_ratio <= 1 means
-# agreement.
+# Probabilities are compared to rel 1e-9 with an absolute floor of 1e-15 x (logit scale) x sqrt(d):
+# float64 logits that should be equal come out of a length-d dot product and differ by about
+# eps |logit| sqrt(d) (eps = 2.2e-16), which puts that much TV on the valid tokens even when the
+# theory's invalid mass is far smaller. metric_error_ratio <= 1 means agreement.
 METRIC_REL, METRIC_ABS = 1e-9, 1e-15
 
 
@@ -30,6 +30,7 @@ def theory_metrics(vocab: int, length: int, nonquery: np.ndarray, query: np.ndar
 def construction_errors(built: Construction, per_length: int = 16, seed: int = 0) -> list[dict]:
     """Per length: measured and predicted values (means over inputs) and the worst errors."""
     vocab = built.vocab
+    width = float(np.sqrt(built.width))
     metrics, tokens = per_position_metrics(built.model, vocab, vocab - 1, per_length, seed)
     rows = []
     for length in range(1, vocab):
@@ -41,7 +42,7 @@ def construction_errors(built: Construction, per_length: int = 16, seed: int = 0
             errors += [np.abs(col["margin_nonquery_min"] - nq), np.abs(col["margin_nonquery_max"] - nq)]
         scale = np.maximum(1.0, np.abs(np.concatenate([nq, q])).max())
         metric_error = max(float(np.max(np.abs(col[k] - theory[k]) / (METRIC_REL * np.abs(theory[k])
-                                                                      + METRIC_ABS * scale)))
+                                                                      + METRIC_ABS * scale * width)))
                            for k in ("invalid_mass", "tv", "kl"))
         abs_metric = max(float(np.max(np.abs(col[k] - theory[k]))) for k in ("invalid_mass", "tv", "kl"))
         rows.append({
