@@ -20,7 +20,7 @@ attention matrices with the prefix average C_n.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import torch
@@ -156,61 +156,80 @@ class _Recorder:
             h.remove()
 
 
-@torch.no_grad()
-def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = False) -> dict:
-    """Run the stack; return per-layer measurements (numpy arrays over layers, sample means).
+def _sample_seed(cfg: StackConfig, index: int) -> int:
+    return cfg.seed * 100_003 + index
 
-    Keys: ``t_in_attn``, ``t_out_attn``, ``delta_attn`` (measured), ``s_attn`` (the amount
-    n d^2 sigma_W^2 / ||X||^2 per sample, averaged), ``theory_attn`` (Delta_attn(s_l, t_in) per
-    sample, averaged), the same four for ``mlp`` when present, ``t_block`` (t_sim of the residual
-    leaving each block, Post-Norm: after the norm), ``t0``; with ``keep_attention`` also
-    ``mean_attention`` (layers, n, n) and ``attention_var_trace`` (per layer, the summed
-    entry-wise sample variance, for the sampling-noise floor of the E[P] estimate)."""
-    model = build_stack(cfg)
-    x = equal_correlation_input(cfg.n, cfg.d, cfg.t0, cfg.samples, cfg.seed)
+
+@torch.no_grad()
+def _simulate_one(cfg: StackConfig, index: int, keep_attention: bool, bar) -> dict:
+    """One independent draw of weights and input; per-layer measurements as lists."""
+    seed = _sample_seed(cfg, index)
+    model = build_stack(replace(cfg, seed=seed))
+    x = equal_correlation_input(cfg.n, cfg.d, cfg.t0, 1, seed)
     rec = _Recorder(model, keep_attention)
-    out = {k: [] for k in ("t_in_attn", "t_out_attn", "s_attn", "theory_attn", "t_block")}
-    if cfg.mlp:
-        out.update({k: [] for k in ("t_in_mlp", "t_out_mlp", "xi_mlp", "theory_mlp")})
-    if keep_attention:
-        out.update(mean_attention=[], attention_var_trace=[])
+    out: dict[str, list] = {"t0": [t_sim_torch(x).item()]}
     nd = cfg.n * cfg.d
-    t0 = t_sim_torch(x).mean().item()
-    iterator = range(cfg.depth)
+
+    def record(prefix: str, x_in: torch.Tensor, y_out: torch.Tensor, amount: float, law) -> None:
+        t_in = t_sim_torch(x_in).item()
+        ratio = nd / x_in.pow(2).sum().item()  # n d / ||X||^2
+        for key, value in ((f"t_in_{prefix}", t_in), (f"t_out_{prefix}", t_sim_torch(y_out).item()),
+                           (f"amount_{prefix}", amount * ratio),
+                           (f"theory_{prefix}", float(law(amount * ratio, t_in)))):
+            out.setdefault(key, []).append(value)
+
+    for block in model.blocks:
+        x, _ = block(x)
+        row = rec.rows[-1]
+        record("attn", row["x_attn"], row["y_attn"], cfg.s,
+               lambda a, t: delta_attn(a, min(max(t, 0.0), 1.0), cfg.n))
+        if cfg.mlp:
+            record("mlp", row["x_mlp"], row["y_mlp"], cfg.xi,
+                   lambda a, t: delta_ffn(a, min(max(t, 1.0 / cfg.n), 1.0), cfg.n, v0=cfg.v0))
+        out.setdefault("t_block", []).append(t_sim_torch(x).item())
+        if keep_attention:
+            out.setdefault("attention", []).append(row["attention"][0].numpy())
+        rec.rows.clear()
+        if bar is not None:
+            bar.update(1)
+    rec.close()
+    return out
+
+
+def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = False) -> dict:
+    """Run ``cfg.samples`` independent stacks (each its own weights and input; the theory is an
+    expectation over both) and return per-layer sample means as numpy arrays over layers.
+
+    Keys: ``t_in_attn``, ``t_out_attn``, ``delta_attn`` (measured), ``amount_attn`` (the amount
+    s_l = s n d/||X_l||^2), ``theory_attn`` (Delta_attn(s_l, t_in) per sample, averaged), the same
+    for ``mlp`` when present (amount xi_l), ``t_block`` (t_sim of the residual leaving each
+    block; Post-Norm: after the norm), ``t0``; with ``keep_attention`` also ``mean_attention``
+    (layers, n, n) and ``attention_var_trace`` (per layer, the summed entry-wise sample variance
+    over draws, for the sampling-noise floor of the E[P] estimate)."""
+    bar = None
     if progress:
         from tqdm import tqdm
-        iterator = tqdm(iterator, desc=f"stack {cfg.norm} x{cfg.multiplier:g}", unit="layer",
-                        disable=None)
-    for layer in iterator:
-        x, _ = model.blocks[layer](x)
-        row = rec.rows[-1]
-        t_in = t_sim_torch(row["x_attn"]).numpy()
-        ratio = nd / row["x_attn"].pow(2).sum((-2, -1)).numpy()  # n d / ||X||^2
-        out["t_in_attn"].append(t_in.mean())
-        out["t_out_attn"].append(t_sim_torch(row["y_attn"]).mean().item())
-        out["s_attn"].append((cfg.s * ratio).mean())
-        out["theory_attn"].append(np.mean(delta_attn(cfg.s * ratio, np.clip(t_in, 0, 1), cfg.n)))
-        if cfg.mlp:
-            t_in = t_sim_torch(row["x_mlp"]).numpy()
-            ratio = nd / row["x_mlp"].pow(2).sum((-2, -1)).numpy()
-            out["t_in_mlp"].append(t_in.mean())
-            out["t_out_mlp"].append(t_sim_torch(row["y_mlp"]).mean().item())
-            out["xi_mlp"].append((cfg.xi * ratio).mean())
-            out["theory_mlp"].append(np.mean(delta_ffn(cfg.xi * ratio, np.clip(t_in, 1 / cfg.n, 1),
-                                                       cfg.n, v0=cfg.v0)))
-        out["t_block"].append(t_sim_torch(x).mean().item())
-        if keep_attention:
-            att = row["attention"]
-            out["mean_attention"].append(att.mean(0).numpy())
-            var = att.var(0, unbiased=True).sum().item() if cfg.samples > 1 else float("nan")
-            out["attention_var_trace"].append(var)
-        rec.rows.clear()
-    rec.close()
-    result = {k: np.asarray(v) for k, v in out.items()}
+        bar = tqdm(total=cfg.samples * cfg.depth, desc=f"stack {cfg.norm} x{cfg.multiplier:g}",
+                   unit="layer", disable=None)
+    draws, total, total_sq = [], 0.0, 0.0
+    for i in range(cfg.samples):
+        draw = _simulate_one(cfg, i, keep_attention, bar)
+        if keep_attention:  # running sums: (layers, n, n) per draw, never all draws at once
+            att = np.asarray(draw.pop("attention"))
+            total, total_sq = total + att, total_sq + att * att
+        draws.append(draw)
+    if bar is not None:
+        bar.close()
+    result = {k: np.mean([np.asarray(d[k]) for d in draws], axis=0) for k in draws[0]}
+    result["t0"] = float(result["t0"][0])
+    if keep_attention:
+        S = cfg.samples
+        result["mean_attention"] = total / S
+        result["attention_var_trace"] = (((total_sq - total * total / S) / (S - 1)).sum((-2, -1))
+                                         if S > 1 else np.full(cfg.depth, np.nan))
     result["delta_attn"] = result["t_out_attn"] - result["t_in_attn"]
     if cfg.mlp:
         result["delta_mlp"] = result["t_out_mlp"] - result["t_in_mlp"]
-    result["t0"] = t0
     result["config"] = asdict(cfg)
     return result
 
@@ -234,22 +253,35 @@ def prefix_averaging_error(result: dict) -> dict:
             "bias": np.sqrt(np.clip(raw2 - noise2, 0, None)) / c_norm, "samples": samples}
 
 
+def _one_layer_draws(cfg: StackConfig):
+    """(block, x) for ``cfg.samples`` independent draws of one block's weights and of the
+    equal-correlation input: the theory's expectations are over both."""
+    for i in range(cfg.samples):
+        seed = _sample_seed(cfg, i)
+        yield (build_stack(replace(cfg, seed=seed)).blocks[0],
+               equal_correlation_input(cfg.n, cfg.d, cfg.t0, 1, seed))
+
+
 @torch.no_grad()
 def deaveraging_step(alphas, n: int = 64, d: int = 64, t0: float = 0.2, multiplier: float = 1.0,
                      samples: int = 16, seed: int = 0) -> dict:
     """Monte Carlo of Corollary 3.3 on the first Post-Norm attention layer: with the layer's own
-    softmax P, Y = X + (P - alpha C_n) X W_V W_O; returns E t_sim(Y) - t_sim(X) per alpha (sample
-    mean and its standard error) and the theory Delta_attn((1 - alpha)^2 s, t_sim(X))."""
+    softmax P, Y = X + (P - alpha C_n) X W_V W_O; returns E t_sim(Y) - t_sim(X) per alpha (mean
+    over independent draws of weights and input, and its standard error) and the theory
+    Delta_attn((1 - alpha)^2 s, t_sim(X)). At alpha = 0 this is Theorem 3.2's one-layer step."""
     alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
     cfg = StackConfig(n=n, d=d, depth=1, norm="post", multiplier=multiplier, t0=t0,
                       samples=samples, seed=seed)
-    attn = build_stack(cfg).blocks[0].attn
-    x = equal_correlation_input(n, d, t0, samples, seed)
-    _, probs = attn(x)
-    values = x @ attn.W_V[0] @ attn.W_O[0]
-    C = torch.as_tensor(prefix_average(n), dtype=x.dtype)
-    t_in = t_sim_torch(x)
-    steps = torch.stack([t_sim_torch(x + (probs[:, 0] - a * C) @ values) - t_in for a in alphas])
+    C = torch.as_tensor(prefix_average(n), dtype=torch.float64)
+    t_in, steps = [], []
+    for block, x in _one_layer_draws(cfg):
+        _, probs = block.attn(x)
+        values = x @ block.attn.W_V[0] @ block.attn.W_O[0]
+        t = t_sim_torch(x)
+        t_in.append(t)
+        steps.append(torch.stack([t_sim_torch(x + (probs[:, 0] - a * C) @ values) - t
+                                  for a in alphas]))
+    t_in, steps = torch.cat(t_in), torch.cat(steps, dim=1)  # (samples,), (alphas, samples)
     from theory.collapse import delta_deaveraged
     theory = np.mean([delta_deaveraged(alphas, cfg.s, float(t), n) for t in t_in], axis=0)
     return {"alpha": alphas, "measured": steps.mean(1).numpy(),
@@ -266,10 +298,9 @@ def ffn_step(n: int = 256, d: int = 256, t0: float = 0.5, multiplier: float = 1.
 
     cfg = StackConfig(n=n, d=d, depth=1, norm="post", mlp="swiglu", multiplier=multiplier,
                       t0=t0, samples=samples, seed=seed)
-    mlp = build_stack(cfg).blocks[0].mlp
-    x = equal_correlation_input(n, d, t0, samples, seed)
-    t_in = t_sim_torch(x)
-    steps = (t_sim_torch(x + mlp(x)) - t_in).numpy()
+    pairs = [(t_sim_torch(x), t_sim_torch(x + block.mlp(x))) for block, x in _one_layer_draws(cfg)]
+    t_in = torch.cat([a for a, _ in pairs])
+    steps = (torch.cat([b for _, b in pairs]) - t_in).numpy()
     theory = np.mean([delta_ffn(cfg.xi, float(t), n, v0=cfg.v0) for t in t_in])
     return {"measured": float(steps.mean()), "stderr": float(steps.std(ddof=1) / np.sqrt(samples)),
             "theory": float(theory), "t_in": float(t_in.mean()), "xi": cfg.xi}
@@ -284,9 +315,7 @@ def row_norms_after_attention(n: int = 256, d: int = 256, t0: float = 0.3,
 
     cfg = StackConfig(n=n, d=d, depth=1, norm="post", multiplier=multiplier, t0=t0,
                       samples=samples, seed=seed)
-    attn = build_stack(cfg).blocks[0].attn
-    x = equal_correlation_input(n, d, t0, samples, seed)
-    y = x + attn(x)[0]
+    norms = torch.cat([(x + block.attn(x)[0]).pow(2).sum(-1) for block, x in _one_layer_draws(cfg)])
     rho0 = (n * t0 - 1.0) / (n - 1.0)
-    return {"measured": y.pow(2).sum(-1).mean(0).numpy(),
+    return {"measured": norms.mean(0).numpy(),
             "theory": row_norm_profile(n, d, rho0, cfg.s / d)}

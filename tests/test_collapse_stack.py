@@ -31,19 +31,19 @@ def test_same_seed_same_numbers():
     assert np.array_equal(a["t_block"], b["t_block"])
 
 
-def test_post_norm_similarity_grows_and_runs_ahead_of_recursion_at_small_size():
-    """At n = d = 64 the measured one-layer step exceeds Delta_attn by 20-30% (docs/collapse.md),
-    so the simulated trajectory runs ahead of the closure's recursion."""
+def test_post_norm_similarity_grows_along_the_recursion_at_small_size():
+    """n = d = 64, 4 independent stacks: per-layer noise of the mean trajectory is a few
+    hundredths, so the recursion is checked loosely here; the claims check n = d = 256."""
     cfg = StackConfig(n=64, d=64, depth=12, samples=4, multiplier=2.0, seed=1)
     r = simulate(cfg)
     assert np.all(r["delta_attn"] > 0) and np.all(np.diff(r["t_block"]) > 0)
     pred = recursion(cfg.n, cfg.depth, r["t0"], cfg.s)["t"][1:]
-    assert np.all(r["t_block"] >= pred - 0.01) and r["t_block"][-1] > 0.5
+    assert np.max(np.abs(r["t_block"] - pred)) < 0.1 and r["t_block"][-1] > 0.5
 
 
 def test_pre_norm_s_decays_with_depth():
     r = simulate(StackConfig(n=32, d=32, depth=10, norm="pre", samples=2))
-    assert np.all(np.diff(r["s_attn"]) < 0)  # ||X_l||^2 grows, so s_l = s n d/||X_l||^2 shrinks
+    assert np.all(np.diff(r["amount_attn"]) < 0)  # ||X_l||^2 grows, so s_l = s n d/||X_l||^2 shrinks
 
 
 def test_mean_attention_and_noise_split():
