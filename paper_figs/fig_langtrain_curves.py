@@ -18,8 +18,9 @@ COLORS = {"none": "tab:gray", "pre": "tab:blue", "post": "tab:red", "attn_out": 
 STYLES = {"raw": "-", "ema": "--", "bema": ":"}
 
 
-def figures_of(root: Path, outdir: Path) -> list[Path]:
-    """Write one figure per task of the grid folder ``root`` into ``outdir``."""
+def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_") -> list[Path]:
+    """Write one figure per task of the grid folder ``root`` into ``outdir`` as
+    ``<prefix><task>.png/.pdf``."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -50,9 +51,9 @@ def figures_of(root: Path, outdir: Path) -> list[Path]:
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)
         axes[1].legend(fontsize=6, ncol=3, loc="lower right")
-        fig.suptitle(f"{task}: mean over seeds (band: min-max over seeds, raw weights); "
+        fig.suptitle(f"{task} ({Path(root).name}): mean over seeds (band: min-max over seeds, raw weights); "
                      f"dashed line: L_train = {train_len}", fontsize=9)
-        written.extend(save(fig, outdir, f"fig_langtrain_{task}"))
+        written.extend(save(fig, outdir, f"{prefix}{task}"))
     return written
 
 

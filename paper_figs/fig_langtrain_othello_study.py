@@ -1,0 +1,29 @@
+"""The CPU Othello study: illegal mass and KL(p* || p) after every move 1..59, per norm placement
+(colour) and raw / EMA / BEMA weights (line style), mean over seeds; trained on 30-move prefixes.
+Claims shown: langtrain.othello.ema_ood.
+
+Reads out/sweeps/othello (full profile: run `resharpen langs run --grid
+experiments/configs/languages/othello.toml --profile full` first, about half an hour on 2 cores)
+or out/sweeps/othello-quick (quick profile: one seed, 2 layers, 200 steps; run here if absent).
+Writes fig_langtrain_study_othello.png/.pdf.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def make(profile: str, outdir: Path) -> list[Path]:
+    from experiments.sweep import load_runs
+    from experiments.task_sweep import GRID_DIR, default_root, load_grid, run_grid
+    from paper_figs.fig_langtrain_curves import figures_of
+
+    path = GRID_DIR / "othello.toml"
+    planned = load_grid(path, profile)
+    root = default_root(planned["name"])
+    done = len(load_runs(root)) if root.exists() else 0
+    if profile == "full" and not done:
+        raise ValueError(f"no finished runs in {str(root)!r}; run: resharpen langs run --grid "
+                         f"{path} --profile full")
+    if profile == "quick" and done < len(planned["configs"]):
+        root = run_grid(path, profile="quick", workers=2)
+    return figures_of(root, Path(outdir), prefix="fig_langtrain_study_")
