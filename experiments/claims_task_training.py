@@ -122,7 +122,7 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
 
     study = default_root("othello")
     if study.exists() and load_runs(study):
-        return table_rows(study), study, "Othello study (4 x 64, 2500 steps)"
+        return table_rows(study), study, "Othello study (4 x 64, 1200 steps)"
     return grid_rows(profile)
 
 
