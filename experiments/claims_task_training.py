@@ -1,16 +1,16 @@
 """Claims about training on the task suite (languages and Othello): the exact evaluation, and the
 measured effects of EMA/BEMA and of Post-Norm placements on length generalization.
 
-The experiment claims read the task-training grid (the Othello claim first reads the CPU
-Othello study ``out/sweeps/othello``, `resharpen langs run --grid
-experiments/configs/languages/othello.toml --profile full`): ``out/sweeps/langs`` (full profile, when it
-has finished runs), else ``out/sweeps/langs-quick`` when all its runs are finished (`resharpen
-langs run --profile quick`), else (quick profile only) a tiny grid run here in seconds
-(``out/sweeps/langs-tiny``: Dyck-1 and Othello, three placements, two seeds, 40 steps), which
-is too small to say anything and says so in its detail. Every effect is a paired difference of the OOD illegal
-mass (mean over lengths L_train+1..L_eval): within a run for EMA/BEMA vs raw, at the same seed for
-placements. A direction the paper predicts but the runs do not show is a FAIL, reported as
-measured.
+The experiment claims read the task-training grid: ``out/sweeps/langs`` (full profile, when
+it has finished runs), else ``out/sweeps/langs-quick`` when all its runs are finished
+(`resharpen langs run --profile quick`), else (quick profile only) a tiny grid run here in
+seconds (``out/sweeps/langs-tiny``: Dyck-1 and Othello, three placements, two seeds, 40 steps),
+which is too small to say anything and says so in its detail. The Othello claim first reads the
+CPU Othello study ``out/sweeps/othello`` (`resharpen langs run --grid
+experiments/configs/languages/othello.toml --profile full`). Every effect is a paired
+difference of the OOD illegal mass (mean over lengths L_train+1..L_eval): within a run for
+EMA/BEMA vs raw, at the same seed for placements. A direction the paper predicts but the runs
+do not show is a FAIL, reported as measured.
 """
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ def grid_rows(profile: str) -> tuple[list[dict], Path, str]:
     return _CACHE[profile]
 
 
-@claim("langtrain.eval.exact_and_uniform", source="reconstructed (definitions, docs/task_training.md)",
+@claim("langtrain.eval.exact_and_uniform",
+       source="reconstructed (definitions, docs/task_training.md)",
        statement="a model whose logits are log p* has illegal mass 0, TV 0 and KL 0 at every "
                  "length; the uniform model has illegal mass 1 - |N|/|V| and KL log(|V|/|N|)",
        kind="numeric", tolerance="1e-12 absolute, every length, 5 tasks")

@@ -306,8 +306,9 @@ def per_length_curves(root: str | Path) -> dict:
         c = run["config"]
         per = json.loads((run["folder"] / "per_length.json").read_text())
         for weights, records in per.items():
-            slot = out.setdefault(c["task"]["name"], {}).setdefault((c["model"]["norm"], weights),
-                                                                   {"train_len": c["task"]["train_len"]})
+            lines = out.setdefault(c["task"]["name"], {})
+            slot = lines.setdefault((c["model"]["norm"], weights),
+                                    {"train_len": c["task"]["train_len"]})
             slot["length"] = np.array([r["length"] for r in records])
             for metric in ("illegal_mass", "kl", "tv", "top1_illegal"):
                 slot.setdefault(metric, []).append([r[metric] for r in records])
@@ -319,6 +320,7 @@ def per_length_curves(root: str | Path) -> dict:
 
 
 def grid_file(profile: str) -> Path:
+    """The grid TOML of the task-training grid (both profiles live in one file)."""
     return GRID_DIR / "grid.toml"
 
 

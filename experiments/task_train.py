@@ -108,7 +108,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
 
 
 def defaults() -> dict:
-    return {section: {k: f.default for k, f in fields.items()} for section, fields in SCHEMA.items()}
+    return {section: {k: f.default for k, f in fields.items()}
+            for section, fields in SCHEMA.items()}
 
 
 def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
@@ -190,8 +191,8 @@ def position_metrics(logits: torch.Tensor, legal) -> dict[str, torch.Tensor]:
 
 
 def eval_sequences(config: dict, task=None) -> tuple[np.ndarray, np.ndarray]:
-    """The fixed evaluation set: (sequences (count, eval_len), legal-next sets (count, eval_len, V)),
-    with the legal set emptied where the position has no target (PAD next, if ignored)."""
+    """The fixed evaluation set: sequences (count, eval_len) and their legal-next sets
+    (count, eval_len, V), with the legal set emptied where the position has no target (PAD next, if ignored)."""
     task = task or build_task(config)
     t, ev = config["task"], config["eval"]
     seqs = task.sample(ev["count"], t["eval_len"], ev["seed"])

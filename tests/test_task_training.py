@@ -1,4 +1,4 @@
-"""Generic task training (experiments/task_train.py), the grid (task_sweep.py), `resharpen langs`."""
+"""Generic task training (experiments/task_train.py), the grid (task_sweep.py), `langs` CLI."""
 from __future__ import annotations
 
 import json
@@ -46,7 +46,8 @@ def brute_force(logits: np.ndarray, legal: np.ndarray) -> dict:
             out["illegal_mass"][b, i] = p[~s].sum()
             out["tv"][b, i] = 0.5 * np.abs(p - target).sum()
             out["kl"][b, i] = float(np.sum(target[s] * np.log(target[s] / p[s])))
-            out["top1"][b, i] = float((~s).any() and logits[b, i][~s].max() >= logits[b, i][s].max())
+            row = logits[b, i]
+            out["top1"][b, i] = float((~s).any() and row[~s].max() >= row[s].max())
     return out
 
 
@@ -130,7 +131,8 @@ def test_loss_ignores_pad_labels():
 
 def test_summarize_splits_lengths_and_scores_generalization():
     records = [{"length": n, "count": 4, "illegal_mass": m, "tv": m, "kl": 2 * m,
-                "top1_illegal": 0.0} for n, m in zip(range(1, 7), (0.01, 0.02, 0.04, 0.2, 0.01, 0.3))]
+                "top1_illegal": 0.0}
+               for n, m in zip(range(1, 7), (0.01, 0.02, 0.04, 0.2, 0.01, 0.3))]
     records.append({"length": 7, "count": 0, "illegal_mass": math.nan, "tv": math.nan,
                     "kl": math.nan, "top1_illegal": math.nan})
     s = summarize(records, train_len=3, threshold=0.05)
