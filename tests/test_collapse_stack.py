@@ -70,8 +70,16 @@ def test_bad_configs_raise(bad):
 
 
 @pytest.mark.slow
-def test_paper_size_post_norm_recursion():
+def test_paper_size_one_layer_step_matches_theorem_3_2():
+    r = deaveraging_step([0.0], n=256, d=256, t0=0.3, multiplier=1.0, samples=64, seed=11)
+    assert abs(r["measured"][0] - r["theory"][0]) <= 0.1 * r["theory"][0] + 3 * r["stderr"][0]
+
+
+@pytest.mark.slow
+def test_paper_size_post_norm_recursion_runs_ahead():
+    """docs/collapse.md finding 3: over 48 layers the closure's recursion overestimates t_sim."""
     cfg = StackConfig(n=256, d=256, depth=48, samples=4, multiplier=1.0, seed=1)
     r = simulate(cfg)
     pred = recursion(cfg.n, cfg.depth, r["t0"], cfg.s)["t"][1:]
-    assert np.max(np.abs(r["t_block"] - pred)) <= 0.05
+    assert np.mean(pred[24:] - r["t_block"][24:]) > 0
+    assert np.max(np.abs(r["t_block"] - pred)) < 0.15
