@@ -78,6 +78,8 @@ def run_train(args) -> int:
     print(f"{'run':40s} {'collapse step':>13} {'loss':>7} {'L_freq':>7} {'t_sim':>6} {'g1/gL':>8}")
     for s in summaries:
         step = "-" if s["collapse_step"] is None else str(s["collapse_step"])
+        if s.get("transient_collapse") is not None:
+            step = f"{s['transient_collapse']}->{s['recovered_step']} (rec.)"
         print(f"{s['name']:40s} {step:>13} {s['final_loss']:7.3f} {s['l_freq_stream']:7.3f} "
               f"{s['final_t_sim']:6.3f} {s['first_over_last_resid_grad']:8.2g}")
     return 0
