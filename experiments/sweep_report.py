@@ -318,17 +318,18 @@ def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "marg
     return paths
 
 
-def ensure_sweep(profile: str, runs_quick: int = 12) -> Path:
-    """The random-search sweep folder for ``profile``: the full one must exist (run it with
-    ``resharpen sweep``); the quick one is run (or completed) here in well under a minute."""
+def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search") -> Path:
+    """The folder of sweep ``name`` (random_search | placements) for ``profile``: the full one
+    must exist (run it with ``resharpen sweep``); the quick one is run (or completed) here,
+    in well under a minute."""
     from experiments.config import CONFIG_DIR
     from experiments.sweep import run_sweep
 
-    path = CONFIG_DIR / "set_complement" / "random_search.toml"
+    path = CONFIG_DIR / "set_complement" / f"{name}.toml"
     if profile == "full":
-        root = Path("out") / "sweeps" / "random_search"
+        root = Path("out") / "sweeps" / name
         if not (root / "table.jsonl").exists() or not read_table(root):
             raise ValueError(f"no finished full sweep in {str(root)!r}; run: resharpen sweep "
-                             f"{path} --runs 64 --workers 2")
+                             f"{path} --workers 2")
         return root
     return run_sweep(path, profile="quick", runs=runs_quick, workers=1, progress=True)

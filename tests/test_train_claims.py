@@ -13,7 +13,8 @@ def test_training_claims_are_registered_with_sources():
     for cid in ("train.bema.limits", "train.ensemble.batched_equals_sequential",
                 "train.noise.trace", "train.postnorm.ood_invalid_mass", "train.dropout.ood_kl",
                 "train.bema.ood_kl", "train.ema.ood_kl", "train.dispersion.margin_exponent",
-                "train.lengthgen.degrades"):
+                "train.lengthgen.degrades", "train.postnorm.random_search",
+                "train.bema.ood_kl.fixed", "train.ema.ood_kl.fixed"):
         assert cid in found and found[cid].source and found[cid].statement
 
 
