@@ -1,8 +1,10 @@
-"""Per task: illegal mass and KL(p* || p) vs prefix length, per norm placement and weights.
+"""Per task: illegal mass, KL(p* || p) and top-1 illegal rate vs prefix length, per norm
+placement and raw / EMA / BEMA weights.
 Claims shown: langtrain.ema.ood_illegal_mass, langtrain.postnorm.ood_illegal_mass.
 
-One figure per task of the task-training grid (``fig_langtrain_<task>.png/.pdf``): two panels
-(mean illegal mass, mean KL against the uniform-over-legal target, log scale), colour = norm
+One figure per task of the task-training grid (``fig_langtrain_<task>.png/.pdf``): three panels
+(mean illegal mass and mean KL against the uniform-over-legal target, log scale; the fraction of
+sequences whose top-1 token is illegal, linear), colour = norm
 placement, line style = raw / EMA / BEMA weights, each line the mean over seeds with a band from
 the smallest to the largest seed; the dashed vertical line is L_train.
 
@@ -31,12 +33,14 @@ def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_") -> list
     ensure_writable_dir(outdir)
     written: list[Path] = []
     for task, lines in sorted(per_length_curves(root).items()):
-        fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+        fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
         train_len = next(iter(lines.values()))["train_len"]
         for (norm, weights), slot in sorted(lines.items()):
             x = slot["length"]
-            for ax, metric in zip(axes, ("illegal_mass", "kl")):
-                values = np.clip(slot[metric], 1e-8, None)
+            for ax, metric in zip(axes, ("illegal_mass", "kl", "top1_illegal")):
+                values = slot[metric]
+                if metric != "top1_illegal":
+                    values = np.clip(values, 1e-8, None)
                 with np.errstate(all="ignore"):
                     mean = np.nanmean(values, axis=0)
                     lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
@@ -44,13 +48,15 @@ def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_") -> list
                         lw=1.2, label=f"{norm} {weights} (n={len(values)})")
                 if weights == "raw":
                     ax.fill_between(x, lo, hi, color=COLORS.get(norm, "k"), alpha=0.12, lw=0)
-        for ax, label in zip(axes, ("illegal mass  p(V \\ N(prefix))", "KL(p* || p)")):
+        labels = ("illegal mass  p(V \\ N(prefix))", "KL(p* || p)", "top-1 illegal rate")
+        for ax, label in zip(axes, labels):
             ax.axvline(train_len, color="k", ls="--", lw=0.8)
-            ax.set_yscale("log")
+            if ax is not axes[2]:
+                ax.set_yscale("log")
             ax.set_xlabel("prefix length n (move index for Othello)")
             ax.set_ylabel(label)
             ax.grid(alpha=0.3)
-        axes[1].legend(fontsize=6, ncol=3, loc="lower right")
+        axes[2].legend(fontsize=6, ncol=3, loc="best")
         fig.suptitle(f"{task} ({Path(root).name}): mean over seeds (band: min-max over seeds, raw weights); "
                      f"dashed line: L_train = {train_len}", fontsize=9)
         written.extend(save(fig, outdir, f"{prefix}{task}"))
