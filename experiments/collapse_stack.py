@@ -86,21 +86,31 @@ class StackConfig:
 
 def build_stack(cfg: StackConfig, dtype: torch.dtype = torch.float64) -> Transformer:
     """The Transformer of ``cfg`` with the paper's initialization (see the module docstring)."""
-    model = Transformer(ModelConfig(vocab=2, d_model=cfg.d, n_layers=cfg.depth, n_heads=1,
-                                    norm=cfg.norm, norm_kind="rms", mlp=cfg.mlp,
-                                    d_mlp=cfg.ffn_width, eps=0.0)).to(dtype)
+    config = ModelConfig(vocab=2, d_model=cfg.d, n_layers=cfg.depth, n_heads=1, norm=cfg.norm,
+                         norm_kind="rms", mlp=cfg.mlp, d_mlp=cfg.ffn_width, eps=0.0)
+    with torch.device("meta"):  # shapes only: no draw from (and no change to) torch's global RNG
+        model = Transformer(config)
+    model = model.to_empty(device="cpu").to(dtype)
     gen = torch.Generator().manual_seed(cfg.seed)
     var_in = cfg.multiplier / (3.0 * cfg.d)
     var_out = cfg.multiplier / (3.0 * cfg.ffn_width)
+
+    def draw(w: torch.Tensor, var: float) -> None:
+        w.copy_(torch.randn(w.shape, generator=gen, dtype=dtype) * math.sqrt(var))
+
     with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("gain"):
+                p.fill_(1.0)
         for block in model.blocks:
             for w in (block.attn.W_Q, block.attn.W_K, block.attn.W_V, block.attn.W_O):
-                w.copy_(torch.randn(w.shape, generator=gen, dtype=dtype) * math.sqrt(var_in))
+                draw(w, var_in)
             if block.mlp is not None:
-                for w in (block.mlp.W_in, block.mlp.W_gate):
-                    w.copy_(torch.randn(w.shape, generator=gen, dtype=dtype) * math.sqrt(var_in))
-                block.mlp.W_out.copy_(torch.randn(block.mlp.W_out.shape, generator=gen,
-                                                  dtype=dtype) * math.sqrt(var_out))
+                draw(block.mlp.W_in, var_in)
+                draw(block.mlp.W_gate, var_in)
+                draw(block.mlp.W_out, var_out)
+        draw(model.W_E, 1.0 / cfg.d)  # unused by the stack (it is fed hidden states); drawn last
+        draw(model.W_U, 1.0 / cfg.d)  # so that the block weights do not depend on them
     model.requires_grad_(False)
     return model
 
