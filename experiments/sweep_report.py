@@ -232,7 +232,7 @@ def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
     ax.axvline(c["train_len"], color="k", lw=0.8, ls="--")
     ax.plot(s, np.array(s) / c["vocab"], color="gray", lw=0.8, ls=":", label="s / v (no signal)")
     ax.set(xlabel="input length s", ylabel=f"{metric.replace('_', ' ')} (exact)",
-           title=f"v = {c['vocab']}: mean ± std over runs; dashed = L_train")
+           title=f"v = {c['vocab']}: mean ± std over the runs of a placement; dashed = L_train")
     ax.legend(fontsize=8)
     return fig
 
@@ -275,9 +275,10 @@ def fig_margins(runs: list[dict]):
             label=f"construction / theory, no norm: m_2 (2/s), m_2 = {m2:.2f}, a = 1")
     shape = attn_out_margin(v, s.astype(float))
     ax.plot(s, m2 * shape / shape[0], "k:", lw=1.2, label="attn_out theory, same m_2")
+    ax.set_xscale("log")
     ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set(xscale="log", xlabel="input length s", ylabel="mean min non-query margin",
+    ax.set( xlabel="input length s", ylabel="mean min non-query margin",
            title="learned margins vs the construction and the theory")
     ax.axhline(0, color="gray", lw=0.5)
     ax.legend(fontsize=7)
