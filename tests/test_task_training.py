@@ -271,3 +271,21 @@ def test_cli_train_and_errors(tmp_path, capsys):
     assert main(["langs", "train", "dyck1", "--set", "model.nrm=post"]) == 2
     assert "error: unknown key model.nrm" in capsys.readouterr().err
     assert main(["langs", "report", str(tmp_path / "nothing")]) == 2
+
+
+@pytest.mark.parametrize("name", ["grid.toml", "othello.toml"])
+def test_shipped_grid_files_validate_in_both_profiles(name):
+    from experiments.task_sweep import GRID_DIR
+
+    quick, full = load_grid(GRID_DIR / name, "quick"), load_grid(GRID_DIR / name, "full")
+    assert len(full["configs"]) >= len(quick["configs"]) >= 3
+    for planned in (quick, full):
+        names = [c["name"] for c in planned["configs"]]
+        assert len(set(names)) == len(names)
+        norms = {c["model"]["norm"] for c in planned["configs"]}
+        assert norms == {"pre", "post", "attn_out"}
+        for c in planned["configs"]:
+            if c["task"]["name"] == "othello":
+                assert c["model"]["positional"] == "learned"
+                assert c["task"]["eval_len"] == 59 and c["task"]["train_len"] < 59
+    assert len({c["train"]["seed"] for c in full["configs"]}) >= 3  # at least 3 seeds
