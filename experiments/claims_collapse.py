@@ -257,8 +257,10 @@ def _(profile: str) -> Outcome:
           and abs(post_hi["final_loss"] - post_hi["l_freq_stream"]) <= 0.1
           and not runs[("post", lo)]["collapsed"] and not runs[("pre", hi)]["collapsed"])
     def row(s):
+        c = s.get("median_contraction")
         return (f"{s['norm']} lr={s['lr']:g}: step {s['collapse_step']}, loss {s['final_loss']:.3f}, "
-                f"t_sim {s['final_t_sim']:.3f}, grad1/gradL {s['first_over_last_resid_grad']:.2g}")
+                f"t_sim {s['final_t_sim']:.3f}, grad1/gradL {s['first_over_last_resid_grad']:.2g}"
+                + (f", median c_k {c:.3f}" if c is not None else ""))
     return Outcome(measured=f"post@{hi:g} collapses at step {post_hi['collapse_step']}; "
                             f"post@{lo:g} {runs[('post', lo)]['collapsed']}, "
                             f"pre@{hi:g} {runs[('pre', hi)]['collapsed']}",

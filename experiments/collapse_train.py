@@ -7,7 +7,8 @@ rate without warmup on the Zipf-Markov stream of :mod:`experiments.collapse_data
 
     loss, L_freq(batch) (entropy of the batch's label frequencies), t_sim of the final hidden
     state and of every block's output, ||dL/dX_l|| on the residual stream entering every block,
-    and the parameter-gradient norm of every block.
+    the parameter-gradient norm of every block and, for Post-Norm, Theorem 3.6's contraction
+    factor c_k of every sublayer (:func:`contraction_factors`).
 
 The paper's picture: at high learning rates Post-Norm collapses (t_sim -> 1, loss pinned to
 L_freq, early-layer gradients falling by orders of magnitude), at low rates it trains; Pre-Norm
@@ -94,6 +95,24 @@ def _t_sim(x: torch.Tensor) -> torch.Tensor:
     return (x.shape[-2] * x.mean(-2).pow(2).sum(-1) / x.pow(2).sum((-2, -1))).mean()
 
 
+def contraction_factors(block_inputs: list, norm_io: list) -> list[float]:
+    """Theorem 3.6's c_k = a_k max_i |g|_max sqrt(d)/|y_i| per Post-Norm sublayer k, with the
+    sublayer gain a_k = ||dL/dX_k|| / ||dL/dY_k|| (X_k its residual input, Y_k = X_k + f_k(X_k),
+    g the learned RMSNorm gain, which the paper's theory sets to 1), so that
+    ||dL/dX_k|| <= c_k ||dL/dX_{k+1}||. Sublayer inputs alternate block input, attention-norm
+    output."""
+    factors = []
+    for k, (y, out, gain) in enumerate(norm_io):
+        x = block_inputs[k // 2] if k % 2 == 0 else norm_io[k - 1][1]
+        if x.grad is None or y.grad is None or float(y.grad.norm()) == 0.0:
+            factors.append(float("nan"))
+            continue
+        a = float(x.grad.norm() / y.grad.norm())
+        jac = float(gain.abs().max() * math.sqrt(y.shape[-1]) / y.detach().norm(dim=-1).min())
+        factors.append(a * jac)
+    return factors
+
+
 def train(cfg: TrainConfig, progress: bool = True) -> dict:
     """Train one run; return {"config", "metrics": list of per-step dicts, "summary"}."""
     torch.manual_seed(cfg.seed)
@@ -112,6 +131,18 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
         residuals.append(args[0])
 
     handles = [b.register_forward_pre_hook(keep_input) for b in model.blocks]
+    # Post-Norm: every sublayer's Y (input of its output norm) and the next X (its output)
+    norm_io: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+
+    def keep_norm(module, args, output):
+        args[0].retain_grad()
+        output.retain_grad()
+        norm_io.append((args[0], output, module.gain))
+
+    if cfg.norm == "post":
+        for b in model.blocks:
+            handles.append(b.attn_norm_out.register_forward_hook(keep_norm))
+            handles.append(b.mlp_norm_out.register_forward_hook(keep_norm))
     outputs: list[torch.Tensor] = []
     handles += [b.register_forward_hook(lambda m, a, o: outputs.append(o[0].detach()))
                 for b in model.blocks]
@@ -126,6 +157,7 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
         inputs, labels = tokens[:, :-1], tokens[:, 1:]
         residuals.clear()
         outputs.clear()
+        norm_io.clear()
         logits = model(inputs)
         loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), labels.reshape(-1))
         opt.zero_grad(set_to_none=True)
@@ -135,12 +167,14 @@ def train(cfg: TrainConfig, progress: bool = True) -> dict:
             block_grad = [float(torch.sqrt(sum(p.grad.pow(2).sum() for p in b.parameters()
                                                if p.grad is not None))) for b in model.blocks]
             layer_t = [float(_t_sim(o)) for o in outputs]
+            factors = contraction_factors(residuals, norm_io) if cfg.norm == "post" else None
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
         opt.step()
         metrics.append({"step": step, "loss": float(loss.detach()),
                         "l_freq": batch_frequency_loss(labels, cfg.vocab),
                         "t_sim": layer_t[-1], "layer_t_sim": layer_t,
-                        "resid_grad": resid_grad, "block_grad": block_grad})
+                        "resid_grad": resid_grad, "block_grad": block_grad,
+                        "contraction": factors})
         if not math.isfinite(metrics[-1]["loss"]):
             break
     for h in handles:
@@ -165,6 +199,8 @@ def summarize(cfg: TrainConfig, metrics: list[dict], matrix: np.ndarray, seconds
                           [l_stream] * len(metrics))
     tail = metrics[-max(1, len(metrics) // 10):]
     grad_ratio = np.mean([m["resid_grad"][0] / max(m["resid_grad"][-1], 1e-300) for m in tail])
+    factors = [m.get("contraction") for m in tail if m.get("contraction")]
+    median_c = float(np.nanmedian(np.asarray(factors, dtype=float))) if factors else None
     return {"name": cfg.name, "norm": cfg.norm, "lr": cfg.lr,
             "collapsed": det.collapsed, "collapse_step": det.step if det.collapsed else None,
             "transient_collapse": None if det.collapsed else det.step,
@@ -173,6 +209,7 @@ def summarize(cfg: TrainConfig, metrics: list[dict], matrix: np.ndarray, seconds
             "final_l_freq": float(np.mean([m["l_freq"] for m in tail])),
             "final_t_sim": float(np.mean([m["t_sim"] for m in tail])),
             "first_over_last_resid_grad": float(grad_ratio),
+            "median_contraction": median_c,
             "l_freq_stream": l_stream, "entropy_rate": markov_entropy_rate(matrix),
             "seconds": round(seconds, 2)}
 

@@ -55,6 +55,7 @@ def test_training_logs_and_resumes(tmp_path):
     assert len(first["metrics"]) == 5
     m = first["metrics"][0]
     assert len(m["resid_grad"]) == 2 and len(m["layer_t_sim"]) == 2
+    assert len(m["contraction"]) == 4 and all(c > 0 for c in m["contraction"])  # 2 per block
     assert json.loads((tmp_path / cfg.name / "config.json").read_text()) == first["config"]
     again = run(cfg, tmp_path, progress=False)  # finished run is loaded, not retrained
     assert again["metrics"] == first["metrics"]
