@@ -277,7 +277,7 @@ def report(root: str | Path) -> tuple[str, dict]:
         first = next(r for r in rows if r["task"] == task)
         seconds = sum(r["seconds"] for r in rows if r["task"] == task and r["weights"] == "raw")
         lines += [f"## {task} (L_train = {first['train_len']}, L_eval = {first['eval_len']}; "
-                  f"training time {seconds:.0f} s summed over runs)", "",
+                  f"run time {seconds:.0f} s, training + evaluation, summed over runs)", "",
                   "| norm | weights | seeds | ID illegal | OOD illegal | OOD TV | OOD KL | "
                   "OOD top-1 illegal | LG score |", "|---|---|---|---|---|---|---|---|---|"]
         for e in (e for e in table if e["task"] == task):
