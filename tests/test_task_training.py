@@ -289,3 +289,16 @@ def test_shipped_grid_files_validate_in_both_profiles(name):
                 assert c["model"]["positional"] == "learned"
                 assert c["task"]["eval_len"] == 59 and c["task"]["train_len"] < 59
     assert len({c["train"]["seed"] for c in full["configs"]}) >= 3  # at least 3 seeds
+
+
+@pytest.mark.slow
+def test_quick_grid_learns_dyck2_in_distribution(tmp_path):
+    """The quick profile's Dyck-2 slice (3 placements x 3 seeds, 300 steps each): every raw model
+    puts less than 0.1 mass on illegal tokens in distribution, far below the untrained ~0.5."""
+    from experiments.task_sweep import GRID_DIR
+
+    root = run_grid(GRID_DIR / "grid.toml", profile="quick", out=tmp_path / "q", workers=2,
+                    progress=False, only=["dyck2"])
+    rows = [r for r in table_rows(root) if r["weights"] == "raw"]
+    assert len(rows) == 9
+    assert max(r["id_illegal_mass"] for r in rows) < 0.1
