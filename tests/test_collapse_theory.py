@@ -1,5 +1,4 @@
 """Pure-math parts of the Post-Norm collapse theory (theory/collapse*.py)."""
-from fractions import Fraction
 
 import numpy as np
 import pytest
