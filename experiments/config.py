@@ -254,7 +254,6 @@ def load_sweep(path: str | Path, profile: str = "full") -> tuple[dict, dict, dic
     space = raw.get("search", {})
     if not space:
         raise ValueError(f"sweep file {str(path)!r} has no [search] table")
-    rng = random.Random(0)
     for dotted, spec in space.items():
         section, _, key = dotted.partition(".")
         if section not in SCHEMA or key not in SCHEMA[section]:
@@ -271,12 +270,10 @@ def load_sweep(path: str | Path, profile: str = "full") -> tuple[dict, dict, dic
             raise ValueError(f"search.{dotted}: loguniform needs lo > 0, got {args[0]!r}")
         if dist == "choice" and (not isinstance(args, list) or not args):
             raise ValueError(f"search.{dotted}: choice needs a non-empty list, got {args!r}")
-        values = args if dist == "choice" else args
-        for value in values:  # every endpoint / choice must be a valid value
+        for value in args:  # every endpoint / choice must be a valid value
             trial = copy.deepcopy({s: base[s] for s in SCHEMA})
             trial[section][key] = _cast(SCHEMA[section][key], value)
             validate(trial)
-        sample_value(dist, args, rng)
     return base, settings, space
 
 
