@@ -51,6 +51,8 @@ def add_verify(sub) -> None:
     p.add_argument("--json", metavar="PATH", help="write the ledger as JSON ('-' for stdout)")
     p.add_argument("--markdown", metavar="PATH", help="write the ledger as Markdown")
     p.add_argument("--list", action="store_true", help="list the claims without running them")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="run checks in this many processes (default 1; results do not depend on it)")
     p.set_defaults(handler=run_verify)
 
 
@@ -68,11 +70,12 @@ def run_verify(args) -> int:
         for c in chosen:
             print(f"{c.id:48s} {c.kind:10s} {c.source}")
         return 0
-    records = []
-    bar = tqdm(chosen, desc="verify", unit="claim", file=sys.stderr, disable=None)
-    for c in bar:
-        bar.set_postfix_str(c.id)
-        records.append(ledger.run_claim(c, args.profile))
+    with tqdm(total=len(chosen), desc="verify", unit="claim", file=sys.stderr, disable=None) as bar:
+        def done(record) -> None:
+            bar.set_postfix_str(record.id)
+            bar.update()
+
+        records = ledger.run_claims(chosen, args.profile, args.workers, on_done=done)
     print(format_ledger(records))
     if args.json:
         text = ledger.to_json(records, args.profile)

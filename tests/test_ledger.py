@@ -46,3 +46,11 @@ def test_registry_refuses_bad_kind_and_unknown_patterns():
         ledger.claim("t.x", source="s", statement="s", kind="vibes", tolerance="t")
     with pytest.raises(ValueError, match="matches no claim"):
         ledger.select(ledger.discover(), ["zzz.*"])
+
+
+def test_parallel_run_gives_the_same_records_in_ledger_order():
+    chosen = ledger.select(ledger.discover(), ["sc.readout.paper_numbers", "sc.lemma.*", "sc.rank.random"])
+    serial = ledger.run_claims(chosen, "quick", workers=1)
+    parallel = ledger.run_claims(chosen, "quick", workers=2)
+    assert [r.id for r in parallel] == [c.id for c in chosen]
+    assert [(r.measured, r.status) for r in serial] == [(r.measured, r.status) for r in parallel]
