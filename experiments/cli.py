@@ -187,19 +187,31 @@ def run_derive(args) -> int:
     return 0
 
 
-COMMANDS = [add_verify, add_construct, add_derive, add_figs]
-from experiments.train_cli import add_report, add_sweep, add_train  # noqa: E402
-COMMANDS += [add_train, add_sweep, add_report]
-from experiments.dynamics_cli import add_dynamics; COMMANDS.append(add_dynamics)  # noqa: E402,E702
-from experiments.tasks import add_tasks; COMMANDS.append(add_tasks)  # noqa: E402,E702
-from experiments.collapse_cli import add_collapse; COMMANDS.append(add_collapse)  # noqa: E402,E702
-from experiments.task_train_cli import add_langs; COMMANDS.append(add_langs)  # noqa: E402,E702
+# Subcommands defined beside the code they drive: (module, function) pairs.
+EXTERNAL_COMMANDS = [
+    ("experiments.train_cli", "add_train"),
+    ("experiments.train_cli", "add_sweep"),
+    ("experiments.train_cli", "add_report"),
+    ("experiments.task_train_cli", "add_langs"),
+    ("experiments.tasks", "add_tasks"),
+    ("experiments.dynamics_cli", "add_dynamics"),
+    ("experiments.collapse_cli", "add_collapse"),
+]
+
+
+def commands() -> list:
+    import importlib
+
+    found = [add_verify, add_construct, add_derive, add_figs]
+    for module, name in EXTERNAL_COMMANDS:
+        found.append(getattr(importlib.import_module(module), name))
+    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="resharpen", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in COMMANDS:
+    for add in commands():
         add(sub)
     return parser
 
