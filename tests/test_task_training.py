@@ -273,7 +273,7 @@ def test_cli_train_and_errors(tmp_path, capsys):
     assert main(["langs", "report", str(tmp_path / "nothing")]) == 2
 
 
-@pytest.mark.parametrize("name", ["grid.toml", "othello.toml"])
+@pytest.mark.parametrize("name", ["grid.toml", "othello.toml", "long.toml"])
 def test_shipped_grid_files_validate_in_both_profiles(name):
     from experiments.task_sweep import GRID_DIR
 
