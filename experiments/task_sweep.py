@@ -144,17 +144,20 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
         stale.unlink(missing_ok=True)
     atomic_write_json(marker, {"kind": "task_grid", "identity": identity,
                                "runs": len(planned["configs"])})
+    if only:
+        unknown = sorted(set(only) - {c["task"]["name"] for c in planned["configs"]})
+        if unknown:
+            raise ValueError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
+    selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
     pending = []
-    for config in planned["configs"]:
-        if only and config["task"]["name"] not in only:
-            continue
+    for config in selected:
         folder = root / "runs" / config["name"]
         if (folder / "summary.json").exists():
             if json.loads((folder / "config.json").read_text()) != json.loads(json.dumps(config)):
                 raise ValueError(f"run folder {str(folder)!r} holds another config")
             continue
         pending.append(config)
-    total = len(planned["configs"])
+    total = len(selected)
     bar = tqdm(total=total, initial=total - len(pending), desc=f"grid {planned['name']}",
                unit="run", disable=not progress or None)
     try:

@@ -302,3 +302,8 @@ def test_quick_grid_learns_dyck2_in_distribution(tmp_path):
     rows = [r for r in table_rows(root) if r["weights"] == "raw"]
     assert len(rows) == 9
     assert max(r["id_illegal_mass"] for r in rows) < 0.1
+
+
+def test_grid_only_rejects_a_task_outside_the_grid(tmp_path):
+    with pytest.raises(ValueError, match="--only 'othello' is not a task"):
+        run_grid(GRID, out=tmp_path / "g", workers=1, progress=False, only=["othello"])
