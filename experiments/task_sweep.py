@@ -131,6 +131,10 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
     from tqdm import tqdm
 
     planned = load_grid(path, profile)
+    if only:
+        unknown = sorted(set(only) - {c["task"]["name"] for c in planned["configs"]})
+        if unknown:
+            raise ValueError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
     root = ensure_writable_dir(Path(out) if out else default_root(planned["name"]))
     identity = json.loads(json.dumps({"name": planned["name"], "profile": profile,
                                       "configs": planned["configs"]}))
@@ -144,10 +148,6 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
         stale.unlink(missing_ok=True)
     atomic_write_json(marker, {"kind": "task_grid", "identity": identity,
                                "runs": len(planned["configs"])})
-    if only:
-        unknown = sorted(set(only) - {c["task"]["name"] for c in planned["configs"]})
-        if unknown:
-            raise ValueError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
     pending = []
     for config in selected:

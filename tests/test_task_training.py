@@ -307,3 +307,4 @@ def test_quick_grid_learns_dyck2_in_distribution(tmp_path):
 def test_grid_only_rejects_a_task_outside_the_grid(tmp_path):
     with pytest.raises(ValueError, match="--only 'othello' is not a task"):
         run_grid(GRID, out=tmp_path / "g", workers=1, progress=False, only=["othello"])
+    assert not (tmp_path / "g").exists()  # nothing created
