@@ -51,11 +51,26 @@ def grid_rows(profile: str) -> tuple[list[dict], Path, str]:
         if quick.exists() and len(load_runs(quick)) >= needed:
             root, which = quick, "quick grid"
         else:
-            root = run_grid(TINY, profile="full", workers=1, progress=False,
-                            out=default_root("langs-tiny"))
+            root = _run_tiny(run_grid, default_root("langs-tiny"))
             which = "TINY grid (Dyck-1 and Othello, 40 steps: no evidence either way)"
     _CACHE[profile] = (table_rows(root), root, which)
     return _CACHE[profile]
+
+
+def _run_tiny(run_grid, root: Path) -> Path:
+    """Run (or reuse) the tiny grid under an exclusive file lock: `resharpen verify --workers`
+    runs claims in parallel processes, and only one of them must train it."""
+    import fcntl
+
+    from experiments.io import ensure_writable_dir
+
+    ensure_writable_dir(root.parent)
+    with open(root.parent / f".{root.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return run_grid(TINY, profile="full", workers=1, progress=False, out=root)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @claim("langtrain.eval.exact_and_uniform",
