@@ -82,7 +82,7 @@ def main() -> int:
         for k in ks:
             seq = time_path("sequential", cfg, train, k, args.steps)
             bat = time_path("batched", cfg, train, k, args.steps)
-            auto = "batched" if batch * 16 <= E.BATCHED_MAX_TOKENS else "sequential"
+            auto = E.choose_path(batch, 16, k)
             best = bat if auto == "batched" else seq
             flops = E.train_flops(cfg, batch, 16) * k
             per_min = lambda s: 60.0 / (s * SWEEP_STEPS) * k  # noqa: E731

@@ -13,8 +13,8 @@ Dropout under vmap draws different masks per model (``randomness="different"``),
 the masks the sequential trainer would draw: with dropout the batched run is the same
 *distribution* of runs, not the same runs. EMA/BEMA are not applied to ensembles.
 
-:func:`train_ensemble` chooses the path per configuration (``path="auto"``): batched below
-``BATCHED_MAX_TOKENS`` tokens per model and step, one model at a time above it, where the
+:func:`train_ensemble` chooses the path per configuration (``path="auto"``, :func:`choose_path`):
+batched while the step is small (per-step overhead dominates), one model at a time when the
 work is matmul-bound and the vectorized version was measured slower (benchmarks/bench_ensemble.py).
 """
 from __future__ import annotations
@@ -30,7 +30,18 @@ from torch.func import functional_call, vmap
 from experiments.model import ModelConfig, Transformer
 from experiments.train import lr_factor, sample_sequences
 
-BATCHED_MAX_TOKENS = 1024  # per model and step; measured crossover, see benchmarks/bench_ensemble.py
+# Measured crossover (benchmarks/bench_ensemble.py, one thread, v = 64, d = 64, L = 16): the
+# batched path wins up to 1024 tokens per model-step and 32768 tokens per step in all, and loses
+# (0.78-0.85x) at batch 64 x K 64 and batch 128 x K 64.
+BATCHED_MAX_TOKENS = 1024
+BATCHED_MAX_TOTAL_TOKENS = 32768
+
+
+def choose_path(batch_size: int, train_len: int, k: int) -> str:
+    """``batched`` or ``sequential``: the faster path measured for this configuration."""
+    tokens = batch_size * train_len
+    fits = tokens <= BATCHED_MAX_TOKENS and tokens * k <= BATCHED_MAX_TOTAL_TOKENS
+    return "batched" if fits else "sequential"
 
 
 class _Unchecked(nn.Module):
@@ -144,7 +155,7 @@ def train_ensemble(cfg: ModelConfig, seeds: Sequence[int], *, train: dict, train
     lr = train["lr"] if lr is None else lr
     weight_decay = train["weight_decay"] if weight_decay is None else weight_decay
     if path == "auto":
-        path = "batched" if train["batch_size"] * train_len <= BATCHED_MAX_TOKENS else "sequential"
+        path = choose_path(train["batch_size"], train_len, len(seeds))
     if path == "sequential":
         return [_train_one(cfg, seed, train, train_len, lr_k, wd_k)
                 for seed, lr_k, wd_k in zip(seeds, _per_model(lr, len(seeds), "lr"),
