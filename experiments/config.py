@@ -31,8 +31,8 @@ from experiments.model import NORM_KINDS, NORM_PLACEMENTS
 
 if sys.version_info >= (3, 11):
     import tomllib
-else:  # pragma: no cover - python 3.10
-    tomllib = None
+else:  # pragma: no cover - python 3.10: the same parser, installed as tomli (pyproject)
+    import tomli as tomllib
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 
@@ -132,9 +132,6 @@ def defaults() -> dict:
 
 
 def _read_toml(path: Path) -> dict:
-    if tomllib is None:
-        raise ValueError("reading TOML configs needs Python >= 3.11 (tomllib); this is "
-                         f"Python {sys.version_info.major}.{sys.version_info.minor}")
     if not path.is_file():
         raise FileNotFoundError(f"config file {str(path)!r} does not exist")
     try:
