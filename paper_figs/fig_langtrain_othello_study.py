@@ -15,7 +15,7 @@ from pathlib import Path
 
 def make(profile: str, outdir: Path) -> list[Path]:
     from experiments.sweep import load_runs
-    from experiments.task_sweep import GRID_DIR, default_root, load_grid, run_grid
+    from experiments.task_sweep import GRID_DIR, default_root, load_grid
     from paper_figs.fig_langtrain_curves import figures_of
 
     path = GRID_DIR / "othello.toml"
