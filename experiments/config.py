@@ -45,6 +45,10 @@ class Field:
         self.kind, self.default, self.lo, self.hi = kind, default, lo, hi
         self.choices, self.lo_open, self.hi_open = choices, lo_open, hi_open
 
+    def with_default(self, default: Any) -> "Field":
+        """The same type and range with another default (schemas that share a field)."""
+        return Field(self.kind, default, self.lo, self.hi, self.choices, self.lo_open, self.hi_open)
+
     def allowed(self) -> str:
         if self.choices is not None:
             return "one of " + ", ".join(repr(c) for c in self.choices)

@@ -48,6 +48,7 @@ import torch
 import torch.nn.functional as F
 
 from experiments.averaging import make_averager
+from experiments.config import SCHEMA as SET_COMPLEMENT_SCHEMA
 from experiments.config import Field
 from experiments.model import NORM_KINDS, NORM_PLACEMENTS, ModelConfig, Transformer
 from experiments.tasks import TASKS, get_task
@@ -77,27 +78,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "resid_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
         "init_std": Field(float, 0.02, 0.0, None, lo_open=True),
     },
-    "train": {
-        "steps": Field(int, 2000, 1, 10**8),
-        "batch_size": Field(int, 32, 1, 65536),
-        "lr": Field(float, 1e-3, 0.0, 10.0, lo_open=True),
-        "min_lr_ratio": Field(float, 0.1, 0.0, 1.0),
-        "warmup": Field(int, 100, 0, 10**8),
-        "schedule": Field(str, "cosine", choices=("cosine", "linear", "constant")),
-        "weight_decay": Field(float, 0.1, 0.0, 10.0),
-        "beta1": Field(float, 0.9, 0.0, 1.0, hi_open=True),
-        "beta2": Field(float, 0.95, 0.0, 1.0, hi_open=True),
-        "grad_clip": Field(float, 1.0, 0.0, None),
-        "seed": Field(int, 0, 0, 2**63 - 1),
-        "ema_decay": Field(float, 0.99, 0.0, 1.0, lo_open=True, hi_open=True),
-        "bema_update_freq": Field(int, 1, 1, 10**8),
-        "bema_ema_power": Field(float, 0.5, 0.0, 10.0),
-        "bema_bias_power": Field(float, 0.2, 0.0, 100.0),
-        "bema_lag": Field(float, 10.0, 0.0, None, lo_open=True),
-        "bema_update_after": Field(int, 0, 0, 10**8),
-        "bema_multiplier": Field(float, 1.0, 0.0, None),
+    "train": {  # the Set Complement trainer's fields and ranges, with this trainer's defaults
+        **{key: SET_COMPLEMENT_SCHEMA["train"][key].with_default(default) for key, default in dict(
+            steps=2000, batch_size=32, lr=1e-3, min_lr_ratio=0.1, warmup=100, schedule="cosine",
+            weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, seed=0, ema_decay=0.99,
+            bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2, bema_lag=10.0,
+            bema_update_after=0, bema_multiplier=1.0, threads=1).items()},
         "log_every": Field(int, 50, 1, 10**8),
-        "threads": Field(int, 1, 0, 1024),
     },
     "eval": {
         "count": Field(int, 128, 1, 10**6),
