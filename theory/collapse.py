@@ -273,3 +273,17 @@ def row_norm_profile(n: int, d: int, rho: float, sigma_w2: float) -> np.ndarray:
     alpha = d + d * d * rho * sigma_w2
     beta = d * d * sigma_w2 * (1.0 - rho)
     return alpha + beta / np.arange(1, n + 1)
+
+
+def derivations(latex: bool = False) -> list[tuple[str, str]]:
+    """The printed derivations of `resharpen derive` (2608.09417 part): the attention step
+    Delta_attn = s f1/(1 + s f2) from the equal-correlation closure and its properties."""
+    fmt = sp.latex if latex else sp.sstr
+    step = derive_delta_attn()
+    props = derive_attn_properties()
+    rows = [("2608.09417 Delta_attn(s, t) from the closure (H = H_n)", step["delta"]),
+            ("2608.09417 f1(t)", step["f1"]), ("2608.09417 f2(t)", step["f2"]),
+            ("2608.09417 Delta_attn - s f1/(1 + s f2) (residual)", step["residual"])]
+    rows += [(f"2608.09417 {key}", value) for key, value in props.items()
+             if isinstance(value, sp.Basic)]
+    return [(title, fmt(expr)) for title, expr in rows]

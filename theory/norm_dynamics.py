@@ -373,3 +373,18 @@ def sa_survey_bound() -> sp.Expr:
 def usa_G_twin():
     """Numeric twin of d/dt log(1 - rho) for USA: -(2/n) e^{beta rho}((n-1) rho + 1)."""
     return sp.lambdify((gamma, beta, n), sp.simplify(-usa_F() / (1 - gamma)), "numpy")
+
+
+def derivations(latex: bool = False) -> list[tuple[str, str]]:
+    """The printed derivations of `resharpen derive` (2510.22026 part): the symmetric-start
+    velocity F(gamma), and per scheme the speed factor, radial velocity, gamma'(0) and the
+    linearized terminal speed."""
+    fmt = sp.latex if latex else sp.sstr
+    rows = [("2510.22026 symmetric start: gamma' = F(gamma)/s, F derived", derived_F())]
+    for scheme in SCHEMES:
+        label = SCHEME_LABELS[scheme]
+        rows += [(f"2510.22026 {label}: speed factor s_j", speed_factor(scheme)),
+                 (f"2510.22026 {label}: radial velocity r_j'", radial_velocity(scheme)),
+                 (f"2510.22026 {label}: gamma'(0) (symmetric start)", derived_gamma_dot0(scheme)),
+                 (f"2510.22026 {label}: terminal speed (linearized)", terminal_speed(scheme))]
+    return [(title, fmt(expr)) for title, expr in rows]
