@@ -163,13 +163,31 @@ def train_ensemble(cfg: ModelConfig, seeds: Sequence[int], *, train: dict, train
     ens = Ensemble(cfg, seeds, lr=lr, weight_decay=weight_decay,
                    betas=(train["beta1"], train["beta2"]), grad_clip=train["grad_clip"])
     gens = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
+    stream = data_stream(gens, cfg.vocab, train_len + 1, train["batch_size"], train["steps"])
     for step in tqdm(range(train["steps"]), desc=f"ensemble K={len(seeds)}", disable=not progress):
-        seqs = torch.stack([sample_sequences(cfg.vocab, train_len + 1, train["batch_size"], g)
-                            for g in gens])
+        seqs = next(stream)
         total, _ = ens.loss(seqs)
         total.backward()
         ens.step(lr_factor(step, train))
     return [ens.model(i) for i in range(len(seeds))]
+
+
+DATA_CHUNK = 64  # training steps of data drawn at once per model
+
+
+def data_stream(gens, vocab: int, length: int, batch: int, steps: int):
+    """Yield each step's (K, batch, length) tokens: model k's batches are exactly the ones
+    ``sample_sequences(vocab, length, batch, gens[k])`` would give step after step (a CPU
+    generator fills ``rand(n * batch, vocab)`` with the same numbers as n draws of
+    ``rand(batch, vocab)``), drawn DATA_CHUNK steps at a time with one argsort for all models."""
+    done = 0
+    while done < steps:
+        n = min(DATA_CHUNK, steps - done)
+        keys = torch.stack([torch.rand(n * batch, vocab, generator=g) for g in gens])
+        chunk = keys.argsort(dim=-1)[..., :length].reshape(len(gens), n, batch, length)
+        for i in range(n):
+            yield chunk[:, i]
+        done += n
 
 
 def _train_one(cfg: ModelConfig, seed: int, train: dict, train_len: int, lr: float,

@@ -60,3 +60,18 @@ def test_auto_path_and_errors():
     assert E.train_flops(mc, 8, 2) > 0
     assert E.choose_path(8, 16, 64) == "batched"
     assert E.choose_path(64, 16, 64) == "sequential" and E.choose_path(128, 16, 1) == "sequential"
+
+
+def test_chunked_data_stream_is_each_models_own_stream():
+    import torch
+
+    from experiments.ensemble import DATA_CHUNK, data_stream
+    from experiments.train import sample_sequences
+
+    steps = DATA_CHUNK + 7  # crosses a chunk boundary
+    stream = list(data_stream([torch.Generator().manual_seed(s) for s in (3, 4)], 16, 9, 5, steps))
+    assert len(stream) == steps
+    for k, seed in enumerate((3, 4)):
+        gen = torch.Generator().manual_seed(seed)
+        for step in range(steps):
+            assert torch.equal(stream[step][k], sample_sequences(16, 9, 5, gen))
