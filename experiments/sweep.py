@@ -125,7 +125,11 @@ def load_runs(root: str | Path) -> list[dict]:
 
 
 def write_table(root: Path, factors) -> list[dict]:
-    rows = [flatten(r["config"], r["summary"], factors) for r in load_runs(root)]
+    return write_rows(root, [flatten(r["config"], r["summary"], factors) for r in load_runs(root)])
+
+
+def write_rows(root: Path, rows: list[dict]) -> list[dict]:
+    """The sweep table: ``table.jsonl`` and ``table.csv`` in ``root``, each written atomically."""
     atomic_write_text(root / "table.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     buffer = io.StringIO()
     if rows:

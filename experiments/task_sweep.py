@@ -29,8 +29,6 @@ rerun skips finished runs and refuses a folder that holds another grid.
 from __future__ import annotations
 
 import copy
-import csv
-import io
 import json
 import math
 from pathlib import Path
@@ -39,7 +37,7 @@ import numpy as np
 
 from experiments.backends import run_tasks
 from experiments.io import atomic_write_json, atomic_write_text, ensure_writable_dir
-from experiments.sweep import load_runs
+from experiments.sweep import load_runs, write_rows
 from experiments.tasks import TASKS
 from experiments.task_train import SUMMARY_METRICS, WEIGHTS, make_config
 from experiments.train import save_run
@@ -189,15 +187,7 @@ def table_rows(root: str | Path) -> list[dict]:
 
 
 def write_table(root: Path) -> list[dict]:
-    rows = table_rows(root)
-    atomic_write_text(root / "table.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
-    buffer = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    atomic_write_text(root / "table.csv", buffer.getvalue())
-    return rows
+    return write_rows(root, table_rows(root))
 
 
 def _stats(values: list[float]) -> dict:
