@@ -152,3 +152,13 @@ def test_multi_layer_model_trains_and_is_evaluated_at_every_length(norm):
     assert model.cfg.n_layers == 2 and model.cfg.mlp == "gelu" and model.W_pos is not None
     assert [r["length"] for r in result["per_length"]["bema"]] == list(range(1, 16))
     assert math.isfinite(result["summary"]["ood_kl"])
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.name)
+def test_every_shipped_config_loads_and_validates(path):
+    raw = cfgmod._resolve(path)
+    if "search" in raw:
+        base, settings, space = cfgmod.load_sweep(path)
+        assert space and settings["runs"] >= 1 and base["task"]["vocab"] >= 2
+    else:
+        assert cfgmod.load(path)["task"]["vocab"] >= 2
