@@ -6,14 +6,15 @@ For per-model batch sizes 8, 32, 128 and the sweep's default 64, and K = 16, 64 
 (one-layer attention-only, v = 64, d = 64, L_train = 16) it times ``steps`` training steps of
 
 - sequential: an ordinary nn.Module + torch.optim.AdamW, one model after the other;
-- batched: experiments.ensemble.Ensemble (vmap over stacked weights, batched AdamW);
+- batched: experiments.ensemble.Ensemble (experiments.stacked_model forward over stacked
+  weights, batched AdamW);
 - auto: the path experiments.ensemble.train_ensemble picks for that configuration;
 
-and prints runs per minute (a "run" = ``steps`` steps, extrapolated to the sweep's 2000), the
-batched / sequential ratio, the auto / sequential ratio, and the achieved training GFLOP/s
-(analytic matmul FLOPs, experiments.ensemble.train_flops) as a fraction of the measured fp32
-matmul peak (a 1024 x 1024 x 1024 torch.mm with the same threads).
-Times are the median of 3 repeats after a warm-up step; on a shared machine they are noisy.
+and prints runs per minute (a "run" = set-up + the sweep's 2000 steps, from the measured set-up
+time and per-step time), the batched / sequential ratio, the auto / sequential ratio, and the
+achieved training GFLOP/s of the steps (analytic matmul FLOPs, experiments.ensemble.train_flops)
+as a fraction of the measured fp32 matmul peak (a 1024 x 1024 x 1024 torch.mm with the same
+threads). Times are medians of 3 repeats after a warm-up; on a shared machine they are noisy.
 """
 from __future__ import annotations
 
@@ -46,16 +47,23 @@ def matmul_peak_gflops(n: int = 1024, repeats: int = 5) -> float:
     return 2 * n ** 3 / min(times) / 1e9
 
 
-def time_path(path: str, cfg, train: dict, k: int, steps: int) -> float:
-    """Seconds per step for K models on ``path`` (median of 3 after a warm-up)."""
-    tr = dict(train, steps=steps)
-    E.train_ensemble(cfg, list(range(k)), train=dict(tr, steps=1), train_len=16, path=path)
-    samples = []
-    for _ in range(3):
-        start = time.perf_counter()
-        E.train_ensemble(cfg, list(range(k)), train=tr, train_len=16, path=path)
-        samples.append((time.perf_counter() - start) / steps)
-    return statistics.median(samples)
+def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, float]:
+    """(seconds of set-up, seconds per step) for K models on ``path``: a run of 2 steps and a
+    run of ``2 + steps`` steps (each the median of 3 after a warm-up); the difference is the
+    per-step time, the rest is initialization and data set-up."""
+    def run(n: int) -> float:
+        samples = []
+        for _ in range(3):
+            start = time.perf_counter()
+            E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=n), train_len=16,
+                             path=path)
+            samples.append(time.perf_counter() - start)
+        return statistics.median(samples)
+
+    E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=1), train_len=16, path=path)
+    short, long = run(2), run(2 + steps)
+    per_step = max(long - short, 1e-9) / steps
+    return max(short - 2 * per_step, 0.0), per_step
 
 
 def main() -> int:
@@ -80,14 +88,16 @@ def main() -> int:
     for batch in batches:
         train = dict(config["train"], batch_size=batch, warmup=0)
         for k in ks:
-            seq = time_path("sequential", cfg, train, k, args.steps)
-            bat = time_path("batched", cfg, train, k, args.steps)
+            seq_init, seq = time_path("sequential", cfg, train, k, args.steps)
+            bat_init, bat = time_path("batched", cfg, train, k, args.steps)
             auto = E.choose_path(batch, 16, k)
             best = bat if auto == "batched" else seq
             flops = E.train_flops(cfg, batch, 16) * k
-            per_min = lambda s: 60.0 / (s * SWEEP_STEPS) * k  # noqa: E731
-            print(f"{batch:5d} {k:3d} {per_min(seq):12.2f} {per_min(bat):9.2f} {seq / bat:6.2f} "
-                  f"{auto:>10} {seq / best:10.2f} {flops / best / 1e9:8.2f} "
+            per_min = lambda init, step: 60.0 / (init + step * SWEEP_STEPS) * k  # noqa: E731
+            seq_rate, bat_rate = per_min(seq_init, seq), per_min(bat_init, bat)
+            best_rate = bat_rate if auto == "batched" else seq_rate
+            print(f"{batch:5d} {k:3d} {seq_rate:12.2f} {bat_rate:9.2f} {bat_rate / seq_rate:6.2f} "
+                  f"{auto:>10} {best_rate / seq_rate:10.2f} {flops / best / 1e9:8.2f} "
                   f"{100 * flops / best / 1e9 / peak:6.1f}%"
                   + ("  <- sweep default" if batch == default_batch else ""), flush=True)
     return 0

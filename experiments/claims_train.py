@@ -70,7 +70,7 @@ def _(profile: str) -> Outcome:
 
 
 @claim("train.ensemble.batched_equals_sequential", source="reconstructed",
-       statement="K models trained as one vmapped computation equal the same K runs done one at "
+       statement="K models trained as one stacked computation equal the same K runs done one at "
                  "a time (per-model seeds, learning rates and weight decays)",
        kind="numeric", tolerance="max |weight difference| < 1e-5 (float32)")
 def _(profile: str) -> Outcome:

@@ -13,7 +13,11 @@ A training config has four tables (every key optional; defaults below)::
 plus optional ``name``, ``base = "other.toml"`` (inherit, then override) and
 ``[profile.quick]`` / ``[profile.full]`` tables of overrides for the two profiles. A sweep file
 adds ``[sweep]`` (runs, seed) and ``[search]``: ``"section.key" = {loguniform = [lo, hi]}``,
-``{uniform = [lo, hi]}``, ``{randint = [lo, hi]}`` (inclusive) or ``{choice = [...]}``.
+``{uniform = [lo, hi]}``, ``{randint = [lo, hi]}`` (inclusive), ``{choice = [...]}`` or
+``{grid = [...]}``. Grid keys are enumerated, not drawn: run ``i`` takes point ``i mod N`` of
+the cartesian product of all grid lists (N points, keys in sorted order, the last key varying
+fastest), so ``runs = N`` is a balanced full grid and ``runs = 2 N`` repeats it with fresh
+draws of the random keys.
 
 Unknown keys and out-of-range values raise ValueError listing what is allowed.
 """
@@ -128,7 +132,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
 }
 TOP_KEYS = {"name", "base", "profile", "sweep", "search", *SCHEMA}
 SWEEP_SCHEMA = {"runs": Field(int, 16, 1, 10**6), "seed": Field(int, 0, 0, 2**63 - 1)}
-DISTRIBUTIONS = ("loguniform", "uniform", "randint", "choice")
+DISTRIBUTIONS = ("loguniform", "uniform", "randint", "choice", "grid")
 
 
 def defaults() -> dict:
@@ -262,15 +266,18 @@ def load_sweep(path: str | Path, profile: str = "full") -> tuple[dict, dict, dic
                              + ", ".join(f"{s}.{k}" for s in SCHEMA for k in SCHEMA[s]))
         if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in DISTRIBUTIONS:
             raise ValueError(f"search.{dotted} must be one of {{loguniform = [lo, hi]}}, "
-                             "{uniform = [lo, hi]}, {randint = [lo, hi]}, {choice = [...]}")
+                             "{uniform = [lo, hi]}, {randint = [lo, hi]}, {choice = [...]}, "
+                             "{grid = [...]}")
         (dist, args), = spec.items()
-        if dist != "choice" and (not isinstance(args, list) or len(args) != 2
+        if dist not in ("choice", "grid") and (not isinstance(args, list) or len(args) != 2
                                  or not args[0] <= args[1]):
             raise ValueError(f"search.{dotted}: {dist} needs [lo, hi] with lo <= hi, got {args!r}")
         if dist == "loguniform" and args[0] <= 0:
             raise ValueError(f"search.{dotted}: loguniform needs lo > 0, got {args[0]!r}")
-        if dist == "choice" and (not isinstance(args, list) or not args):
-            raise ValueError(f"search.{dotted}: choice needs a non-empty list, got {args!r}")
+        if dist in ("choice", "grid") and (not isinstance(args, list) or not args):
+            raise ValueError(f"search.{dotted}: {dist} needs a non-empty list, got {args!r}")
+        if dist == "grid" and len(set(map(repr, args))) != len(args):
+            raise ValueError(f"search.{dotted}: grid values repeat: {args!r}")
         for value in args:  # every endpoint / choice must be a valid value
             trial = copy.deepcopy({s: base[s] for s in SCHEMA})
             trial[section][key] = _cast(SCHEMA[section][key], value)
@@ -294,17 +301,32 @@ def sample_value(dist: str, args: list, rng: random.Random) -> Any:
     return args[rng.randrange(len(args))]
 
 
+def grid_points(space: dict) -> list[dict]:
+    """The cartesian product of the ``grid`` keys of ``space`` (sorted keys, last fastest);
+    ``[{}]`` when there are none."""
+    points = [{}]
+    for dotted in sorted(space):
+        (dist, args), = space[dotted].items()
+        if dist == "grid":
+            points = [dict(point, **{dotted: value}) for point in points for value in args]
+    return points
+
+
 def sample_configs(base: dict, space: dict, runs: int, seed: int) -> list[dict]:
-    """``runs`` configs drawn from ``space`` by ``random.Random(seed)``: the same list on any
-    machine (draws are made in sorted key order, one run after the other)."""
+    """``runs`` configs from ``space``: grid keys enumerated (run i takes grid point i mod N),
+    the others drawn by ``random.Random(seed)``; the same list on any machine (draws are made
+    in sorted key order, one run after the other)."""
     rng = random.Random(seed)
+    points = grid_points(space)
     configs = []
     for index in range(runs):
         config = copy.deepcopy(base)
         for dotted in sorted(space):
             (dist, args), = space[dotted].items()
             section, key = dotted.split(".")
-            config[section][key] = _cast(SCHEMA[section][key], sample_value(dist, args, rng))
+            value = (points[index % len(points)][dotted] if dist == "grid"
+                     else sample_value(dist, args, rng))
+            config[section][key] = _cast(SCHEMA[section][key], value)
         config = validate({s: config[s] for s in SCHEMA}) | {"name": f"{base['name']}-{index:04d}"}
         configs.append(config)
     return configs

@@ -1,17 +1,18 @@
-"""K models of one shape trained as one vectorized computation (torch.func.vmap over stacked weights).
+"""K models of one shape trained as one vectorized computation over stacked weights.
 
 Model k is initialized exactly as :func:`experiments.train.train` initializes a run with seed
 ``seeds[k]`` (``torch.manual_seed(seed)`` then ``Transformer(cfg)``), draws its batches from its
 own generator (the trainer's), and gets its own learning rate and weight decay. The forward pass
-is ``vmap(functional_call(model, params_k, tokens_k))`` over the stacked parameters; the loss is
+is :func:`experiments.stacked_model.stacked_logits` on the stacked parameters; the loss is
 the sum of the K mean cross-entropies, so each model's gradient is its own. Gradient clipping is
 per model, and AdamW is applied to the stacked tensors with per-model (lr, weight decay) in the
-same arithmetic as ``torch.optim.AdamW``; so a batched run equals the K runs done one at a time
-up to float32 rounding (tests/test_ensemble.py checks it against the trainer).
+same arithmetic as ``torch.optim.AdamW`` (``torch._foreach_*`` over the parameter list); so a
+batched run equals the K runs done one at a time up to float32 rounding (tests/test_ensemble.py
+checks it against the trainer).
 
-Dropout under vmap draws different masks per model (``randomness="different"``), which are not
-the masks the sequential trainer would draw: with dropout the batched run is the same
-*distribution* of runs, not the same runs. EMA/BEMA are not applied to ensembles.
+Dropout draws independent masks per model, which are not the masks the sequential trainer would
+draw: with dropout the batched run is the same *distribution* of runs, not the same runs.
+EMA/BEMA are not applied to ensembles.
 
 :func:`train_ensemble` chooses the path per configuration (``path="auto"``, :func:`choose_path`):
 batched while the step is small (per-step overhead dominates), one model at a time when the
@@ -24,10 +25,9 @@ from typing import Sequence
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-from torch.func import functional_call, vmap
 
 from experiments.model import ModelConfig, Transformer
+from experiments.stacked_model import stacked_logits
 from experiments.train import lr_factor, sample_sequences
 
 # Measured crossover (benchmarks/bench_ensemble.py, one thread, v = 64, d = 64, L = 16): the
@@ -42,23 +42,6 @@ def choose_path(batch_size: int, train_len: int, k: int) -> str:
     tokens = batch_size * train_len
     fits = tokens <= BATCHED_MAX_TOKENS and tokens * k <= BATCHED_MAX_TOTAL_TOKENS
     return "batched" if fits else "sequential"
-
-
-class _Unchecked(nn.Module):
-    """The transformer's forward without the data-dependent token checks (not vmappable)."""
-
-    def __init__(self, model: Transformer):
-        super().__init__()
-        self.model = model
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        m = self.model
-        x = m.W_E[tokens]
-        if m.W_pos is not None:
-            x = x + m.W_pos[: tokens.shape[-1]]
-        for block in m.blocks:
-            x, _ = block(x)
-        return m.final_norm(x) @ m.W_U
 
 
 def _per_model(values, k: int, name: str) -> list[float]:
@@ -80,10 +63,8 @@ class Ensemble:
         for seed in self.seeds:
             torch.manual_seed(seed)
             models.append(Transformer(cfg))
-        self.template = _Unchecked(models[0])
-        self.names = [f"model.{n}" for n, _ in models[0].named_parameters()]
         self.params = {
-            f"model.{n}": torch.stack([dict(m.named_parameters())[n].detach() for m in models])
+            n: torch.stack([dict(m.named_parameters())[n].detach() for m in models])
             .requires_grad_(True) for n, _ in models[0].named_parameters()}
         self.decays = {n: p.dim() >= 3 for n, p in self.params.items()}  # matrices only
         shape = lambda p: (self.k,) + (1,) * (p.dim() - 1)  # noqa: E731
@@ -95,13 +76,10 @@ class Ensemble:
         self.exp_avg = {n: torch.zeros_like(p) for n, p in self.params.items()}
         self.exp_avg_sq = {n: torch.zeros_like(p) for n, p in self.params.items()}
         self.step_count = 0
-        dropout = cfg.attn_dropout > 0 or cfg.resid_dropout > 0
-        self._forward = vmap(lambda p, t: functional_call(self.template, p, (t,)),
-                             randomness="different" if dropout else "error")
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens (K, B, S) -> logits (K, B, S, v)."""
-        return self._forward(self.params, tokens)
+        return stacked_logits(self.params, self.cfg, tokens, training=True)
 
     def loss(self, seqs: torch.Tensor) -> torch.Tensor:
         """Sum over models of each model's mean next-token cross-entropy; seqs (K, B, S+1)."""
@@ -113,29 +91,38 @@ class Ensemble:
     @torch.no_grad()
     def step(self, lr_scale: float = 1.0) -> None:
         """Clip each model's gradient to ``grad_clip`` (as clip_grad_norm_), then AdamW."""
-        grads = {n: p.grad for n, p in self.params.items()}
+        names = list(self.params)
+        params = [self.params[n] for n in names]
+        grads = [p.grad for p in params]
         if self.grad_clip > 0:
-            sq = sum(g.pow(2).flatten(1).sum(1) for g in grads.values())
+            sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)
             coef = (self.grad_clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
-            for n, g in grads.items():
-                g.mul_(coef.view((self.k,) + (1,) * (g.dim() - 1)))
+            torch._foreach_mul_(grads, [coef.view((self.k,) + (1,) * (g.dim() - 1)) for g in grads])
         self.step_count += 1
         b1, b2 = self.betas
         c1, c2 = 1 - b1 ** self.step_count, math.sqrt(1 - b2 ** self.step_count)
-        for n, p in self.params.items():
-            lr = self.base_lr[n] * lr_scale
-            if self.decays[n]:
-                p.mul_(1 - lr * self.wd[n])
-            m, v, g = self.exp_avg[n], self.exp_avg_sq[n], grads[n]
-            m.lerp_(g, 1 - b1)
-            v.mul_(b2).addcmul_(g, g, value=1 - b2)
-            p.sub_(lr / c1 * m / (v.sqrt() / c2 + self.eps))
+        lrs = [self.base_lr[n] * lr_scale for n in names]
+        decayed = [i for i, n in enumerate(names) if self.decays[n]]
+        torch._foreach_mul_([params[i] for i in decayed],
+                            [1 - lrs[i] * self.wd[names[i]] for i in decayed])
+        exp_avg = [self.exp_avg[n] for n in names]
+        exp_avg_sq = [self.exp_avg_sq[n] for n in names]
+        torch._foreach_lerp_(exp_avg, grads, 1 - b1)
+        torch._foreach_mul_(exp_avg_sq, b2)
+        torch._foreach_addcmul_(exp_avg_sq, grads, grads, value=1 - b2)
+        denom = torch._foreach_sqrt(exp_avg_sq)
+        torch._foreach_div_(denom, c2)
+        torch._foreach_add_(denom, self.eps)
+        update = torch._foreach_div(exp_avg, denom)
+        torch._foreach_mul_(update, [lr / c1 for lr in lrs])
+        torch._foreach_sub_(params, update)
+        for p in params:
             p.grad = None
 
     def model(self, index: int) -> Transformer:
         """Model ``index`` as an ordinary Transformer (a copy of its weights)."""
         model = Transformer(self.cfg)
-        state = {n.removeprefix("model."): p[index].detach().clone() for n, p in self.params.items()}
+        state = {n: p[index].detach().clone() for n, p in self.params.items()}
         model.load_state_dict(state)
         return model
 

@@ -62,6 +62,27 @@ def test_sampled_configs_are_seeded_and_extend():
     assert all(1e-3 <= c["train"]["lr"] <= 3e-2 for c in b)
 
 
+def test_grid_keys_are_enumerated_balanced_and_random_keys_still_drawn(tmp_path):
+    path = tmp_path / "g.toml"
+    path.write_text(f'base = "{CONFIGS / "base.toml"}"\n[sweep]\nruns = 12\n[search]\n'
+                    '"model.norm" = {grid = ["none", "post", "peri"]}\n'
+                    '"train.seed" = {grid = [0, 1]}\n'
+                    '"train.lr" = {loguniform = [1e-3, 1e-2]}\n')
+    base, settings, space = cfgmod.load_sweep(path)
+    configs = cfgmod.sample_configs(base, space, settings["runs"], settings["seed"])
+    cells = [(c["model"]["norm"], c["train"]["seed"]) for c in configs]
+    assert cells[:6] == [("none", 0), ("none", 1), ("post", 0), ("post", 1), ("peri", 0), ("peri", 1)]
+    assert cells[6:] == cells[:6]  # runs = 2 N repeats the grid ...
+    assert len({c["train"]["lr"] for c in configs}) == 12  # ... with fresh random draws
+    path.write_text(f'base = "{CONFIGS / "base.toml"}"\n[search]\n'
+                    '"model.norm" = {grid = ["post", "post"]}\n')
+    with pytest.raises(ValueError, match="grid values repeat"):
+        cfgmod.load_sweep(path)
+    path.write_text(f'base = "{CONFIGS / "base.toml"}"\n[search]\n"model.norm" = {{grid = []}}\n')
+    with pytest.raises(ValueError, match="grid needs a non-empty list"):
+        cfgmod.load_sweep(path)
+
+
 def test_lr_schedule_warmup_then_cosine_to_floor():
     tr = dict(cfgmod.defaults()["train"], steps=100, warmup=10, min_lr_ratio=0.1)
     f = [T.lr_factor(k, tr) for k in range(100)]
