@@ -58,44 +58,55 @@ def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | No
               workers: int = 2, backend: str = "local", address: str | None = None,
               profile: str = "full", progress: bool = True) -> Path:
     """Run (or resume) a sweep; return its folder."""
-    from tqdm import tqdm
-
     planned = plan(path, runs, profile)
     root = ensure_writable_dir(Path(out) if out else Path("out") / "sweeps" / planned["name"])
-    identity = _identity(planned)
-    marker = root / "sweep.json"
-    if marker.exists():
-        previous = json.loads(marker.read_text())
-        if previous.get("identity") != json.loads(json.dumps(identity)):
-            raise ValueError(f"{str(root)!r} holds a different sweep (other base config, seed or "
-                             "search space); choose another --out")
+    execute(root, _identity(planned), planned["configs"], run_one,
+            lambda: write_table(root, planned["space"]), marker={"file": str(path)},
+            backend=backend, workers=workers, address=address, progress=progress,
+            desc=f"sweep {planned['name']}")
+    return root
+
+
+def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table_fn, *,
+            marker: dict | None = None, backend: str = "local", workers: int = 2,
+            address: str | None = None, progress: bool = True, kind: str = "sweep",
+            desc: str = "sweep") -> None:
+    """Run every config of a sweep folder that has no ``summary.json`` yet, on ``backend``.
+
+    Refuses a folder whose ``sweep.json`` holds another identity or whose run folder holds
+    another config; removes temporary files left by a killed writer; writes ``sweep.json``,
+    then each finished run (:func:`experiments.train.save_run`) and the table as results come
+    back (only this driver writes, every file atomically)."""
+    from tqdm import tqdm
+
+    identity = json.loads(json.dumps(identity))
+    path = root / "sweep.json"
+    if path.exists() and json.loads(path.read_text()).get("identity") != identity:
+        raise ValueError(f"{str(root)!r} holds a different {kind} (other configs, seed or "
+                         "search space); choose another --out")
     for stale in root.rglob(".*.tmp"):  # a temporary file left by a killed writer
         stale.unlink(missing_ok=True)
-    atomic_write_json(marker, {"identity": identity, "runs": len(planned["configs"]),
-                               "file": str(path)})
+    atomic_write_json(path, {"identity": identity, "runs": len(configs), **(marker or {})})
     pending = []
-    for config in planned["configs"]:
+    for config in configs:
         folder = root / "runs" / config["name"]
         if (folder / "summary.json").exists():
-            stored = json.loads((folder / "config.json").read_text())
-            if stored != json.loads(json.dumps(config)):
+            if json.loads((folder / "config.json").read_text()) != json.loads(json.dumps(config)):
                 raise ValueError(f"run folder {str(folder)!r} holds another config; "
                                  "choose another --out")
             continue
         pending.append(config)
-    done = len(planned["configs"]) - len(pending)
-    bar = tqdm(total=len(planned["configs"]), initial=done, desc=f"sweep {planned['name']}",
-               unit="run", disable=not progress or None)
+    bar = tqdm(total=len(configs), initial=len(configs) - len(pending), desc=desc, unit="run",
+               disable=not progress or None)
     try:
-        for index, result in run_tasks(run_one, [(c,) for c in pending], backend, workers,
+        for index, result in run_tasks(run_fn, [(c,) for c in pending], backend, workers,
                                        address):
             save_run(result, root / "runs" / pending[index]["name"])
-            write_table(root, planned["space"])
+            write_table_fn()
             bar.update(1)
     finally:
         bar.close()
-    write_table(root, planned["space"])
-    return root
+    write_table_fn()
 
 
 def flatten(config: dict, summary: dict, factors) -> dict:

@@ -35,12 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
-from experiments.backends import run_tasks
 from experiments.io import atomic_write_json, atomic_write_text, ensure_writable_dir
-from experiments.sweep import load_runs, write_rows
+from experiments.sweep import execute, load_runs, write_rows
 from experiments.tasks import TASKS
 from experiments.task_train import SUMMARY_METRICS, WEIGHTS, make_config
-from experiments.train import save_run
 
 GRID_DIR = Path(__file__).parent / "configs" / "languages"
 GRID_KEYS = {"name", "tasks", "norms", "seeds", "base", "override"}
@@ -126,47 +124,17 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
              progress: bool = True, only: list[str] | None = None) -> Path:
     """Run (or resume) a grid; return its folder. ``only``: task names to run now (the others
     stay pending)."""
-    from tqdm import tqdm
-
     planned = load_grid(path, profile)
     if only:
         unknown = sorted(set(only) - {c["task"]["name"] for c in planned["configs"]})
         if unknown:
             raise ValueError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
     root = ensure_writable_dir(Path(out) if out else default_root(planned["name"]))
-    identity = json.loads(json.dumps({"name": planned["name"], "profile": profile,
-                                      "configs": planned["configs"]}))
-    marker = root / "sweep.json"
-    if marker.exists():
-        previous = json.loads(marker.read_text())
-        if previous.get("identity") != identity:
-            raise ValueError(f"{str(root)!r} holds a different grid (other configs); choose "
-                             "another --out")
-    for stale in root.rglob(".*.tmp"):
-        stale.unlink(missing_ok=True)
-    atomic_write_json(marker, {"kind": "task_grid", "identity": identity,
-                               "runs": len(planned["configs"])})
+    identity = {"name": planned["name"], "profile": profile, "configs": planned["configs"]}
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
-    pending = []
-    for config in selected:
-        folder = root / "runs" / config["name"]
-        if (folder / "summary.json").exists():
-            if json.loads((folder / "config.json").read_text()) != json.loads(json.dumps(config)):
-                raise ValueError(f"run folder {str(folder)!r} holds another config")
-            continue
-        pending.append(config)
-    total = len(selected)
-    bar = tqdm(total=total, initial=total - len(pending), desc=f"grid {planned['name']}",
-               unit="run", disable=not progress or None)
-    try:
-        for index, result in run_tasks(run_one, [(c,) for c in pending], backend, workers,
-                                       address):
-            save_run(result, root / "runs" / pending[index]["name"])
-            write_table(root)
-            bar.update(1)
-    finally:
-        bar.close()
-    write_table(root)
+    execute(root, identity, selected, run_one, lambda: write_table(root),
+            marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend, workers=workers, address=address,
+            progress=progress, kind="grid", desc=f"grid {planned['name']}")
     return root
 
 
