@@ -45,14 +45,13 @@ from typing import Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from experiments.averaging import make_averager
 from experiments.config import SCHEMA as SET_COMPLEMENT_SCHEMA
 from experiments.config import Field
 from experiments.model import NORM_KINDS, NORM_PLACEMENTS, ModelConfig, Transformer
 from experiments.tasks import TASKS, get_task
-from experiments.train import WEIGHTS, bema_config, lr_factor, make_optimizer
+from experiments.train import WEIGHTS, bema_config, lr_factor, make_optimizer, train_step
 
 METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
 SUMMARY_METRICS = ("illegal_mass", "tv", "kl", "top1_illegal")
@@ -239,16 +238,6 @@ def summarize(records: list[dict], train_len: int, threshold: float) -> dict:
 
 
 # ------------------------------------------------------------------------- training
-def loss_on(model: torch.nn.Module, seqs: torch.Tensor, pad: int | None) -> torch.Tensor:
-    """Mean next-token cross-entropy on sequences (B, S+1); labels equal to ``pad`` ignored."""
-    logits = model(seqs[:, :-1])
-    labels = seqs[:, 1:]
-    if pad is not None:
-        labels = labels.masked_fill(labels == pad, -100)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                           ignore_index=-100)
-
-
 def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | None = None,
           eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """Train one model; return {config, per_length: {raw, ema, bema}, summary, history, model,
@@ -277,16 +266,9 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
                disable=not progress or None, leave=False)
     for step in bar:
         seqs = torch.as_tensor(task.sample(tr["batch_size"], t["train_len"] + 1, rng))
-        loss = loss_on(model, seqs, pad)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if tr["grad_clip"] > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
-        optimizer.step()
-        schedule.step()
+        value = train_step(model, optimizer, schedule, seqs, tr["grad_clip"], ignore=pad)
         for averager in averagers.values():
             averager.update(model, step)
-        value = loss.item()
         if not math.isfinite(value):
             raise ValueError(f"run {config['name']!r}: the loss is {value} at step {step}; "
                              "lower train.lr")
@@ -311,4 +293,4 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
 
 
 __all__ = ["METRICS", "SCHEMA", "WEIGHTS", "make_config", "position_metrics", "eval_sequences",
-           "evaluate", "summarize", "train", "loss_on"]
+           "evaluate", "summarize", "train"]

@@ -90,12 +90,23 @@ def make_optimizer(model: torch.nn.Module, train: dict) -> torch.optim.AdamW:
                              betas=(train["beta1"], train["beta2"]))
 
 
-def train_step(model: torch.nn.Module, optimizer, schedule, seqs: torch.Tensor,
-               grad_clip: float) -> float:
-    """One step on sequences (B, S+1): next-token cross-entropy at every position, clipping,
-    AdamW, schedule. Returns the loss."""
+def next_token_loss(model: torch.nn.Module, seqs: torch.Tensor,
+                    ignore: int | None = None) -> torch.Tensor:
+    """Mean next-token cross-entropy over the positions of sequences (B, S+1); positions whose
+    label equals ``ignore`` (e.g. a PAD token) are left out of the mean."""
     logits = model(seqs[:, :-1])
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), seqs[:, 1:].reshape(-1))
+    labels = seqs[:, 1:]
+    if ignore is not None:
+        labels = labels.masked_fill(labels == ignore, -100)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                           ignore_index=-100)
+
+
+def train_step(model: torch.nn.Module, optimizer, schedule, seqs: torch.Tensor,
+               grad_clip: float, ignore: int | None = None) -> float:
+    """One step on sequences (B, S+1): :func:`next_token_loss`, gradient-norm clipping, the
+    optimizer, the schedule. Returns the loss."""
+    loss = next_token_loss(model, seqs, ignore)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if grad_clip > 0:

@@ -11,9 +11,10 @@ from torch import nn
 
 from experiments.task_sweep import (load_grid, paired_effects, report, run_grid, summary_table,
                                     table_rows)
-from experiments.task_train import (eval_sequences, evaluate, loss_on, make_config,
+from experiments.task_train import (eval_sequences, evaluate, make_config,
                                     position_metrics, summarize, train)
 from experiments.tasks import get_task
+from experiments.train import next_token_loss
 
 
 class TargetModel(nn.Module):
@@ -125,8 +126,8 @@ def test_loss_ignores_pad_labels():
     labels = seqs[:, 1:]
     keep = labels != 0
     want = nn.functional.cross_entropy(logits[keep], labels[keep])
-    assert loss_on(model, seqs, pad=0).item() == pytest.approx(want.item(), rel=1e-6)
-    assert loss_on(model, seqs, pad=None).item() != pytest.approx(want.item(), rel=1e-3)
+    assert next_token_loss(model, seqs, ignore=0).item() == pytest.approx(want.item(), rel=1e-6)
+    assert next_token_loss(model, seqs).item() != pytest.approx(want.item(), rel=1e-3)
 
 
 def test_summarize_splits_lengths_and_scores_generalization():
