@@ -162,6 +162,15 @@ def _(profile: str) -> Outcome:
     return _postnorm("random_search")
 
 
+@claim("train.postnorm.multi_layer", source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
+       statement="in the 2-layer transformer with GELU MLPs and learned positions (balanced grid "
+                 "of placements x seeds, BEMA weights), post or attn_out placement gives lower "
+                 "OOD invalid mass than none/pre",
+       kind="experiment", tolerance="difference of means below -2 standard errors (Welch)")
+def _(profile: str) -> Outcome:
+    return _postnorm("placements_multi_layer")
+
+
 @claim("train.dropout.ood_kl", source=f"{PAPER} v1 (dropout counters attention dispersion)",
        statement="over the random search, more attention dropout goes with lower OOD KL",
        kind="experiment", tolerance="Spearman rank correlation < 0 with one-sided p < 0.05")

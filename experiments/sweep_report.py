@@ -303,7 +303,8 @@ def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
 
 
 def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "margins",
-                                                    "averaging")) -> list[Path]:
+                                                    "averaging"),
+                 prefix: str = "fig_train") -> list[Path]:
     from paper_figs import save
 
     from experiments.io import ensure_writable_dir
@@ -315,12 +316,12 @@ def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "marg
                 "margins": lambda: fig_margins(runs), "averaging": lambda: fig_averaging(runs)}
     paths = []
     for name in names:
-        paths += save(builders[name](), outdir, f"fig_train_{name}")
+        paths += save(builders[name](), outdir, f"{prefix}_{name}")
     return paths
 
 
 def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search") -> Path:
-    """The folder of sweep ``name`` (random_search | placements) for ``profile``: the full one
+    """The folder of sweep ``name`` (a file in configs/set_complement) for ``profile``: the full one
     must exist (run it with ``resharpen sweep``); the quick one is run (or completed) here,
     in well under a minute."""
     from experiments.config import CONFIG_DIR
