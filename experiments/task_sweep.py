@@ -204,6 +204,27 @@ def paired_effects(rows: list[dict], metric: str = "ood_illegal_mass") -> list[d
     return out
 
 
+def overview_lines(rows: list[dict], metric: str = "ood_illegal_mass") -> list[str]:
+    """A markdown table, one row per task: ``metric`` of the raw weights per placement (mean ±
+    sample std over seeds, max = worst seed), then EMA - raw and BEMA - raw paired within runs
+    over all placements (mean ± std of the differences, runs where the average is lower)."""
+    norms = [n for n in ("none", "pre", "post", "attn_out", "peri") if any(r["norm"] == n
+                                                                            for r in rows)]
+    stats = {(e["task"], e["norm"], e["weights"]): e[metric] for e in summary_table(rows)}
+    effects = {(e["task"], e["comparison"]): e for e in paired_effects(rows, metric)}
+    lines = ["| task | " + " | ".join(f"{n} (raw)" for n in norms) + " | EMA − raw | BEMA − raw |",
+             "|---|" + "---|" * (len(norms) + 2)]
+    for task in sorted({r["task"] for r in rows}):
+        cells = [_fmt(stats[(task, n, "raw")]) if (task, n, "raw") in stats else "–"
+                 for n in norms]
+        for weights in ("ema", "bema"):
+            e = effects.get((task, f"{weights} - raw"))
+            cells.append("–" if e is None or not e["n"] else
+                         f"{e['mean']:+.3g} ± {e['std']:.2g} ({e['negative']}/{e['n']} lower)")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def _effect(task: str, comparison: str, diffs: list[float]) -> dict:
     arr = np.array([d for d in diffs if d == d], dtype=float)
     return {"task": task, "comparison": comparison, "n": int(len(arr)),
@@ -233,7 +254,7 @@ def report(root: str | Path) -> tuple[str, dict]:
              f"{len({r['run'] for r in rows})} finished runs; cells are mean ± sample std "
              "(max) over seeds; ID = lengths 1..L_train, OOD = L_train+1..L_eval; lower is "
              "better except LG score (largest n with mean illegal mass <= threshold at every "
-             "length 1..n).", ""]
+             "length 1..n).", "", "## Overview: OOD illegal mass", ""] + overview_lines(rows) + [""]
     for task in sorted({e["task"] for e in table}):
         first = next(r for r in rows if r["task"] == task)
         seconds = sum(r["seconds"] for r in rows if r["task"] == task and r["weights"] == "raw")

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from experiments.task_sweep import (load_grid, paired_effects, report, run_grid, summary_table,
-                                    table_rows)
+from experiments.task_sweep import (load_grid, overview_lines, paired_effects, report, run_grid,
+                                    summary_table, table_rows)
 from experiments.task_train import (eval_sequences, evaluate, make_config,
                                     position_metrics, summarize, train)
 from experiments.tasks import get_task
@@ -256,6 +256,12 @@ def test_summary_table_and_paired_effects_statistics():
     assert effects["ema - raw"]["negative"] == 6
     assert effects["bema - raw"]["negative"] == 0
     assert effects["post - pre (raw)"]["mean"] == pytest.approx(-0.2)
+    header, _, line = overview_lines(rows)
+    assert header.startswith("| task | pre (raw) | post (raw) | EMA − raw | BEMA − raw |")
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[0] == "x" and cells[1] == "0.33 ± 0.036 (max 0.37)"
+    assert cells[3].startswith("-0.05 ± ") and cells[3].endswith("(6/6 lower)")
+    assert cells[4].startswith("+0.01 ± ") and cells[4].endswith("(0/6 lower)")
 
 
 def test_cli_train_and_errors(tmp_path, capsys):
