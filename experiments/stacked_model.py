@@ -54,15 +54,14 @@ def _attention(params: Params, prefix: str, cfg: ModelConfig, x: torch.Tensor,
     h, dk, dv = cfg.n_heads, cfg.head_width, cfg.value_width
     flat = x.reshape(k_models, 1, batch * seq, d)
 
-    def project(name: str, width: int) -> torch.Tensor:  # (K, B, H, S, width)
-        out = torch.matmul(flat, params[f"{prefix}.{name}"])               # (K, H, B S, width)
-        return out.view(k_models, h, batch, seq, width).transpose(1, 2)
+    def project(name: str, width: int) -> torch.Tensor:  # (K, H, B, S, width), no copy
+        return torch.matmul(flat, params[f"{prefix}.{name}"]).view(k_models, h, batch, seq, width)
 
     q, k, v = project("W_Q", dk), project("W_K", dk), project("W_V", dv)
     mixed = F.scaled_dot_product_attention(
         q, k, v, is_causal=True, scale=1.0 / math.sqrt(dk),
         dropout_p=cfg.attn_dropout if training else 0.0)
-    mixed = mixed.permute(0, 1, 3, 2, 4).reshape(k_models, batch * seq, h * dv)
+    mixed = mixed.permute(0, 2, 3, 1, 4).reshape(k_models, batch * seq, h * dv)
     w_o = params[f"{prefix}.W_O"].reshape(k_models, h * dv, d)
     return torch.bmm(mixed, w_o).view(k_models, batch, seq, d)
 
