@@ -90,7 +90,11 @@ class Ensemble:
 
     @torch.no_grad()
     def step(self, lr_scale: float = 1.0) -> None:
-        """Clip each model's gradient to ``grad_clip`` (as clip_grad_norm_), then AdamW."""
+        """Clip each model's gradient to ``grad_clip`` (as clip_grad_norm_), then AdamW, per
+        model k with its own lr_k (times ``lr_scale``) and wd_k, at step t:
+            m <- b1 m + (1 - b1) g,   v <- b2 v + (1 - b2) g^2,
+            p <- p (1 - lr_k wd_k) - lr_k / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+        (weight decay on matrices only), each line one ``torch._foreach_*`` over all tensors."""
         names = list(self.params)
         params = [self.params[n] for n in names]
         grads = [p.grad for p in params]
