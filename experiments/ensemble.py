@@ -3,15 +3,16 @@
 Model k is initialized exactly as :func:`experiments.train.train` initializes a run with seed
 ``seeds[k]`` (``torch.manual_seed(seed)`` then ``Transformer(cfg)``), draws its batches from its
 own generator (the trainer's), and gets its own learning rate and weight decay. The forward pass
-is :func:`experiments.stacked_model.stacked_logits` on the stacked parameters; the loss is
+is ``vmap(functional_call(model, params_k, tokens_k))`` over the stacked parameters; the loss is
 the sum of the K mean cross-entropies, so each model's gradient is its own. Gradient clipping is
 per model, and AdamW is applied to the stacked tensors with per-model (lr, weight decay) in the
 same arithmetic as ``torch.optim.AdamW`` (``torch._foreach_*`` over the parameter list); so a
 batched run equals the K runs done one at a time up to float32 rounding (tests/test_ensemble.py
 checks it against the trainer).
 
-Dropout draws independent masks per model, which are not the masks the sequential trainer would
-draw: with dropout the batched run is the same *distribution* of runs, not the same runs.
+Dropout under vmap draws different masks per model (``randomness="different"``), which are not
+the masks the sequential trainer would draw: with dropout the batched run is the same
+*distribution* of runs, not the same runs.
 EMA/BEMA are not applied to ensembles.
 
 :func:`train_ensemble` chooses the path per configuration (``path="auto"``, :func:`choose_path`):
@@ -25,23 +26,40 @@ from typing import Sequence
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, vmap
 
 from experiments.model import ModelConfig, Transformer
-from experiments.stacked_model import stacked_logits
 from experiments.train import lr_factor, sample_sequences
 
-# Measured crossover (benchmarks/bench_ensemble.py, one thread, v = 64, d = 64, L = 16): the
-# batched path wins up to 1024 tokens per model-step and 32768 tokens per step in all, and loses
-# (0.78-0.85x) at batch 64 x K 64 and batch 128 x K 64.
-BATCHED_MAX_TOKENS = 1024
-BATCHED_MAX_TOTAL_TOKENS = 32768
+# Measured crossover (benchmarks/bench_ensemble.py, 2 threads, v = 64, d = 64, L = 16, quiet
+# machine): the batched path wins (1.6-5.9x) up to 65536 tokens per step over all models
+# (batch 64 x K 64) and loses (0.79x) at batch 128 x K 64 = 131072.
+BATCHED_MAX_TOTAL_TOKENS = 65536
 
 
 def choose_path(batch_size: int, train_len: int, k: int) -> str:
-    """``batched`` or ``sequential``: the faster path measured for this configuration."""
-    tokens = batch_size * train_len
-    fits = tokens <= BATCHED_MAX_TOKENS and tokens * k <= BATCHED_MAX_TOTAL_TOKENS
+    """``batched`` or ``sequential``: the faster path measured for this configuration (one model
+    is always trained by the ordinary trainer)."""
+    fits = k > 1 and batch_size * train_len * k <= BATCHED_MAX_TOTAL_TOKENS
     return "batched" if fits else "sequential"
+
+
+class _Unchecked(nn.Module):
+    """The transformer's forward without the data-dependent token checks (not vmappable)."""
+
+    def __init__(self, model: Transformer):
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        m = self.model
+        x = m.W_E[tokens]
+        if m.W_pos is not None:
+            x = x + m.W_pos[: tokens.shape[-1]]
+        for block in m.blocks:
+            x, _ = block(x)
+        return m.final_norm(x) @ m.W_U
 
 
 def _per_model(values, k: int, name: str) -> list[float]:
@@ -63,8 +81,9 @@ class Ensemble:
         for seed in self.seeds:
             torch.manual_seed(seed)
             models.append(Transformer(cfg))
+        self.template = _Unchecked(models[0])
         self.params = {
-            n: torch.stack([dict(m.named_parameters())[n].detach() for m in models])
+            f"model.{n}": torch.stack([dict(m.named_parameters())[n].detach() for m in models])
             .requires_grad_(True) for n, _ in models[0].named_parameters()}
         self.decays = {n: p.dim() >= 3 for n, p in self.params.items()}  # matrices only
         shape = lambda p: (self.k,) + (1,) * (p.dim() - 1)  # noqa: E731
@@ -76,10 +95,13 @@ class Ensemble:
         self.exp_avg = {n: torch.zeros_like(p) for n, p in self.params.items()}
         self.exp_avg_sq = {n: torch.zeros_like(p) for n, p in self.params.items()}
         self.step_count = 0
+        dropout = cfg.attn_dropout > 0 or cfg.resid_dropout > 0
+        self._forward = vmap(lambda p, t: functional_call(self.template, p, (t,)),
+                             randomness="different" if dropout else "error")
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens (K, B, S) -> logits (K, B, S, v)."""
-        return stacked_logits(self.params, self.cfg, tokens, training=True)
+        return self._forward(self.params, tokens)
 
     def loss(self, seqs: torch.Tensor) -> torch.Tensor:
         """Sum over models of each model's mean next-token cross-entropy; seqs (K, B, S+1)."""
@@ -126,7 +148,7 @@ class Ensemble:
     def model(self, index: int) -> Transformer:
         """Model ``index`` as an ordinary Transformer (a copy of its weights)."""
         model = Transformer(self.cfg)
-        state = {n: p[index].detach().clone() for n, p in self.params.items()}
+        state = {n.removeprefix("model."): p[index].detach().clone() for n, p in self.params.items()}
         model.load_state_dict(state)
         return model
 

@@ -59,7 +59,8 @@ def test_auto_path_and_errors():
     assert per.shape == (2,) and torch.isfinite(total)
     assert E.train_flops(mc, 8, 2) > 0
     assert E.choose_path(8, 16, 64) == "batched"
-    assert E.choose_path(64, 16, 64) == "sequential" and E.choose_path(128, 16, 1) == "sequential"
+    assert E.choose_path(64, 16, 64) == "batched" and E.choose_path(128, 16, 64) == "sequential"
+    assert E.choose_path(128, 16, 1) == "sequential"
 
 
 def test_chunked_data_stream_is_each_models_own_stream():
