@@ -33,8 +33,8 @@ from experiments.model import ModelConfig, Transformer
 from experiments.train import lr_factor, sample_sequences
 
 # Measured crossover (benchmarks/bench_ensemble.py, 2 threads, v = 64, d = 64, L = 16, quiet
-# machine): the batched path wins (1.6-5.9x) up to 65536 tokens per step over all models
-# (batch 64 x K 64) and loses (0.79x) at batch 128 x K 64 = 131072.
+# machine): the batched path wins (1.5-6.7x) up to 65536 tokens per step over all models
+# (batch 64 x K 64) and loses (0.76-0.92x) at batch 128 x K 64 = 131072.
 BATCHED_MAX_TOTAL_TOKENS = 65536
 
 
@@ -54,7 +54,7 @@ class _Unchecked(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         m = self.model
-        x = m.W_E[tokens]
+        x = F.embedding(tokens, m.W_E)
         if m.W_pos is not None:
             x = x + m.W_pos[: tokens.shape[-1]]
         for block in m.blocks:
