@@ -46,12 +46,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from experiments.averaging import make_averager
 from experiments.config import SCHEMA as SET_COMPLEMENT_SCHEMA
 from experiments.config import Field
 from experiments.model import NORM_KINDS, NORM_PLACEMENTS, ModelConfig, Transformer
 from experiments.tasks import TASKS, get_task
-from experiments.train import WEIGHTS, bema_config, lr_factor, make_optimizer, train_step
+from experiments.train import WEIGHTS, train_step, training_state
 
 METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
 SUMMARY_METRICS = ("illegal_mass", "tv", "kl", "top1_illegal")
@@ -254,11 +253,7 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
     model = Transformer(model_config(config, task.size))
     rng = np.random.default_rng([tr["seed"], 1_000_003])
     pad = getattr(task, "pad", None) if t["ignore_pad"] else None
-    optimizer = make_optimizer(model, tr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: lr_factor(k, tr))
-    averagers = {"raw": make_averager("none", model),
-                 "ema": make_averager("ema", model, decay=tr["ema_decay"]),
-                 "bema": make_averager("bema", model, bema=bema_config(tr))}
+    optimizer, schedule, averagers = training_state(model, tr)
     history: list[dict] = []
     model.train()
     running = float("nan")

@@ -102,6 +102,16 @@ def next_token_loss(model: torch.nn.Module, seqs: torch.Tensor,
                            ignore_index=-100)
 
 
+def training_state(model: torch.nn.Module, train: dict) -> tuple:
+    """(AdamW optimizer, warm-up + cosine schedule, {raw, ema, bema} averagers) of a run."""
+    optimizer = make_optimizer(model, train)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: lr_factor(k, train))
+    averagers = {"raw": make_averager("none", model),
+                 "ema": make_averager("ema", model, decay=train["ema_decay"]),
+                 "bema": make_averager("bema", model, bema=bema_config(train))}
+    return optimizer, schedule, averagers
+
+
 def train_step(model: torch.nn.Module, optimizer, schedule, seqs: torch.Tensor,
                grad_clip: float, ignore: int | None = None) -> float:
     """One step on sequences (B, S+1): :func:`next_token_loss`, gradient-norm clipping, the
@@ -179,11 +189,7 @@ def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: 
     torch.manual_seed(tr["seed"])
     model = Transformer(model_config(config))
     data = torch.Generator().manual_seed(tr["seed"] + 1_000_003)
-    optimizer = make_optimizer(model, tr)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: lr_factor(k, tr))
-    averagers = {"raw": make_averager("none", model),
-                 "ema": make_averager("ema", model, decay=tr["ema_decay"]),
-                 "bema": make_averager("bema", model, bema=bema_config(tr))}
+    optimizer, schedule, averagers = training_state(model, tr)
     history: list[dict] = []
 
     def record(step: int, loss: float, evaluate: bool) -> None:
