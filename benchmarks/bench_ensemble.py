@@ -6,13 +6,16 @@ For per-model batch sizes 8, 32, 128 and the sweep's default 64, and K = 16, 64 
 (one-layer attention-only, v = 64, d = 64, L_train = 16) it times ``steps`` training steps of
 
 - sequential: an ordinary nn.Module + torch.optim.AdamW, one model after the other;
-- batched: experiments.ensemble.Ensemble (vmap over stacked weights, batched AdamW);
+- batched: experiments.ensemble.Ensemble (the stacked forward, batched AdamW), eager;
+- compiled: the same under torch.compile (forward + backward and the AdamW update);
 - auto: the path experiments.ensemble.train_ensemble picks for that configuration;
 
 and prints runs per minute (a "run" = set-up + the sweep's 2000 steps, from the measured set-up
-time and per-step time), the batched / sequential ratio, the auto / sequential ratio, and the
-achieved training GFLOP/s of the steps (analytic matmul FLOPs, experiments.ensemble.train_flops)
-as a fraction of the measured fp32 matmul peak (a 1024 x 1024 x 1024 torch.mm with the same
+time and per-step time; for the compiled path also its compilation, measured in this process:
+cold on a fresh machine, from PyTorch's on-disk cache after that), the batched / sequential
+and compiled / sequential ratios, the auto / sequential ratio, and the achieved training
+GFLOP/s of the auto path's steps (analytic matmul FLOPs, experiments.ensemble.train_flops) as a
+fraction of the measured fp32 matmul peak (a 1024 x 1024 x 1024 torch.mm with the same
 threads). Times are medians of 3 repeats after a warm-up; on a shared machine they are noisy.
 """
 from __future__ import annotations
@@ -47,10 +50,11 @@ def matmul_peak_gflops(n: int = 1024, repeats: int = 20) -> float:
     return 2 * n ** 3 / min(times) / 1e9
 
 
-def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, float]:
-    """(seconds of set-up, seconds per step) for K models on ``path``: a run of 2 steps and a
-    run of ``2 + steps`` steps (each the median of 3 after a warm-up); the difference is the
-    per-step time, the rest is initialization and data set-up."""
+def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, float, float]:
+    """(seconds of first-call overhead beyond set-up, i.e. compilation; seconds of set-up;
+    seconds per step) for K models on ``path``: a warm-up run of 1 step, then runs of 2 and
+    ``2 + steps`` steps (each the median of 3); the difference is the per-step time, the rest is
+    initialization and data set-up."""
     def run(n: int) -> float:
         samples = []
         for _ in range(3):
@@ -60,10 +64,13 @@ def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, f
             samples.append(time.perf_counter() - start)
         return statistics.median(samples)
 
+    start = time.perf_counter()
     E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=1), train_len=16, path=path)
+    first = time.perf_counter() - start
     short, long = run(2), run(2 + steps)
     per_step = max(long - short, 1e-9) / steps
-    return max(short - 2 * per_step, 0.0), per_step
+    setup = max(short - 2 * per_step, 0.0)
+    return max(first - setup - per_step, 0.0) if path == "compiled" else 0.0, setup, per_step
 
 
 def main() -> int:
@@ -80,25 +87,26 @@ def main() -> int:
     print(f"fp32 matmul peak {peak:.1f} GFLOP/s with {torch.get_num_threads()} threads; "
           f"model v={cfg.vocab} d={cfg.d_model} L_train=16, {args.steps} timed steps; "
           f"runs/min extrapolated to {SWEEP_STEPS}-step runs")
-    print(f"{'batch':>5} {'K':>3} {'seq runs/min':>12} {'batched':>9} {'ratio':>6} "
-          f"{'auto path':>10} {'auto ratio':>10} {'GFLOP/s':>8} {'% peak':>7}")
+    print(f"{'batch':>5} {'K':>3} {'seq':>7} {'batched':>7} {'ratio':>5} {'compiled':>8} "
+          f"{'ratio':>5} {'compile':>7} {'auto':>10} {'ratio':>5} {'GFLOP/s':>7} {'% peak':>6}"
+          "   (runs/min; compile in s)")
     default_batch = config["train"]["batch_size"]  # the sweep's default configuration
     batches = (8, 32) if args.quick else tuple(sorted({8, 32, 128, default_batch}))
     ks = (16,) if args.quick else (16, 64)
     for batch in batches:
         train = dict(config["train"], batch_size=batch, warmup=0)
         for k in ks:
-            seq_init, seq = time_path("sequential", cfg, train, k, args.steps)
-            bat_init, bat = time_path("batched", cfg, train, k, args.steps)
-            auto = E.choose_path(batch, 16, k)
-            best = bat if auto == "batched" else seq
-            flops = E.train_flops(cfg, batch, 16) * k
-            per_min = lambda init, step: 60.0 / (init + step * SWEEP_STEPS) * k  # noqa: E731
-            seq_rate, bat_rate = per_min(seq_init, seq), per_min(bat_init, bat)
-            best_rate = bat_rate if auto == "batched" else seq_rate
-            print(f"{batch:5d} {k:3d} {seq_rate:12.2f} {bat_rate:9.2f} {bat_rate / seq_rate:6.2f} "
-                  f"{auto:>10} {best_rate / seq_rate:10.2f} {flops / best / 1e9:8.2f} "
-                  f"{100 * flops / best / 1e9 / peak:6.1f}%"
+            rate, per_step, compile_s = {}, {}, 0.0
+            for path in ("sequential", "batched", "compiled"):
+                compile_time, setup, per_step[path] = time_path(path, cfg, train, k, args.steps)
+                compile_s = max(compile_s, compile_time)
+                rate[path] = 60.0 / (compile_time + setup + per_step[path] * SWEEP_STEPS) * k
+            auto = E.choose_path(batch, 16, k, SWEEP_STEPS)
+            flops = E.train_flops(cfg, batch, 16) * k / per_step[auto] / 1e9
+            seq = rate["sequential"]
+            print(f"{batch:5d} {k:3d} {seq:7.1f} {rate['batched']:7.1f} {rate['batched'] / seq:5.2f} "
+                  f"{rate['compiled']:8.1f} {rate['compiled'] / seq:5.2f} {compile_s:7.1f} "
+                  f"{auto:>10} {rate[auto] / seq:5.2f} {flops:7.1f} {100 * flops / peak:5.1f}%"
                   + ("  <- sweep default" if batch == default_batch else ""), flush=True)
     print(f"fp32 matmul peak re-measured after the table: {matmul_peak_gflops():.1f} GFLOP/s "
           "(the % column uses the first; a large drift means the machine was busy)")

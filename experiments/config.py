@@ -131,7 +131,8 @@ SCHEMA: dict[str, dict[str, Field]] = {
     },
 }
 TOP_KEYS = {"name", "base", "profile", "sweep", "search", *SCHEMA}
-SWEEP_SCHEMA = {"runs": Field(int, 16, 1, 10**6), "seed": Field(int, 0, 0, 2**63 - 1)}
+SWEEP_SCHEMA = {"runs": Field(int, 16, 1, 10**6), "seed": Field(int, 0, 0, 2**63 - 1),
+                "ensemble": Field(int, 1, 1, 1024)}  # most runs per batched ensemble
 DISTRIBUTIONS = ("loguniform", "uniform", "randint", "choice", "grid")
 
 

@@ -2,18 +2,20 @@
 
 Model k is initialized exactly as :func:`experiments.train.train` initializes a run with seed
 ``seeds[k]`` (``torch.manual_seed(seed)`` then ``Transformer(cfg)``), draws its batches from its
-own generator (the trainer's), and gets its own learning rate and weight decay. The forward pass
-is ``vmap(functional_call(model, params_k, tokens_k))`` over the stacked parameters; the loss is
-the sum of the K mean cross-entropies, so each model's gradient is its own. Gradient clipping is
-per model, and AdamW is applied to the stacked tensors with per-model (lr, weight decay) in the
-same arithmetic as ``torch.optim.AdamW`` (``torch._foreach_*`` over the parameter list); so a
-batched run equals the K runs done one at a time up to float32 rounding (tests/test_ensemble.py
-checks it against the trainer).
+own generator (the trainer's), and gets its own learning rate, weight decay and dropout rates.
+The forward pass is :func:`experiments.stacked_model.stacked_logits` (every op shared by the K
+models); the loss is the sum of the K mean cross-entropies, so each model's gradient is its
+own. Gradient clipping is per model, and AdamW is applied to the stacked tensors with per-model
+(lr, weight decay) in the same arithmetic as ``torch.optim.AdamW``; so a batched run equals the
+K runs done one at a time up to float32 rounding (tests/test_ensemble.py checks it against the
+trainer). With dropout the masks are drawn for all models at once, so a batched run is a run of
+the same distribution as the trainer's, not the same run.
 
-Dropout under vmap draws different masks per model (``randomness="different"``), which are not
-the masks the sequential trainer would draw: with dropout the batched run is the same
-*distribution* of runs, not the same runs.
-EMA/BEMA are not applied to ensembles.
+``compile=True`` puts the loss (forward and backward) and the optimizer update through
+``torch.compile``: the elementwise work (norms, softmax, masks, cross-entropy, the AdamW
+arithmetic) is fused into a few loops around the matmuls. It costs a compilation of 10-30 s per
+shape (cached on disk by PyTorch for later processes) and pays off over a run of thousands of
+steps; the compiled and eager paths agree to float32 rounding (tests/test_ensemble.py).
 
 :func:`train_ensemble` chooses the path per configuration (``path="auto"``, :func:`choose_path`):
 batched while the step is small (per-step overhead dominates), one model at a time when the
@@ -26,40 +28,36 @@ from typing import Sequence
 
 import torch
 import torch.nn.functional as F
-from torch import nn
-from torch.func import functional_call, vmap
 
 from experiments.model import ModelConfig, Transformer
+from experiments.stacked_model import dropout_rates, stacked_logits
 from experiments.train import lr_factor, sample_sequences
 
 # Measured crossover (benchmarks/bench_ensemble.py, 2 threads, v = 64, d = 64, L = 16, quiet
-# machine): the batched path wins (1.5-6.7x) up to 65536 tokens per step over all models
-# (batch 64 x K 64) and loses (0.76-0.92x) at batch 128 x K 64 = 131072.
+# machine): the batched path wins up to 65536 tokens per step over all models (batch 64 x K 64)
+# and loses at batch 128 x K 64 = 131072; compiling pays for its 6-20 s from about
+# COMPILE_MIN_STEPS steps on.
 BATCHED_MAX_TOTAL_TOKENS = 65536
+COMPILE_MIN_STEPS = 1000
+PATHS = ("auto", "sequential", "batched", "compiled")
 
 
-def choose_path(batch_size: int, train_len: int, k: int) -> str:
-    """``batched`` or ``sequential``: the faster path measured for this configuration (one model
-    is always trained by the ordinary trainer)."""
-    fits = k > 1 and batch_size * train_len * k <= BATCHED_MAX_TOTAL_TOKENS
-    return "batched" if fits else "sequential"
+def choose_path(batch_size: int, train_len: int, k: int, steps: int = 0) -> str:
+    """``sequential``, ``batched`` or ``compiled`` (batched under torch.compile): the fastest
+    path measured for K models of this step size over ``steps`` steps (one model is always
+    trained by the ordinary trainer)."""
+    if k == 1 or batch_size * train_len * k > BATCHED_MAX_TOTAL_TOKENS:
+        return "sequential"
+    return "compiled" if steps >= COMPILE_MIN_STEPS else "batched"
 
 
-class _Unchecked(nn.Module):
-    """The transformer's forward without the data-dependent token checks (not vmappable)."""
+def compiled(fn):
+    """``torch.compile(fn)`` for fixed shapes; every placement, width and K is its own graph, so
+    the per-function recompile limit is raised from PyTorch's default of 8."""
+    import torch._dynamo.config as dynamo_config
 
-    def __init__(self, model: Transformer):
-        super().__init__()
-        self.model = model
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        m = self.model
-        x = F.embedding(tokens, m.W_E)
-        if m.W_pos is not None:
-            x = x + m.W_pos[: tokens.shape[-1]]
-        for block in m.blocks:
-            x, _ = block(x)
-        return m.final_norm(x) @ m.W_U
+    dynamo_config.recompile_limit = max(dynamo_config.recompile_limit, 64)
+    return torch.compile(fn, dynamic=False)
 
 
 def _per_model(values, k: int, name: str) -> list[float]:
@@ -69,11 +67,55 @@ def _per_model(values, k: int, name: str) -> list[float]:
     return [float(v) for v in values]
 
 
+def next_token_losses(params: dict, cfg: ModelConfig, seqs: torch.Tensor, dropout) -> tuple:
+    """(sum over models, per-model (K,)) of each model's mean next-token cross-entropy on its
+    sequences seqs (K, B, S+1), in training mode (dropout at the per-model rates)."""
+    logits = stacked_logits(params, cfg, seqs[..., :-1], training=True, dropout=dropout)
+    per = F.cross_entropy(logits.flatten(1, 2).transpose(1, 2), seqs[..., 1:].flatten(1),
+                          reduction="none").mean(1)
+    return per.sum(), per.detach()
+
+
+@torch.no_grad()
+def adamw_update(params: list, grads: list, exp_avg: list, exp_avg_sq: list, lrs: list,
+                 decays: list, step: torch.Tensor, betas: tuple, eps: float,
+                 grad_clip: float) -> None:
+    """One clipped AdamW step on stacked tensors (model axis first), in place.
+
+    Per model k: g <- g * min(1, c / (|g_k| + 1e-6)) over all of model k's tensors (as
+    ``clip_grad_norm_``), then at step t with lr_k (``lrs``, shaped to broadcast) and the
+    decoupled weight decay factor ``decays`` (1 - lr_k wd_k; 1 for gains):
+        m <- b1 m + (1 - b1) g,   v <- b2 v + (1 - b2) g^2,
+        p <- p decay_k - lr_k / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+    ``step`` is a tensor (so a compiled version does not recompile every step)."""
+    k = params[0].shape[0]
+    if grad_clip > 0:
+        sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)
+        coef = (grad_clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+        torch._foreach_mul_(grads, [coef.view((k,) + (1,) * (g.dim() - 1)) for g in grads])
+    b1, b2 = betas
+    c1, c2 = 1 - b1 ** step, (1 - b2 ** step).sqrt()
+    torch._foreach_mul_(params, decays)
+    torch._foreach_lerp_(exp_avg, grads, 1 - b1)
+    torch._foreach_mul_(exp_avg_sq, b2)
+    torch._foreach_addcmul_(exp_avg_sq, grads, grads, value=1 - b2)
+    denom = torch._foreach_sqrt(exp_avg_sq)
+    torch._foreach_div_(denom, c2)
+    torch._foreach_add_(denom, eps)
+    update = torch._foreach_div(exp_avg, denom)
+    torch._foreach_mul_(update, [lr / c1 for lr in lrs])
+    torch._foreach_sub_(params, update)
+
+
 class Ensemble:
-    """Stacked parameters of K same-shape transformers with a batched AdamW."""
+    """Stacked parameters of K same-shape transformers with a batched, per-model AdamW.
+
+    ``dropout = (attn rates, resid rates)`` (each a number or K numbers) overrides the config's
+    dropout per model; ``compile`` compiles the loss and the update (module docstring)."""
 
     def __init__(self, cfg: ModelConfig, seeds: Sequence[int], lr=1e-2, weight_decay=0.01,
-                 betas=(0.9, 0.98), eps: float = 1e-8, grad_clip: float = 1.0):
+                 betas=(0.9, 0.98), eps: float = 1e-8, grad_clip: float = 1.0, dropout=None,
+                 compile: bool = False):
         if not seeds:
             raise ValueError("an ensemble needs at least one seed")
         self.cfg, self.seeds, self.k = cfg, list(seeds), len(seeds)
@@ -81,75 +123,56 @@ class Ensemble:
         for seed in self.seeds:
             torch.manual_seed(seed)
             models.append(Transformer(cfg))
-        self.template = _Unchecked(models[0])
-        self.params = {
-            f"model.{n}": torch.stack([dict(m.named_parameters())[n].detach() for m in models])
-            .requires_grad_(True) for n, _ in models[0].named_parameters()}
-        self.decays = {n: p.dim() >= 3 for n, p in self.params.items()}  # matrices only
+        self.names = [n for n, _ in models[0].named_parameters()]
+        self.params = {n: torch.stack([dict(m.named_parameters())[n].detach() for m in models])
+                       .requires_grad_(True) for n in self.names}
         shape = lambda p: (self.k,) + (1,) * (p.dim() - 1)  # noqa: E731
         lrs = torch.tensor(_per_model(lr, self.k, "lr"))
         wds = torch.tensor(_per_model(weight_decay, self.k, "weight_decay"))
-        self.base_lr = {n: lrs.view(shape(p)) for n, p in self.params.items()}
-        self.wd = {n: wds.view(shape(p)) for n, p in self.params.items()}
+        self.base_lr = [lrs.view(shape(p)) for p in self.params.values()]
+        # weight decay on matrices only (the trainer's param groups: p.dim() >= 2 per model)
+        self.wd = [wds.view(shape(p)) if p.dim() >= 3 else torch.zeros(shape(p))
+                   for p in self.params.values()]
         self.betas, self.eps, self.grad_clip = betas, eps, grad_clip
-        self.exp_avg = {n: torch.zeros_like(p) for n, p in self.params.items()}
-        self.exp_avg_sq = {n: torch.zeros_like(p) for n, p in self.params.items()}
+        self.exp_avg = [torch.zeros_like(p) for p in self.params.values()]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in self.params.values()]
         self.step_count = 0
-        dropout = cfg.attn_dropout > 0 or cfg.resid_dropout > 0
-        self._forward = vmap(lambda p, t: functional_call(self.template, p, (t,)),
-                             randomness="different" if dropout else "error")
+        self.dropout = dropout_rates(cfg, self.k, None if dropout is None else tuple(
+            _per_model(r, self.k, "dropout") for r in dropout))
+        self._losses = compiled(next_token_losses) if compile else next_token_losses
+        self._update = compiled(adamw_update) if compile else adamw_update
 
     def logits(self, tokens: torch.Tensor) -> torch.Tensor:
-        """tokens (K, B, S) -> logits (K, B, S, v)."""
-        return self._forward(self.params, tokens)
+        """tokens (K, B, S) -> logits (K, B, S, v), evaluation mode (no dropout)."""
+        return stacked_logits(self.params, self.cfg, tokens)
 
-    def loss(self, seqs: torch.Tensor) -> torch.Tensor:
-        """Sum over models of each model's mean next-token cross-entropy; seqs (K, B, S+1)."""
-        logits = self.logits(seqs[..., :-1])
-        per = F.cross_entropy(logits.flatten(1, 2).transpose(1, 2), seqs[..., 1:].flatten(1),
-                              reduction="none").mean(1)
-        return per.sum(), per.detach()
+    def loss(self, seqs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sum over models of each model's mean next-token cross-entropy, and the K losses;
+        seqs (K, B, S+1)."""
+        return self._losses(self.params, self.cfg, seqs, self.dropout)
 
     @torch.no_grad()
     def step(self, lr_scale: float = 1.0) -> None:
-        """Clip each model's gradient to ``grad_clip`` (as clip_grad_norm_), then AdamW, per
-        model k with its own lr_k (times ``lr_scale``) and wd_k, at step t:
-            m <- b1 m + (1 - b1) g,   v <- b2 v + (1 - b2) g^2,
-            p <- p (1 - lr_k wd_k) - lr_k / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-        (weight decay on matrices only), each line one ``torch._foreach_*`` over all tensors."""
-        names = list(self.params)
-        params = [self.params[n] for n in names]
-        grads = [p.grad for p in params]
-        if self.grad_clip > 0:
-            sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)
-            coef = (self.grad_clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
-            torch._foreach_mul_(grads, [coef.view((self.k,) + (1,) * (g.dim() - 1)) for g in grads])
+        """Clip each model's gradient and take one AdamW step (:func:`adamw_update`) with
+        learning rates lr_k * ``lr_scale``; clears the gradients."""
+        params = list(self.params.values())
         self.step_count += 1
-        b1, b2 = self.betas
-        c1, c2 = 1 - b1 ** self.step_count, math.sqrt(1 - b2 ** self.step_count)
-        lrs = [self.base_lr[n] * lr_scale for n in names]
-        decayed = [i for i, n in enumerate(names) if self.decays[n]]
-        torch._foreach_mul_([params[i] for i in decayed],
-                            [1 - lrs[i] * self.wd[names[i]] for i in decayed])
-        exp_avg = [self.exp_avg[n] for n in names]
-        exp_avg_sq = [self.exp_avg_sq[n] for n in names]
-        torch._foreach_lerp_(exp_avg, grads, 1 - b1)
-        torch._foreach_mul_(exp_avg_sq, b2)
-        torch._foreach_addcmul_(exp_avg_sq, grads, grads, value=1 - b2)
-        denom = torch._foreach_sqrt(exp_avg_sq)
-        torch._foreach_div_(denom, c2)
-        torch._foreach_add_(denom, self.eps)
-        update = torch._foreach_div(exp_avg, denom)
-        torch._foreach_mul_(update, [lr / c1 for lr in lrs])
-        torch._foreach_sub_(params, update)
+        lrs = [lr * lr_scale for lr in self.base_lr]
+        decays = [1 - lr * wd for lr, wd in zip(lrs, self.wd)]
+        self._update(params, [p.grad for p in params], self.exp_avg, self.exp_avg_sq, lrs,
+                     decays, torch.tensor(float(self.step_count)), self.betas, self.eps,
+                     self.grad_clip)
         for p in params:
             p.grad = None
+
+    def state(self, index: int) -> dict:
+        """Model ``index``'s weights as a Transformer state dict (copies)."""
+        return {n: p[index].detach().clone() for n, p in self.params.items()}
 
     def model(self, index: int) -> Transformer:
         """Model ``index`` as an ordinary Transformer (a copy of its weights)."""
         model = Transformer(self.cfg)
-        state = {n.removeprefix("model."): p[index].detach().clone() for n, p in self.params.items()}
-        model.load_state_dict(state)
+        model.load_state_dict(self.state(index))
         return model
 
 
@@ -159,22 +182,22 @@ def train_ensemble(cfg: ModelConfig, seeds: Sequence[int], *, train: dict, train
     """Train one model per seed (per-model lr / weight decay optional) on the trainer's data.
 
     ``train`` is a validated ``[train]`` table (steps, batch_size, warmup, schedule, betas,
-    grad_clip). ``path`` is ``batched``, ``sequential`` or ``auto`` (see the module docstring).
-    Returns the trained models (raw weights)."""
+    grad_clip). ``path`` is one of :data:`PATHS` (``auto``: :func:`choose_path`). Returns the trained models (raw weights)."""
     from tqdm import tqdm
 
-    if path not in ("auto", "batched", "sequential"):
-        raise ValueError(f"path {path!r} is not one of auto, batched, sequential")
+    if path not in PATHS:
+        raise ValueError(f"path {path!r} is not one of {', '.join(PATHS)}")
     lr = train["lr"] if lr is None else lr
     weight_decay = train["weight_decay"] if weight_decay is None else weight_decay
     if path == "auto":
-        path = choose_path(train["batch_size"], train_len, len(seeds))
+        path = choose_path(train["batch_size"], train_len, len(seeds), train["steps"])
     if path == "sequential":
         return [_train_one(cfg, seed, train, train_len, lr_k, wd_k)
                 for seed, lr_k, wd_k in zip(seeds, _per_model(lr, len(seeds), "lr"),
                                             _per_model(weight_decay, len(seeds), "weight_decay"))]
     ens = Ensemble(cfg, seeds, lr=lr, weight_decay=weight_decay,
-                   betas=(train["beta1"], train["beta2"]), grad_clip=train["grad_clip"])
+                   betas=(train["beta1"], train["beta2"]), grad_clip=train["grad_clip"],
+                   compile=path == "compiled")
     gens = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
     stream = data_stream(gens, cfg.vocab, train_len + 1, train["batch_size"], train["steps"])
     for step in tqdm(range(train["steps"]), desc=f"ensemble K={len(seeds)}", disable=not progress):

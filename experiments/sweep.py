@@ -30,12 +30,17 @@ TABLE_SUMMARY_KEYS = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", 
                       "margin_exponent_attn_out_theory")
 
 
-def run_one(config: dict) -> dict:
-    """Train one sweep run (in a worker) and return its serializable result."""
-    from experiments.train import train
+def run_group(configs: list[dict]) -> list[dict]:
+    """Train sweep runs (in a worker) that share an ensemble, or one run alone; return their
+    serializable results (:func:`experiments.ensemble_train.train_group`)."""
+    from experiments.ensemble_train import train_group
 
-    result = train(config, progress=False)
-    return {k: result[k] for k in ("config", "per_length", "summary", "history")}
+    return train_group(configs)
+
+
+def run_each(run_fn, configs: list[dict]) -> list[dict]:
+    """``[run_fn(c) for c in configs]``: a task of runs that do not share anything."""
+    return [run_fn(config) for config in configs]
 
 
 def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> dict:
@@ -49,30 +54,43 @@ def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> di
             "space": space, "configs": configs}
 
 
-def _identity(planned: dict) -> dict:
-    return {"name": planned["name"], "profile": planned["profile"], "base": planned["base"],
-            "seed": planned["settings"]["seed"], "space": planned["space"]}
+def _identity(planned: dict, ensemble: int) -> dict:
+    identity = {"name": planned["name"], "profile": planned["profile"], "base": planned["base"],
+                "seed": planned["settings"]["seed"], "space": planned["space"]}
+    if ensemble > 1:  # grouped runs are other runs (float32 rounding, dropout masks)
+        identity["ensemble"] = ensemble
+    return identity
 
 
 def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | None = None,
               workers: int = 2, backend: str = "local", address: str | None = None,
-              profile: str = "full", progress: bool = True) -> Path:
-    """Run (or resume) a sweep; return its folder."""
+              profile: str = "full", progress: bool = True, ensemble: int | None = None) -> Path:
+    """Run (or resume) a sweep; return its folder. ``ensemble`` (default: the file's
+    ``sweep.ensemble``) is the largest number of runs trained as one batched ensemble; runs
+    are grouped by :func:`experiments.ensemble_train.group_runs` (1 = every run alone)."""
+    from experiments.ensemble_train import group_runs
+
     planned = plan(path, runs, profile)
+    size = planned["settings"]["ensemble"] if ensemble is None else ensemble
+    groups = group_runs(planned["configs"], size)
     root = ensure_writable_dir(Path(out) if out else Path("out") / "sweeps" / planned["name"])
-    execute(root, _identity(planned), planned["configs"], run_one,
-            lambda: write_table(root, planned["space"]), marker={"file": str(path)},
-            backend=backend, workers=workers, address=address, progress=progress,
-            desc=f"sweep {planned['name']}")
+    execute(root, _identity(planned, size), planned["configs"], run_group,
+            lambda: write_table(root, planned["space"]), groups=groups,
+            marker={"file": str(path)}, backend=backend, workers=workers, address=address,
+            progress=progress, desc=f"sweep {planned['name']}")
     return root
 
 
 def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table_fn, *,
-            marker: dict | None = None, backend: str = "local", workers: int = 2,
-            address: str | None = None, progress: bool = True, kind: str = "sweep",
-            desc: str = "sweep") -> None:
+            groups: list[list[int]] | None = None, marker: dict | None = None,
+            backend: str = "local", workers: int = 2, address: str | None = None,
+            progress: bool = True, kind: str = "sweep", desc: str = "sweep") -> None:
     """Run every config of a sweep folder that has no ``summary.json`` yet, on ``backend``.
 
+    ``run_fn(list of configs) -> list of results`` runs one task; ``groups`` (lists of
+    indices into ``configs``, default one run per task) says which runs share a task. A group
+    with an unfinished run is run again whole (so a resumed sweep computes every run in the
+    same company) and only its unfinished runs are written.
     Refuses a folder whose ``sweep.json`` holds another identity or whose run folder holds
     another config; removes temporary files left by a killed writer; writes ``sweep.json``,
     then each finished run (:func:`experiments.train.save_run`) and the table as results come
@@ -87,23 +105,26 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     for stale in root.rglob(".*.tmp"):  # a temporary file left by a killed writer
         stale.unlink(missing_ok=True)
     atomic_write_json(path, {"identity": identity, "runs": len(configs), **(marker or {})})
-    pending = []
-    for config in configs:
+    finished = set()
+    for index, config in enumerate(configs):
         folder = root / "runs" / config["name"]
         if (folder / "summary.json").exists():
             if json.loads((folder / "config.json").read_text()) != json.loads(json.dumps(config)):
                 raise ValueError(f"run folder {str(folder)!r} holds another config; "
                                  "choose another --out")
-            continue
-        pending.append(config)
-    bar = tqdm(total=len(configs), initial=len(configs) - len(pending), desc=desc, unit="run",
+            finished.add(index)
+    groups = [[i] for i in range(len(configs))] if groups is None else groups
+    pending = [g for g in groups if not set(g) <= finished]
+    bar = tqdm(total=len(configs), initial=len(finished), desc=desc, unit="run",
                disable=not progress or None)
     try:
-        for index, result in run_tasks(run_fn, [(c,) for c in pending], backend, workers,
-                                       address):
-            save_run(result, root / "runs" / pending[index]["name"])
+        tasks = [([configs[i] for i in group],) for group in pending]
+        for task, results in run_tasks(run_fn, tasks, backend, workers, address):
+            for index, result in zip(pending[task], results):
+                if index not in finished:
+                    save_run(result, root / "runs" / configs[index]["name"])
+                    bar.update(1)
             write_table_fn()
-            bar.update(1)
     finally:
         bar.close()
     write_table_fn()

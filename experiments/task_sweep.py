@@ -31,12 +31,13 @@ from __future__ import annotations
 import copy
 import json
 import math
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from experiments.io import atomic_write_json, atomic_write_text, ensure_writable_dir
-from experiments.sweep import execute, load_runs, write_rows
+from experiments.sweep import execute, load_runs, run_each, write_rows
 from experiments.tasks import TASKS
 from experiments.task_train import SUMMARY_METRICS, WEIGHTS, make_config
 
@@ -132,7 +133,7 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
     root = ensure_writable_dir(Path(out) if out else default_root(planned["name"]))
     identity = {"name": planned["name"], "profile": profile, "configs": planned["configs"]}
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
-    execute(root, identity, selected, run_one, lambda: write_table(root),
+    execute(root, identity, selected, partial(run_each, run_one), lambda: write_table(root),
             marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend, workers=workers, address=address,
             progress=progress, kind="grid", desc=f"grid {planned['name']}")
     return root

@@ -193,13 +193,9 @@ def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: 
     history: list[dict] = []
 
     def record(step: int, loss: float, evaluate: bool) -> None:
-        row = {"step": step, "loss": loss, "lr": optimizer.param_groups[0]["lr"]}
-        if evaluate:
-            for kind, averager in averagers.items():
-                records = evaluate_weights(averager.module(), config, history_per_length)
-                summary = summarize(records, v, length, config["eval"]["threshold"])
-                row[kind] = {k: summary[k] for k in ("id_invalid_mass", "ood_invalid_mass",
-                                                     "id_kl", "ood_kl", "lg_score")}
+        modules = {kind: a.module() for kind, a in averagers.items()} if evaluate else None
+        row = history_row(config, step, loss, optimizer.param_groups[0]["lr"], modules,
+                          history_per_length)
         history.append(row)
         if log is not None:
             log(row)
@@ -216,20 +212,48 @@ def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: 
         running = value if running != running else 0.98 * running + 0.02 * value
         if step % 50 == 0:
             bar.set_postfix(loss=f"{running:.4f}")
-        every = tr["eval_every"]
-        if step == tr["steps"] or (every and step % every == 0):
-            record(step, value, evaluate=bool(every) or step == tr["steps"])
+        if is_record_step(step, tr):
+            record(step, value, evaluate=bool(tr["eval_every"]) or step == tr["steps"])
     bar.close()
+    result = finish_run(config, {k: a.module() for k, a in averagers.items()}, history, start)
+    return {**result, "model": model, "averaged": {k: a.module() for k, a in averagers.items()}}
 
-    per_length = {kind: evaluate_weights(a.module(), config) for kind, a in averagers.items()}
+
+def is_record_step(step: int, train: dict) -> bool:
+    """Steps (1-based) with a history row: every ``eval_every`` steps and the last."""
+    every = train["eval_every"]
+    return step == train["steps"] or bool(every and step % every == 0)
+
+
+def history_row(config: dict, step: int, loss: float, lr: float, modules: dict | None,
+                per_length: int = 16) -> dict:
+    """{step, loss, lr} and, when ``modules`` ({raw, ema, bema} -> module) is given, the ID/OOD
+    summary of each weight set on ``per_length`` sequences per length."""
+    row = {"step": step, "loss": loss, "lr": lr}
+    v, length = config["task"]["vocab"], config["task"]["train_len"]
+    for kind, module in (modules or {}).items():
+        records = evaluate_weights(module, config, per_length)
+        summary = summarize(records, v, length, config["eval"]["threshold"])
+        row[kind] = {k: summary[k] for k in ("id_invalid_mass", "ood_invalid_mass",
+                                             "id_kl", "ood_kl", "lg_score")}
+    return row
+
+
+def finish_run(config: dict, modules: dict, history: list[dict], start: float,
+               **extra) -> dict:
+    """{config, per_length, summary, history} of a finished run: every weight set of
+    ``modules`` ({raw, ema, bema} -> module) evaluated exactly at every length and summarized;
+    the summary's headline is the primary weights (``train.ema``), its ``seconds`` the time
+    since ``start`` (``time.perf_counter``); ``extra`` goes into it."""
+    v, length = config["task"]["vocab"], config["task"]["train_len"]
+    per_length = {kind: evaluate_weights(module, config) for kind, module in modules.items()}
     threshold = config["eval"]["threshold"]
     summaries = {kind: summarize(recs, v, length, threshold) for kind, recs in per_length.items()}
-    primary = {"none": "raw", "ema": "ema", "bema": "bema"}[tr["ema"]]
-    summary = {"primary": primary, **summaries[primary],
-               "by_weights": summaries, "final_loss": history[-1]["loss"],
-               "seconds": time.perf_counter() - start}
-    return {"config": config, "per_length": per_length, "summary": summary, "history": history,
-            "model": model, "averaged": {k: a.module() for k, a in averagers.items()}}
+    primary = {"none": "raw", "ema": "ema", "bema": "bema"}[config["train"]["ema"]]
+    summary = {"primary": primary, **summaries[primary], "by_weights": summaries,
+               "final_loss": history[-1]["loss"], **extra}
+    summary["seconds"] = time.perf_counter() - start
+    return {"config": config, "per_length": per_length, "summary": summary, "history": history}
 
 
 def save_run(result: dict, folder: str | Path) -> Path:

@@ -57,6 +57,10 @@ def add_sweep(sub) -> None:
                    help="Ray cluster address ('auto' = the running cluster); ray backend only")
     p.add_argument("--profile", choices=PROFILES, default="full")
     p.add_argument("--out", default=None, help="sweep folder (default out/sweeps/<name>)")
+    p.add_argument("--ensemble", type=positive_int, default=None,
+                   help="train up to this many runs that differ only in seed, lr, weight decay, "
+                        "dropout or EMA as one batched ensemble (default: the file's "
+                        "sweep.ensemble, 1 = every run alone)")
     p.set_defaults(handler=run_sweep_cli)
 
 
@@ -64,7 +68,8 @@ def run_sweep_cli(args) -> int:
     from experiments.sweep import read_table, run_sweep
 
     root = run_sweep(args.config, out=args.out, runs=args.runs, workers=args.workers,
-                     backend=args.backend, address=args.address, profile=args.profile)
+                     backend=args.backend, address=args.address, profile=args.profile,
+                     ensemble=args.ensemble)
     rows = read_table(root)
     print(f"{len(rows)} finished runs in {root}; table: {root / 'table.csv'}; "
           f"next: resharpen report {root}", file=sys.stderr)

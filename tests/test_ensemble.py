@@ -48,7 +48,7 @@ def test_sequential_path_is_the_trainer():
 def test_auto_path_and_errors():
     config = tiny()
     mc = T.model_config(config)
-    with pytest.raises(ValueError, match="auto, batched, sequential"):
+    with pytest.raises(ValueError, match="auto, sequential, batched, compiled"):
         E.train_ensemble(mc, [0], train=config["train"], train_len=2, path="vmap")
     with pytest.raises(ValueError, match="lr has 2 entries for 3 models"):
         E.Ensemble(mc, [0, 1, 2], lr=[1e-2, 1e-3])
@@ -61,6 +61,7 @@ def test_auto_path_and_errors():
     assert E.choose_path(8, 16, 64) == "batched"
     assert E.choose_path(64, 16, 64) == "batched" and E.choose_path(128, 16, 64) == "sequential"
     assert E.choose_path(128, 16, 1) == "sequential"
+    assert E.choose_path(64, 16, 16, steps=E.COMPILE_MIN_STEPS) == "compiled"
 
 
 def test_chunked_data_stream_is_each_models_own_stream():
@@ -76,3 +77,15 @@ def test_chunked_data_stream_is_each_models_own_stream():
         gen = torch.Generator().manual_seed(seed)
         for step in range(steps):
             assert torch.equal(stream[step][k], sample_sequences(16, 9, 5, gen))
+
+
+def test_compiled_path_equals_the_eager_batched_path():
+    """torch.compile fuses the step; the arithmetic is the same up to float32 rounding."""
+    config = tiny()
+    mc = type(T.model_config(config))(**{**T.model_config(config).to_dict(), "norm": "attn_out"})
+    kw = dict(train=config["train"], train_len=2, lr=[1e-2, 3e-3], weight_decay=[0.0, 0.1])
+    eager = E.train_ensemble(mc, [0, 5], path="batched", **kw)
+    fused = E.train_ensemble(mc, [0, 5], path="compiled", **kw)
+    for a, b in zip(eager, fused):
+        assert max_diff(a, b) < 1e-5
+    assert max_diff(fused[0], fused[1]) > 1e-2

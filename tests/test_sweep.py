@@ -141,3 +141,28 @@ def test_ray_retries_a_task_whose_worker_dies(tmp_path):
         ray.shutdown()
     assert results == {0: 0, 1: 2, 2: 4}
     assert all((tmp_path / f"marker{i}").read_text() == "died" for i in range(3))
+
+
+def test_ensemble_sweep_groups_runs_and_resumes_to_the_same_table(tmp_path):
+    space = ('"train.lr" = { loguniform = [1e-3, 3e-2] }\n'
+             '"model.norm" = { grid = ["none", "post"] }\n'
+             '"train.seed" = { randint = [0, 1000] }\n')
+    path = tiny_sweep(tmp_path, runs=6, space=space)
+    whole = run_sweep(path, out=tmp_path / "whole", workers=1, progress=False, ensemble=3)
+    summaries = [run["summary"] for run in load_runs(whole)]
+    assert len(summaries) == 6 and {s["ensemble"] for s in summaries} == {3}
+    assert {s["path"] for s in summaries} == {"batched"}
+    # kill one run's result: its group (and only its group) is trained again, the same way
+    resumed = tmp_path / "resumed"
+    run_sweep(path, out=resumed, workers=1, progress=False, ensemble=3)
+    victim = sorted((resumed / "runs").iterdir())[1]
+    (victim / "summary.json").unlink()
+    untouched = {r.name: (r / "summary.json").stat().st_mtime_ns
+                 for r in (resumed / "runs").iterdir() if r != victim}
+    run_sweep(path, out=resumed, workers=2, progress=False, ensemble=3)
+    assert numbers(resumed) == numbers(whole)
+    assert untouched == {r.name: (r / "summary.json").stat().st_mtime_ns
+                         for r in (resumed / "runs").iterdir() if r != victim}
+    # grouped runs are not the runs trained alone: the sweep folder knows which it holds
+    with pytest.raises(ValueError, match="different sweep"):
+        run_sweep(path, out=whole, workers=1, progress=False, ensemble=1)
