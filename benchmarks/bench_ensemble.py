@@ -16,12 +16,12 @@ cold on a fresh machine, from PyTorch's on-disk cache after that), the batched /
 and compiled / sequential ratios, the auto / sequential ratio, and the achieved training
 GFLOP/s of the auto path's steps (analytic matmul FLOPs, experiments.ensemble.train_flops) as a
 fraction of the measured fp32 matmul peak (a 1024 x 1024 x 1024 torch.mm with the same
-threads). Times are medians of 3 repeats after a warm-up; on a shared machine they are noisy.
+threads). Times are the best of 3 repeats after a warm-up (like the peak, the attainable
+speed: on a shared virtual machine single timings of the same step vary by up to 2x).
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -53,7 +53,7 @@ def matmul_peak_gflops(n: int = 1024, repeats: int = 20) -> float:
 def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, float, float]:
     """(seconds of first-call overhead beyond set-up, i.e. compilation; seconds of set-up;
     seconds per step) for K models on ``path``: a warm-up run of 1 step, then runs of 2 and
-    ``2 + steps`` steps (each the median of 3); the difference is the per-step time, the rest is
+    ``2 + steps`` steps (each the best of 3); the difference is the per-step time, the rest is
     initialization and data set-up."""
     def run(n: int) -> float:
         samples = []
@@ -62,7 +62,7 @@ def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, f
             E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=n), train_len=16,
                              path=path)
             samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
+        return min(samples)
 
     start = time.perf_counter()
     E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=1), train_len=16, path=path)

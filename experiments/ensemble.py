@@ -33,11 +33,12 @@ from experiments.model import ModelConfig, Transformer
 from experiments.stacked_model import dropout_rates, stacked_logits
 from experiments.train import lr_factor, sample_sequences
 
-# Measured crossover (benchmarks/bench_ensemble.py, 2 threads, v = 64, d = 64, L = 16, quiet
-# machine): the batched path wins up to 65536 tokens per step over all models (batch 64 x K 64)
-# and loses at batch 128 x K 64 = 131072; compiling pays for its 6-20 s from about
-# COMPILE_MIN_STEPS steps on.
+# Measured crossovers (benchmarks/bench_ensemble.py, 2 threads, v = 64, d = 64, L = 16): the
+# batched path wins up to 65536 tokens per step over all models (batch 64 x K 64) and loses at
+# batch 128 x K 64 = 131072; compiling pays for its 3-20 s and its per-call overhead from
+# COMPILED_MIN_TOKENS tokens per step and COMPILE_MIN_STEPS steps on.
 BATCHED_MAX_TOTAL_TOKENS = 65536
+COMPILED_MIN_TOKENS = 8192
 COMPILE_MIN_STEPS = 1000
 PATHS = ("auto", "sequential", "batched", "compiled")
 
@@ -46,9 +47,11 @@ def choose_path(batch_size: int, train_len: int, k: int, steps: int = 0) -> str:
     """``sequential``, ``batched`` or ``compiled`` (batched under torch.compile): the fastest
     path measured for K models of this step size over ``steps`` steps (one model is always
     trained by the ordinary trainer)."""
-    if k == 1 or batch_size * train_len * k > BATCHED_MAX_TOTAL_TOKENS:
+    tokens = batch_size * train_len * k
+    if k == 1 or tokens > BATCHED_MAX_TOTAL_TOKENS:
         return "sequential"
-    return "compiled" if steps >= COMPILE_MIN_STEPS else "batched"
+    return "compiled" if tokens >= COMPILED_MIN_TOKENS and steps >= COMPILE_MIN_STEPS \
+        else "batched"
 
 
 def compiled(fn):

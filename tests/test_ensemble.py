@@ -62,6 +62,7 @@ def test_auto_path_and_errors():
     assert E.choose_path(64, 16, 64) == "batched" and E.choose_path(128, 16, 64) == "sequential"
     assert E.choose_path(128, 16, 1) == "sequential"
     assert E.choose_path(64, 16, 16, steps=E.COMPILE_MIN_STEPS) == "compiled"
+    assert E.choose_path(8, 16, 16, steps=E.COMPILE_MIN_STEPS) == "batched"  # too small a step
 
 
 def test_chunked_data_stream_is_each_models_own_stream():
