@@ -154,6 +154,15 @@ def _(profile: str) -> Outcome:
     return _postnorm("placements")
 
 
+@claim("train.postnorm.balanced_grid", source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
+       statement="at fixed hyper-parameters with 16 seeds per placement (placements_grid, trained "
+                 "as one batched ensemble per placement, BEMA weights), post or attn_out "
+                 "placement gives lower OOD invalid mass than none/pre",
+       kind="experiment", tolerance="difference of means below -2 standard errors (Welch)")
+def _(profile: str) -> Outcome:
+    return _postnorm("placements_grid")
+
+
 @claim("train.postnorm.random_search", source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
        statement="over the random search (all other factors varying), post or attn_out placement "
                  "gives lower OOD invalid mass than none/pre",

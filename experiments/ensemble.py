@@ -34,11 +34,12 @@ from experiments.stacked_model import dropout_rates, stacked_logits
 from experiments.train import lr_factor, sample_sequences
 
 # Measured crossovers (benchmarks/bench_ensemble.py, 2 threads, v = 64, d = 64, L = 16): the
-# batched path wins up to 65536 tokens per step over all models (batch 64 x K 64) and loses at
-# batch 128 x K 64 = 131072; compiling pays for its 3-20 s and its per-call overhead from
-# COMPILED_MIN_TOKENS tokens per step and COMPILE_MIN_STEPS steps on.
-BATCHED_MAX_TOTAL_TOKENS = 65536
-COMPILED_MIN_TOKENS = 8192
+# eager batched path wins up to 65536 tokens per step over all models (batch 64 x K 64) and
+# loses at batch 128 x K 64 = 131072 (0.84-0.92x), where the compiled path still wins (1.2x);
+# compiling pays for its 3-20 s and its per-call overhead from COMPILED_MIN_TOKENS tokens per
+# step and COMPILE_MIN_STEPS steps on (at batch 8 x K 16 = 2048 it measured slower than eager).
+BATCHED_MAX_TOKENS = 65536
+COMPILED_MIN_TOKENS, COMPILED_MAX_TOKENS = 8192, 131072
 COMPILE_MIN_STEPS = 1000
 PATHS = ("auto", "sequential", "batched", "compiled")
 
@@ -48,10 +49,11 @@ def choose_path(batch_size: int, train_len: int, k: int, steps: int = 0) -> str:
     path measured for K models of this step size over ``steps`` steps (one model is always
     trained by the ordinary trainer)."""
     tokens = batch_size * train_len * k
-    if k == 1 or tokens > BATCHED_MAX_TOTAL_TOKENS:
+    if k == 1:
         return "sequential"
-    return "compiled" if tokens >= COMPILED_MIN_TOKENS and steps >= COMPILE_MIN_STEPS \
-        else "batched"
+    if steps >= COMPILE_MIN_STEPS and COMPILED_MIN_TOKENS <= tokens <= COMPILED_MAX_TOKENS:
+        return "compiled"
+    return "batched" if tokens <= BATCHED_MAX_TOKENS else "sequential"
 
 
 def compiled(fn):

@@ -320,10 +320,14 @@ def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "marg
     return paths
 
 
+QUICK_ENSEMBLE = 8  # the quick sweeps train runs that can share an ensemble in groups of 8
+
+
 def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search") -> Path:
     """The folder of sweep ``name`` (a file in configs/set_complement) for ``profile``: the full one
     must exist (run it with ``resharpen sweep``); the quick one is run (or completed) here,
-    in well under a minute."""
+    in well under a minute, with runs grouped into batched ensembles of up to
+    :data:`QUICK_ENSEMBLE`."""
     from experiments.config import CONFIG_DIR
     from experiments.sweep import run_sweep
 
@@ -334,4 +338,5 @@ def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search"
             raise ValueError(f"no finished full sweep in {str(root)!r}; run: resharpen sweep "
                              f"{path} --workers 2")
         return root
-    return run_sweep(path, profile="quick", runs=runs_quick, workers=1, progress=True)
+    return run_sweep(path, profile="quick", runs=runs_quick, workers=1, progress=True,
+                     ensemble=QUICK_ENSEMBLE)

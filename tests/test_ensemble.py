@@ -63,6 +63,8 @@ def test_auto_path_and_errors():
     assert E.choose_path(128, 16, 1) == "sequential"
     assert E.choose_path(64, 16, 16, steps=E.COMPILE_MIN_STEPS) == "compiled"
     assert E.choose_path(8, 16, 16, steps=E.COMPILE_MIN_STEPS) == "batched"  # too small a step
+    assert E.choose_path(128, 16, 64, steps=E.COMPILE_MIN_STEPS) == "compiled"
+    assert E.choose_path(256, 16, 64, steps=E.COMPILE_MIN_STEPS) == "sequential"
 
 
 def test_chunked_data_stream_is_each_models_own_stream():

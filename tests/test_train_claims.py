@@ -14,7 +14,7 @@ def test_training_claims_are_registered_with_sources():
                 "train.noise.trace", "train.postnorm.ood_invalid_mass", "train.dropout.ood_kl",
                 "train.bema.ood_kl", "train.ema.ood_kl", "train.dispersion.margin_exponent",
                 "train.lengthgen.degrades", "train.postnorm.random_search",
-                "train.bema.ood_kl.fixed", "train.ema.ood_kl.fixed"):
+                "train.bema.ood_kl.fixed", "train.ema.ood_kl.fixed", "train.postnorm.balanced_grid"):
         assert cid in found and found[cid].source and found[cid].statement
 
 
