@@ -146,38 +146,25 @@ def _postnorm(name: str) -> Outcome:
                           f"{np.mean(base):.4f} (n={len(base)}); diff s.e. {w['se']:.3g}; {root}")
 
 
-@claim("train.postnorm.ood_invalid_mass", source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
-       statement="at fixed hyper-parameters (placements sweep, BEMA weights), post or attn_out "
-                 "placement gives lower OOD invalid mass than none/pre",
-       kind="experiment", tolerance="difference of means below -2 standard errors (Welch)")
-def _(profile: str) -> Outcome:
-    return _postnorm("placements")
-
-
-@claim("train.postnorm.balanced_grid", source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
-       statement="at fixed hyper-parameters with 16 seeds per placement (placements_grid, trained "
-                 "as one batched ensemble per placement, BEMA weights), post or attn_out "
-                 "placement gives lower OOD invalid mass than none/pre",
-       kind="experiment", tolerance="difference of means below -2 standard errors (Welch)")
-def _(profile: str) -> Outcome:
-    return _postnorm("placements_grid")
-
-
-@claim("train.postnorm.random_search", source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
-       statement="over the random search (all other factors varying), post or attn_out placement "
-                 "gives lower OOD invalid mass than none/pre",
-       kind="experiment", tolerance="difference of means below -2 standard errors (Welch)")
-def _(profile: str) -> Outcome:
-    return _postnorm("random_search")
-
-
-@claim("train.postnorm.multi_layer", source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
-       statement="in the 2-layer transformer with GELU MLPs and learned positions (balanced grid "
-                 "of placements x seeds, BEMA weights), post or attn_out placement gives lower "
-                 "OOD invalid mass than none/pre",
-       kind="experiment", tolerance="difference of means below -2 standard errors (Welch)")
-def _(profile: str) -> Outcome:
-    return _postnorm("placements_multi_layer")
+# Post-Norm (post, attn_out) vs none/pre, one claim per sweep: (claim id, sweep, setting).
+POSTNORM_SWEEPS = (
+    ("train.postnorm.ood_invalid_mass", "placements",
+     "at fixed hyper-parameters (placements sweep, BEMA weights)"),
+    ("train.postnorm.balanced_grid", "placements_grid",
+     "at fixed hyper-parameters with 16 seeds per placement (placements_grid, trained as one "
+     "batched ensemble per placement, BEMA weights)"),
+    ("train.postnorm.random_search", "random_search",
+     "over the random search (all other factors varying)"),
+    ("train.postnorm.multi_layer", "placements_multi_layer",
+     "in the 2-layer transformer with GELU MLPs and learned positions (balanced grid of "
+     "placements x seeds, BEMA weights)"),
+)
+for _cid, _sweep, _setting in POSTNORM_SWEEPS:
+    claim(_cid, source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
+          statement=f"{_setting}, post or attn_out placement gives lower OOD invalid mass than "
+                    "none/pre",
+          kind="experiment", tolerance="difference of means below -2 standard errors (Welch)",
+          )(lambda profile, sweep=_sweep: _postnorm(sweep))
 
 
 @claim("train.dropout.ood_kl", source=f"{PAPER} v1 (dropout counters attention dispersion)",

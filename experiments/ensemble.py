@@ -13,13 +13,13 @@ the same distribution as the trainer's, not the same run.
 
 ``compile=True`` puts the loss (forward and backward) and the optimizer update through
 ``torch.compile``: the elementwise work (norms, softmax, masks, cross-entropy, the AdamW
-arithmetic) is fused into a few loops around the matmuls. It costs a compilation of 10-30 s per
+arithmetic) is fused into a few loops around the matmuls. It costs a compilation of 3-20 s per
 shape (cached on disk by PyTorch for later processes) and pays off over a run of thousands of
 steps; the compiled and eager paths agree to float32 rounding (tests/test_ensemble.py).
 
 :func:`train_ensemble` chooses the path per configuration (``path="auto"``, :func:`choose_path`):
-batched while the step is small (per-step overhead dominates), one model at a time when the
-work is matmul-bound and the vectorized version was measured slower (benchmarks/bench_ensemble.py).
+eager batched for small steps or short runs, compiled for long runs of larger steps, one model
+at a time where both batched paths measured slower (benchmarks/bench_ensemble.py).
 """
 from __future__ import annotations
 

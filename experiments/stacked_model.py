@@ -20,10 +20,10 @@ Why a second forward: the K models share every op, laid out for few, large kerne
 and it is a plain tensor program that ``torch.compile`` fuses (``experiments.ensemble``).
 
 Dropout: ``dropout=(attn_p, resid_p)`` gives per-model rates, tensors of shape (K,) or None
-(:func:`dropout_rates`; default: the config's rates for every model); a unit is kept with probability 1 - p_k and scaled by
-1 / (1 - p_k). The masks come from torch's global generator, so they are not the masks the
-module would draw: with dropout a stacked run is a run of the same distribution, not the same
-run.
+(:func:`dropout_rates`; default: the config's rates for every model); a unit is kept with
+probability 1 - p_k and scaled by 1 / (1 - p_k). The masks come from torch's global
+generator, so they are not the masks the module would draw: with dropout a stacked run is a run
+of the same distribution, not the same run.
 """
 from __future__ import annotations
 
