@@ -60,3 +60,19 @@ def test_dropout_only_in_training_and_length_check():
                            stacked_logits(params, cfg, tokens, training=True))
     with pytest.raises(ValueError, match="exceeds max_len=4"):
         stacked_logits(params, cfg, torch.randint(0, 9, (2, 3, 5)))
+
+
+def test_per_model_dropout_rates():
+    from experiments.stacked_model import dropout_rates
+
+    cfg = ModelConfig(vocab=9, d_model=6, max_len=4)
+    params = stacked([Transformer(cfg) for _ in range(3)])
+    tokens = torch.randint(0, 9, (3, 5, 4))
+    rates = dropout_rates(cfg, 3, ([0.0, 0.5, 0.0], [0.0, 0.0, 0.3]))
+    plain = stacked_logits(params, cfg, tokens)
+    dropped = stacked_logits(params, cfg, tokens, training=True, dropout=rates)
+    assert torch.equal(dropped[0], plain[0])  # rate 0: untouched
+    assert not torch.allclose(dropped[1], plain[1]) and not torch.allclose(dropped[2], plain[2])
+    assert dropout_rates(cfg, 3) == (None, None)  # the config has no dropout
+    with pytest.raises(ValueError, match=r"dropout rates must lie in \[0, 1\)"):
+        dropout_rates(cfg, 3, (1.0, 0.0))
