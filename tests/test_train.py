@@ -51,6 +51,10 @@ def test_sweep_file_errors(tmp_path):
                    '"model.attn_dropout" = {uniform = [0.0, 1.5]}\n')
     with pytest.raises(ValueError, match="out of range"):
         cfgmod.load_sweep(bad)
+    bad.write_text(f'base = "{CONFIGS / "base.toml"}"\n[sweep]\nensemble = 0\n[search]\n'
+                   '"train.lr" = {choice = [0.01]}\n')
+    with pytest.raises(ValueError, match=r"sweep.ensemble = 0 is out of range; allowed: int in \[1, 1024\]"):
+        cfgmod.load_sweep(bad)
 
 
 def test_sampled_configs_are_seeded_and_extend():
