@@ -1,6 +1,7 @@
 """Batched ensembles vs one model at a time: runs per minute, ratio, GFLOP/s vs the matmul peak.
 
-    python benchmarks/bench_ensemble.py [--steps 20] [--threads 0] [--quick]
+    python benchmarks/bench_ensemble.py [--steps 40] [--threads 0] [--quick]
+        [--batch B ...] [--k K ...]
 
 For per-model batch sizes 8, 32, 128 and the sweep's default 64, and K = 16, 64 models of the sweep's default shape
 (one-layer attention-only, v = 64, d = 64, L_train = 16) it times ``steps`` training steps of
@@ -75,9 +76,13 @@ def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, f
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0 = default)")
     parser.add_argument("--quick", action="store_true", help="batch 8 and 32, K = 16 only")
+    parser.add_argument("--batch", type=int, nargs="+", default=None,
+                        help="per-model batch sizes to time (default 8 32 64 128)")
+    parser.add_argument("--k", type=int, nargs="+", default=None,
+                        help="ensemble sizes to time (default 16 64)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -91,8 +96,8 @@ def main() -> int:
           f"{'ratio':>5} {'compile':>7} {'auto':>10} {'ratio':>5} {'GFLOP/s':>7} {'% peak':>6}"
           "   (runs/min; compile in s)")
     default_batch = config["train"]["batch_size"]  # the sweep's default configuration
-    batches = (8, 32) if args.quick else tuple(sorted({8, 32, 128, default_batch}))
-    ks = (16,) if args.quick else (16, 64)
+    batches = args.batch or ((8, 32) if args.quick else tuple(sorted({8, 32, 128, default_batch})))
+    ks = args.k or ((16,) if args.quick else (16, 64))
     for batch in batches:
         train = dict(config["train"], batch_size=batch, warmup=0)
         for k in ks:
