@@ -12,6 +12,11 @@ a SIGKILL at any moment loses at most the runs in flight and leaves no half-writ
 Configs are drawn by ``random.Random(sweep.seed)`` run after run, so ``--runs 512`` extends a
 256-run sweep with the same first 256 runs. Each run seeds torch from its own ``train.seed``
 and uses one thread, so a run's metrics are the same on the local pool and on Ray.
+
+With ``ensemble = K`` (``[sweep]`` table or ``--ensemble``), runs that differ only in seed,
+learning rate, weight decay, dropout or EMA are trained K at a time as one batched ensemble
+(:mod:`experiments.ensemble_train`), one task per group; the groups are a fixed function of the
+planned run list, so resuming and the backends still give the same table.
 """
 from __future__ import annotations
 
