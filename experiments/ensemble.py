@@ -23,7 +23,6 @@ at a time where both batched paths measured slower (benchmarks/bench_ensemble.py
 """
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import torch
@@ -170,15 +169,16 @@ class Ensemble:
         for p in params:
             p.grad = None
 
-    def state(self, index: int) -> dict:
-        """Model ``index``'s weights as a Transformer state dict (copies)."""
-        return {n: p[index].detach().clone() for n, p in self.params.items()}
-
     def model(self, index: int) -> Transformer:
         """Model ``index`` as an ordinary Transformer (a copy of its weights)."""
-        model = Transformer(self.cfg)
-        model.load_state_dict(self.state(index))
-        return model
+        return unstack(self.cfg, self.params, index)
+
+
+def unstack(cfg: ModelConfig, stacked: dict[str, torch.Tensor], index: int) -> Transformer:
+    """Transformer ``index`` of stacked weights {parameter name: (K, *shape)} (a copy)."""
+    model = Transformer(cfg)
+    model.load_state_dict({n: p[index].detach().clone() for n, p in stacked.items()})
+    return model
 
 
 def train_ensemble(cfg: ModelConfig, seeds: Sequence[int], *, train: dict, train_len: int,

@@ -26,7 +26,7 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
 from experiments.averaging import BEMA
-from experiments.ensemble import Ensemble, choose_path, data_stream
+from experiments.ensemble import Ensemble, choose_path, data_stream, unstack
 from experiments.model import Transformer
 from experiments.train import (bema_config, finish_run, history_row, is_record_step, lr_factor,
                                model_config, train)
@@ -76,9 +76,7 @@ class StackedWeights(nn.Module):
 
     def unstacked(self, cfg, index: int) -> Transformer:
         """Model ``index`` of the stack as a Transformer (a copy of its weights)."""
-        model = Transformer(cfg)
-        model.load_state_dict({n: p[index].detach().clone() for n, p in zip(self.names, self.stack)})
-        return model
+        return unstack(cfg, dict(zip(self.names, self.stack)), index)
 
 
 def per_model_ema(decays: torch.Tensor):
