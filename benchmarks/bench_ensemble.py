@@ -1,7 +1,7 @@
 """Batched ensembles vs one model at a time: runs per minute, ratio, GFLOP/s vs the matmul peak.
 
     python benchmarks/bench_ensemble.py [--steps 40] [--threads 0] [--quick]
-        [--batch B ...] [--k K ...]
+        [--batch B ...] [--k K ...] [--sweep-workers 2]
 
 For per-model batch sizes 8, 32, 128 and the sweep's default 64, and K = 16, 64 models of the sweep's default shape
 (one-layer attention-only, v = 64, d = 64, L_train = 16) it times ``steps`` training steps of
@@ -19,6 +19,11 @@ GFLOP/s of the auto path's steps (analytic matmul FLOPs, experiments.ensemble.tr
 fraction of the measured fp32 matmul peak (a 1024 x 1024 x 1024 torch.mm with the same
 threads). Times are the best of 3 repeats after a warm-up (like the peak, the attainable
 speed: on a shared virtual machine single timings of the same step vary by up to 2x).
+
+Last, the sweep's layout: ``--sweep-workers`` (default 2, as ``resharpen sweep --workers 2``)
+processes with one thread each (``train.threads = 1``) each train a K = 16 ensemble at the
+default batch at the same time; their summed training GFLOP/s is compared with the higher of
+the two peak measurements (before and after the table), the conservative fraction.
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ from experiments import train as T  # noqa: E402
 
 BASE = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "set_complement" / "base.toml"
 SWEEP_STEPS = 2000
+SWEEP_K = 16  # the ensemble size of the sweep configs (placements_grid.toml)
 
 
 def matmul_peak_gflops(n: int = 1024, repeats: int = 20) -> float:
@@ -51,11 +57,13 @@ def matmul_peak_gflops(n: int = 1024, repeats: int = 20) -> float:
     return 2 * n ** 3 / min(times) / 1e9
 
 
-def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, float, float]:
+def time_path(path: str, cfg, train: dict, k: int, steps: int,
+              barrier=None) -> tuple[float, float, float]:
     """(seconds of first-call overhead beyond set-up, i.e. compilation; seconds of set-up;
     seconds per step) for K models on ``path``: a warm-up run of 1 step, then runs of 2 and
     ``2 + steps`` steps (each the best of 3); the difference is the per-step time, the rest is
-    initialization and data set-up."""
+    initialization and data set-up. With a ``barrier`` (several processes timing at once) the
+    timed runs start when every process has finished its warm-up."""
     def run(n: int) -> float:
         samples = []
         for _ in range(3):
@@ -68,10 +76,40 @@ def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, f
     start = time.perf_counter()
     E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=1), train_len=16, path=path)
     first = time.perf_counter() - start
+    if barrier is not None:
+        barrier.wait()
     short, long = run(2), run(2 + steps)
     per_step = max(long - short, 1e-9) / steps
     setup = max(short - 2 * per_step, 0.0)
     return max(first - setup - per_step, 0.0) if path == "compiled" else 0.0, setup, per_step
+
+
+_BARRIER = None
+
+
+def _set_barrier(barrier) -> None:
+    global _BARRIER
+    _BARRIER = barrier
+
+
+def _sweep_worker(args) -> float:
+    """One sweep worker: one thread, the auto path; returns its training GFLOP/s."""
+    cfg, train, k, steps = args
+    torch.set_num_threads(1)
+    path = E.choose_path(train["batch_size"], 16, k, SWEEP_STEPS)
+    per_step = time_path(path, cfg, train, k, steps, _BARRIER)[2]
+    return E.train_flops(cfg, train["batch_size"], 16) * k / per_step / 1e9
+
+
+def sweep_layout(cfg, train: dict, k: int, steps: int, workers: int) -> list[float]:
+    """GFLOP/s of each of ``workers`` processes training a K-model ensemble at once with one
+    thread each: how ``resharpen sweep --workers N`` trains (``train.threads = 1``)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(workers)
+    with ctx.Pool(workers, initializer=_set_barrier, initargs=(barrier,)) as pool:
+        return pool.map(_sweep_worker, [(cfg, train, k, steps)] * workers)
 
 
 def main() -> int:
@@ -83,6 +121,9 @@ def main() -> int:
                         help="per-model batch sizes to time (default 8 32 64 128)")
     parser.add_argument("--k", type=int, nargs="+", default=None,
                         help="ensemble sizes to time (default 16 64)")
+    parser.add_argument("--sweep-workers", type=int, default=2,
+                        help="also time the sweep's layout: this many one-thread worker "
+                             "processes training at once (0 = skip)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -113,8 +154,21 @@ def main() -> int:
                   f"{rate['compiled']:8.1f} {rate['compiled'] / seq:5.2f} {compile_s:7.1f} "
                   f"{auto:>10} {rate[auto] / seq:5.2f} {flops:7.1f} {100 * flops / peak:5.1f}%"
                   + ("  <- sweep default" if batch == default_batch else ""), flush=True)
-    print(f"fp32 matmul peak re-measured after the table: {matmul_peak_gflops():.1f} GFLOP/s "
+    rates = []
+    if args.sweep_workers:
+        rates = sweep_layout(cfg, dict(config["train"], warmup=0), SWEEP_K, args.steps,
+                             args.sweep_workers)
+    end_peak = matmul_peak_gflops()
+    print(f"fp32 matmul peak re-measured after the table: {end_peak:.1f} GFLOP/s "
           "(the % column uses the first; a large drift means the machine was busy)")
+    if rates:
+        total, top = sum(rates), max(peak, end_peak)
+        print(f"sweep layout: {args.sweep_workers} worker processes x 1 thread, each training "
+              f"K = {SWEEP_K} models at batch {default_batch} "
+              f"({E.choose_path(default_batch, 16, SWEEP_K, SWEEP_STEPS)} path): "
+              + " + ".join(f"{r:.1f}" for r in rates)
+              + f" = {total:.1f} GFLOP/s = {100 * total / top:.1f}% of the higher of the two "
+              f"peaks ({top:.1f} GFLOP/s)")
     return 0
 
 

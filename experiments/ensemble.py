@@ -75,8 +75,8 @@ def next_token_losses(params: dict, cfg: ModelConfig, seqs: torch.Tensor, dropou
     """(sum over models, per-model (K,)) of each model's mean next-token cross-entropy on its
     sequences seqs (K, B, S+1), in training mode (dropout at the per-model rates)."""
     logits = stacked_logits(params, cfg, seqs[..., :-1], training=True, dropout=dropout)
-    per = F.cross_entropy(logits.flatten(1, 2).transpose(1, 2), seqs[..., 1:].flatten(1),
-                          reduction="none").mean(1)
+    per = F.cross_entropy(logits.reshape(-1, cfg.vocab), seqs[..., 1:].reshape(-1),
+                          reduction="none").view(len(seqs), -1).mean(1)
     return per.sum(), per.detach()
 
 

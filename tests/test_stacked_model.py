@@ -76,3 +76,20 @@ def test_per_model_dropout_rates():
     assert dropout_rates(cfg, 3) == (None, None)  # the config has no dropout
     with pytest.raises(ValueError, match=r"dropout rates must lie in \[0, 1\)"):
         dropout_rates(cfg, 3, (1.0, 0.0))
+
+
+def test_compiled_embedding_is_the_same_gather():
+    """Under torch.compile the embedding is one-hot @ table (experiments.stacked_model._embed):
+    the same rows bit for bit, and the table's gradient sums the same rows' upstream gradients."""
+    from experiments.stacked_model import _embed
+
+    torch.manual_seed(0)
+    table = torch.randn(3, 11, 5, requires_grad=True)
+    tokens = torch.randint(0, 11, (3, 4, 6))
+    weights = torch.randn(3, 4, 6, 5)
+    eager = _embed(table, tokens)
+    (grad_eager,) = torch.autograd.grad((eager * weights).sum(), table)
+    fused = torch.compile(lambda t, x: _embed(t, x), dynamic=False)(table, tokens)
+    (grad_fused,) = torch.autograd.grad((fused * weights).sum(), table)
+    assert torch.equal(fused, eager)
+    torch.testing.assert_close(grad_fused, grad_eager, rtol=1e-6, atol=1e-6)
