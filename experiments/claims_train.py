@@ -155,6 +155,11 @@ POSTNORM_SWEEPS = (
      "batched ensemble per placement, BEMA weights)"),
     ("train.postnorm.random_search", "random_search",
      "over the random search (all other factors varying)"),
+    ("train.postnorm.random_search_v32", "random_search_v32",
+     "over the random search at v = 32 (all other factors varying)"),
+    ("train.postnorm.long_runs", "long_runs",
+     "at 6x the sweeps' training budget (long_runs: 12000 steps, post against none, 8 runs "
+     "each, BEMA weights)"),
     ("train.postnorm.multi_layer", "placements_multi_layer",
      "in the 2-layer transformer with GELU MLPs and learned positions (balanced grid of "
      "placements x seeds, BEMA weights)"),
@@ -193,34 +198,21 @@ def _paired(kind: str, name: str = "random_search") -> Outcome:
                           f"{np.mean(diff < 0):.0%} of runs; {root}")
 
 
-@claim("train.bema.ood_kl", source=f"{PAPER} v1 (BEMA improves length generalization)",
-       statement="BEMA weights have lower OOD KL than the raw weights of the same run",
-       kind="experiment", tolerance="mean paired difference below -2 standard errors")
-def _(profile: str) -> Outcome:
-    return _paired("bema")
-
-
-@claim("train.ema.ood_kl", source=f"{PAPER} (EMA counters noisy gradients)",
-       statement="EMA weights have lower OOD KL than the raw weights of the same run",
-       kind="experiment", tolerance="mean paired difference below -2 standard errors")
-def _(profile: str) -> Outcome:
-    return _paired("ema")
-
-
-@claim("train.bema.ood_kl.fixed", source=f"{PAPER} v1 (BEMA improves length generalization)",
-       statement="at fixed hyper-parameters (placements sweep), BEMA weights have lower OOD KL "
-                 "than the raw weights of the same run",
-       kind="experiment", tolerance="mean paired difference below -2 standard errors")
-def _(profile: str) -> Outcome:
-    return _paired("bema", "placements")
-
-
-@claim("train.ema.ood_kl.fixed", source=f"{PAPER} (EMA counters noisy gradients)",
-       statement="at fixed hyper-parameters (placements sweep), EMA weights have lower OOD KL "
-                 "than the raw weights of the same run",
-       kind="experiment", tolerance="mean paired difference below -2 standard errors")
-def _(profile: str) -> Outcome:
-    return _paired("ema", "placements")
+AVERAGING_SWEEPS = (
+    ("", "random_search", ""),
+    (".fixed", "placements", "at fixed hyper-parameters (placements sweep), "),
+    (".long", "long_runs", "at 6x the sweeps' training budget (long_runs: 12000 steps, none and "
+                           "post, EMA decay 0.99 and 0.999), "),
+)
+AVERAGING_SOURCES = {"bema": f"{PAPER} v1 (BEMA improves length generalization)",
+                     "ema": f"{PAPER} (EMA counters noisy gradients)"}
+for _suffix, _sweep, _setting in AVERAGING_SWEEPS:
+    for _kind, _source in AVERAGING_SOURCES.items():
+        claim(f"train.{_kind}.ood_kl{_suffix}", source=_source,
+              statement=f"{_setting}{_kind.upper()} weights have lower OOD KL than the raw "
+                        "weights of the same run",
+              kind="experiment", tolerance="mean paired difference below -2 standard errors",
+              )(lambda profile, kind=_kind, sweep=_sweep: _paired(kind, sweep))
 
 
 @claim("train.dispersion.margin_exponent", source=f"{PAPER}; THEORY.md (dispersion, resharpening)",

@@ -54,7 +54,9 @@ def _z(x: np.ndarray) -> np.ndarray:
 
 def factor_effects(rows: list[dict], factors: list[str], metric: str,
                    categorical: set[str] = frozenset()) -> dict:
-    """Grouped stats of ``metric`` per level (``choice`` factors) or tercile of each factor."""
+    """Grouped stats of ``metric`` per level (``categorical`` factors, e.g. ``choice`` and
+    ``grid`` ones, and string-valued ones) or per tercile of each other factor (the terciles
+    partition the runs: [q0, q1), [q1, q2), [q2, q3])."""
     out = {}
     y = np.array([r[metric] for r in rows], dtype=float)
     for factor in factors:
@@ -66,9 +68,10 @@ def factor_effects(rows: list[dict], factors: list[str], metric: str,
             x = np.array(values, dtype=float)
             edges = np.quantile(x, [0, 1 / 3, 2 / 3, 1])
             groups = {}
-            for lo, hi in zip(edges[:-1], edges[1:]):
-                mask = (x >= lo) & (x <= hi)
-                groups[f"[{lo:.3g}, {hi:.3g}]"] = _stats(y[mask])
+            for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+                last = i == len(edges) - 2
+                mask = (x >= lo) & ((x <= hi) if last else (x < hi))
+                groups[f"[{lo:.3g}, {hi:.3g}{']' if last else ')'}"] = _stats(y[mask])
             out[factor] = groups
     return out
 
@@ -143,7 +146,7 @@ def analyse(root: str | Path) -> dict:
     identity = json.loads((root / "sweep.json").read_text())["identity"]
     factors = [f for f in sorted(identity["space"]) if f != "train.seed"]
     base = identity["base"]
-    categorical = {f for f, spec in identity["space"].items() if "choice" in spec}
+    categorical = {f for f, spec in identity["space"].items() if "choice" in spec or "grid" in spec}
     return {
         "sweep": str(root), "runs": len(rows), "factors": factors,
         "budget": {"steps": base["train"]["steps"], "batch_size": base["train"]["batch_size"],

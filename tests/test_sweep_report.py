@@ -38,7 +38,8 @@ def test_rank_regression_and_groups_recover_planted_effects():
     effects = R.factor_effects(rows, factors, "ood_kl", categorical={"model.attn_dropout"})
     drop = effects["model.attn_dropout"]
     assert drop["0.0"]["mean"] > drop["0.2"]["mean"] > drop["0.5"]["mean"]
-    assert len(effects["train.lr"]) == 3  # terciles
+    assert len(effects["train.lr"]) == 3  # terciles, a partition of the runs
+    assert sum(g["n"] for g in effects["train.lr"].values()) == len(rows)
     pn = R.postnorm_comparison(rows)["ood_kl"]
     assert pn["post_minus_none_pre"]["diff"] < -0.2
     av = R.averaging_comparison(rows)["ood_kl"]
@@ -61,3 +62,13 @@ def test_report_on_a_real_tiny_sweep_writes_tables_and_figures(tmp_path):
     for name in ("placements", "dropout", "margins", "averaging"):
         assert (root / "figs" / f"fig_train_{name}.png").stat().st_size > 1000
     assert main(["report", str(tmp_path / "nothing")]) == 2
+
+
+def test_terciles_partition_runs_even_with_tied_values():
+    """A numeric factor with two values (say a grid of EMA decays read as continuous): each
+    run lands in exactly one tercile (closed-open bins), none is counted twice."""
+    rows = [{"train.ema_decay": d, "ood_kl": float(i)}
+            for i, d in enumerate([0.99] * 8 + [0.999] * 8)]
+    groups = R.factor_effects(rows, ["train.ema_decay"], "ood_kl")["train.ema_decay"]
+    assert sum(g["n"] for g in groups.values()) == 16
+    assert groups["[0.999, 0.999]"]["n"] == 8
