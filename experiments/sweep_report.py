@@ -289,19 +289,29 @@ def fig_margins(runs: list[dict]):
 
 
 def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
+    """The raw, EMA and BEMA weights' ``metric`` over training, one panel per placement (mean
+    ± std over that placement's runs, so the band is the seed spread, not placement spread)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    steps = [h["step"] for h in runs[0]["history"] if "raw" in h]
-    for kind, colour in (("raw", "C0"), ("ema", "C1"), ("bema", "C2")):
-        curves = np.array([[h[kind][metric] for h in r["history"] if "raw" in h] for r in runs
-                           if len([h for h in r["history"] if "raw" in h]) == len(steps)])
-        mean, sd = curves.mean(0), curves.std(0)
-        ax.plot(steps, mean, color=colour, marker="o", ms=3, label=f"{kind} (n={len(curves)})")
-        ax.fill_between(steps, mean - sd, mean + sd, color=colour, alpha=0.12)
-    ax.set(xlabel="step", ylabel=metric.replace("_", " "),
-           title="raw vs EMA vs BEMA weights over training (mean ± std over runs)")
-    ax.legend(fontsize=8)
+    placements = sorted({r["config"]["model"]["norm"] for r in runs})
+    fig, axes = plt.subplots(1, len(placements), figsize=(3.2 * len(placements) + 1.2, 3.8),
+                             sharey=True, squeeze=False)
+    for ax, norm in zip(axes[0], placements):
+        group = [r for r in runs if r["config"]["model"]["norm"] == norm]
+        steps = [h["step"] for h in group[0]["history"] if "raw" in h]
+        for kind, colour in (("raw", "C0"), ("ema", "C1"), ("bema", "C2")):
+            curves = np.array([[h[kind][metric] for h in r["history"] if "raw" in h]
+                               for r in group
+                               if len([h for h in r["history"] if "raw" in h]) == len(steps)])
+            mean, sd = curves.mean(0), curves.std(0)
+            ax.plot(steps, mean, color=colour, marker="o", ms=3, label=f"{kind} (n={len(curves)})")
+            ax.fill_between(steps, mean - sd, mean + sd, color=colour, alpha=0.12)
+        ax.set(xlabel="step", title=norm)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel(metric.replace("_", " "))
+    fig.suptitle("raw vs EMA vs BEMA weights over training (mean ± std over the runs of a "
+                 "placement)", fontsize=9)
+    fig.tight_layout()
     return fig
 
 
