@@ -20,10 +20,11 @@ fraction of the measured fp32 matmul peak (a 1024 x 1024 x 1024 torch.mm with th
 threads). Times are the best of 3 repeats after a warm-up (like the peak, the attainable
 speed: on a shared virtual machine single timings of the same step vary by up to 2x).
 
-Last, the sweep's layout: ``--sweep-workers`` (default 2, as ``resharpen sweep --workers 2``)
-processes with one thread each (``train.threads = 1``) each train a K = 16 ensemble at the
-default batch at the same time; their summed training GFLOP/s is compared with the higher of
-the two peak measurements (before and after the table), the conservative fraction.
+Last (not with ``--quick``), the sweep's layout: ``--sweep-workers`` (default 2, as
+``resharpen sweep --workers 2``) processes with one thread each (``train.threads = 1``) each
+train a K = 16 ensemble at the default batch, every timed run started together (a barrier);
+their summed training GFLOP/s is compared with the fp32 matmul peak of as many threads as
+workers, the higher of its measurements just before and just after (the conservative fraction).
 """
 from __future__ import annotations
 
@@ -62,11 +63,14 @@ def time_path(path: str, cfg, train: dict, k: int, steps: int,
     """(seconds of first-call overhead beyond set-up, i.e. compilation; seconds of set-up;
     seconds per step) for K models on ``path``: a warm-up run of 1 step, then runs of 2 and
     ``2 + steps`` steps (each the best of 3); the difference is the per-step time, the rest is
-    initialization and data set-up. With a ``barrier`` (several processes timing at once) the
-    timed runs start when every process has finished its warm-up."""
+    initialization and data set-up. With a ``barrier`` (several processes timing at once)
+    every timed run starts when every process is ready for it, so each one is timed while
+    the others run too."""
     def run(n: int) -> float:
         samples = []
         for _ in range(3):
+            if barrier is not None:
+                barrier.wait(timeout=BARRIER_TIMEOUT)
             start = time.perf_counter()
             E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=n), train_len=16,
                              path=path)
@@ -76,14 +80,13 @@ def time_path(path: str, cfg, train: dict, k: int, steps: int,
     start = time.perf_counter()
     E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=1), train_len=16, path=path)
     first = time.perf_counter() - start
-    if barrier is not None:
-        barrier.wait()
     short, long = run(2), run(2 + steps)
     per_step = max(long - short, 1e-9) / steps
     setup = max(short - 2 * per_step, 0.0)
     return max(first - setup - per_step, 0.0) if path == "compiled" else 0.0, setup, per_step
 
 
+BARRIER_TIMEOUT = 600.0  # seconds a worker waits for the others before giving up
 _BARRIER = None
 
 
@@ -93,11 +96,16 @@ def _set_barrier(barrier) -> None:
 
 
 def _sweep_worker(args) -> float:
-    """One sweep worker: one thread, the auto path; returns its training GFLOP/s."""
+    """One sweep worker: one thread, the auto path; returns its training GFLOP/s. A failing
+    worker breaks the barrier, so the others raise instead of waiting for it forever."""
     cfg, train, k, steps = args
     torch.set_num_threads(1)
     path = E.choose_path(train["batch_size"], 16, k, SWEEP_STEPS)
-    per_step = time_path(path, cfg, train, k, steps, _BARRIER)[2]
+    try:
+        per_step = time_path(path, cfg, train, k, steps, _BARRIER)[2]
+    except BaseException:
+        _BARRIER.abort()
+        raise
     return E.train_flops(cfg, train["batch_size"], 16) * k / per_step / 1e9
 
 
@@ -110,6 +118,16 @@ def sweep_layout(cfg, train: dict, k: int, steps: int, workers: int) -> list[flo
     barrier = ctx.Barrier(workers)
     with ctx.Pool(workers, initializer=_set_barrier, initargs=(barrier,)) as pool:
         return pool.map(_sweep_worker, [(cfg, train, k, steps)] * workers)
+
+
+def peak_with_threads(threads: int) -> float:
+    """The fp32 matmul peak with ``threads`` torch threads (the process's setting restored)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return matmul_peak_gflops()
+    finally:
+        torch.set_num_threads(previous)
 
 
 def main() -> int:
@@ -154,21 +172,25 @@ def main() -> int:
                   f"{rate['compiled']:8.1f} {rate['compiled'] / seq:5.2f} {compile_s:7.1f} "
                   f"{auto:>10} {rate[auto] / seq:5.2f} {flops:7.1f} {100 * flops / peak:5.1f}%"
                   + ("  <- sweep default" if batch == default_batch else ""), flush=True)
-    rates = []
-    if args.sweep_workers:
+    layout = None
+    if args.sweep_workers and not args.quick:
+        before = peak_with_threads(args.sweep_workers)
         rates = sweep_layout(cfg, dict(config["train"], warmup=0), SWEEP_K, args.steps,
                              args.sweep_workers)
+        layout = rates, max(before, peak_with_threads(args.sweep_workers))
     end_peak = matmul_peak_gflops()
     print(f"fp32 matmul peak re-measured after the table: {end_peak:.1f} GFLOP/s "
           "(the % column uses the first; a large drift means the machine was busy)")
-    if rates:
-        total, top = sum(rates), max(peak, end_peak)
+    if layout:
+        rates, top = layout
+        total = sum(rates)
         print(f"sweep layout: {args.sweep_workers} worker processes x 1 thread, each training "
               f"K = {SWEEP_K} models at batch {default_batch} "
-              f"({E.choose_path(default_batch, 16, SWEEP_K, SWEEP_STEPS)} path): "
-              + " + ".join(f"{r:.1f}" for r in rates)
-              + f" = {total:.1f} GFLOP/s = {100 * total / top:.1f}% of the higher of the two "
-              f"peaks ({top:.1f} GFLOP/s)")
+              f"({E.choose_path(default_batch, 16, SWEEP_K, SWEEP_STEPS)} path), every timed "
+              "run started together: " + " + ".join(f"{r:.1f}" for r in rates)
+              + f" = {total:.1f} GFLOP/s = {100 * total / top:.1f}% of the {args.sweep_workers}"
+              f"-thread fp32 matmul peak ({top:.1f} GFLOP/s, the higher of its measurements "
+              "just before and after)")
     return 0
 
 

@@ -158,8 +158,8 @@ POSTNORM_SWEEPS = (
     ("train.postnorm.random_search_v32", "random_search_v32",
      "over the random search at v = 32 (all other factors varying)"),
     ("train.postnorm.long_runs", "long_runs",
-     "at 6x the sweeps' training budget (long_runs: 12000 steps, post against none, 8 runs "
-     "each, BEMA weights)"),
+     "at 6x the sweeps' training budget (long_runs: 12000 steps, post against none, BEMA "
+     "weights)"),
     ("train.postnorm.multi_layer", "placements_multi_layer",
      "in the 2-layer transformer with GELU MLPs and learned positions (balanced grid of "
      "placements x seeds, BEMA weights)"),

@@ -94,13 +94,18 @@ def _mlp(params: Params, prefix: str, cfg: ModelConfig, x: torch.Tensor) -> torc
 
 def _embed(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
     """Rows table[k, tokens[k]]: (K, v, d), (K, B, S) -> (K, B, S, d). Eager: one gather from
-    the (K v, d) table; under torch.compile: one-hot(tokens) @ table as a batched matmul, the
-    same rows exactly, because inductor turns the gather's backward into a scatter-add that
-    measured slower than the matmul's (4.3 ms against about 2 ms per step at batch 64, K = 16)."""
+    the (K v, d) table (tokens outside 0..v-1 raise ValueError rather than read another
+    model's rows); under torch.compile: one-hot(tokens) @ table as a batched matmul, the same
+    rows bit for bit for a finite table, because inductor turns the gather's backward into a
+    scatter-add that measured slower than the matmul's (4.3 ms against about 2 ms per step at
+    batch 64, K = 16)."""
     k_models, vocab = table.shape[:2]
     if torch.compiler.is_compiling():
         one_hot = F.one_hot(tokens.flatten(1), vocab).to(table.dtype)
         return torch.bmm(one_hot, table).view(*tokens.shape, -1)
+    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
+        raise ValueError(f"tokens must lie in 0..{vocab - 1}, got "
+                         f"{int(tokens.min())}..{int(tokens.max())}")
     offsets = torch.arange(k_models, device=tokens.device).view(-1, 1, 1) * vocab
     return F.embedding(tokens + offsets, table.reshape(-1, table.shape[-1]))
 

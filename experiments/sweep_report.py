@@ -52,17 +52,26 @@ def _z(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
 
 
+def _level_order(value):
+    """Numbers in numeric order, then strings (so 64 < 96 < 128, not "128" < "64")."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
 def factor_effects(rows: list[dict], factors: list[str], metric: str,
                    categorical: set[str] = frozenset()) -> dict:
-    """Grouped stats of ``metric`` per level (``categorical`` factors, e.g. ``choice`` and
-    ``grid`` ones, and string-valued ones) or per tercile of each other factor (the terciles
-    partition the runs: [q0, q1), [q1, q2), [q2, q3])."""
+    """Grouped stats of ``metric`` per level of each factor that is ``categorical`` (e.g. a
+    ``choice`` or ``grid`` one), string-valued or takes at most 3 values, and per tercile of
+    each other factor: "T1 [q0, q1)", "T2 [q1, q2)", "T3 [q2, q3]", a partition of the runs (a
+    tercile that ties leave empty is left out)."""
     out = {}
     y = np.array([r[metric] for r in rows], dtype=float)
     for factor in factors:
         values = [r[factor] for r in rows]
-        if factor in categorical or all(isinstance(v, str) for v in values):
-            levels = sorted(set(values), key=str)
+        if (factor in categorical or all(isinstance(v, str) for v in values)
+                or len(set(values)) <= 3):
+            levels = sorted(set(values), key=_level_order)
             out[factor] = {str(lv): _stats(y[[v == lv for v in values]]) for lv in levels}
         else:
             x = np.array(values, dtype=float)
@@ -71,7 +80,8 @@ def factor_effects(rows: list[dict], factors: list[str], metric: str,
             for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
                 last = i == len(edges) - 2
                 mask = (x >= lo) & ((x <= hi) if last else (x < hi))
-                groups[f"[{lo:.3g}, {hi:.3g}{']' if last else ')'}"] = _stats(y[mask])
+                if mask.any():  # a tercile is empty when ties fill the one below it
+                    groups[f"T{i + 1} [{lo:.3g}, {hi:.3g}{']' if last else ')'}"] = _stats(y[mask])
             out[factor] = groups
     return out
 
@@ -228,7 +238,7 @@ def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
         primary = [r["summary"]["primary"] for r in group]
         curves = np.array([[x[metric] for x in r["per_length"][p]] for r, p in zip(group, primary)])
         s = [x["length"] for x in group[0]["per_length"]["raw"]]
-        mean, sd = curves.mean(0), curves.std(0)
+        mean, sd = _mean_sd(curves)
         line, = ax.plot(s, mean, label=f"{norm} (n={len(group)})")
         ax.fill_between(s, mean - sd, mean + sd, color=line.get_color(), alpha=0.15)
     c = runs[0]["config"]["task"]
@@ -288,29 +298,41 @@ def fig_margins(runs: list[dict]):
     return fig
 
 
+def _mean_sd(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sample std (ddof = 1; 0 for a single run) over the runs (axis 0)."""
+    sd = curves.std(0, ddof=1) if len(curves) > 1 else np.zeros(curves.shape[1:])
+    return curves.mean(0), sd
+
+
 def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
-    """The raw, EMA and BEMA weights' ``metric`` over training, one panel per placement (mean
-    ± std over that placement's runs, so the band is the seed spread, not placement spread)."""
+    """The raw, EMA and BEMA weights' ``metric`` over training, one panel per placement: mean
+    ± sample std over the runs of that placement (the band is the spread of everything else
+    the sweep varies: seeds, and in a search also lr, dropout, EMA decay). A panel uses the
+    runs that share its most common evaluation schedule and says how many it left out."""
     import matplotlib.pyplot as plt
+    from collections import Counter
 
     placements = sorted({r["config"]["model"]["norm"] for r in runs})
     fig, axes = plt.subplots(1, len(placements), figsize=(3.2 * len(placements) + 1.2, 3.8),
                              sharey=True, squeeze=False)
     for ax, norm in zip(axes[0], placements):
-        group = [r for r in runs if r["config"]["model"]["norm"] == norm]
-        steps = [h["step"] for h in group[0]["history"] if "raw" in h]
+        schedules = {id(r): tuple(h["step"] for h in r["history"] if "raw" in h)
+                     for r in runs if r["config"]["model"]["norm"] == norm}
+        steps, _ = Counter(schedules.values()).most_common(1)[0]
+        group = [r for r in runs if schedules.get(id(r)) == steps]
         for kind, colour in (("raw", "C0"), ("ema", "C1"), ("bema", "C2")):
             curves = np.array([[h[kind][metric] for h in r["history"] if "raw" in h]
-                               for r in group
-                               if len([h for h in r["history"] if "raw" in h]) == len(steps)])
-            mean, sd = curves.mean(0), curves.std(0)
+                               for r in group])
+            mean, sd = _mean_sd(curves)
             ax.plot(steps, mean, color=colour, marker="o", ms=3, label=f"{kind} (n={len(curves)})")
             ax.fill_between(steps, mean - sd, mean + sd, color=colour, alpha=0.12)
-        ax.set(xlabel="step", title=norm)
+        left_out = len(schedules) - len(group)
+        ax.set(xlabel="step", title=norm + (f" ({left_out} runs on other schedules left out)"
+                                            if left_out else ""))
         ax.legend(fontsize=7)
     axes[0][0].set_ylabel(metric.replace("_", " "))
-    fig.suptitle("raw vs EMA vs BEMA weights over training (mean ± std over the runs of a "
-                 "placement)", fontsize=9)
+    fig.suptitle("raw vs EMA vs BEMA weights over training (mean ± sample std over the runs "
+                 "of a placement)", fontsize=9)
     fig.tight_layout()
     return fig
 

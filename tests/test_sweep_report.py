@@ -64,11 +64,17 @@ def test_report_on_a_real_tiny_sweep_writes_tables_and_figures(tmp_path):
     assert main(["report", str(tmp_path / "nothing")]) == 2
 
 
-def test_terciles_partition_runs_even_with_tied_values():
-    """A numeric factor with two values (say a grid of EMA decays read as continuous): each
-    run lands in exactly one tercile (closed-open bins), none is counted twice."""
+def test_terciles_partition_runs_even_with_tied_or_close_values():
+    """Each run lands in exactly one group: a numeric factor with few values (say a grid of
+    EMA decays) is grouped per value, in numeric order; close values (bins whose edges print
+    alike) still give three distinct bins; tied values are not counted twice."""
     rows = [{"train.ema_decay": d, "ood_kl": float(i)}
-            for i, d in enumerate([0.99] * 8 + [0.999] * 8)]
+            for i, d in enumerate([0.999] * 8 + [0.99] * 8)]
     groups = R.factor_effects(rows, ["train.ema_decay"], "ood_kl")["train.ema_decay"]
-    assert sum(g["n"] for g in groups.values()) == 16
-    assert groups["[0.999, 0.999]"]["n"] == 8
+    assert list(groups) == ["0.99", "0.999"] and [g["n"] for g in groups.values()] == [8, 8]
+    close = np.random.default_rng(0).uniform(0.9990, 0.9995, size=30)
+    tied = [1.0] * 12 + [2.0] * 4 + [3.0, 4.0, 5.0, 6.0]
+    for values, bins in ((close, 3), (tied, 2)):  # ties leave T1 = [1, 1) empty
+        rows = [{"x": float(v), "ood_kl": 0.0} for v in values]
+        groups = R.factor_effects(rows, ["x"], "ood_kl")["x"]
+        assert len(groups) == bins and sum(g["n"] for g in groups.values()) == len(values)
