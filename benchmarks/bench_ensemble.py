@@ -22,9 +22,10 @@ speed: on a shared virtual machine single timings of the same step vary by up to
 
 Last (not with ``--quick``), the sweep's layout: ``--sweep-workers`` (default 2, as
 ``resharpen sweep --workers 2``) processes with one thread each (``train.threads = 1``) each
-train a K = 16 ensemble at the default batch, every timed run started together (a barrier);
-their summed training GFLOP/s is compared with the fp32 matmul peak of as many threads as
-workers, the higher of its measurements just before and just after (the conservative fraction).
+train a K = 16 ensemble at the default batch, in lock-step (a barrier before every timed
+part); in each of 3 windows all workers first measure their one-thread matmul peak at once,
+then time their training steps at once, and the window's fraction is summed training GFLOP/s
+over summed peaks: peak and work measured in the same minute, so the VM's drift cancels.
 """
 from __future__ import annotations
 
@@ -58,19 +59,14 @@ def matmul_peak_gflops(n: int = 1024, repeats: int = 20) -> float:
     return 2 * n ** 3 / min(times) / 1e9
 
 
-def time_path(path: str, cfg, train: dict, k: int, steps: int,
-              barrier=None) -> tuple[float, float, float]:
+def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, float, float]:
     """(seconds of first-call overhead beyond set-up, i.e. compilation; seconds of set-up;
     seconds per step) for K models on ``path``: a warm-up run of 1 step, then runs of 2 and
     ``2 + steps`` steps (each the best of 3); the difference is the per-step time, the rest is
-    initialization and data set-up. With a ``barrier`` (several processes timing at once)
-    every timed run starts when every process is ready for it, so each one is timed while
-    the others run too."""
+    initialization and data set-up."""
     def run(n: int) -> float:
         samples = []
         for _ in range(3):
-            if barrier is not None:
-                barrier.wait(timeout=BARRIER_TIMEOUT)
             start = time.perf_counter()
             E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=n), train_len=16,
                              path=path)
@@ -87,6 +83,7 @@ def time_path(path: str, cfg, train: dict, k: int, steps: int,
 
 
 BARRIER_TIMEOUT = 600.0  # seconds a worker waits for the others before giving up
+LAYOUT_WINDOWS = 3  # timing windows of the sweep layout
 _BARRIER = None
 
 
@@ -95,39 +92,53 @@ def _set_barrier(barrier) -> None:
     _BARRIER = barrier
 
 
-def _sweep_worker(args) -> float:
-    """One sweep worker: one thread, the auto path; returns its training GFLOP/s. A failing
-    worker breaks the barrier, so the others raise instead of waiting for it forever."""
+def _layout_worker(args) -> list[tuple[float, float]]:
+    """One sweep worker (one thread, the auto path) in LAYOUT_WINDOWS windows, every step in
+    step with the other workers: its fp32 matmul peak (all workers measuring at once), then its
+    training GFLOP/s from runs of 2 and 2 + steps steps. Returns (GFLOP/s, peak) per window. A
+    failing worker breaks the barrier, so the others raise instead of waiting forever."""
     cfg, train, k, steps = args
     torch.set_num_threads(1)
     path = E.choose_path(train["batch_size"], 16, k, SWEEP_STEPS)
+
+    def together(fn):
+        _BARRIER.wait(timeout=BARRIER_TIMEOUT)
+        return fn()
+
+    def timed(n: int) -> float:
+        start = time.perf_counter()
+        E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=n), train_len=16,
+                         path=path)
+        return time.perf_counter() - start
+
     try:
-        per_step = time_path(path, cfg, train, k, steps, _BARRIER)[2]
+        together(lambda: timed(1))  # warm-up, compilation
+        windows = []
+        for _ in range(LAYOUT_WINDOWS):
+            peak = together(matmul_peak_gflops)
+            short, long = together(lambda: timed(2)), together(lambda: timed(2 + steps))
+            per_step = max(long - short, 1e-9) / steps
+            windows.append((E.train_flops(cfg, train["batch_size"], 16) * k / per_step / 1e9,
+                            peak))
+        return windows
     except BaseException:
         _BARRIER.abort()
         raise
-    return E.train_flops(cfg, train["batch_size"], 16) * k / per_step / 1e9
 
 
-def sweep_layout(cfg, train: dict, k: int, steps: int, workers: int) -> list[float]:
-    """GFLOP/s of each of ``workers`` processes training a K-model ensemble at once with one
-    thread each: how ``resharpen sweep --workers N`` trains (``train.threads = 1``)."""
+def sweep_layout(cfg, train: dict, k: int, steps: int, workers: int) -> list[tuple[float, float]]:
+    """Per timing window: (summed training GFLOP/s, summed one-thread matmul peak) of
+    ``workers`` processes training a K-model ensemble at once with one thread each, as
+    ``resharpen sweep --workers N`` trains (``train.threads = 1``). Peak and training are
+    measured in the same window, so the machine's drift (this VM's peak moves by up to 2x
+    within minutes) cancels in their ratio."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(workers)
     with ctx.Pool(workers, initializer=_set_barrier, initargs=(barrier,)) as pool:
-        return pool.map(_sweep_worker, [(cfg, train, k, steps)] * workers)
-
-
-def peak_with_threads(threads: int) -> float:
-    """The fp32 matmul peak with ``threads`` torch threads (the process's setting restored)."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        return matmul_peak_gflops()
-    finally:
-        torch.set_num_threads(previous)
+        per_worker = pool.map(_layout_worker, [(cfg, train, k, steps)] * workers)
+    return [tuple(map(sum, zip(*window))) for window in zip(*per_worker)]
 
 
 def main() -> int:
@@ -174,23 +185,21 @@ def main() -> int:
                   + ("  <- sweep default" if batch == default_batch else ""), flush=True)
     layout = None
     if args.sweep_workers and not args.quick:
-        before = peak_with_threads(args.sweep_workers)
-        rates = sweep_layout(cfg, dict(config["train"], warmup=0), SWEEP_K, args.steps,
-                             args.sweep_workers)
-        layout = rates, max(before, peak_with_threads(args.sweep_workers))
+        layout = sweep_layout(cfg, dict(config["train"], warmup=0), SWEEP_K, args.steps,
+                              args.sweep_workers)
     end_peak = matmul_peak_gflops()
     print(f"fp32 matmul peak re-measured after the table: {end_peak:.1f} GFLOP/s "
           "(the % column uses the first; a large drift means the machine was busy)")
     if layout:
-        rates, top = layout
-        total = sum(rates)
+        fractions = [rate / peak for rate, peak in layout]
         print(f"sweep layout: {args.sweep_workers} worker processes x 1 thread, each training "
               f"K = {SWEEP_K} models at batch {default_batch} "
-              f"({E.choose_path(default_batch, 16, SWEEP_K, SWEEP_STEPS)} path), every timed "
-              "run started together: " + " + ".join(f"{r:.1f}" for r in rates)
-              + f" = {total:.1f} GFLOP/s = {100 * total / top:.1f}% of the {args.sweep_workers}"
-              f"-thread fp32 matmul peak ({top:.1f} GFLOP/s, the higher of its measurements "
-              "just before and after)")
+              f"({E.choose_path(default_batch, 16, SWEEP_K, SWEEP_STEPS)} path); per window "
+              "(training GFLOP/s summed over the workers / their one-thread peaks measured at "
+              "once just before): " + ", ".join(
+                  f"{rate:.1f}/{peak:.1f} = {100 * f:.1f}%" for (rate, peak), f in
+                  zip(layout, fractions))
+              + f"; median {100 * sorted(fractions)[len(fractions) // 2]:.1f}%")
     return 0
 
 
