@@ -160,6 +160,9 @@ POSTNORM_SWEEPS = (
     ("train.postnorm.long_runs", "long_runs",
      "at 6x the sweeps' training budget (long_runs: 12000 steps, post against none, BEMA "
      "weights)"),
+    ("train.postnorm.long_runs_v32", "long_runs_v32",
+     "at 6x the sweeps' training budget at v = 32 (long_runs_v32: 12000 steps, post against "
+     "none, BEMA weights)"),
     ("train.postnorm.multi_layer", "placements_multi_layer",
      "in the 2-layer transformer with GELU MLPs and learned positions (balanced grid of "
      "placements x seeds, BEMA weights)"),
@@ -203,6 +206,8 @@ AVERAGING_SWEEPS = (
     (".fixed", "placements", "at fixed hyper-parameters (placements sweep), "),
     (".long", "long_runs", "at 6x the sweeps' training budget (long_runs: 12000 steps, none and "
                            "post, EMA decay 0.99 and 0.999), "),
+    (".long_v32", "long_runs_v32", "at 6x the sweeps' training budget at v = 32, closest to p* "
+                                   "(long_runs_v32: 12000 steps, none and post), "),
 )
 AVERAGING_SOURCES = {"bema": f"{PAPER} v1 (BEMA improves length generalization)",
                      "ema": f"{PAPER} (EMA counters noisy gradients)"}

@@ -16,7 +16,8 @@ def test_training_claims_are_registered_with_sources():
                 "train.lengthgen.degrades", "train.postnorm.random_search",
                 "train.bema.ood_kl.fixed", "train.ema.ood_kl.fixed", "train.postnorm.balanced_grid",
                 "train.postnorm.random_search_v32", "train.postnorm.long_runs",
-                "train.bema.ood_kl.long", "train.ema.ood_kl.long"):
+                "train.bema.ood_kl.long", "train.ema.ood_kl.long", "train.postnorm.long_runs_v32",
+                "train.bema.ood_kl.long_v32", "train.ema.ood_kl.long_v32"):
         assert cid in found and found[cid].source and found[cid].statement
 
 
