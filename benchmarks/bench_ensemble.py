@@ -59,23 +59,22 @@ def matmul_peak_gflops(n: int = 1024, repeats: int = 20) -> float:
     return 2 * n ** 3 / min(times) / 1e9
 
 
+def time_run(path: str, cfg, train: dict, k: int, steps: int) -> float:
+    """Seconds for one ``train_ensemble`` call: K models, ``steps`` steps on ``path``."""
+    start = time.perf_counter()
+    E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=steps), train_len=16, path=path)
+    return time.perf_counter() - start
+
+
 def time_path(path: str, cfg, train: dict, k: int, steps: int) -> tuple[float, float, float]:
     """(seconds of first-call overhead beyond set-up, i.e. compilation; seconds of set-up;
     seconds per step) for K models on ``path``: a warm-up run of 1 step, then runs of 2 and
     ``2 + steps`` steps (each the best of 3); the difference is the per-step time, the rest is
     initialization and data set-up."""
     def run(n: int) -> float:
-        samples = []
-        for _ in range(3):
-            start = time.perf_counter()
-            E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=n), train_len=16,
-                             path=path)
-            samples.append(time.perf_counter() - start)
-        return min(samples)
+        return min(time_run(path, cfg, train, k, n) for _ in range(3))
 
-    start = time.perf_counter()
-    E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=1), train_len=16, path=path)
-    first = time.perf_counter() - start
+    first = time_run(path, cfg, train, k, 1)
     short, long = run(2), run(2 + steps)
     per_step = max(long - short, 1e-9) / steps
     setup = max(short - 2 * per_step, 0.0)
@@ -106,10 +105,7 @@ def _layout_worker(args) -> list[tuple[float, float]]:
         return fn()
 
     def timed(n: int) -> float:
-        start = time.perf_counter()
-        E.train_ensemble(cfg, list(range(k)), train=dict(train, steps=n), train_len=16,
-                         path=path)
-        return time.perf_counter() - start
+        return time_run(path, cfg, train, k, n)
 
     try:
         together(lambda: timed(1))  # warm-up, compilation
