@@ -1,4 +1,4 @@
-"""Throughput of the Post-Norm collapse stack simulation (experiments/collapse_stack.py).
+"""Throughput of the Post-Norm collapse stack simulation (experiments/collapse/stack.py).
 
 Prints layer-samples per second and tokens per second of :func:`simulate` (the Transformer's
 own blocks driven with forward hooks that measure t_sim per sublayer), against the bare block
@@ -14,8 +14,8 @@ import time
 
 import torch
 
-from experiments.collapse_stack import StackConfig, build_stack, equal_correlation_input, simulate
-from theory.collapse_recursion import recursion
+from resharpen.experiments.collapse.stack import StackConfig, build_stack, equal_correlation_input, simulate
+from resharpen.theory.collapse.recursion import recursion
 
 
 def best_of(fn, repeats: int = 3) -> float:

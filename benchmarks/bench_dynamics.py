@@ -22,9 +22,9 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from experiments import particles as P  # noqa: E402
-from theory import norm_dynamics as nd  # noqa: E402
-from theory import norm_dynamics_ode as ode  # noqa: E402
+from resharpen.experiments.dynamics import particles as P
+from resharpen.theory.dynamics import speed as nd
+from resharpen.theory.dynamics import ode
 
 
 def timed(fn, repeat=1):

@@ -4,7 +4,7 @@ Each builder is a function from hyper-parameters to a float64 :class:`Transforme
 one head, attention only, no positions), with its proof sketch in the docstring. ``build`` picks a
 builder by name; ``save``/``load`` round-trip the weights exactly (state dict + JSON config).
 ``theory_margins`` gives, for any batch of inputs, the margins the theory predicts for the
-construction, so a built model can be checked against theory.set_complement input by input.
+construction, so a built model can be checked against resharpen.theory.set_complement.formulas input by input.
 
 Common notation: Q is a v x (v-1) orthonormal basis of the complement of the all-ones vector, so
 Q Q^T = P = I - 11^T/v; K = lambda / beta. Normalized readouts (attn_out, post, pre) need
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from experiments.model import ModelConfig, Transformer
-from experiments.set_complement import check_vocab, validate_inputs
-from theory.set_complement import harmonic_margin, readout_margins, unbalanced_margins
+from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.set_complement.task import check_vocab, validate_inputs
+from resharpen.theory.set_complement.formulas import harmonic_margin, readout_margins, unbalanced_margins
 
 VARIANTS = ("tight", "one_hot", "balanced", "unbalanced")
 READOUT_NORMS = ("none", "attn_out", "post", "pre")
@@ -124,7 +124,7 @@ def tight(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_ki
              == -beta e_q - (lambda/s) 1_[t]   (mod 1).
     All valid logits are equal, every non-query input token sits lambda/s below them and the query
     beta + lambda/s below: complement-exact at every length when beta > -lambda/(v-1).
-    With a norm (RMSNorm; beta > 0) the residual stays in 1-perp, and theory.set_complement's
+    With a norm (RMSNorm; beta > 0) the residual stays in 1-perp, and resharpen.theory.set_complement.formulas's
     class-reduced derivation gives the margins (attn_out: beta g sqrt((v-1) v / (s (v-s))))."""
     vocab = check_vocab(vocab)
     _check_scales(lam, beta, gain, norm, norm_kind)
@@ -256,7 +256,7 @@ def save(built: Construction, folder: str | Path) -> Path:
     """Write ``weights.pt`` (float64 state dict) and ``config.json`` (model config + parameters)."""
     import io
 
-    from experiments.io import atomic_write_bytes, atomic_write_json, ensure_writable_dir
+    from resharpen.experiments.core.io import atomic_write_bytes, atomic_write_json, ensure_writable_dir
 
     folder = ensure_writable_dir(folder)
     buffer = io.BytesIO()

@@ -1,11 +1,10 @@
-"""One script per figure. Each module ``fig_*.py`` defines ``make(profile, outdir) -> list[Path]``
+"""One script per figure, grouped by slice. Each module ``<slice>/fig_*.py`` defines ``make(profile, outdir) -> list[Path]``
 (writing PNG and PDF with the Agg backend) and names, in its docstring, the claims it shows.
 `resharpen figs` runs them all."""
 from __future__ import annotations
 
 import fnmatch
 import importlib
-import pkgutil
 from pathlib import Path
 
 import matplotlib
@@ -13,14 +12,43 @@ import matplotlib
 matplotlib.use("Agg")
 
 
+FIGURES: dict[str, str] = {
+    "fig_collapse_deaveraging": "collapse",
+    "fig_collapse_gradients": "collapse",
+    "fig_collapse_similarity": "collapse",
+    "fig_collapse_training": "collapse",
+    "fig_dyn_gamma": "dynamics",
+    "fig_dyn_initial_velocity": "dynamics",
+    "fig_dyn_mc_ratio": "dynamics",
+    "fig_dyn_random_stacks": "dynamics",
+    "fig_langtrain_curves": "languages",
+    "fig_langtrain_othello_study": "languages",
+    "fig_sc_attn_out_sv": "set_complement",
+    "fig_sc_invalid_mass": "set_complement",
+    "fig_sc_margins": "set_complement",
+    "fig_train_averaging": "set_complement",
+    "fig_train_dropout": "set_complement",
+    "fig_train_grids": "set_complement",
+    "fig_train_long_runs": "set_complement",
+    "fig_train_margins": "set_complement",
+    "fig_train_placements": "set_complement",
+}
+"""Every figure module and the slice it belongs to (``paper_figs/<slice>/<module>.py``)."""
+
+
 def figure_modules() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("fig_"))
+    return sorted(FIGURES)
+
+
+def figure_module(name: str):
+    """The module ``resharpen.paper_figs.<slice>.<name>`` (imported on demand: figures are heavy)."""
+    return importlib.import_module(f"resharpen.paper_figs.{FIGURES[name]}.{name}")
 
 
 def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[Path]:
     from tqdm import tqdm
 
-    from experiments.io import ensure_writable_dir
+    from resharpen.experiments.core.io import ensure_writable_dir
 
     names = figure_modules()
     if only:
@@ -31,8 +59,7 @@ def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[P
     ensure_writable_dir(outdir)
     written: list[Path] = []
     for name in tqdm(names, desc="figs", unit="fig", disable=None):
-        module = importlib.import_module(f"paper_figs.{name}")
-        written.extend(module.make(profile, outdir))
+        written.extend(figure_module(name).make(profile, outdir))
     return written
 
 
@@ -42,7 +69,7 @@ def save(fig, outdir: Path, stem: str) -> list[Path]:
 
     import matplotlib.pyplot as plt
 
-    from experiments.io import atomic_write_bytes
+    from resharpen.experiments.core.io import atomic_write_bytes
 
     paths = []
     for ext in ("png", "pdf"):

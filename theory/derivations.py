@@ -1,20 +1,14 @@
-"""All printed derivations of `resharpen derive`, gathered from the theory modules that have them."""
+"""All printed derivations of `resharpen derive`, gathered from the theory slices that have them."""
 from __future__ import annotations
-
-import importlib
-
-MODULES = ("theory.set_complement", "theory.norm_dynamics", "theory.collapse")
 
 
 def derivations(latex: bool = False) -> list[tuple[str, str]]:
+    """(title, statement) pairs of every slice, Set Complement first."""
+    from resharpen.theory.collapse import attention
+    from resharpen.theory.dynamics import speed
+    from resharpen.theory.set_complement import formulas
+
     rows: list[tuple[str, str]] = []
-    for name in MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        if hasattr(module, "derivations"):
-            rows.extend(module.derivations(latex=latex))
+    for module in (formulas, speed, attention):
+        rows.extend(module.derivations(latex=latex))
     return rows

@@ -1,0 +1,206 @@
+"""Backward-stage checks with autograd (arXiv 2608.09417, Stage II and Theorem 3.8(ii)).
+
+* :func:`rms_gradient_check`: through RMSNorm (no gain, eps = 0) every gradient is orthogonal to
+  its input, <y, dL/dy> = 0, and the autograd Jacobian equals (sqrt d/|y|)(I - y y^T/|y|^2)
+  with spectral norm sqrt d/|y|.
+* :func:`norm_growth_step` (Prop. D.2): at exact collapse (X = 1 x^T), one gradient step of size
+  eta on W_O (or on the SwiGLU output matrix W2) changes the sublayer output to
+  Y(eta) = Y - eta U with U = H H^T G (H the sublayer's hidden state, G = dL/dY), and since
+  <Y, U> = 0 row-wise, ||Y(eta)||^2 = ||Y||^2 + eta^2 ||U||^2 exactly.
+* :func:`gradient_flow`: in an exactly collapsed random-weight stack, per-sublayer gradient norms
+  along the residual path. Post-Norm: ||dL/dX_k|| <= c_k ||dL/dX_{k+1}|| with
+  c_k = a_k max_i sqrt d/|y_i| (Theorem 3.6), a geometric decay; Pre-Norm: the skip path
+  bypasses the norm and gradients are not contracted.
+* :func:`collapsed_gradients` (Theorem 3.8(ii)): a collapsed Post-Norm stack whose head outputs
+  p_freq at every position has every parameter gradient equal to zero.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from resharpen.experiments.collapse.stack import StackConfig, build_stack
+from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.theory.collapse.rms import frequency_loss, label_frequencies
+
+
+def _rms(y: torch.Tensor) -> torch.Tensor:
+    return F.rms_norm(y, (y.shape[-1],), None, 0.0)
+
+
+def rms_gradient_check(d: int = 64, trials: int = 8, seed: int = 0) -> dict:
+    """Worst cosine(y, dL/dy), worst Jacobian error and worst |(||J||_2 - sqrt d/|y|)| relative,
+    over random y and random smooth losses L(RMS(y))."""
+    if d < 2:
+        raise ValueError(f"d must be >= 2 for a non-trivial RMSNorm Jacobian, got {d}")
+    gen = torch.Generator().manual_seed(seed)
+    worst = {"cosine": 0.0, "jacobian": 0.0, "norm": 0.0}
+    for _ in range(trials):
+        y = (torch.randn(d, generator=gen, dtype=torch.float64)
+             * float(torch.rand(1, generator=gen) * 10 + 0.1)).requires_grad_(True)
+        w = torch.randn(d, d, generator=gen, dtype=torch.float64)
+        loss = torch.tanh(_rms(y) @ w).pow(2).sum() + (_rms(y) ** 3).sum()
+        (g,) = torch.autograd.grad(loss, y)
+        yd = y.detach()
+        worst["cosine"] = max(worst["cosine"], abs(float(yd @ g)) / float(yd.norm() * g.norm()))
+        J = torch.autograd.functional.jacobian(_rms, yd)
+        formula = math.sqrt(d) / yd.norm() * (torch.eye(d, dtype=yd.dtype)
+                                               - torch.outer(yd, yd) / yd.dot(yd))
+        worst["jacobian"] = max(worst["jacobian"],
+                                float((J - formula).abs().max() / formula.abs().max()))
+        spec = float(torch.linalg.matrix_norm(J, ord=2))
+        worst["norm"] = max(worst["norm"], abs(spec * float(yd.norm()) / math.sqrt(d) - 1.0))
+    return worst
+
+
+def _collapsed_input(n: int, d: int, seed: int, dtype=torch.float64) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(seed + 7)
+    x = torch.randn(d, generator=gen, dtype=dtype)
+    return (x * math.sqrt(d) / x.norm()).expand(1, n, d).clone()
+
+
+def norm_growth_step(sublayer: str = "attn", n: int = 16, d: int = 32, eta: float = 0.1,
+                     collapsed: bool = True, seed: int = 0) -> dict:
+    """Prop. D.2 on one Post-Norm sublayer of :class:`Transformer` (single head, SwiGLU).
+
+    The loss is a random smooth function of RMS(Y), as in any Post-Norm network. Returns the
+    measured growth ||Y(eta)||^2 - ||Y||^2, the prediction eta^2 ||U||^2, the cross term <Y, U>
+    and the relative error. With ``collapsed=False`` (random rows) the cross term is generic."""
+    if sublayer not in ("attn", "mlp"):
+        raise ValueError(f"sublayer must be 'attn' or 'mlp', got {sublayer!r}")
+    if not (math.isfinite(eta) and eta > 0):
+        raise ValueError(f"step size eta must be finite and > 0, got {eta!r}")
+    cfg = StackConfig(n=n, d=d, depth=1, norm="post", mlp="swiglu", multiplier=4.0, t0=0.5,
+                      seed=seed)  # t0 unused: the input is built below
+    block = build_stack(cfg).blocks[0]
+    block.requires_grad_(True)
+    if collapsed:
+        x = _collapsed_input(n, d, seed)
+    else:
+        x = torch.randn(1, n, d, generator=torch.Generator().manual_seed(seed + 3),
+                        dtype=torch.float64)
+        x = x * math.sqrt(d) / x.norm(dim=-1, keepdim=True)
+    gen = torch.Generator().manual_seed(seed + 11)
+    readout = torch.randn(d, d, generator=gen, dtype=torch.float64)
+
+    if sublayer == "attn":
+        weight = block.attn.W_O
+
+        def forward():
+            out, probs = block.attn(x)
+            hidden = probs[:, 0] @ (x @ block.attn.W_V[0])
+            return x + out, hidden
+    else:
+        weight = block.mlp.W_out
+
+        def forward():
+            hidden = F.silu(x @ block.mlp.W_gate) * (x @ block.mlp.W_in)
+            return x + hidden @ block.mlp.W_out, hidden
+
+    y, hidden = forward()
+    loss = torch.tanh(_rms(y) @ readout).pow(2).sum()
+    g_y, g_w = torch.autograd.grad(loss, (y, weight))
+    with torch.no_grad():
+        U = hidden @ hidden.transpose(-1, -2) @ g_y
+        weight -= eta * g_w
+        y_new, _ = forward()
+        grown = float(y_new.pow(2).sum() - y.pow(2).sum())
+        predicted = eta ** 2 * float(U.pow(2).sum())
+        cross = float((y * U).sum())
+        # the update of Y is exactly -eta U (Y is linear in W_O / W2)
+        update_err = float((y_new - (y - eta * U)).abs().max() / (eta * U.abs().max()))
+    return {"growth": grown, "predicted": predicted, "cross": cross,
+            "cross_relative": abs(cross) / float(y.detach().norm() * U.norm()),
+            "relative_error": abs(grown - predicted) / predicted, "update_error": update_err}
+
+
+def gradient_flow(norm: str = "post", n: int = 32, d: int = 32, depth: int = 24,
+                  multiplier: float = 4.0, mlp: str | None = "swiglu", seed: int = 0) -> dict:
+    """Per-sublayer gradient norms along the residual path of an exactly collapsed stack.
+
+    Returns arrays over sublayers k = 0..K-1 (attention, then FFN, per block, input side first):
+    ``grad_x`` = ||dL/dX_k|| (the sublayer's residual input), ``grad_y`` = ||dL/dY_k||
+    (Y_k = X_k + f_k), ``gain`` a_k = grad_x / grad_y, ``jac`` = max_i sqrt d/|y_i| (Post-Norm)
+    and ``factor`` c_k = a_k jac, with ``grad_out`` = ||dL/dX_K|| at the stack output. The loss
+    is a fixed random linear readout of the output, so dL/dX_K is a random direction."""
+    cfg = StackConfig(n=n, d=d, depth=depth, norm=norm, mlp=mlp, multiplier=multiplier,
+                      t0=0.5, seed=seed)  # t0 unused: the input is exactly collapsed
+    model = build_stack(cfg)
+    xs, ys = [], []  # residual points: sublayer inputs X_k and outputs Y_k = X_k + f_k(.)
+
+    def norm_out_hook(module, args, output):  # Post-Norm: Y_k enters, X_{k+1} = RMS(Y_k) leaves
+        ys.append(args[0])
+        xs.append(output)
+
+    def norm_in_hook(module, args, output):  # Pre-Norm: the residual X_k enters the input norm
+        xs.append(args[0])
+
+    handles = []
+    for block in model.blocks:
+        pairs = [(block.attn_norm_in, block.attn_norm_out)]
+        if block.mlp is not None:
+            pairs.append((block.mlp_norm_in, block.mlp_norm_out))
+        for n_in, n_out in pairs:
+            handles.append(n_out.register_forward_hook(norm_out_hook) if norm == "post"
+                           else n_in.register_forward_hook(norm_in_hook))
+    x = _collapsed_input(n, d, seed).requires_grad_(True)
+    h = x
+    for block in model.blocks:
+        h, _ = block(h)
+    for handle in handles:
+        handle.remove()
+    readout = torch.randn(h.shape, generator=torch.Generator().manual_seed(seed + 5),
+                          dtype=h.dtype)
+    loss = (readout * h).sum()
+    if norm == "post":
+        xs = [x] + xs  # X_0, ..., X_K (X_K = output)
+        grads = torch.autograd.grad(loss, xs + ys)
+        g = [float(t.norm()) for t in grads]
+        grad_x, grad_out, grad_y = g[:len(ys)], g[len(ys)], g[len(ys) + 1:]
+        jac = [float((math.sqrt(d) / y.detach().norm(dim=-1)).max()) for y in ys]
+    else:  # Y_k = X_{k+1}; the last Y is the output
+        g = [float(t.norm()) for t in torch.autograd.grad(loss, xs + [h])]
+        grad_x, grad_y, grad_out = g[:-1], g[1:], g[-1]
+        jac = [1.0] * len(grad_x)
+    grad_x, grad_y, jac = map(np.asarray, (grad_x, grad_y, jac))
+    gain = grad_x / grad_y
+    return {"grad_x": grad_x, "grad_y": grad_y, "gain": gain, "jac": jac,
+            "factor": gain * jac, "grad_out": grad_out, "norm": norm}
+
+
+def collapsed_gradients(n: int = 12, d: int = 16, vocab: int = 5, n_layers: int = 2,
+                        matched: bool = True, collapsed: bool = True, seed: int = 0) -> dict:
+    """Theorem 3.8(ii) with autograd on :class:`Transformer` (Post-Norm, RMSNorm, SwiGLU).
+
+    The input repeats one token (no positions), so every hidden state is row-constant; W_U is set
+    so that the logits equal log p_freq of the labels at every position. Returns the largest
+    absolute parameter gradient (expected 0 up to rounding), the loss and L_freq. Contrasts:
+    ``matched=False`` sets the head to a different distribution; ``collapsed=False`` feeds
+    distinct tokens."""
+    cfg = ModelConfig(vocab=vocab, d_model=d, n_layers=n_layers, n_heads=2, norm="post",
+                      norm_kind="rms", mlp="swiglu", d_mlp=2 * d, eps=0.0, init_std=0.3)
+    torch.manual_seed(seed)
+    model = Transformer(cfg).double()
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, vocab, n)
+    labels[:vocab] = np.arange(vocab)  # every class present: log p_freq finite
+    p = label_frequencies(labels, vocab)
+    if not matched:
+        p = rng.dirichlet(np.ones(vocab))
+    tokens = torch.zeros(1, n, dtype=torch.long) if collapsed else \
+        torch.as_tensor(rng.integers(0, vocab, (1, n)))
+    with torch.no_grad():
+        h = model.residual(torch.zeros(1, n, dtype=torch.long))
+        for block in model.blocks:
+            h, _ = block(h)
+        row = h[0, 0]
+        model.W_U.copy_(torch.outer(row, torch.log(torch.as_tensor(p))) / row.dot(row))
+    logits = model(tokens)
+    loss = F.cross_entropy(logits[0], torch.as_tensor(labels))
+    loss.backward()
+    worst = max(float(prm.grad.abs().max()) for prm in model.parameters() if prm.grad is not None)
+    return {"max_grad": worst, "loss": float(loss.detach()), "l_freq": frequency_loss(labels, vocab),
+            "n_parameters": sum(prm.numel() for prm in model.parameters())}

@@ -1,0 +1,108 @@
+"""`resharpen collapse ...`: the Post-Norm collapse experiments from the command line.
+
+    resharpen collapse stack   per-layer t_sim of a random-weight stack against the recursion
+    resharpen collapse train   the learning-rate sweep (Post-Norm and Pre-Norm) with detection
+    resharpen collapse detect  the collapse step of a finished run folder
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def add_collapse(sub) -> None:
+    from resharpen.experiments.core.cli_args import finite_float, positive_int
+
+    p = sub.add_parser("collapse", help="Post-Norm collapse (arXiv 2608.09417): stacks, training")
+    inner = p.add_subparsers(dest="collapse_command", required=True, parser_class=type(p))
+
+    s = inner.add_parser("stack", help="random-weight stack: t_sim per layer vs the recursion")
+    s.add_argument("--norm", default="post", help="post | pre")
+    s.add_argument("--mlp", default="none", help="none | swiglu")
+    s.add_argument("--multiplier", type=finite_float, default=1.0, help="init variance x k > 0")
+    s.add_argument("--n", type=positive_int, default=256, help="sequence length n >= 2")
+    s.add_argument("--d", type=positive_int, default=256, help="width d")
+    s.add_argument("--depth", type=positive_int, default=48)
+    s.add_argument("--samples", type=positive_int, default=4)
+    s.add_argument("--t0", type=finite_float, default=0.09, help="input t_sim in [1/n, 1)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", metavar="PATH", help="write the per-layer table ('-' = stdout)")
+    s.set_defaults(handler=run_stack)
+
+    t = inner.add_parser("train", help="learning-rate sweep with collapse detection")
+    t.add_argument("--profile", choices=("quick", "full"), default="quick")
+    t.add_argument("--out", default="out/collapse_train", help="results folder")
+    t.add_argument("--seed", type=int, default=0)
+    t.set_defaults(handler=run_train)
+
+    d = inner.add_parser("detect", help="report the collapse step of a finished run folder")
+    d.add_argument("run", help="folder with metrics.jsonl and summary.json")
+    d.add_argument("--t-threshold", type=finite_float, default=0.95)
+    d.add_argument("--loss-margin", type=finite_float, default=0.05)
+    d.add_argument("--patience", type=positive_int, default=10)
+    d.set_defaults(handler=run_detect)
+
+
+def run_stack(args) -> int:
+    from resharpen.experiments.collapse.stack import StackConfig, simulate
+    from resharpen.experiments.core.io import atomic_write_text, ensure_writable_dir
+    from resharpen.theory.collapse.recursion import recursion
+
+    if args.json and args.json != "-":
+        ensure_writable_dir(Path(args.json).parent)
+    mlp = None if args.mlp == "none" else args.mlp
+    cfg = StackConfig(n=args.n, d=args.d, depth=args.depth, norm=args.norm, mlp=mlp,
+                      multiplier=args.multiplier, t0=args.t0, samples=args.samples,
+                      seed=args.seed)
+    r = simulate(cfg, progress=True)
+    pred = recursion(cfg.n, cfg.depth, r["t0"], cfg.s, cfg.norm, xi=cfg.xi if mlp else None,
+                     v0=cfg.v0)
+    rows = [{"layer": i + 1, "t_sim": float(r["t_block"][i]), "recursion": float(pred["t"][i + 1]),
+             "delta_attn": float(r["delta_attn"][i]), "theory_attn": float(r["theory_attn"][i])}
+            for i in range(cfg.depth)]
+    print(f"{'layer':>5} {'t_sim':>8} {'recursion':>9} {'d_attn':>8} {'theory':>8}")
+    for row in rows:
+        print(f"{row['layer']:5d} {row['t_sim']:8.4f} {row['recursion']:9.4f} "
+              f"{row['delta_attn']:8.4f} {row['theory_attn']:8.4f}")
+    if args.json:
+        text = json.dumps({"config": r["config"], "t0": r["t0"], "layers": rows}, indent=2)
+        print(text) if args.json == "-" else atomic_write_text(args.json, text + "\n")
+    return 0
+
+
+def run_train(args) -> int:
+    from resharpen.experiments.collapse.train import sweep
+
+    summaries = sweep(args.profile, out=args.out, seed=args.seed)
+    print(f"{'run':40s} {'collapse step':>13} {'loss':>7} {'L_freq':>7} {'t_sim':>6} {'g1/gL':>8}")
+    for s in summaries:
+        step = "-" if s["collapse_step"] is None else str(s["collapse_step"])
+        if s.get("transient_collapse") is not None:
+            step = f"{s['transient_collapse']}->{s['recovered_step']} (rec.)"
+        print(f"{s['name']:40s} {step:>13} {s['final_loss']:7.3f} {s['l_freq_stream']:7.3f} "
+              f"{s['final_t_sim']:6.3f} {s['first_over_last_resid_grad']:8.2g}")
+    return 0
+
+
+def run_detect(args) -> int:
+    from resharpen.experiments.collapse.detect import detect_collapse
+
+    folder = Path(args.run)
+    metrics_path, summary_path = folder / "metrics.jsonl", folder / "summary.json"
+    if not metrics_path.exists() or not summary_path.exists():
+        raise FileNotFoundError(f"{folder} has no metrics.jsonl and summary.json "
+                                "(a finished `resharpen collapse train` run)")
+    metrics = [json.loads(line) for line in metrics_path.read_text().splitlines() if line]
+    ref = json.loads(summary_path.read_text())["l_freq_stream"]
+    det = detect_collapse([m["step"] for m in metrics], [m["t_sim"] for m in metrics],
+                          [m["loss"] for m in metrics], [ref] * len(metrics),
+                          t_threshold=args.t_threshold, loss_margin=args.loss_margin,
+                          patience=args.patience)
+    if det.collapsed:
+        print(f"collapsed at step {det.step} (t_sim {det.t_sim:.4f}, loss - L_freq {det.gap:+.4f})")
+    elif det.step is not None:
+        print(f"transient collapse at step {det.step}, recovered from step {det.recovered}")
+    else:
+        print("no collapse detected", file=sys.stdout)
+    return 0

@@ -1,0 +1,154 @@
+"""`resharpen dynamics`: the normalized attention dynamics of arXiv 2510.22026 from the shell.
+
+    resharpen dynamics ode --beta 5 --n 256 --t-end 2000          # the six symmetric ODEs
+    resharpen dynamics simulate --scheme preln --n 64 --d 16 --beta 1 --t-end 50 --json out.json
+    resharpen dynamics stacks --layers 64 --n 32                   # the random-weight stacks
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+STARTS = ("uniform", "orthonormal", "gaussian")
+
+
+def add_dynamics(sub) -> None:
+    from resharpen.experiments.core.cli_args import finite_float, positive_int
+    from resharpen.theory.dynamics.speed import SCHEMES
+
+    p = sub.add_parser("dynamics", help="normalized attention dynamics (arXiv 2510.22026)")
+    dsub = p.add_subparsers(dest="dynamics_command", required=True, parser_class=type(p))
+
+    o = dsub.add_parser("ode", help="symmetric-start scalar ODE: gamma'(0), gamma(T), terminal exponent")
+    o.add_argument("--beta", type=finite_float, default=5.0)
+    o.add_argument("--n", type=positive_int, default=256)
+    o.add_argument("--t-end", type=finite_float, default=2000.0)
+    o.add_argument("--r0", type=finite_float, default=1.0)
+    o.add_argument("--json", metavar="PATH", help="write the table as JSON ('-' = stdout)")
+    o.set_defaults(handler=run_ode)
+
+    s = dsub.add_parser("simulate", help="particle simulation of NA; prints mean cosine and radius")
+    s.add_argument("--scheme", required=True, help=" | ".join(SCHEMES))
+    s.add_argument("--n", type=positive_int, default=32)
+    s.add_argument("--d", type=positive_int, default=16)
+    s.add_argument("--beta", type=finite_float, default=1.0)
+    s.add_argument("--t-end", type=finite_float, default=20.0)
+    s.add_argument("--start", default="uniform", help=" | ".join(STARTS))
+    s.add_argument("--qkv", choices=("identity", "random"), default="identity",
+                   help="Q = K = V = I, or random N(0, 1/d) matrices (seeded)")
+    s.add_argument("--tau", type=finite_float, default=2.0, help="Mix-LN switch time")
+    s.add_argument("--alpha0", type=finite_float, default=1.0, help="nGPT alpha")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--samples", type=positive_int, default=11, help="output times")
+    s.add_argument("--json", metavar="PATH", help="write the trajectory summary as JSON ('-' = stdout)")
+    s.set_defaults(handler=run_simulate)
+
+    k = dsub.add_parser("stacks", help="random-weight stacks: cosine similarity per layer")
+    k.add_argument("--n", type=positive_int, default=32)
+    k.add_argument("--d", type=positive_int, default=512)
+    k.add_argument("--layers", type=positive_int, default=64)
+    k.add_argument("--seed", type=int, default=0)
+    k.add_argument("--tied", action="store_true", help="Q = K = V = I in every layer")
+    k.add_argument("--json", metavar="PATH", help="write per-layer curves as JSON ('-' = stdout)")
+    k.set_defaults(handler=run_stacks_cmd)
+
+
+def _emit(obj, target) -> None:
+    from resharpen.experiments.core.io import atomic_write_json
+
+    if target == "-":
+        print(json.dumps(obj, indent=2))
+    elif target:
+        atomic_write_json(target, obj)
+
+
+def _check_target(target) -> None:
+    from resharpen.experiments.core.io import ensure_writable_dir
+
+    if target and target != "-":
+        ensure_writable_dir(Path(target).parent)
+
+
+def run_ode(args) -> int:
+    from resharpen.theory.dynamics import speed as nd
+    from resharpen.theory.dynamics import ode
+    _check_target(args.json)
+    rows = []
+    for scheme in nd.SCHEMES:
+        horizon = args.t_end
+        sol = ode.solve_symmetric(scheme, args.beta, args.n, horizon, r0_=args.r0,
+                                 t_eval=np.linspace(horizon / 2, horizon, 200))
+        kind = nd.rate_kind(scheme)
+        rows.append({"scheme": scheme, "gamma_dot0": nd.gamma_dot0_num(scheme, args.beta, args.n, args.r0),
+                     "log10_one_minus_gamma_T": float(sol.u[-1] / np.log(10.0)), "r_T": float(sol.r[-1]),
+                     "rate_kind": kind,
+                     "terminal_exponent": ode.fit_terminal_exponent(sol.t, sol.log_gamma_dot, kind,
+                                                                   (horizon / 2, horizon))})
+    if args.json != "-":
+        print(f"{'scheme':8s} {'gamma_dot(0)':>13s} {'log10(1-g(T))':>14s} {'r(T)':>9s}  terminal exponent")
+        for r in rows:
+            print(f"{r['scheme']:8s} {r['gamma_dot0']:13.6g} {r['log10_one_minus_gamma_T']:14.5g} {r['r_T']:9.4g}"
+                  f"  {r['terminal_exponent']:.4f} ({r['rate_kind']}, t in [T/2, T])")
+    _emit({"beta": args.beta, "n": args.n, "t_end": args.t_end, "rows": rows}, args.json)
+    return 0
+
+
+def _start(kind, n, d, seed):
+    from resharpen.experiments.dynamics import particles as P
+    if kind not in STARTS:
+        raise ValueError(f"unknown start {kind!r}; allowed: {', '.join(STARTS)}")
+    if kind == "orthonormal":
+        return P.orthonormal_start(n, d, seed), 1.0
+    if kind == "uniform":
+        return P.uniform_sphere(n, d, seed), 1.0
+    x = np.random.default_rng(seed).standard_normal((n, d))
+    return x, np.linalg.norm(x, axis=1)
+
+
+def run_simulate(args) -> int:
+    from resharpen.experiments.dynamics import particles as P
+    from resharpen.theory.dynamics.speed import check_d, check_horizon, check_n
+
+    check_n(args.n), check_d(args.d), check_horizon(args.t_end)
+    _check_target(args.json)
+    theta0, r0 = _start(args.start, args.n, args.d, args.seed)
+    Q = K = V = None
+    if args.qkv == "random":
+        rng = np.random.default_rng([args.seed, 7])
+        Q, K, V = (rng.standard_normal((args.d, args.d)) / np.sqrt(args.d) for _ in range(3))
+    dyn = P.Dynamics(args.scheme, args.beta, Q, K, V, tau=args.tau, alpha0=args.alpha0)
+    t_eval = np.linspace(0.0, args.t_end, args.samples)
+    tr = P.simulate(dyn, theta0, args.t_end, r0=r0, t_eval=t_eval, progress=True)
+    G = tr.gram()
+    rows = [{"t": float(t), "mean_cos": float(c), "min_cos": float(m), "mean_r": float(r)}
+            for t, c, m, r in zip(tr.t, P.off_diagonal_mean(G), G.min(axis=(1, 2)), tr.r.mean(axis=1))]
+    if args.json != "-":
+        print(f"{'t':>9s} {'mean cos':>10s} {'min cos':>10s} {'mean r':>10s}")
+        for r in rows:
+            print(f"{r['t']:9.4g} {r['mean_cos']:10.6f} {r['min_cos']:10.6f} {r['mean_r']:10.5g}")
+    _emit({"config": {k: v for k, v in vars(args).items() if k != "handler"}, "trajectory": rows},
+          args.json)
+    return 0
+
+
+def run_stacks_cmd(args) -> int:
+    from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent, run_stacks
+
+    _check_target(args.json)
+    runs = run_stacks(n=args.n, d=args.d, layers=args.layers, seed=args.seed, tied=args.tied,
+                      progress=True)
+    marks = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, args.layers} & set(range(args.layers + 1)))
+    if args.json != "-":
+        print("mean pairwise cosine by layer: " + " ".join(f"{m:>6d}" for m in marks))
+        for s, r in runs.items():
+            print(f"{s:30s} " + " ".join(f"{r.cosine[m]:6.3f}" for m in marks))
+        if args.layers >= 8:
+            print(f"Pre-LN norm growth exponent (layers >= L/4): "
+                  f"{norm_growth_exponent(runs['preln'].norm, max(1, args.layers // 4)):.3f}",
+                  file=sys.stderr)
+    _emit({s: {"cosine": r.cosine.tolist(), "norm": r.norm.tolist()} for s, r in runs.items()},
+          args.json)
+    return 0

@@ -1,0 +1,254 @@
+"""Claims about the task suite: every language's automaton against its independent oracle, the
+word counts against known sequences, the samplers' uniformity, and Othello's rules (perft, and
+the bitboard generator against the square-by-square reference rules).
+
+``CASES`` is the table shared with tests/test_languages.py: for each language, the oracle
+enumeration bound (all strings up to ``member`` tokens) and the longest prefix whose legal-next
+set the enumeration decides exactly (every valid prefix of ``prefix + 1`` tokens completes
+within ``member`` tokens), for the quick and the full profile.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from math import comb, factorial
+from typing import Callable
+
+from resharpen.experiments.core.ledger import Outcome, claim
+
+from resharpen.experiments.languages.registry import LANGUAGES, get_task
+from resharpen.experiments.core.tasks import (count_members, invalid_words, legal_next_disagreements,
+                                    oracle_legal_sets, sampler_uniformity)
+
+SOURCE = "reconstructed (arXiv 2510.08341 v2 formal-language suite)"
+
+
+def catalan(n: int) -> int:
+    return comb(2 * n, n) // (n + 1)
+
+
+def _even(f: Callable[[int], int]) -> Callable[[int], int]:
+    return lambda n: f(n // 2) if n > 0 and n % 2 == 0 else 0
+
+
+def _tribonacci(n: int) -> int:  # binary strings without 000: a(n) = a(n-1) + a(n-2) + a(n-3)
+    a = [1, 2, 4]
+    while len(a) <= n:
+        a.append(a[-1] + a[-2] + a[-3])
+    return a[n] if n > 0 else 0
+
+
+def _multiset(v: int, k: int) -> Callable[[int], int]:
+    """n! [x^n] (sum_{j<=k} x^j / j!)^v, exactly with fractions."""
+    from fractions import Fraction
+
+    def count(n: int) -> int:
+        poly = [Fraction(1)]
+        factor = [Fraction(1, factorial(j)) for j in range(k + 1)]
+        for _ in range(v):
+            poly = [sum(poly[i] * factor[d - i] for i in range(len(poly)) if 0 <= d - i <= k)
+                    for d in range(len(poly) + k)]
+        return int(poly[n] * factorial(n)) if 0 < n < len(poly) else 0
+    return count
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    member: tuple[int, int]  # oracle enumeration bound, (quick, full)
+    prefix: tuple[int, int]  # longest exactly decided prefix, (quick, full)
+    known: Callable[[int], int] | None = None
+    known_source: str = ""
+    params: dict = field(default_factory=dict)
+    count_top: tuple[int, int] = (14, 24)  # longest counted word, (quick, full)
+
+    def task(self):
+        return get_task(self.name, **self.params)
+
+
+CASES = {c.name: c for c in (
+    Case("dyck1", (14, 18), (6, 8), _even(catalan), "Catalan numbers C_n (OEIS A000108)"),
+    Case("dyck2", (8, 10), (3, 4), _even(lambda m: 2 ** m * catalan(m)), "2^n C_n",
+         count_top=(12, 16)),
+    Case("dyck3", (6, 8), (2, 3), _even(lambda m: 3 ** m * catalan(m)), "3^n C_n",
+         count_top=(8, 12)),
+    Case("shuffle_dyck2", (8, 10), (3, 4), _even(lambda m: catalan(m) * catalan(m + 1)),
+         "C_n C_(n+1) (OEIS A005568)"),
+    Case("anbn", (14, 18), (6, 8), lambda n: int(n > 0 and n % 2 == 0), "one word per even length"),
+    Case("anbncn", (9, 12), (2, 3), lambda n: int(n > 0 and n % 3 == 0),
+         "one word per multiple of 3"),
+    Case("tomita1", (12, 16), (9, 13), lambda n: int(n > 0), "one word per length"),
+    Case("tomita2", (12, 16), (9, 13), lambda n: int(n > 0 and n % 2 == 0),
+         "one word per even length"),
+    Case("tomita3", (13, 16), (10, 13)),
+    Case("tomita4", (12, 16), (9, 13), _tribonacci, "tribonacci (OEIS A000073, shifted by 3)"),
+    Case("tomita5", (12, 16), (9, 13), _even(lambda m: 2 ** (2 * m - 1)), "2^(n-1), n even"),
+    Case("tomita6", (12, 16), (9, 13),
+         lambda n: sum(comb(n, j) for j in range(n + 1) if (n - 2 * j) % 3 == 0) if n else 0,
+         "sum of binom(n, j) over (n - 2j) = 0 mod 3"),
+    Case("tomita7", (12, 16), (9, 13),
+         lambda n: sum(comb(n - 1, j) for j in range(4)) + sum(comb(n - 1, j) for j in range(3))
+         if n else 0, "sum_{j<=3} binom(n-1,j) + sum_{j<=2} binom(n-1,j)"),
+    Case("set_complement", (5, 6), (4, 5), lambda n: factorial(5) // factorial(5 - n) if 0 < n <= 5
+         else 0, "v!/(v-n)! with v = 5", {"vocab": 5}, count_top=(4, 4)),
+    Case("multiset_complement", (6, 8), (5, 7), _multiset(3, 2),
+         "n! [x^n] (1 + x + x^2/2)^3", {"vocab": 3, "k": 2}, count_top=(5, 5)),
+)}
+assert set(CASES) == set(LANGUAGES), "every registered language needs a row in CASES"
+
+
+@lru_cache(maxsize=None)
+def oracle_table(name: str, member: int):
+    return oracle_legal_sets(CASES[name].task(), member)
+
+
+def agreement(name: str, profile: str) -> Outcome:
+    case = CASES[name]
+    task = case.task()
+    full = profile == "full"
+    member, prefix = case.member[full], case.prefix[full]
+    table, oracle_counts = oracle_table(name, member)
+    compared, bad, examples = legal_next_disagreements(task, member, prefix, oracle=table)
+    automaton_counts = count_members(task, member)
+    length = min(48, task.max_length or 48)
+    invalid = invalid_words(task, task.sample(200 if full else 50, length, seed=0))
+    passed = bad == 0 and automaton_counts == oracle_counts and invalid == 0
+    detail = (f"{compared} prefixes of length <= {prefix} compared against the oracle's "
+              f"enumeration of all strings of length <= {member}; word counts per length "
+              f"{'agree' if automaton_counts == oracle_counts else 'DIFFER'} "
+              f"(automaton {automaton_counts}, oracle {oracle_counts}); {invalid} sampled words "
+              f"rejected by the oracle")
+    if examples:
+        detail += f"; first disagreements (prefix, automaton, oracle): {examples}"
+    return Outcome(measured=f"{bad} disagreements, {invalid} invalid words", expected="0, 0",
+                   passed=passed, detail=detail)
+
+
+def known_counts(name: str, profile: str) -> Outcome:
+    case = CASES[name]
+    top = case.count_top[profile == "full"]
+    measured = count_members(case.task(), top)[1:]
+    expected = [case.known(n) for n in range(1, top + 1)]
+    return Outcome(measured=measured, expected=expected, passed=measured == expected,
+                   detail=f"words of length 1..{top} accepted by the automaton vs "
+                          f"{case.known_source}")
+
+
+for _name, _case in CASES.items():
+    claim(f"lang.{_name}.oracle_agreement", source=SOURCE,
+          statement=f"{_name}: the legal-next set of every short prefix equals the independent "
+                    f"oracle's, word counts agree, sampled words are members",
+          kind="numeric", tolerance="exact")(lambda profile, _n=_name: agreement(_n, profile))
+    if _case.known is not None:
+        claim(f"lang.{_name}.counts", source=f"known sequence: {_case.known_source}",
+              statement=f"{_name}: number of words of each length = {_case.known_source}",
+              kind="numeric", tolerance="exact")(lambda profile, _n=_name: known_counts(_n, profile))
+
+
+@claim("lang.sampler_uniform", source=SOURCE,
+       statement="every sampler draws each token uniformly from the legal-next set of its prefix",
+       kind="numeric", tolerance="no illegal token; chi-square p > 1e-4 per (language, set size)")
+def _(profile: str) -> Outcome:
+    count = 4000 if profile == "full" else 1000
+    worst, illegal, worst_name = 1.0, 0, ""
+    for name in LANGUAGES:
+        task = CASES[name].task()
+        result = sampler_uniformity(task, count, min(24, task.max_length or 24), seed=1)
+        illegal += result["illegal"]
+        if result["min_p"] < worst:
+            worst, worst_name = result["min_p"], name
+    return Outcome(measured=f"{illegal} illegal, min p = {worst:.3g}", expected="0 illegal, p > 1e-4",
+                   passed=illegal == 0 and worst > 1e-4,
+                   detail=f"{len(LANGUAGES)} languages, {count} sequences each; smallest p-value "
+                          f"from {worst_name or 'none'}")
+
+
+# ---------------------------------------------------------------------------------- Othello
+PERFT = (4, 12, 56, 244, 1396, 8200, 55092, 390216)  # published perft counts, depths 1..8
+
+
+@claim("othello.perft", source="published Othello perft counts (initial position)",
+       statement="bitboard perft from the initial position, depths 1..6 (full: 1..8) = "
+                 "4, 12, 56, 244, 1396, 8200 (, 55092, 390216)",
+       kind="numeric", tolerance="exact")
+def _(profile: str) -> Outcome:
+    from resharpen.experiments.languages.othello import perft
+
+    depths = range(1, 9 if profile == "full" else 7)
+    measured = [perft(d) for d in depths]
+    expected = list(PERFT[:len(measured)])
+    return Outcome(measured=measured, expected=expected, passed=measured == expected,
+                   detail="breadth-first on numpy bitboards; a pass is a ply, a finished game a "
+                          "dead end")
+
+
+@claim("othello.reference_perft", source="published Othello perft counts (initial position)",
+       statement="the square-by-square reference rules give the same perft counts, depths 1..5 "
+                 "(full: 1..6)", kind="numeric", tolerance="exact")
+def _(profile: str) -> Outcome:
+    from resharpen.experiments.languages.othello import reference_perft
+
+    depths = range(1, 7 if profile == "full" else 6)
+    measured = [reference_perft(d) for d in depths]
+    expected = list(PERFT[:len(measured)])
+    return Outcome(measured=measured, expected=expected, passed=measured == expected,
+                   detail="plain recursion over a 64-square list board, no bit tricks")
+
+
+@claim("othello.generator_vs_reference", source="reconstructed (OthelloGPT synthetic data, "
+       "arXiv 2510.08341 v1)",
+       statement="every generated game is legal under the reference rules, and the legal-next "
+                 "sets (implicit passes, PAD at game end) equal the reference's at every move",
+       kind="numeric", tolerance="exact")
+def _(profile: str) -> Outcome:
+    import numpy as np
+
+    from resharpen.experiments.languages.othello import Othello, reference_replay
+
+    task = Othello()
+    games = task.sample(400 if profile == "full" else 24, 60, seed=2)
+    masks = task.legal_next(games)
+    invalid = mismatched = 0
+    for game, mask in zip(games.tolist(), masks):
+        sets = reference_replay(game)
+        if sets is None:
+            invalid += 1
+            continue
+        mismatched += sum(frozenset(np.flatnonzero(m).tolist()) != s for m, s in zip(mask, sets))
+    ended = int((games[:, -1] == 0).sum())
+    return Outcome(measured=f"{invalid} invalid games, {mismatched} set mismatches",
+                   expected="0, 0", passed=invalid == 0 and mismatched == 0,
+                   detail=f"{len(games)} games of up to 60 moves ({ended} ended before move 60)")
+
+
+# the optimal game record of Takizawa, "Othello is solved" (arXiv 2310.19387, Fig. 1)
+SOLVED_GAME = ("F5D6C3D3 C4F4F6F3 E6E7D7C5 B6D8C6C7 D2B5A5A6 A7G5E3B4 C8G6G4C2 E8D1F7E2 "
+               "G3H4F1E1 F2G1B1F8 G8B3H3B2 H5B7A3A4 A1A2C1H2 H1G2B8A8 G7H8H7H6")
+
+
+def solved_game_moves() -> str:
+    """The record as space-separated lowercase squares, as ``Othello.encode`` reads them."""
+    letters = SOLVED_GAME.replace(" ", "").lower()
+    return " ".join(letters[i:i + 2] for i in range(0, len(letters), 2))
+
+
+@claim("othello.solved_game", source="arXiv 2310.19387 (Othello is solved), Fig. 1",
+       statement="the published perfectly played game is legal under both rule implementations, "
+                 "fills the board and ends in a 32-32 draw", kind="numeric", tolerance="exact")
+def _(profile: str) -> Outcome:
+    import numpy as np
+
+    from resharpen.experiments.languages.othello import Othello, reference_replay
+
+    task = Othello()
+    game = task.encode(solved_game_moves())
+    states = task.start(1, len(game))
+    for token in game:
+        states = task.step(states, np.array([token]))
+    discs = sorted(bin(int(x)).count("1") for x in states[0, :2])
+    legal = reference_replay(game) is not None and bool(task.legal_next(game).any(axis=2).all())
+    over = int(states[0, 2]) == 0
+    return Outcome(measured=f"{len(game)} moves, legal={legal}, over={over}, discs {discs}",
+                   expected="60 moves, legal=True, over=True, discs [32, 32]",
+                   passed=len(game) == 60 and legal and over and discs == [32, 32],
+                   detail="replayed on bitboards (disc count) and on the reference board (legality)")

@@ -1,0 +1,327 @@
+"""The task-training grid: every task x norm placement x seed, with raw/EMA/BEMA on each run.
+
+A grid file (TOML, ``experiments/configs/languages/``) holds::
+
+    name = "langs"
+    tasks = ["dyck2", "othello", ...]      # registered task names
+    norms = ["pre", "post", "attn_out"]    # norm placements
+    seeds = [0, 1, 2]                       # train.seed of each run
+    [base.<section>]                        # run config shared by every task (task_train.SCHEMA)
+    [override.<name>.<section>]             # per-task overrides (e.g. Othello's lengths, model)
+    [profile.quick] / [profile.full]        # overrides of any of the above for a profile
+
+Each run trains one model (``resharpen.experiments.languages.train.train``) and evaluates its raw, EMA and
+BEMA weights on the same trajectory, so the "x {raw, EMA, BEMA}" factor costs no extra
+training and is compared *paired* within runs.
+
+Layout of ``out/sweeps/<name>`` (``<name>-quick`` for the quick profile), as the Set Complement
+sweeps (``resharpen.experiments.core.sweep``)::
+
+    sweep.json                 the grid's identity (name, profile, every run config)
+    runs/<task>-<norm>-s<seed>/ config.json, metrics.jsonl, per_length.json, summary.json
+    table.csv, table.jsonl     one row per finished run and weight set
+    report.md, report.json     the summary table (``report``)
+
+Runs go through ``resharpen.experiments.core.backends.run_tasks`` (local process pool or Ray); only the driver
+writes, atomically (``resharpen.experiments.core.io``); a run is finished when its ``summary.json`` exists; a
+rerun skips finished runs and refuses a folder that holds another grid.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+
+from resharpen.experiments.core.io import atomic_write_json, atomic_write_text, ensure_writable_dir
+from resharpen.experiments.core.sweep import execute, load_runs, run_each, write_rows
+from resharpen.experiments.languages.registry import TASKS
+from resharpen.experiments.languages.train import SUMMARY_METRICS, WEIGHTS, make_config
+
+GRID_DIR = Path(__file__).resolve().parents[1] / "configs" / "languages"
+GRID_KEYS = {"name", "tasks", "norms", "seeds", "base", "override"}
+REPORT_METRICS = ("id_illegal_mass", "ood_illegal_mass", "ood_tv", "ood_kl",
+                  "ood_top1_illegal", "lg_score")
+
+
+def _deep_merge(into: dict, extra: dict) -> dict:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _deep_merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+    return into
+
+
+def _read_toml(path: Path) -> dict:
+    import tomllib
+
+    if not path.is_file():
+        raise FileNotFoundError(f"grid file {str(path)!r} does not exist")
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"grid file {str(path)!r} is not valid TOML: {exc}") from None
+
+
+def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
+    """{name, profile, configs}: the validated run configs of a grid file (or dict) for a
+    profile, in a fixed order (task, norm, seed)."""
+    if profile not in ("quick", "full"):
+        raise ValueError(f"profile {profile!r} is not one of quick, full")
+    raw = copy.deepcopy(path) if isinstance(path, dict) else _read_toml(Path(path))
+    for where, table in [("", raw)] + [(f"profile.{k}.", v) for k, v in
+                                       raw.get("profile", {}).items()]:
+        unknown = sorted(set(table) - GRID_KEYS - ({"profile"} if not where else set()))
+        if unknown:
+            raise ValueError(f"unknown grid key {where}{unknown[0]}; allowed: "
+                             f"{', '.join(sorted(GRID_KEYS))}")
+    grid = {k: v for k, v in raw.items() if k != "profile"}
+    _deep_merge(grid, raw.get("profile", {}).get(profile, {}))
+    overrides = grid.get("override", {})
+    stray = sorted(set(overrides) - set(TASKS))
+    if stray:
+        raise ValueError(f"[override.{stray[0]}] names no registered task; known tasks: "
+                         f"{', '.join(sorted(TASKS))}")
+    for key in ("tasks", "norms", "seeds"):
+        if not isinstance(grid.get(key), list) or not grid[key]:
+            raise ValueError(f"grid key {key!r} must be a non-empty list, got {grid.get(key)!r}")
+    if len(set(grid["seeds"])) != len(grid["seeds"]):
+        raise ValueError(f"grid seeds repeat: {grid['seeds']}")
+    name = grid.get("name", "langs")
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ValueError(f"grid name must be a non-empty string without '/', got {name!r}")
+    base = grid.get("base", {})
+    configs = []
+    for task in grid["tasks"]:
+        for norm in grid["norms"]:
+            for seed in grid["seeds"]:
+                run = _deep_merge(copy.deepcopy(base), copy.deepcopy(overrides.get(task, {})))
+                run = _deep_merge(run, {"task": {"name": task}, "model": {"norm": norm},
+                                        "train": {"seed": seed}})
+                configs.append(make_config(run))
+    return {"name": name + ("-quick" if profile == "quick" else ""), "profile": profile,
+            "configs": configs}
+
+
+def run_one(config: dict) -> dict:
+    """Train one grid run (in a worker) and return its serializable result."""
+    from resharpen.experiments.languages.train import train
+
+    result = train(config, progress=False)
+    return {k: result[k] for k in ("config", "per_length", "summary", "history")}
+
+
+def default_root(name: str) -> Path:
+    return Path("out") / "sweeps" / name
+
+
+def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers: int = 2,
+             backend: str = "local", address: str | None = None, profile: str = "full",
+             progress: bool = True, only: list[str] | None = None) -> Path:
+    """Run (or resume) a grid; return its folder. ``only``: task names to run now (the others
+    stay pending)."""
+    planned = load_grid(path, profile)
+    if only:
+        unknown = sorted(set(only) - {c["task"]["name"] for c in planned["configs"]})
+        if unknown:
+            raise ValueError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
+    root = ensure_writable_dir(Path(out) if out else default_root(planned["name"]))
+    identity = {"name": planned["name"], "profile": profile, "configs": planned["configs"]}
+    selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
+    execute(root, identity, selected, partial(run_each, run_one), lambda: write_table(root),
+            marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend, workers=workers, address=address,
+            progress=progress, kind="grid", desc=f"grid {planned['name']}")
+    return root
+
+
+# ------------------------------------------------------------------------- tables
+def table_rows(root: str | Path) -> list[dict]:
+    """One row per finished run and weight set: task, norm, seed, weights, the summaries."""
+    rows = []
+    for run in load_runs(root):
+        c, s = run["config"], run["summary"]
+        for weights in WEIGHTS:
+            row = {"run": c["name"], "task": c["task"]["name"], "norm": c["model"]["norm"],
+                   "seed": c["train"]["seed"], "weights": weights,
+                   "train_len": c["task"]["train_len"], "eval_len": c["task"]["eval_len"]}
+            row.update(s["by_weights"][weights])
+            row["seconds"] = round(s["seconds"], 3)
+            rows.append(row)
+    return rows
+
+
+def write_table(root: Path) -> list[dict]:
+    return write_rows(root, table_rows(root))
+
+
+def _stats(values: list[float]) -> dict:
+    arr = np.array([v for v in values if v == v], dtype=float)
+    if not len(arr):
+        return {"mean": math.nan, "std": math.nan, "max": math.nan, "n": 0}
+    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+            "max": float(arr.max()), "n": int(len(arr))}
+
+
+def summary_table(rows: list[dict]) -> list[dict]:
+    """Per (task, norm, weights): mean, sample std and max over seeds of every report metric."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault((r["task"], r["norm"], r["weights"]), []).append(r)
+    out = []
+    for (task, norm, weights), members in groups.items():
+        entry = {"task": task, "norm": norm, "weights": weights, "seeds": len(members),
+                 "seconds": float(np.mean([m["seconds"] for m in members]))}
+        for key in REPORT_METRICS:
+            entry[key] = _stats([m[key] for m in members])
+        out.append(entry)
+    order = {w: i for i, w in enumerate(WEIGHTS)}
+    out.sort(key=lambda e: (e["task"], e["norm"], order[e["weights"]]))
+    return out
+
+
+def paired_effects(rows: list[dict], metric: str = "ood_illegal_mass") -> list[dict]:
+    """Per task: EMA - raw and BEMA - raw paired within runs, and post / attn_out - pre paired
+    by seed (raw weights); mean ± std of the differences and how many are negative."""
+    by_run = {(r["run"], r["weights"]): r for r in rows}
+    out = []
+    for task in sorted({r["task"] for r in rows}):
+        runs = sorted({r["run"] for r in rows if r["task"] == task})
+        for weights in ("ema", "bema"):
+            d = [by_run[(run, weights)][metric] - by_run[(run, "raw")][metric] for run in runs
+                 if (run, weights) in by_run and (run, "raw") in by_run]
+            out.append(_effect(task, f"{weights} - raw", d))
+        raw = {(r["norm"], r["seed"]): r[metric] for r in rows
+               if r["task"] == task and r["weights"] == "raw"}
+        for norm in ("post", "attn_out"):
+            d = [raw[(norm, s)] - raw[("pre", s)] for (n, s) in raw if n == norm
+                 and ("pre", s) in raw]
+            if d:
+                out.append(_effect(task, f"{norm} - pre (raw)", d))
+    return out
+
+
+def overview_lines(rows: list[dict], metric: str = "ood_illegal_mass") -> list[str]:
+    """A markdown table, one row per task: ``metric`` of the raw weights per placement (mean ±
+    sample std over seeds, max = worst seed), then EMA - raw and BEMA - raw paired within runs
+    over all placements (mean ± std of the differences, runs where the average is lower)."""
+    norms = [n for n in ("none", "pre", "post", "attn_out", "peri") if any(r["norm"] == n
+                                                                            for r in rows)]
+    stats = {(e["task"], e["norm"], e["weights"]): e[metric] for e in summary_table(rows)}
+    effects = {(e["task"], e["comparison"]): e for e in paired_effects(rows, metric)}
+    lines = ["| task | " + " | ".join(f"{n} (raw)" for n in norms) + " | EMA − raw | BEMA − raw |",
+             "|---|" + "---|" * (len(norms) + 2)]
+    for task in sorted({r["task"] for r in rows}):
+        cells = [_fmt(stats[(task, n, "raw")]) if (task, n, "raw") in stats else "–"
+                 for n in norms]
+        for weights in ("ema", "bema"):
+            e = effects.get((task, f"{weights} - raw"))
+            cells.append("–" if e is None or not e["n"] else
+                         f"{e['mean']:+.3g} ± {e['std']:.2g} ({e['negative']}/{e['n']} lower)")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _effect(task: str, comparison: str, diffs: list[float]) -> dict:
+    arr = np.array([d for d in diffs if d == d], dtype=float)
+    return {"task": task, "comparison": comparison, "n": int(len(arr)),
+            "mean": float(arr.mean()) if len(arr) else math.nan,
+            "std": float(arr.std(ddof=1)) if len(arr) > 1 else math.nan,
+            "negative": int((arr < 0).sum())}
+
+
+def _fmt(stat: dict, integer: bool = False) -> str:
+    if not stat["n"]:
+        return "–"
+    if integer:
+        return f"{stat['mean']:.1f} ± {stat['std']:.1f} (max {stat['max']:.0f})"
+    return f"{stat['mean']:.3g} ± {stat['std']:.2g} (max {stat['max']:.3g})"
+
+
+def report(root: str | Path) -> tuple[str, dict]:
+    """Write ``report.md`` and ``report.json`` of a grid folder; return (markdown, data)."""
+    root = Path(root)
+    rows = table_rows(root)
+    if not rows:
+        raise ValueError(f"{str(root)!r} holds no finished runs: is it a grid folder? "
+                         "(run: resharpen langs run)")
+    table = summary_table(rows)
+    effects = paired_effects(rows)
+    lines = [f"# Task-training grid `{root.name}`", "",
+             f"{len({r['run'] for r in rows})} finished runs; cells are mean ± sample std "
+             "(max) over seeds; ID = lengths 1..L_train, OOD = L_train+1..L_eval; lower is "
+             "better except LG score (largest n with mean illegal mass <= threshold at every "
+             "length 1..n).", "", "## Overview: OOD illegal mass", ""] + overview_lines(rows) + [""]
+    for task in sorted({e["task"] for e in table}):
+        first = next(r for r in rows if r["task"] == task)
+        seconds = sum(r["seconds"] for r in rows if r["task"] == task and r["weights"] == "raw")
+        lines += [f"## {task} (L_train = {first['train_len']}, L_eval = {first['eval_len']}; "
+                  f"run time {seconds:.0f} s, training + evaluation, summed over runs)", "",
+                  "| norm | weights | seeds | ID illegal | OOD illegal | OOD TV | OOD KL | "
+                  "OOD top-1 illegal | LG score |", "|---|---|---|---|---|---|---|---|---|"]
+        for e in (e for e in table if e["task"] == task):
+            cells = [_fmt(e[k], k == "lg_score") for k in REPORT_METRICS]
+            lines.append(f"| {e['norm']} | {e['weights']} | {e['seeds']} | " + " | ".join(cells)
+                         + " |")
+        lines.append("")
+    lines += ["## Paired effects on OOD illegal mass", "",
+              "Differences within a run (EMA/BEMA vs raw) or between placements at the same seed "
+              "(raw weights); negative = the first is better.", "",
+              "| task | comparison | n | mean diff | std | negative |", "|---|---|---|---|---|---|"]
+    for e in effects:
+        lines.append(f"| {e['task']} | {e['comparison']} | {e['n']} | {e['mean']:+.3g} | "
+                     f"{e['std']:.2g} | {e['negative']}/{e['n']} |")
+    text = "\n".join(lines) + "\n"
+    data = {"summary": table, "effects": effects}
+    atomic_write_text(root / "report.md", text)
+    atomic_write_json(root / "report.json", data)
+    return text, data
+
+
+def per_length_curves(root: str | Path) -> dict:
+    """{task: {(norm, weights): {"length": array, "<metric>": (seeds, L) array}}} of a grid."""
+    out: dict = {}
+    for run in load_runs(root):
+        c = run["config"]
+        per = json.loads((run["folder"] / "per_length.json").read_text())
+        for weights, records in per.items():
+            lines = out.setdefault(c["task"]["name"], {})
+            slot = lines.setdefault((c["model"]["norm"], weights),
+                                    {"train_len": c["task"]["train_len"]})
+            slot["length"] = np.array([r["length"] for r in records])
+            for metric in ("illegal_mass", "kl", "tv", "top1_illegal"):
+                slot.setdefault(metric, []).append([r[metric] for r in records])
+    for task in out.values():
+        for slot in task.values():
+            for metric in ("illegal_mass", "kl", "tv", "top1_illegal"):
+                slot[metric] = np.array(slot[metric], dtype=float)
+    return out
+
+
+def grid_file(profile: str) -> Path:
+    """The grid TOML of the task-training grid (both profiles live in one file)."""
+    return GRID_DIR / "grid.toml"
+
+
+def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Path:
+    """The grid folder of ``profile`` with every run finished: the full one must have been run
+    (``resharpen langs run --profile full``); the quick one is run (or completed) here."""
+    planned = load_grid(grid_file(profile), profile)
+    root = default_root(planned["name"])
+    finished = len(load_runs(root)) if root.exists() else 0
+    if finished >= len(planned["configs"]):
+        return root
+    if profile == "full":
+        if finished:
+            return root
+        raise ValueError(f"no finished runs in {str(root)!r}; run: resharpen langs run "
+                         "--profile full")
+    return run_grid(grid_file(profile), profile=profile, workers=workers, progress=progress)
+
+
+__all__ = ["load_grid", "run_grid", "run_one", "table_rows", "summary_table", "paired_effects",
+           "report", "per_length_curves", "ensure_grid", "SUMMARY_METRICS"]

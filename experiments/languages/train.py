@@ -1,0 +1,291 @@
+"""Next-token training on any registered task, with exact per-position evaluation.
+
+Data. Every step draws ``train.batch_size`` fresh sequences of ``task.train_len + 1`` tokens from
+the task's own sampler (every token uniform over the legal-next set of its prefix) and trains
+the causal model on next-token cross-entropy at every position: the output at position i (the
+prefix of length i + 1) is scored against the token that actually comes next, a *sample* from
+the exact target p*(prefix), never the soft target. There is no BOS token, so the first token
+(drawn from N(empty)) is never predicted; prefix lengths 1..train_len are trained. For a task
+with a PAD token (Othello) the positions whose next token is PAD (game over) are ignored, as in
+OthelloGPT (``ignore_index=0``), when ``task.ignore_pad`` is true.
+
+Model. :class:`resharpen.experiments.core.model.Transformer`, decoder-only, any norm placement; positions are
+learned absolute embeddings of ``task.eval_len`` slots (``model.positional = "learned"``, the
+OthelloGPT choice: the slots beyond ``train_len`` are never trained) or absent (``"none"``: a
+causal model without positional encoding, as in the one-layer Set Complement theory).
+
+Optimization: ``resharpen.experiments.core.train.make_optimizer`` (AdamW, decay on matrices only) and
+``lr_factor`` (warm-up then cosine / linear / constant), gradient clipping. Raw, EMA
+(``torch.optim.swa_utils``) and BEMA weights are tracked on the same trajectory
+(``resharpen.experiments.core.averaging``) and all three are evaluated, so the comparison is paired.
+
+Exact evaluation (float64), at every prefix length n = 1..eval_len, on ``eval.count`` sampled
+sequences of length ``eval_len`` (seed ``eval.seed``, the same for every run): with p the
+model's next-token distribution, S = N(prefix) the legal set and p* uniform on S,
+
+    illegal_mass  = p(V minus S) = sigmoid(LSE_illegal - LSE_legal)
+    tv            = (1/2) sum_j |p_j - p*_j|
+    kl            = KL(p* || p) = -log|S| - mean_{j in S} log p_j
+    top1_illegal  = 1 if max_{illegal} logit >= max_{legal} logit (ties count against the model)
+    cross_entropy = -mean_{j in S} log p_j = kl + log|S|
+
+Per-length records hold the mean over sequences (and ``illegal_mass_max``); positions without a
+target (Othello after the game ended, when ``ignore_pad``) are left out, and a length where every
+sequence is finished has ``count = 0`` and NaN metrics. Summaries (:func:`summarize`):
+``id_<metric>`` = mean over lengths 1..train_len, ``ood_<metric>`` = mean over
+train_len+1..eval_len, ``lg_score`` = largest n with mean illegal mass <= ``eval.threshold`` at
+every length 1..n (lengths with no target are skipped), ``lg_fraction`` = lg_score / eval_len.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+
+from resharpen.experiments.core.config import SCHEMA as SET_COMPLEMENT_SCHEMA
+from resharpen.experiments.core.config import Field
+from resharpen.experiments.core.model import NORM_KINDS, NORM_PLACEMENTS, ModelConfig, Transformer
+from resharpen.experiments.languages.registry import TASKS, get_task
+from resharpen.experiments.core.train import WEIGHTS, train_step, training_state
+
+METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
+SUMMARY_METRICS = ("illegal_mass", "tv", "kl", "top1_illegal")
+
+SCHEMA: dict[str, dict[str, Field]] = {
+    "task": {
+        "name": Field(str, "dyck2", choices=tuple(TASKS)),
+        "vocab": Field(int, 0, 0, 4096),  # task parameter (set/multiset complement); 0 = default
+        "train_len": Field(int, 40, 1, 4096),
+        "eval_len": Field(int, 200, 1, 4096),
+        "ignore_pad": Field(bool, True, choices=(False, True)),
+    },
+    "model": {
+        "d_model": Field(int, 64, 1, 4096),
+        "n_layers": Field(int, 2, 1, 48),
+        "n_heads": Field(int, 4, 1, 64),
+        "norm": Field(str, "pre", choices=NORM_PLACEMENTS),
+        "norm_kind": Field(str, "layer", choices=NORM_KINDS),
+        "mlp": Field(str, "gelu", choices=("none", "gelu", "swiglu")),
+        "d_mlp": Field(int, 0, 0, 65536),
+        "positional": Field(str, "none", choices=("none", "learned")),
+        "attn_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+        "resid_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+        "init_std": Field(float, 0.02, 0.0, None, lo_open=True),
+    },
+    "train": {  # the Set Complement trainer's fields and ranges, with this trainer's defaults
+        **{key: SET_COMPLEMENT_SCHEMA["train"][key].with_default(default) for key, default in dict(
+            steps=2000, batch_size=32, lr=1e-3, min_lr_ratio=0.1, warmup=100, schedule="cosine",
+            weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, seed=0, ema_decay=0.99,
+            bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2, bema_lag=10.0,
+            bema_update_after=0, bema_multiplier=1.0, threads=1).items()},
+        "log_every": Field(int, 50, 1, 10**8),
+    },
+    "eval": {
+        "count": Field(int, 128, 1, 10**6),
+        "seed": Field(int, 1234, 0, 2**63 - 1),
+        "threshold": Field(float, 0.05, 0.0, 1.0, lo_open=True, hi_open=True),
+    },
+}
+
+
+def defaults() -> dict:
+    return {section: {k: f.default for k, f in fields.items()}
+            for section, fields in SCHEMA.items()}
+
+
+def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
+    """A validated run config: the defaults updated by ``overrides`` ({section: {key: value}}).
+    ValueError names an unknown section or key, a bad value, or an impossible length."""
+    config = defaults()
+    for section, table in (overrides or {}).items():
+        if section == "name":
+            name = table
+            continue
+        if section not in SCHEMA:
+            raise ValueError(f"unknown config section {section!r}; allowed: {', '.join(SCHEMA)}")
+        if not isinstance(table, dict):
+            raise ValueError(f"config section {section!r} must be a table, got {table!r}")
+        for key, value in table.items():
+            if key not in SCHEMA[section]:
+                raise ValueError(f"unknown key {section}.{key}; allowed in [{section}]: "
+                                 f"{', '.join(SCHEMA[section])}")
+            config[section][key] = SCHEMA[section][key].check(f"{section}.{key}", value)
+    t = config["task"]
+    task = build_task(config)
+    if t["train_len"] > t["eval_len"]:
+        raise ValueError(f"task.train_len = {t['train_len']} exceeds task.eval_len = "
+                         f"{t['eval_len']}")
+    # the sampler must produce train_len + 1 tokens; evaluation uses eval_len tokens
+    task.check_length(t["train_len"] + 1)
+    task.check_length(t["eval_len"])
+    m = config["model"]
+    if m["d_model"] % m["n_heads"]:
+        raise ValueError(f"model.d_model = {m['d_model']} is not divisible by model.n_heads = "
+                         f"{m['n_heads']}")
+    config["name"] = name or f"{t['name']}-{m['norm']}-s{config['train']['seed']}"
+    return config
+
+
+def build_task(config: dict):
+    t = config["task"]
+    params = {"vocab": t["vocab"]} if t["vocab"] else {}
+    return get_task(t["name"], **params)
+
+
+def model_config(config: dict, vocab: int) -> ModelConfig:
+    m = config["model"]
+    return ModelConfig(vocab=vocab, d_model=m["d_model"], n_layers=m["n_layers"],
+                       n_heads=m["n_heads"], norm=m["norm"], norm_kind=m["norm_kind"],
+                       mlp=None if m["mlp"] == "none" else m["mlp"], d_mlp=m["d_mlp"] or None,
+                       max_len=config["task"]["eval_len"] if m["positional"] == "learned" else None,
+                       attn_dropout=m["attn_dropout"], resid_dropout=m["resid_dropout"],
+                       init_std=m["init_std"])
+
+
+# ------------------------------------------------------------------------- exact metrics
+def position_metrics(logits: torch.Tensor, legal) -> dict[str, torch.Tensor]:
+    """Every metric at every position: logits (N, L, V), legal bool (N, L, V) -> float64 (N, L).
+
+    Positions whose legal set is empty get NaN. Computed in log space (no 1 - p cancellation)."""
+    f = torch.as_tensor(logits).to(torch.float64)
+    legal = torch.as_tensor(np.asarray(legal), dtype=torch.bool)
+    if f.shape != legal.shape:
+        raise ValueError(f"logits {tuple(f.shape)} and legal sets {tuple(legal.shape)} differ in "
+                         "shape")
+    neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
+    size = legal.sum(-1).to(torch.float64)
+    logp = torch.log_softmax(f, dim=-1)
+    lse_legal = torch.where(legal, f, neg_inf).logsumexp(-1)
+    lse_illegal = torch.where(legal, neg_inf, f).logsumexp(-1)
+    illegal = torch.sigmoid(lse_illegal - lse_legal)  # exactly 0 when every token is legal
+    target = legal.to(torch.float64) / size.clamp_min(1.0)[..., None]
+    tv = 0.5 * (logp.exp() - target).abs().sum(-1)
+    ce = -torch.where(legal, logp, 0.0).sum(-1) / size
+    kl = ce - torch.log(size)
+    max_legal = torch.where(legal, f, neg_inf).amax(-1)
+    max_illegal = torch.where(legal, neg_inf, f).amax(-1)
+    top1 = (max_illegal >= max_legal).to(torch.float64)
+    empty = size == 0
+    out = {"illegal_mass": illegal, "tv": tv, "kl": kl, "top1_illegal": top1,
+           "cross_entropy": ce}
+    return {k: torch.where(empty, float("nan"), v) for k, v in out.items()}
+
+
+def eval_sequences(config: dict, task=None) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed evaluation set: sequences (count, eval_len) and their legal-next sets
+    (count, eval_len, V), with the legal set emptied where the position has no target (PAD next, if ignored)."""
+    task = task or build_task(config)
+    t, ev = config["task"], config["eval"]
+    seqs = task.sample(ev["count"], t["eval_len"], ev["seed"])
+    legal = task.legal_next(seqs)
+    pad = getattr(task, "pad", None)
+    if pad is not None and t["ignore_pad"]:
+        over = legal[..., pad]  # the game is over: the only legal token is PAD
+        legal = legal.copy()
+        legal[over] = False
+    return seqs, legal
+
+
+@torch.no_grad()
+def evaluate(module: torch.nn.Module, seqs: np.ndarray, legal: np.ndarray,
+             batch: int = 256) -> list[dict]:
+    """Per-length records (length n = 1..L): mean of every metric over the sequences that have a
+    target at that position, ``illegal_mass_max``, and ``count``. float64 forward pass."""
+    model = copy.deepcopy(module).to(torch.float64)
+    model.eval()
+    parts = []
+    tokens = torch.as_tensor(seqs, dtype=torch.int64)
+    for lo in range(0, len(tokens), batch):
+        parts.append(position_metrics(model(tokens[lo:lo + batch]), legal[lo:lo + batch]))
+    metrics = {k: torch.cat([p[k] for p in parts]) for k in METRICS}
+    records = []
+    for i in range(tokens.shape[1]):
+        column = metrics["illegal_mass"][:, i]
+        keep = ~column.isnan()
+        count = int(keep.sum())
+        record = {"length": i + 1, "count": count}
+        for name in METRICS:
+            record[name] = float(metrics[name][keep, i].mean()) if count else float("nan")
+        record["illegal_mass_max"] = float(column[keep].max()) if count else float("nan")
+        records.append(record)
+    return records
+
+
+def summarize(records: list[dict], train_len: int, threshold: float) -> dict:
+    """ID (lengths <= train_len) and OOD (> train_len) means of each metric, the
+    length-generalization score and fraction, and the last evaluated length's metrics."""
+    out: dict = {}
+    scored = [r for r in records if r["count"]]
+    for name in SUMMARY_METRICS:
+        ind = [r[name] for r in scored if r["length"] <= train_len]
+        ood = [r[name] for r in scored if r["length"] > train_len]
+        out[f"id_{name}"] = float(np.mean(ind)) if ind else float("nan")
+        out[f"ood_{name}"] = float(np.mean(ood)) if ood else float("nan")
+        out[f"last_{name}"] = scored[-1][name] if scored else float("nan")
+    score = 0
+    for r in scored:
+        if not r["illegal_mass"] <= threshold:
+            break
+        score = r["length"]
+    out["lg_score"] = score
+    out["lg_fraction"] = score / len(records) if records else 0.0
+    return out
+
+
+# ------------------------------------------------------------------------- training
+def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | None = None,
+          eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+    """Train one model; return {config, per_length: {raw, ema, bema}, summary, history, model,
+    averaged}. ``summary`` holds the raw/EMA/BEMA summaries under ``by_weights`` and the run
+    time in ``seconds``; ``history`` one record (step, loss, lr) every ``train.log_every`` steps."""
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    t, tr = config["task"], config["train"]
+    task = build_task(config)
+    if tr["threads"]:
+        torch.set_num_threads(tr["threads"])
+    torch.manual_seed(tr["seed"])
+    model = Transformer(model_config(config, task.size))
+    rng = np.random.default_rng([tr["seed"], 1_000_003])
+    pad = getattr(task, "pad", None) if t["ignore_pad"] else None
+    optimizer, schedule, averagers = training_state(model, tr)
+    history: list[dict] = []
+    model.train()
+    running = float("nan")
+    bar = tqdm(range(1, tr["steps"] + 1), desc=f"train {config['name']}", unit="step",
+               disable=not progress or None, leave=False)
+    for step in bar:
+        seqs = torch.as_tensor(task.sample(tr["batch_size"], t["train_len"] + 1, rng))
+        value = train_step(model, optimizer, schedule, seqs, tr["grad_clip"], ignore=pad)
+        for averager in averagers.values():
+            averager.update(model, step)
+        if not math.isfinite(value):
+            raise ValueError(f"run {config['name']!r}: the loss is {value} at step {step}; "
+                             "lower train.lr")
+        running = value if running != running else 0.95 * running + 0.05 * value
+        if step % tr["log_every"] == 0 or step == tr["steps"]:
+            row = {"step": step, "loss": value, "loss_smoothed": running,
+                   "lr": optimizer.param_groups[0]["lr"]}
+            history.append(row)
+            bar.set_postfix(loss=f"{running:.4f}")
+            if log is not None:
+                log(row)
+    bar.close()
+    seqs, legal = eval_data if eval_data is not None else eval_sequences(config, task)
+    per_length = {kind: evaluate(a.module(), seqs, legal) for kind, a in averagers.items()}
+    summaries = {kind: summarize(recs, t["train_len"], config["eval"]["threshold"])
+                 for kind, recs in per_length.items()}
+    summary = {"task": t["name"], "norm": config["model"]["norm"], "seed": tr["seed"],
+               "by_weights": summaries, "final_loss": history[-1]["loss_smoothed"],
+               "seconds": time.perf_counter() - start}
+    return {"config": config, "per_length": per_length, "summary": summary, "history": history,
+            "model": model, "averaged": {k: a.module() for k, a in averagers.items()}}
+
+
+__all__ = ["METRICS", "SCHEMA", "WEIGHTS", "make_config", "position_metrics", "eval_sequences",
+           "evaluate", "summarize", "train"]

@@ -1,0 +1,93 @@
+"""Subcommands ``train``, ``sweep`` and ``report`` of the ``resharpen`` command line."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+PROFILES = ("quick", "full")
+
+
+def add_train(sub) -> None:
+    p = sub.add_parser("train", help="train one model on the Set Complement Task from a TOML config")
+    p.add_argument("config", help="TOML file, e.g. experiments/configs/set_complement/base.toml")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set model.norm=post (repeatable)")
+    p.add_argument("--profile", choices=PROFILES, default="full")
+    p.add_argument("--out", default=None, help="run folder (default out/runs/<name>)")
+    p.set_defaults(handler=run_train)
+
+
+def run_train(args) -> int:
+    from resharpen.experiments.core import config as cfgmod
+    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.core.train import WEIGHTS, save_run, train
+
+    config = cfgmod.load(args.config, args.overrides, profile=args.profile)
+    folder = Path(args.out) if args.out else Path("out") / "runs" / config["name"]
+    ensure_writable_dir(folder)  # fail before training, not after
+    result = train(config)
+    save_run(result, folder)
+    s = result["summary"]
+    v, length = config["task"]["vocab"], config["task"]["train_len"]
+    print(f"v={v} L_train={length} norm={config['model']['norm']} "
+          f"({s['seconds']:.1f} s); ID = lengths 1..{length}, OOD = {length + 1}..{v - 1}")
+    print(f"{'weights':8} {'ID inv':>8} {'OOD inv':>8} {'ID KL':>8} {'OOD KL':>8} {'OOD TV':>8} "
+          f"{'LG score':>8} {'margin a':>8}")
+    for kind in WEIGHTS:
+        b = s["by_weights"][kind]
+        mark = " *" if kind == s["primary"] else ""
+        print(f"{kind:8} {b['id_invalid_mass']:8.4f} {b['ood_invalid_mass']:8.4f} "
+              f"{b['id_kl']:8.4f} {b['ood_kl']:8.4f} {b['ood_tv']:8.4f} {b['lg_score']:8d} "
+              f"{b['margin_exponent']:8.3f}{mark}")
+    print(f"margin ~ s^-a: theory a = 1 (no norm), "
+          f"{s['margin_exponent_attn_out_theory']:.3f} (attn_out formula, same lengths); "
+          f"* = primary weights; saved to {folder}")
+    return 0
+
+
+def add_sweep(sub) -> None:
+    from resharpen.experiments.core.cli_args import positive_int
+
+    p = sub.add_parser("sweep", help="run or resume a random-search sweep")
+    p.add_argument("config", help="sweep TOML, e.g. experiments/configs/set_complement/random_search.toml")
+    p.add_argument("--runs", type=positive_int, default=None, help="number of runs (default: file)")
+    p.add_argument("--workers", type=positive_int, default=2, help="parallel runs (default 2)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster address ('auto' = the running cluster); ray backend only")
+    p.add_argument("--profile", choices=PROFILES, default="full")
+    p.add_argument("--out", default=None, help="sweep folder (default out/sweeps/<name>)")
+    p.add_argument("--ensemble", type=positive_int, default=None,
+                   help="train up to this many runs that differ only in seed, lr, weight decay, "
+                        "dropout or EMA as one batched ensemble (default: the file's "
+                        "sweep.ensemble, 1 = every run alone)")
+    p.set_defaults(handler=run_sweep_cli)
+
+
+def run_sweep_cli(args) -> int:
+    from resharpen.experiments.core.sweep import read_table, run_sweep
+
+    root = run_sweep(args.config, out=args.out, runs=args.runs, workers=args.workers,
+                     backend=args.backend, address=args.address, profile=args.profile,
+                     ensemble=args.ensemble)
+    rows = read_table(root)
+    print(f"{len(rows)} finished runs in {root}; table: {root / 'table.csv'}; "
+          f"next: resharpen report {root}", file=sys.stderr)
+    return 0
+
+
+def add_report(sub) -> None:
+    p = sub.add_parser("report", help="tables and figures of a finished sweep")
+    p.add_argument("sweep", help="sweep folder, e.g. out/sweeps/random_search")
+    p.add_argument("--no-figs", action="store_true", help="tables only")
+    p.set_defaults(handler=run_report)
+
+
+def run_report(args) -> int:
+    from resharpen.experiments.set_complement.sweep_report import report
+
+    text, paths = report(args.sweep, figures=not args.no_figs)
+    print(text)
+    for path in paths:
+        print(f"wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,87 @@
+"""Exact metrics of a next-token distribution against the Set Complement target p*.
+
+For logits f over V and an input t of length s (invalid set [t], valid set V minus [t]):
+    LSE_val = log sum_{j valid} e^{f_j},  LSE_inv = log sum_{i in [t]} e^{f_i},  x = LSE_inv - LSE_val
+    invalid mass   = sum_{i in [t]} p_i = sigmoid(x)
+    TV(p, p*)      = (1/2) sum_j |p_j - p*_j| = (1/2)(sum_{valid} |p_j - 1/(v-s)| + invalid mass)
+    KL(p* || p)    = [log mean_{valid} e^{f_j - fbar}] + softplus(x),  fbar = mean valid logit
+    cross-entropy  = log(v - s) + KL
+    margin m_i     = fbar - f_i for i in [t]
+    valid spread   = max_{valid} p / min_{valid} p
+    top-1 invalid  = 1 if max_{[t]} f >= max_{valid} f (ties count against the model)
+When all valid logits are equal the first KL term is exactly 0, so TV = invalid mass and
+KL = -log(1 - invalid mass): the closed forms of resharpen.theory.set_complement.formulas. Written this way every
+quantity stays accurate in float64 at any margin size (no 1 - p cancellations).
+
+All functions are vectorized over inputs and prefix lengths: they take logits (..., S, v) and the
+token sequences (..., S), and score the prefix of length i+1 by the logits at position i.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from resharpen.experiments.set_complement.task import seen_mask
+
+METRICS = ("invalid_mass", "tv", "kl", "cross_entropy", "top1_invalid", "valid_spread",
+           "margin_min", "margin_query", "margin_nonquery_min", "margin_nonquery_max")
+
+
+def complement_metrics(logits: torch.Tensor, tokens: torch.Tensor, vocab: int) -> dict[str, torch.Tensor]:
+    """Every metric at every prefix: logits (N, S, v), tokens (N, S) -> dict of float64 (N, S).
+
+    Non-query margins are NaN at length 1 (there is no non-query token)."""
+    if logits.dim() == 2:  # a single position per input: the whole row is the input
+        logits = logits[:, None, :].expand(-1, tokens.shape[1], -1)
+        single = True
+    else:
+        single = False
+    f = logits.to(torch.float64)
+    invalid = seen_mask(tokens, vocab)
+    valid = ~invalid
+    n_valid = valid.sum(-1)
+    neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
+    lse_val = torch.where(valid, f, neg_inf).logsumexp(-1)
+    lse_inv = torch.where(invalid, f, neg_inf).logsumexp(-1)
+    x = lse_inv - lse_val
+    fbar = torch.where(valid, f, 0.0).sum(-1) / n_valid
+    centred = torch.where(valid, f - fbar[..., None], neg_inf)
+    spread_term = centred.logsumexp(-1) - torch.log(n_valid.to(torch.float64))
+    kl = spread_term.clamp_min(0.0) + torch.nn.functional.softplus(x)
+    p = torch.softmax(f, dim=-1)
+    target = valid.to(torch.float64) / n_valid[..., None]
+    invalid_mass = torch.sigmoid(x)
+    tv = 0.5 * (torch.where(valid, (p - target).abs(), 0.0).sum(-1) + invalid_mass)
+    max_val = torch.where(valid, f, neg_inf).amax(-1)
+    min_val = torch.where(valid, f, torch.tensor(float("inf"), dtype=torch.float64)).amin(-1)
+    max_inv = torch.where(invalid, f, neg_inf).amax(-1)
+    margins = torch.where(invalid, fbar[..., None] - f, float("nan"))
+    query = tokens.long()[..., None]
+    margin_query = (fbar[..., None] - f.gather(-1, query)).squeeze(-1)
+    nonquery = invalid.clone()
+    nonquery.scatter_(-1, query, False)
+    nq = torch.where(nonquery, margins, float("nan"))
+    out = {
+        "invalid_mass": invalid_mass,
+        "tv": tv,
+        "kl": kl,
+        "cross_entropy": kl + torch.log(n_valid.to(torch.float64)),
+        "top1_invalid": (max_inv >= max_val).to(torch.float64),
+        "valid_spread": torch.exp(max_val - min_val),
+        "margin_min": torch.where(invalid, margins, float("inf")).amin(-1),
+        "margin_query": margin_query,
+        "margin_nonquery_min": _nan_reduce(nq, torch.amin),
+        "margin_nonquery_max": _nan_reduce(nq, torch.amax),
+    }
+    if single:
+        out = {k: v[:, -1] for k, v in out.items()}
+    return out
+
+
+def _nan_reduce(values: torch.Tensor, reduce) -> torch.Tensor:
+    """Reduce over the last axis ignoring NaN; NaN where every entry is NaN."""
+    empty = values.isnan().all(-1)
+    fill = math.inf if reduce is torch.amin else -math.inf
+    result = reduce(torch.nan_to_num(values, nan=fill), dim=-1)
+    return torch.where(empty, float("nan"), result)

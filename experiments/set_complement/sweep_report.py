@@ -1,0 +1,376 @@
+"""Analysis of a finished sweep: factor effects on the OOD metrics, Post-Norm vs none/pre,
+raw vs EMA vs BEMA (paired, within runs), and the four training figures.
+
+Statistics, stated where they are printed:
+- grouped means: mean ± std (sample std, ddof = 1) and max over the runs of a group, n runs;
+  continuous factors are cut into terciles;
+- rank regression: the rank of the OOD metric (standardized) regressed by least squares on the
+  standardized ranks of the numeric factors (learning rate, dropouts, weight decay, width,
+  EMA decay) and one-hot placement / EMA-kind indicators; a coefficient is the change of the
+  metric's standardized rank per standardized rank of the factor (or vs the baseline level);
+- Post-Norm (post, attn_out) vs none/pre at matched budget (every run of a sweep has the same
+  steps and batch size): difference of means ± its standard error (Welch);
+- averaging: per run, ood(EMA) - ood(raw) and ood(BEMA) - ood(raw), mean ± std over runs and
+  the fraction of runs where the average is better.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from resharpen.experiments.core.sweep import load_runs, read_table
+
+OOD_METRICS = ("ood_invalid_mass", "ood_kl", "lg_score")
+POST = ("post", "attn_out")
+NOT_POST = ("none", "pre")
+
+
+def _stats(values) -> dict:
+    a = np.asarray(values, dtype=float)
+    a = a[np.isfinite(a)]
+    if not a.size:
+        return {"n": 0, "mean": float("nan"), "std": float("nan"), "max": float("nan")}
+    return {"n": int(a.size), "mean": float(a.mean()),
+            "std": float(a.std(ddof=1)) if a.size > 1 else float("nan"), "max": float(a.max())}
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x))
+    for value in np.unique(x):  # average ties
+        tie = x == value
+        ranks[tie] = ranks[tie].mean()
+    return ranks
+
+
+def _z(x: np.ndarray) -> np.ndarray:
+    sd = x.std()
+    return (x - x.mean()) / sd if sd > 0 else np.zeros_like(x)
+
+
+def _level_order(value):
+    """Numbers in numeric order, then strings (so 64 < 96 < 128, not "128" < "64")."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def factor_effects(rows: list[dict], factors: list[str], metric: str,
+                   categorical: set[str] = frozenset()) -> dict:
+    """Grouped stats of ``metric`` per level of each factor that is ``categorical`` (e.g. a
+    ``choice`` or ``grid`` one), string-valued or takes at most 3 values, and per tercile of
+    each other factor: "T1 [q0, q1)", "T2 [q1, q2)", "T3 [q2, q3]", a partition of the runs (a
+    tercile that ties leave empty is left out)."""
+    out = {}
+    y = np.array([r[metric] for r in rows], dtype=float)
+    for factor in factors:
+        values = [r[factor] for r in rows]
+        if (factor in categorical or all(isinstance(v, str) for v in values)
+                or len(set(values)) <= 3):
+            levels = sorted(set(values), key=_level_order)
+            out[factor] = {str(lv): _stats(y[[v == lv for v in values]]) for lv in levels}
+        else:
+            x = np.array(values, dtype=float)
+            edges = np.quantile(x, [0, 1 / 3, 2 / 3, 1])
+            groups = {}
+            for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
+                last = i == len(edges) - 2
+                mask = (x >= lo) & ((x <= hi) if last else (x < hi))
+                if mask.any():  # a tercile is empty when ties fill the one below it
+                    groups[f"T{i + 1} [{lo:.3g}, {hi:.3g}{']' if last else ')'}"] = _stats(y[mask])
+            out[factor] = groups
+    return out
+
+
+def rank_regression(rows: list[dict], factors: list[str], metric: str) -> dict:
+    y = np.array([r[metric] for r in rows], dtype=float)
+    keep = np.isfinite(y)
+    rows = [r for r, k in zip(rows, keep) if k]
+    y = _z(_ranks(y[keep]))
+    columns, names = [], []
+    for factor in factors:
+        values = [r[factor] for r in rows]
+        if all(isinstance(v, str) for v in values):
+            levels = sorted(set(values))
+            for level in levels[1:]:
+                columns.append(np.array([v == level for v in values], dtype=float))
+                names.append(f"{factor}={level} (vs {levels[0]})")
+        else:
+            x = np.array(values, dtype=float)
+            if len(set(x)) > 1:
+                columns.append(_z(_ranks(x)))
+                names.append(factor)
+    if not columns or len(y) <= len(columns) + 1:
+        return {"n": len(y), "coefficients": {}, "r2": float("nan")}
+    X = np.column_stack([np.ones(len(y))] + columns)
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ coef
+    r2 = 1 - float(resid @ resid) / float(y @ y) if float(y @ y) > 0 else float("nan")
+    return {"n": int(len(y)), "coefficients": dict(zip(names, map(float, coef[1:]))), "r2": r2}
+
+
+def welch(a, b) -> dict:
+    a, b = (np.asarray(v, dtype=float) for v in (a, b))
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if not len(a) or not len(b):
+        return {"diff": float("nan"), "se": float("nan"), "t": float("nan")}
+    diff = float(a.mean() - b.mean())
+    if len(a) < 2 or len(b) < 2:
+        return {"diff": diff, "se": float("nan"), "t": float("nan")}
+    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+    return {"diff": diff, "se": se, "t": diff / se if se > 0 else float("nan")}
+
+
+def postnorm_comparison(rows: list[dict]) -> dict:
+    out = {}
+    for metric in OOD_METRICS:
+        post = [r[metric] for r in rows if r.get("model.norm") in POST]
+        base = [r[metric] for r in rows if r.get("model.norm") in NOT_POST]
+        out[metric] = {"post_attn_out": _stats(post), "none_pre": _stats(base),
+                       "post_minus_none_pre": welch(post, base)}
+    return out
+
+
+def averaging_comparison(rows: list[dict]) -> dict:
+    out = {}
+    for metric in ("ood_invalid_mass", "ood_kl"):
+        raw = np.array([r[f"raw.{metric}"] for r in rows], dtype=float)
+        entry = {}
+        for kind in ("ema", "bema"):
+            diff = np.array([r[f"{kind}.{metric}"] for r in rows], dtype=float) - raw
+            entry[f"{kind}_minus_raw"] = _stats(diff)
+            entry[f"{kind}_better_fraction"] = float(np.mean(diff < 0)) if diff.size else float("nan")
+        out[metric] = entry
+    return out
+
+
+def analyse(root: str | Path) -> dict:
+    root = Path(root)
+    rows = read_table(root)
+    if not rows:
+        raise ValueError(f"sweep {str(root)!r} has no finished runs yet")
+    identity = json.loads((root / "sweep.json").read_text())["identity"]
+    factors = [f for f in sorted(identity["space"]) if f != "train.seed"]
+    base = identity["base"]
+    categorical = {f for f, spec in identity["space"].items() if "choice" in spec or "grid" in spec}
+    return {
+        "sweep": str(root), "runs": len(rows), "factors": factors,
+        "budget": {"steps": base["train"]["steps"], "batch_size": base["train"]["batch_size"],
+                   "vocab": base["task"]["vocab"], "train_len": base["task"]["train_len"]},
+        "effects": {m: factor_effects(rows, factors, m, categorical) for m in OOD_METRICS},
+        "rank_regression": {m: rank_regression(rows, factors, m) for m in OOD_METRICS},
+        "postnorm": postnorm_comparison(rows),
+        "averaging": averaging_comparison(rows),
+        "seconds_per_run": _stats([r["seconds"] for r in rows]),
+    }
+
+
+def _fmt(s: dict) -> str:
+    return f"{s['mean']:.4g} ± {s['std']:.2g} (max {s['max']:.4g}, n={s['n']})"
+
+
+def to_markdown(a: dict) -> str:
+    b = a["budget"]
+    lines = [f"# Sweep {a['sweep']}: {a['runs']} finished runs",
+             f"v = {b['vocab']}, L_train = {b['train_len']}, {b['steps']} steps of batch "
+             f"{b['batch_size']} for every run (matched budget); "
+             f"{a['seconds_per_run']['mean']:.1f} s per run on average.",
+             "Cells: mean ± std (sample std over runs) (max over runs, n runs). "
+             "OOD = lengths L_train+1..v-1; primary weights of each run (train.ema).", ""]
+    pn = a["postnorm"]
+    lines += ["## Post-Norm (post, attn_out) vs none/pre", "",
+              "| metric | post, attn_out | none, pre | difference ± s.e. |", "|---|---|---|---|"]
+    for m, e in pn.items():
+        d = e["post_minus_none_pre"]
+        lines.append(f"| {m} | {_fmt(e['post_attn_out'])} | {_fmt(e['none_pre'])} | "
+                     f"{d['diff']:+.4g} ± {d['se']:.2g} |")
+    lines += ["", "## Raw vs EMA vs BEMA (paired within runs; negative = average better)", "",
+              "| metric | EMA - raw | EMA better | BEMA - raw | BEMA better |", "|---|---|---|---|---|"]
+    for m, e in a["averaging"].items():
+        lines.append(f"| {m} | {_fmt(e['ema_minus_raw'])} | {e['ema_better_fraction']:.0%} | "
+                     f"{_fmt(e['bema_minus_raw'])} | {e['bema_better_fraction']:.0%} |")
+    for m in OOD_METRICS:
+        lines += ["", f"## Factor effects on {m}", "", "| factor | level | mean ± std (max, n) |",
+                  "|---|---|---|"]
+        for factor, groups in a["effects"][m].items():
+            for level, s in groups.items():
+                lines.append(f"| {factor} | {level} | {_fmt(s)} |")
+        rr = a["rank_regression"][m]
+        lines += ["", f"Rank regression of {m} (n = {rr['n']}, R² = {rr['r2']:.2f}): "
+                  + ", ".join(f"{k} {v:+.2f}" for k, v in rr["coefficients"].items())]
+    return "\n".join(lines) + "\n"
+
+
+def report(root: str | Path, figures: bool = True) -> tuple[str, list[Path]]:
+    """Write report.md, report.json (and figs/) into the sweep folder; return (markdown, paths)."""
+    from resharpen.experiments.core.io import atomic_write_json, atomic_write_text
+
+    root = Path(root)
+    a = analyse(root)
+    text = to_markdown(a)
+    paths = [atomic_write_text(root / "report.md", text), atomic_write_json(root / "report.json", a)]
+    if figures:
+        paths += make_figures(root, root / "figs")
+    return text, paths
+
+
+# ----------------------------------------------------------------------------- figures
+def _runs_with_data(root: Path) -> list[dict]:
+    runs = load_runs(root)
+    for run in runs:
+        run["per_length"] = json.loads((run["folder"] / "per_length.json").read_text())
+        run["history"] = [json.loads(line) for line in
+                          (run["folder"] / "metrics.jsonl").read_text().splitlines() if line]
+    return runs
+
+
+def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    placements = sorted({r["config"]["model"]["norm"] for r in runs})
+    for norm in placements:
+        group = [r for r in runs if r["config"]["model"]["norm"] == norm]
+        primary = [r["summary"]["primary"] for r in group]
+        curves = np.array([[x[metric] for x in r["per_length"][p]] for r, p in zip(group, primary)])
+        s = [x["length"] for x in group[0]["per_length"]["raw"]]
+        mean, sd = _mean_sd(curves)
+        line, = ax.plot(s, mean, label=f"{norm} (n={len(group)})")
+        ax.fill_between(s, mean - sd, mean + sd, color=line.get_color(), alpha=0.15)
+    c = runs[0]["config"]["task"]
+    ax.axvline(c["train_len"], color="k", lw=0.8, ls="--")
+    ax.plot(s, np.array(s) / c["vocab"], color="gray", lw=0.8, ls=":", label="s / v (no signal)")
+    ax.set(xlabel="input length s", ylabel=f"{metric.replace('_', ' ')} (exact)",
+           title=f"v = {c['vocab']}: mean ± std over the runs of a placement; dashed = L_train")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def fig_dropout(rows: list[dict]):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    rng = np.random.default_rng(0)
+    for kind, colour in (("none", "C0"), ("ema", "C1"), ("bema", "C2")):
+        sel = [r for r in rows if r.get("train.ema", r["primary"].replace("raw", "none")) == kind]
+        if not sel:
+            continue
+        x = np.array([r.get("model.attn_dropout", 0.0) for r in sel], dtype=float)
+        ax.scatter(x + rng.uniform(-0.01, 0.01, len(x)), [r["ood_kl"] for r in sel], s=14,
+                   color=colour, alpha=0.7, label=f"{kind} (n={len(sel)})")
+    ax.set(xlabel="attention dropout (jittered)", ylabel="OOD KL(p* || p)", yscale="log",
+           title="dropout vs OOD KL, coloured by the primary weights")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def fig_margins(runs: list[dict]):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    v = runs[0]["config"]["task"]["vocab"]
+    s = np.arange(2, v)
+    for norm in sorted({r["config"]["model"]["norm"] for r in runs}):
+        group = [r for r in runs if r["config"]["model"]["norm"] == norm]
+        m = np.array([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
+                       if x["length"] >= 2] for r in group], dtype=float)
+        a = _stats([r["summary"]["margin_exponent"] for r in group])["mean"]
+        ax.plot(s, np.nanmean(m, 0), label=f"learned, {norm} (fitted a = {a:.2f})")
+    from resharpen.experiments.core.train import attn_out_margin
+    m2 = float(np.nanmean([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
+                            if x["length"] == 2][0] for r in runs]))
+    ax.plot(s, m2 * 2 / s, "k--", lw=1,
+            label=f"construction / theory, no norm: m_2 (2/s), m_2 = {m2:.2f}, a = 1")
+    shape = attn_out_margin(v, s.astype(float))
+    ax.plot(s, m2 * shape / shape[0], "k:", lw=1.2, label="attn_out theory, same m_2")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set( xlabel="input length s", ylabel="mean min non-query margin",
+           title="learned margins vs the construction and the theory")
+    ax.axhline(0, color="gray", lw=0.5)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _mean_sd(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sample std (ddof = 1; 0 for a single run) over the runs (axis 0)."""
+    sd = curves.std(0, ddof=1) if len(curves) > 1 else np.zeros(curves.shape[1:])
+    return curves.mean(0), sd
+
+
+def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
+    """The raw, EMA and BEMA weights' ``metric`` over training, one panel per placement: mean
+    ± sample std over the runs of that placement (the band is the spread of everything else
+    the sweep varies: seeds, and in a search also lr, dropout, EMA decay). A panel uses the
+    runs that share its most common evaluation schedule and says how many it left out."""
+    import matplotlib.pyplot as plt
+    from collections import Counter
+
+    placements = sorted({r["config"]["model"]["norm"] for r in runs})
+    fig, axes = plt.subplots(1, len(placements), figsize=(3.2 * len(placements) + 1.2, 3.8),
+                             sharey=True, squeeze=False)
+    for ax, norm in zip(axes[0], placements):
+        schedules = {id(r): tuple(h["step"] for h in r["history"] if "raw" in h)
+                     for r in runs if r["config"]["model"]["norm"] == norm}
+        steps, _ = Counter(schedules.values()).most_common(1)[0]
+        group = [r for r in runs if schedules.get(id(r)) == steps]
+        for kind, colour in (("raw", "C0"), ("ema", "C1"), ("bema", "C2")):
+            curves = np.array([[h[kind][metric] for h in r["history"] if "raw" in h]
+                               for r in group])
+            mean, sd = _mean_sd(curves)
+            ax.plot(steps, mean, color=colour, marker="o", ms=3, label=f"{kind} (n={len(curves)})")
+            ax.fill_between(steps, mean - sd, mean + sd, color=colour, alpha=0.12)
+        left_out = len(schedules) - len(group)
+        ax.set(xlabel="step", title=norm + (f" ({left_out} runs on other schedules left out)"
+                                            if left_out else ""))
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel(metric.replace("_", " "))
+    fig.suptitle("raw vs EMA vs BEMA weights over training (mean ± sample std over the runs "
+                 "of a placement)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "margins",
+                                                    "averaging"),
+                 prefix: str = "fig_train") -> list[Path]:
+    from resharpen.paper_figs import save
+    from resharpen.experiments.core.io import ensure_writable_dir
+
+    ensure_writable_dir(outdir)
+    runs = _runs_with_data(Path(root))
+    rows = read_table(root)
+    builders = {"placements": lambda: fig_placements(runs), "dropout": lambda: fig_dropout(rows),
+                "margins": lambda: fig_margins(runs), "averaging": lambda: fig_averaging(runs)}
+    paths = []
+    for name in names:
+        paths += save(builders[name](), outdir, f"{prefix}_{name}")
+    return paths
+
+
+QUICK_ENSEMBLE = 8  # the quick sweeps train runs that can share an ensemble in groups of 8
+
+
+def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search") -> Path:
+    """The folder of sweep ``name`` (a file in configs/set_complement) for ``profile``: the full one
+    must exist (run it with ``resharpen sweep``); the quick one is run (or completed) here,
+    in well under a minute, with runs grouped into batched ensembles of up to
+    :data:`QUICK_ENSEMBLE`."""
+    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.core.sweep import run_sweep
+
+    path = CONFIG_DIR / "set_complement" / f"{name}.toml"
+    if profile == "full":
+        root = Path("out") / "sweeps" / name
+        if not (root / "table.jsonl").exists() or not read_table(root):
+            raise ValueError(f"no finished full sweep in {str(root)!r}; run: resharpen sweep "
+                             f"{path} --workers 2")
+        return root
+    return run_sweep(path, profile="quick", runs=runs_quick, workers=1, progress=True,
+                     ensemble=QUICK_ENSEMBLE)

@@ -1,0 +1,26 @@
+"""The balanced placements x seeds grids, per norm placement: OOD invalid mass vs input length
+(mean ± std band over seeds) and the learned margins.
+
+- ``fig_train_grid_*``: the one-layer model, 16 seeds per placement, each placement trained as
+  one batched ensemble (out/sweeps/placements_grid; claim train.postnorm.balanced_grid);
+- ``fig_train_multi_layer_*``: the multi-layer model (2 layers, 4 heads, GELU MLPs, learned
+  positions; out/sweeps/placements_multi_layer; claim train.postnorm.multi_layer).
+
+Full profile: run `resharpen sweep experiments/configs/set_complement/<name>.toml` first; quick
+profile: the ``-quick`` sweeps, run here if absent (under a minute each).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+GRIDS = (("placements_grid", "fig_train_grid"), ("placements_multi_layer", "fig_train_multi_layer"))
+
+
+def make(profile: str, outdir: Path) -> list[Path]:
+    from resharpen.experiments.set_complement.sweep_report import ensure_sweep, make_figures
+
+    paths = []
+    for name, prefix in GRIDS:
+        root = ensure_sweep(profile, runs_quick=10, name=name)
+        paths += make_figures(root, Path(outdir), names=("placements", "margins"), prefix=prefix)
+    return paths

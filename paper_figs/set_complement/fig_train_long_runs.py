@@ -1,0 +1,22 @@
+"""Convergence-length runs (12000 steps, none and post, 8 runs each) at v = 64 and v = 32: the
+raw, EMA and BEMA weights' OOD invalid mass over training per placement, and OOD invalid mass
+vs input length. Claims shown: train.postnorm.long_runs*, train.{ema,bema}.ood_kl.long*.
+
+Reads out/sweeps/long_runs and out/sweeps/long_runs_v32 (full profile; run
+`resharpen sweep experiments/configs/set_complement/long_runs.toml --workers 2` and the same
+with long_runs_v32.toml first, a few minutes each) or their -quick versions (quick profile;
+run here if absent, under a minute each).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def make(profile: str, outdir: Path) -> list[Path]:
+    from resharpen.experiments.set_complement.sweep_report import ensure_sweep, make_figures
+
+    paths = []
+    for name in ("long_runs", "long_runs_v32"):
+        paths += make_figures(ensure_sweep(profile, runs_quick=10, name=name), Path(outdir),
+                              names=("averaging", "placements"), prefix=f"fig_train_{name}")
+    return paths

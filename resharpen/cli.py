@@ -1,0 +1,198 @@
+"""The `resharpen` command line.
+
+Every subcommand is a small function ``add_<name>(subparsers)`` that declares its arguments and
+sets ``handler``. Library errors (ValueError, TypeError) and argument errors become one line
+``error: ...`` on stderr and exit status 2; ``verify`` exits 1 when a claim fails.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from resharpen.experiments.core.cli_args import (EXIT_USAGE, UsageError, _Parser,
+                                                  finite_float, positive_int)
+
+
+# ----------------------------------------------------------------------------- verify
+def add_verify(sub) -> None:
+    p = sub.add_parser("verify", help="run the claim ledger and print the table")
+    p.add_argument("--profile", choices=("quick", "full"), default="quick")
+    p.add_argument("--only", action="append", metavar="GLOB",
+                   help="only claims whose id matches this glob (repeatable)")
+    p.add_argument("--json", metavar="PATH", help="write the ledger as JSON ('-' for stdout)")
+    p.add_argument("--markdown", metavar="PATH", help="write the ledger as Markdown")
+    p.add_argument("--list", action="store_true", help="list the claims without running them")
+    p.add_argument("--workers", type=positive_int, default=1,
+                   help="run checks in this many processes (default 1; results do not depend on it)")
+    p.set_defaults(handler=run_verify)
+
+
+def run_verify(args) -> int:
+    from tqdm import tqdm
+
+    from resharpen.experiments.core.io import atomic_write_text, check_writable_target
+    from resharpen.claims import all_claims
+    from resharpen.experiments.core import ledger
+
+    chosen = ledger.select(all_claims(), args.only)
+    for target in (args.json, args.markdown):  # fail before the work, not after it
+        if target and target != "-":
+            check_writable_target(Path(target).parent)
+    if args.list:
+        for c in chosen:
+            print(f"{c.id:48s} {c.kind:10s} {c.source}")
+        return 0
+    with tqdm(total=len(chosen), desc="verify", unit="claim", file=sys.stderr, disable=None) as bar:
+        def done(record) -> None:
+            bar.set_postfix_str(record.id)
+            bar.update()
+
+        records = ledger.run_claims(chosen, args.profile, args.workers, on_done=done)
+    print(format_ledger(records))
+    if args.json:
+        text = ledger.to_json(records, args.profile)
+        print(text) if args.json == "-" else atomic_write_text(args.json, text)
+    if args.markdown:
+        atomic_write_text(args.markdown, ledger.to_markdown(records, args.profile))
+    bad = [r for r in records if r.status != "PASS"]
+    for r in bad:
+        print(f"{r.status} {r.id}: {r.detail}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def format_ledger(records) -> str:
+    """A fixed-width table: id, source, measured, expected, status."""
+    rows = [("id", "source", "measured", "expected", "status", "s")]
+    for r in records:
+        status = r.status + ("*" if r.erratum else "")
+        rows.append((r.id, r.source, r.measured, r.expected, status, f"{r.seconds:.1f}"))
+    widths = [min(max(len(str(row[i])) for row in rows), cap)
+              for i, cap in enumerate((46, 30, 24, 24, 6, 6))]
+    out = []
+    for row in rows:
+        out.append("  ".join(str(x)[:w].ljust(w) for x, w in zip(row, widths)))
+    passed = sum(r.status == "PASS" for r in records)
+    out.append(f"{passed}/{len(records)} claims PASS"
+               + ("  (* = erratum: PASS means the counterexample is reproduced)"
+                  if any(r.erratum for r in records) else ""))
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- figs
+def add_figs(sub) -> None:
+    p = sub.add_parser("figs", help="regenerate every figure into out/figs (PNG and PDF)")
+    p.add_argument("--profile", choices=("quick", "full"), default="quick")
+    p.add_argument("--out", default="out/figs", help="output folder (default out/figs)")
+    p.add_argument("--only", action="append", metavar="GLOB", help="only figures matching")
+    p.set_defaults(handler=run_figs)
+
+
+def run_figs(args) -> int:
+    from resharpen.paper_figs import run_all
+    for path in run_all(args.profile, Path(args.out), args.only):
+        print(path)
+    return 0
+
+
+# ----------------------------------------------------------------------------- construct
+def add_construct(sub) -> None:
+    from resharpen.constructions.set_complement import VARIANTS
+
+    p = sub.add_parser("construct", help="build a Set Complement construction, save it, report")
+    p.add_argument("--vocab", type=positive_int, required=True, help="vocabulary size v >= 2")
+    p.add_argument("--norm", default="none", help="none | attn_out | post | pre")
+    p.add_argument("--norm-kind", default="rms", help="rms | layer")
+    p.add_argument("--variant", default="tight", help=" | ".join(VARIANTS))
+    p.add_argument("--lam", type=finite_float, default=None,
+                   help="displacement scale lambda > 0 (default 2 v)")
+    p.add_argument("--beta", type=finite_float, default=1.0, help="direct-path scale beta != 0")
+    p.add_argument("--gain", type=finite_float, default=1.0, help="norm gain g > 0")
+    p.add_argument("--seed", type=int, default=0, help="seed for the non-uniform lambdas")
+    p.add_argument("--out", default=None, help="folder for weights, config and report")
+    p.add_argument("--json", metavar="PATH", help="write the per-length report ('-' = stdout)")
+    p.set_defaults(handler=run_construct)
+
+
+def run_construct(args) -> int:
+    import json
+
+    from resharpen.constructions.set_complement import build, save
+    from resharpen.experiments.core.io import atomic_write_text, check_writable_target
+    from resharpen.experiments.set_complement.report import construction_report
+
+    if args.out:
+        check_writable_target(args.out)  # before any work, creating nothing
+    if args.json and args.json != "-":
+        check_writable_target(Path(args.json).parent)
+    lam = args.lam if args.lam is not None else 2.0 * args.vocab
+    built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
+                  lam=lam, beta=args.beta, gain=args.gain, seed=args.seed)
+    report = construction_report(built)
+    text = json.dumps(report, indent=2)
+    if args.out:
+        save(built, args.out)
+        atomic_write_text(Path(args.out) / "report.json", text + "\n")
+    if args.json == "-":
+        print(text)
+    elif args.json:
+        atomic_write_text(args.json, text + "\n")
+    worst = max(row["abs_error_margin"] for row in report["lengths"])
+    print(f"built {args.variant} v={args.vocab} norm={args.norm}: max |margin - theory| = "
+          f"{worst:.3g} over s = 1..{args.vocab - 1}"
+          + (f"; saved to {args.out}" if args.out else ""), file=sys.stderr)
+    return 0
+
+
+# ----------------------------------------------------------------------------- derive
+def add_derive(sub) -> None:
+    p = sub.add_parser("derive", help="print the symbolic derivations")
+    p.add_argument("--latex", action="store_true", help="print LaTeX instead of plain text")
+    p.set_defaults(handler=run_derive)
+
+
+def run_derive(args) -> int:
+    from resharpen.theory.derivations import derivations
+
+    for title, statement in derivations(latex=args.latex):
+        print(f"## {title}\n{statement}\n")
+    return 0
+
+
+def commands() -> list:
+    """Every subcommand's ``add_<name>(subparsers)``: the four above and those declared beside
+    the code they drive, one CLI module per slice."""
+    from resharpen.experiments.collapse import cli as collapse_cli
+    from resharpen.experiments.dynamics import cli as dynamics_cli
+    from resharpen.experiments.languages import cli as languages_cli
+    from resharpen.experiments.languages import registry as task_registry
+    from resharpen.experiments.set_complement import cli as sc_cli
+
+    return [add_verify, add_construct, add_derive, add_figs,
+            sc_cli.add_train, sc_cli.add_sweep, sc_cli.add_report, languages_cli.add_langs,
+            task_registry.add_tasks, dynamics_cli.add_dynamics, collapse_cli.add_collapse]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="resharpen", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for add in commands():
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return int(args.handler(args) or 0)
+    except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

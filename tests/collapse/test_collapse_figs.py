@@ -1,0 +1,30 @@
+"""The collapse figures write readable PNG and PDF files."""
+import pytest
+
+
+def _check(paths):
+    assert {p.suffix for p in paths} == {".png", ".pdf"}
+    for p in paths:
+        assert p.stat().st_size > 5_000
+
+
+@pytest.mark.slow
+def test_deaveraging_figure(tmp_path):
+    from resharpen.paper_figs.collapse import fig_collapse_deaveraging
+    _check(fig_collapse_deaveraging.make("quick", tmp_path))
+
+
+@pytest.mark.slow
+def test_similarity_figure(tmp_path):
+    from resharpen.paper_figs.collapse import fig_collapse_similarity
+    _check(fig_collapse_similarity.make("quick", tmp_path))
+
+
+@pytest.mark.slow
+def test_training_figures(tmp_path, monkeypatch):
+    """Trains the quick sweep into tmp_path/out (minutes on 2 cores)."""
+    from resharpen.paper_figs.collapse import fig_collapse_gradients
+    from resharpen.paper_figs.collapse import fig_collapse_training
+    monkeypatch.chdir(tmp_path)
+    _check(fig_collapse_training.make("quick", tmp_path))
+    _check(fig_collapse_gradients.make("quick", tmp_path))

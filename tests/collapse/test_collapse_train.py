@@ -1,0 +1,90 @@
+"""Synthetic stream, collapse detector, training loop and CLI of the collapse demonstration."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from resharpen.cli import main
+from resharpen.experiments.collapse.data import (markov_entropy_rate, sample_batch, stationary,
+                                       zipf_markov_matrix)
+from resharpen.experiments.collapse.detect import detect_collapse
+from resharpen.experiments.collapse.train import TrainConfig, batch_frequency_loss, run, sweep
+
+
+def test_stream_is_skewed_and_context_dependent():
+    T = zipf_markov_matrix(32, 1.2, seed=0)
+    assert np.allclose(T.sum(1), 1)
+    pi = stationary(T)
+    assert np.allclose(pi @ T, pi)
+    unigram = float(-(pi * np.log(pi)).sum())
+    assert markov_entropy_rate(T) < unigram - 0.5 < np.log(32)
+    batch = sample_batch(T, 4000, 1, np.random.default_rng(0))
+    counts = np.bincount(batch[:, 0].numpy(), minlength=32) / 4000
+    assert np.abs(counts - pi).max() < 0.03
+    with pytest.raises(ValueError):
+        zipf_markov_matrix(1)
+
+
+def test_batch_frequency_loss():
+    labels = torch.tensor([[0, 0, 1, 1]])
+    assert batch_frequency_loss(labels, 3) == pytest.approx(np.log(2))
+
+
+def test_detector_requires_both_signals_for_patience_steps():
+    steps = list(range(30))
+    t = [0.1] * 10 + [0.99] * 20
+    loss = [3.0] * 15 + [4.1] * 15
+    det = detect_collapse(steps, t, loss, [4.1] * 30, patience=5)
+    assert det.collapsed and det.step == 15
+    # similar token states but a loss that beats the frequency predictor: not a collapse
+    assert not detect_collapse(steps, t, [3.0] * 30, [4.1] * 30).collapsed
+    assert not detect_collapse(steps, [0.1] * 30, loss, [4.1] * 30).collapsed  # loss alone
+    transient = detect_collapse(steps, [0.99] * 12 + [0.1] * 18, [4.2] * 30, [4.1] * 30,
+                                patience=5)
+    assert transient.step == 0 and transient.recovered == 12 and not transient.collapsed
+    blip = [0.99 if i in (20, 21) else 0.1 for i in steps]
+    assert not detect_collapse(steps, blip, loss, [4.1] * 30, patience=5).collapsed
+    with pytest.raises(ValueError):
+        detect_collapse(steps, t, loss[:-1], [4.1] * 30)
+
+
+def test_training_logs_and_resumes(tmp_path):
+    cfg = TrainConfig(n_layers=2, d_model=16, n_heads=2, vocab=16, seq_len=8, batch=4, steps=5)
+    first = run(cfg, tmp_path, progress=False)
+    assert len(first["metrics"]) == 5
+    m = first["metrics"][0]
+    assert len(m["resid_grad"]) == 2 and len(m["layer_t_sim"]) == 2
+    assert len(m["contraction"]) == 4 and all(c > 0 for c in m["contraction"])  # 2 per block
+    assert json.loads((tmp_path / cfg.name / "config.json").read_text()) == first["config"]
+    again = run(cfg, tmp_path, progress=False)  # finished run is loaded, not retrained
+    assert again["metrics"] == first["metrics"]
+
+
+def test_bad_training_settings():
+    with pytest.raises(ValueError):
+        TrainConfig(norm="peri")
+    with pytest.raises(ValueError):
+        TrainConfig(lr=0.0)
+    with pytest.raises(ValueError):
+        sweep("quick", out=None, progress=False, widths=3)
+
+
+def test_post_norm_collapses_at_high_rate():
+    """The CPU-size demonstration (quick sizes but 12 layers, 45 steps)."""
+    spec = dict(n_layers=12, seq_len=32, steps=45)
+    post = run(TrainConfig(norm="post", lr=3e-2, **spec), None, progress=False)["summary"]
+    assert post["collapsed"] and post["final_t_sim"] > 0.95
+    assert abs(post["final_loss"] - post["l_freq_stream"]) < 0.1
+    assert post["first_over_last_resid_grad"] < 1e-2
+
+
+def test_cli_collapse_stack_and_errors(capsys, tmp_path):
+    out = tmp_path / "stack.json"
+    assert main(["collapse", "stack", "--n", "16", "--d", "16", "--depth", "3", "--samples", "2",
+                 "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert len(data["layers"]) == 3 and data["layers"][0]["layer"] == 1
+    assert main(["collapse", "stack", "--norm", "peri"]) == 2
+    assert "error: norm must be one of" in capsys.readouterr().err
+    assert main(["collapse", "detect", str(tmp_path / "missing")]) == 2

@@ -1,0 +1,317 @@
+"""Generic task training (experiments/languages/train.py), the grid (task_sweep.py), `langs` CLI."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from resharpen.experiments.languages.grid import (load_grid, overview_lines, paired_effects, report, run_grid,
+                                    summary_table, table_rows)
+from resharpen.experiments.languages.train import (eval_sequences, evaluate, make_config,
+                                    position_metrics, summarize, train)
+from resharpen.experiments.languages.registry import get_task
+from resharpen.experiments.core.train import next_token_loss
+
+
+class TargetModel(nn.Module):
+    """A causal 'model' whose logits are log p* (exact) or zeros (uniform) at every position."""
+
+    def __init__(self, task, kind: str):
+        super().__init__()
+        self.task, self.kind = task, kind
+        self.dummy = nn.Parameter(torch.zeros(1))
+
+    def forward(self, tokens):
+        legal = torch.as_tensor(self.task.legal_next(tokens.numpy()))
+        if self.kind == "uniform":
+            return torch.zeros(legal.shape, dtype=torch.float64) + 0 * self.dummy
+        size = legal.sum(-1, keepdim=True).clamp_min(1)
+        return torch.where(legal, -torch.log(size.double()), float("-inf")) + 0 * self.dummy
+
+
+def brute_force(logits: np.ndarray, legal: np.ndarray) -> dict:
+    """The definitions, written out position by position."""
+    out = {k: np.full(legal.shape[:2], np.nan) for k in ("illegal_mass", "tv", "kl", "top1")}
+    for b in range(legal.shape[0]):
+        for i in range(legal.shape[1]):
+            s = legal[b, i]
+            if not s.any():
+                continue
+            p = np.exp(logits[b, i] - logits[b, i].max())
+            p /= p.sum()
+            target = s / s.sum()
+            out["illegal_mass"][b, i] = p[~s].sum()
+            out["tv"][b, i] = 0.5 * np.abs(p - target).sum()
+            out["kl"][b, i] = float(np.sum(target[s] * np.log(target[s] / p[s])))
+            row = logits[b, i]
+            out["top1"][b, i] = float((~s).any() and row[~s].max() >= row[s].max())
+    return out
+
+
+def test_metrics_match_the_definitions_on_random_logits():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(scale=3.0, size=(5, 7, 6))
+    legal = rng.random((5, 7, 6)) < 0.5
+    legal[0, 0] = False  # an empty set: no target
+    legal[1, 1] = True  # every token legal
+    got = position_metrics(torch.as_tensor(logits), legal)
+    want = brute_force(logits, legal)
+    for name, key in (("illegal_mass", "illegal_mass"), ("tv", "tv"), ("kl", "kl"),
+                      ("top1_illegal", "top1")):
+        np.testing.assert_allclose(got[name].numpy(), want[key], rtol=1e-10, atol=1e-13,
+                                   equal_nan=True)
+    assert math.isnan(float(got["illegal_mass"][0, 0]))
+    assert float(got["illegal_mass"][1, 1]) == 0.0
+    ce, sizes = got["cross_entropy"].numpy(), legal.sum(-1)
+    np.testing.assert_allclose(ce[sizes > 0] - np.log(sizes[sizes > 0]),
+                               got["kl"].numpy()[sizes > 0], atol=1e-12)
+
+
+def test_top1_ties_count_against_the_model():
+    legal = np.array([[[True, False, True]]])
+    got = position_metrics(torch.zeros(1, 1, 3), legal)
+    assert float(got["top1_illegal"]) == 1.0
+    got = position_metrics(torch.tensor([[[0.1, 0.0, 0.0]]]), legal)
+    assert float(got["top1_illegal"]) == 0.0
+
+
+@pytest.mark.parametrize("name,length", [("dyck2", 30), ("anbn", 25), ("othello", 59)])
+def test_exact_model_scores_zero_and_uniform_model_its_predicted_mass(name, length):
+    task = get_task(name)
+    config = make_config({"task": {"name": name, "train_len": min(20, length - 1),
+                                   "eval_len": length}, "eval": {"count": 24, "seed": 3}})
+    seqs, legal = eval_sequences(config)
+    exact = evaluate(TargetModel(task, "exact"), seqs, legal)
+    assert [r["length"] for r in exact] == list(range(1, length + 1))
+    for r in exact:
+        if r["count"]:
+            assert r["illegal_mass"] == 0.0 and r["top1_illegal"] == 0.0
+            assert abs(r["kl"]) < 1e-12 and r["tv"] < 1e-12
+    uniform = evaluate(TargetModel(task, "uniform"), seqs, legal)
+    sizes = legal.sum(-1).astype(float)
+    for i, r in enumerate(uniform):
+        has = sizes[:, i] > 0
+        assert r["count"] == int(has.sum())
+        if not has.any():
+            assert math.isnan(r["illegal_mass"])
+            continue
+        k, v = sizes[has, i], task.size
+        assert r["illegal_mass"] == pytest.approx(np.mean(1 - k / v), abs=1e-12)
+        assert r["tv"] == pytest.approx(np.mean(1 - k / v), abs=1e-12)
+        assert r["kl"] == pytest.approx(np.mean(np.log(v / k)), abs=1e-12)
+
+
+def test_othello_finished_games_are_left_out_when_pad_is_ignored():
+    config = make_config({"task": {"name": "othello", "train_len": 20, "eval_len": 60},
+                          "eval": {"count": 300, "seed": 0}})
+    seqs, legal = eval_sequences(config)
+    over = get_task("othello").legal_next(seqs)[..., 0]
+    assert over.any()  # some of 300 random games end before move 60
+    assert not legal[over].any() and legal[~over].any(-1).all()
+    kept = make_config({**{k: v for k, v in config.items() if k != "name"},
+                        "task": {**config["task"], "ignore_pad": False}})
+    _, full = eval_sequences(kept)
+    assert full.any(-1).all()
+
+
+def test_loss_ignores_pad_labels():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(5, 5))
+    seqs = torch.tensor([[1, 2, 0, 0], [3, 4, 1, 2]])
+    logits = model(seqs[:, :-1])
+    labels = seqs[:, 1:]
+    keep = labels != 0
+    want = nn.functional.cross_entropy(logits[keep], labels[keep])
+    assert next_token_loss(model, seqs, ignore=0).item() == pytest.approx(want.item(), rel=1e-6)
+    assert next_token_loss(model, seqs).item() != pytest.approx(want.item(), rel=1e-3)
+
+
+def test_summarize_splits_lengths_and_scores_generalization():
+    records = [{"length": n, "count": 4, "illegal_mass": m, "tv": m, "kl": 2 * m,
+                "top1_illegal": 0.0}
+               for n, m in zip(range(1, 7), (0.01, 0.02, 0.04, 0.2, 0.01, 0.3))]
+    records.append({"length": 7, "count": 0, "illegal_mass": math.nan, "tv": math.nan,
+                    "kl": math.nan, "top1_illegal": math.nan})
+    s = summarize(records, train_len=3, threshold=0.05)
+    assert s["id_illegal_mass"] == pytest.approx(0.07 / 3)
+    assert s["ood_illegal_mass"] == pytest.approx(0.51 / 3)
+    assert s["ood_kl"] == pytest.approx(1.02 / 3)
+    assert s["lg_score"] == 3 and s["lg_fraction"] == pytest.approx(3 / 7)
+    assert s["last_illegal_mass"] == 0.3  # the last length with a target
+
+
+def test_config_errors_name_the_value():
+    with pytest.raises(ValueError, match="unknown key model.nrm"):
+        make_config({"model": {"nrm": "post"}})
+    with pytest.raises(ValueError, match="exceeds task.eval_len"):
+        make_config({"task": {"train_len": 50, "eval_len": 40}})
+    with pytest.raises(ValueError, match="length must be in"):
+        make_config({"task": {"name": "othello", "train_len": 30, "eval_len": 61}})
+    with pytest.raises(ValueError, match="task.name"):
+        make_config({"task": {"name": "chess"}})
+    with pytest.raises(ValueError, match="not divisible"):
+        make_config({"model": {"d_model": 30, "n_heads": 4}})
+
+
+def tiny(task: str = "dyck1", **train) -> dict:
+    return {"task": {"name": task, "train_len": 12, "eval_len": 30},
+            "model": {"d_model": 16, "n_layers": 1, "n_heads": 2},
+            "train": {"steps": 60, "batch_size": 32, "lr": 1e-2, "warmup": 10, **train},
+            "eval": {"count": 32}}
+
+
+def test_training_learns_the_legal_sets_and_is_seeded():
+    config = make_config(tiny())
+    seqs, legal = eval_sequences(config)
+    torch.manual_seed(config["train"]["seed"])
+    from resharpen.experiments.core.model import Transformer
+    from resharpen.experiments.languages.train import model_config
+
+    untrained = summarize(evaluate(Transformer(model_config(config, 3)), seqs, legal), 12, 0.05)
+    result = train(config, progress=False)
+    raw = result["summary"]["by_weights"]["raw"]
+    assert set(result["per_length"]) == {"raw", "ema", "bema"}
+    assert len(result["per_length"]["bema"]) == 30
+    # Dyck-1 at init: about a third of the mass on illegal tokens; after 60 steps far less
+    assert untrained["id_illegal_mass"] > 0.2
+    assert raw["id_illegal_mass"] < 0.5 * untrained["id_illegal_mass"]
+    assert result["history"][-1]["loss_smoothed"] < result["history"][0]["loss_smoothed"]
+    again = train(make_config(tiny(steps=10)), progress=False)
+    twice = train(make_config(tiny(steps=10)), progress=False)
+    assert again["summary"]["by_weights"] == twice["summary"]["by_weights"]
+
+
+GRID = {"name": "t", "tasks": ["dyck1"], "norms": ["pre", "post"], "seeds": [0, 1],
+        "base": {"task": {"train_len": 6, "eval_len": 12},
+                 "model": {"d_model": 8, "n_layers": 1, "n_heads": 1},
+                 "train": {"steps": 5, "batch_size": 8, "warmup": 0}, "eval": {"count": 8}},
+        "override": {"othello": {"task": {"train_len": 5}}},
+        "profile": {"quick": {"seeds": [0], "base": {"train": {"steps": 3}}}}}
+
+
+def test_grid_profiles_overrides_and_errors():
+    full, quick = load_grid(GRID, "full"), load_grid(GRID, "quick")
+    assert quick["name"] == "t-quick" and len(quick["configs"]) == 2
+    assert [c["name"] for c in full["configs"]] == ["dyck1-pre-s0", "dyck1-pre-s1",
+                                                    "dyck1-post-s0", "dyck1-post-s1"]
+    assert quick["configs"][0]["train"]["steps"] == 3 and full["configs"][0]["train"]["steps"] == 5
+    with_othello = load_grid({**GRID, "tasks": ["dyck1", "othello"]}, "full")
+    assert with_othello["configs"][-1]["task"]["train_len"] == 5
+    with pytest.raises(ValueError, match="unknown grid key"):
+        load_grid({**GRID, "norm": ["pre"]})
+    with pytest.raises(ValueError, match="non-empty list"):
+        load_grid({**GRID, "seeds": []})
+    with pytest.raises(ValueError, match="names no registered task"):
+        load_grid({**GRID, "override": {"chess": {}}})
+
+
+def test_grid_runs_resumes_and_reports(tmp_path, monkeypatch):
+    root = run_grid(GRID, out=tmp_path / "g", workers=1, progress=False)
+    runs = sorted(p.name for p in (root / "runs").iterdir())
+    assert runs == ["dyck1-post-s0", "dyck1-post-s1", "dyck1-pre-s0", "dyck1-pre-s1"]
+    for run in runs:
+        names = {p.name for p in (root / "runs" / run).iterdir()}
+        assert names == {"config.json", "metrics.jsonl", "per_length.json", "summary.json"}
+    rows = table_rows(root)
+    assert len(rows) == 12 and len((root / "table.jsonl").read_text().splitlines()) == 12
+    # a rerun trains nothing
+    import resharpen.experiments.languages.grid as ts
+
+    monkeypatch.setattr(ts, "run_one", lambda c: (_ for _ in ()).throw(AssertionError(c["name"])))
+    run_grid(GRID, out=root, workers=1, progress=False)
+    with pytest.raises(ValueError, match="different grid"):
+        run_grid({**GRID, "seeds": [5]}, out=root, workers=1, progress=False)
+    text, data = report(root)
+    assert "## dyck1" in text and (root / "report.md").exists()
+    assert len(data["summary"]) == 6  # 2 norms x 3 weights
+    from resharpen.paper_figs.languages.fig_langtrain_curves import figures_of
+
+    paths = figures_of(root, tmp_path / "figs")
+    assert {p.name for p in paths} == {"fig_langtrain_dyck1.png", "fig_langtrain_dyck1.pdf"}
+
+
+def test_summary_table_and_paired_effects_statistics():
+    rows = []
+    for norm, base in (("pre", 0.3), ("post", 0.1)):
+        for seed, noise in ((0, 0.0), (1, 0.02), (2, 0.07)):
+            for weights, shift in (("raw", 0.0), ("ema", -0.05), ("bema", 0.01)):
+                value = base + noise + shift
+                rows.append({"run": f"x-{norm}-s{seed}", "task": "x", "norm": norm,
+                             "seed": seed, "weights": weights, "seconds": 1.0,
+                             "id_illegal_mass": value, "ood_illegal_mass": value,
+                             "ood_tv": value, "ood_kl": value, "ood_top1_illegal": 0.0,
+                             "lg_score": seed})
+    table = summary_table(rows)
+    pre_raw = next(e for e in table if e["norm"] == "pre" and e["weights"] == "raw")
+    values = [0.3, 0.32, 0.37]
+    assert pre_raw["ood_illegal_mass"]["mean"] == pytest.approx(np.mean(values))
+    assert pre_raw["ood_illegal_mass"]["std"] == pytest.approx(np.std(values, ddof=1))
+    assert pre_raw["ood_illegal_mass"]["max"] == pytest.approx(0.37)
+    effects = {e["comparison"]: e for e in paired_effects(rows)}
+    assert effects["ema - raw"]["mean"] == pytest.approx(-0.05)
+    assert effects["ema - raw"]["negative"] == 6
+    assert effects["bema - raw"]["negative"] == 0
+    assert effects["post - pre (raw)"]["mean"] == pytest.approx(-0.2)
+    header, _, line = overview_lines(rows)
+    assert header.startswith("| task | pre (raw) | post (raw) | EMA − raw | BEMA − raw |")
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[0] == "x" and cells[1] == "0.33 ± 0.036 (max 0.37)"
+    assert cells[3].startswith("-0.05 ± ") and cells[3].endswith("(6/6 lower)")
+    assert cells[4].startswith("+0.01 ± ") and cells[4].endswith("(0/6 lower)")
+
+
+def test_cli_train_and_errors(tmp_path, capsys):
+    from resharpen.cli import main
+
+    code = main(["langs", "train", "tomita5", "--set", "train.steps=3",
+                 "--set", "task.train_len=5", "--set", "task.eval_len=9",
+                 "--set", "model.d_model=8", "--set", "model.n_heads=1",
+                 "--set", "model.norm=attn_out", "--out", str(tmp_path / "r")])
+    assert code == 0
+    assert "bema" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["task"] == "tomita5" and summary["norm"] == "attn_out"
+    assert main(["langs", "train", "dyck1", "--set", "model.nrm=post"]) == 2
+    assert "error: unknown key model.nrm" in capsys.readouterr().err
+    assert main(["langs", "report", str(tmp_path / "nothing")]) == 2
+
+
+@pytest.mark.parametrize("name", ["grid.toml", "othello.toml", "long.toml"])
+def test_shipped_grid_files_validate_in_both_profiles(name):
+    from resharpen.experiments.languages.grid import GRID_DIR
+
+    quick, full = load_grid(GRID_DIR / name, "quick"), load_grid(GRID_DIR / name, "full")
+    assert len(full["configs"]) >= len(quick["configs"]) >= 3
+    for planned in (quick, full):
+        names = [c["name"] for c in planned["configs"]]
+        assert len(set(names)) == len(names)
+        norms = {c["model"]["norm"] for c in planned["configs"]}
+        assert norms == {"pre", "post", "attn_out"}
+        for c in planned["configs"]:
+            if c["task"]["name"] == "othello":
+                assert c["model"]["positional"] == "learned"
+                assert c["task"]["eval_len"] == 59 and c["task"]["train_len"] < 59
+    assert len({c["train"]["seed"] for c in full["configs"]}) >= 3  # at least 3 seeds
+
+
+@pytest.mark.slow
+def test_quick_grid_learns_dyck2_in_distribution(tmp_path):
+    """The quick profile's Dyck-2 slice (3 placements x 3 seeds, 300 steps each): every raw model
+    puts less than 0.1 mass on illegal tokens in distribution, far below the untrained ~0.5."""
+    from resharpen.experiments.languages.grid import GRID_DIR
+
+    root = run_grid(GRID_DIR / "grid.toml", profile="quick", out=tmp_path / "q", workers=2,
+                    progress=False, only=["dyck2"])
+    rows = [r for r in table_rows(root) if r["weights"] == "raw"]
+    assert len(rows) == 9
+    assert max(r["id_illegal_mass"] for r in rows) < 0.1
+
+
+def test_grid_only_rejects_a_task_outside_the_grid(tmp_path):
+    with pytest.raises(ValueError, match="--only 'othello' is not a task"):
+        run_grid(GRID, out=tmp_path / "g", workers=1, progress=False, only=["othello"])
+    assert not (tmp_path / "g").exists()  # nothing created

@@ -1,0 +1,80 @@
+"""Sweep analysis: grouped effects, rank regression, comparisons, the report and its figures."""
+import json
+
+import numpy as np
+import pytest
+from test_sweep import tiny_sweep  # pytest puts tests/ on sys.path (no package)
+
+from resharpen.experiments.set_complement import sweep_report as R
+from resharpen.cli import main
+from resharpen.experiments.core.sweep import run_sweep
+
+
+def synthetic_rows(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        norm = ["none", "pre", "post", "attn_out"][i % 4]
+        lr = float(np.exp(rng.uniform(np.log(1e-3), np.log(3e-2))))
+        drop = float(rng.choice([0.0, 0.2, 0.5]))
+        # OOD KL falls with dropout and with Post-Norm, and is unrelated to lr
+        kl = 1.0 - 0.8 * drop - 0.3 * (norm in ("post", "attn_out")) + 0.05 * rng.normal()
+        rows.append({"model.norm": norm, "train.lr": lr, "model.attn_dropout": drop,
+                     "ood_kl": kl, "ood_invalid_mass": kl / 2, "lg_score": 3,
+                     "raw.ood_kl": kl, "ema.ood_kl": kl - 0.01, "bema.ood_kl": kl + 0.02,
+                     "raw.ood_invalid_mass": kl / 2, "ema.ood_invalid_mass": kl / 2,
+                     "bema.ood_invalid_mass": kl / 2})
+    return rows
+
+
+def test_rank_regression_and_groups_recover_planted_effects():
+    rows = synthetic_rows()
+    factors = ["model.attn_dropout", "model.norm", "train.lr"]
+    rr = R.rank_regression(rows, factors, "ood_kl")["coefficients"]
+    assert rr["model.attn_dropout"] < -0.3
+    assert abs(rr["train.lr"]) < 0.15
+    assert rr["model.norm=post (vs attn_out)"] == pytest.approx(0.0, abs=0.3)
+    assert rr["model.norm=none (vs attn_out)"] > 0.3
+    effects = R.factor_effects(rows, factors, "ood_kl", categorical={"model.attn_dropout"})
+    drop = effects["model.attn_dropout"]
+    assert drop["0.0"]["mean"] > drop["0.2"]["mean"] > drop["0.5"]["mean"]
+    assert len(effects["train.lr"]) == 3  # terciles, a partition of the runs
+    assert sum(g["n"] for g in effects["train.lr"].values()) == len(rows)
+    pn = R.postnorm_comparison(rows)["ood_kl"]
+    assert pn["post_minus_none_pre"]["diff"] < -0.2
+    av = R.averaging_comparison(rows)["ood_kl"]
+    assert av["ema_better_fraction"] == 1.0 and av["bema_better_fraction"] == 0.0
+    assert av["ema_minus_raw"]["mean"] == pytest.approx(-0.01)
+
+
+def test_report_on_a_real_tiny_sweep_writes_tables_and_figures(tmp_path):
+    space = ('"model.norm" = { choice = ["none", "attn_out"] }\n'
+             '"model.attn_dropout" = { choice = [0.0, 0.3] }\n'
+             '"train.ema" = { choice = ["none", "ema", "bema"] }\n'
+             '"train.seed" = { randint = [0, 1000] }\n')
+    root = run_sweep(tiny_sweep(tmp_path, runs=4, space=space), out=tmp_path / "s", workers=1,
+                     progress=False)
+    assert main(["report", str(root)]) == 0
+    text = (root / "report.md").read_text()
+    assert "4 finished runs" in text and "Post-Norm (post, attn_out) vs none/pre" in text
+    report = json.loads((root / "report.json").read_text())
+    assert report["runs"] == 4 and "train.seed" not in report["factors"]
+    for name in ("placements", "dropout", "margins", "averaging"):
+        assert (root / "figs" / f"fig_train_{name}.png").stat().st_size > 1000
+    assert main(["report", str(tmp_path / "nothing")]) == 2
+
+
+def test_terciles_partition_runs_even_with_tied_or_close_values():
+    """Each run lands in exactly one group: a numeric factor with few values (say a grid of
+    EMA decays) is grouped per value, in numeric order; close values (bins whose edges print
+    alike) still give three distinct bins; tied values are not counted twice."""
+    rows = [{"train.ema_decay": d, "ood_kl": float(i)}
+            for i, d in enumerate([0.999] * 8 + [0.99] * 8)]
+    groups = R.factor_effects(rows, ["train.ema_decay"], "ood_kl")["train.ema_decay"]
+    assert list(groups) == ["0.99", "0.999"] and [g["n"] for g in groups.values()] == [8, 8]
+    close = np.random.default_rng(0).uniform(0.9990, 0.9995, size=30)
+    tied = [1.0] * 12 + [2.0] * 4 + [3.0, 4.0, 5.0, 6.0]
+    for values, bins in ((close, 3), (tied, 2)):  # ties leave T1 = [1, 1) empty
+        rows = [{"x": float(v), "ood_kl": 0.0} for v in values]
+        groups = R.factor_effects(rows, ["x"], "ood_kl")["x"]
+        assert len(groups) == bins and sum(g["n"] for g in groups.values()) == len(values)
