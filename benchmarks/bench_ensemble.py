@@ -7,15 +7,15 @@ For per-model batch sizes 8, 32, 128 and the sweep's default 64, and K = 16, 64 
 (one-layer attention-only, v = 64, d = 64, L_train = 16) it times ``steps`` training steps of
 
 - sequential: an ordinary nn.Module + torch.optim.AdamW, one model after the other;
-- batched: resharpen.experiments.core.ensemble.Ensemble (the stacked forward, batched AdamW), eager;
+- batched: resharpen.experiments.set_complement.ensemble.Ensemble (the stacked forward, batched AdamW), eager;
 - compiled: the same under torch.compile (forward + backward and the AdamW update);
-- auto: the path resharpen.experiments.core.ensemble.train_ensemble picks for that configuration;
+- auto: the path resharpen.experiments.set_complement.ensemble.train_ensemble picks for that configuration;
 
 and prints runs per minute (a "run" = set-up + the sweep's 2000 steps, from the measured set-up
 time and per-step time; for the compiled path also its compilation, measured in this process:
 cold on a fresh machine, from PyTorch's on-disk cache after that), the batched / sequential
 and compiled / sequential ratios, the auto / sequential ratio, and the achieved training
-GFLOP/s of the auto path's steps (analytic matmul FLOPs, resharpen.experiments.core.ensemble.train_flops) as a
+GFLOP/s of the auto path's steps (analytic matmul FLOPs, resharpen.experiments.set_complement.ensemble.train_flops) as a
 fraction of the measured fp32 matmul peak (a 1024 x 1024 x 1024 torch.mm with the same
 threads). Times are the best of 3 repeats after a warm-up (like the peak, the attainable
 speed: on a shared virtual machine single timings of the same step vary by up to 2x).
@@ -38,9 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from resharpen.experiments.core import config as cfgmod
-from resharpen.experiments.core import ensemble as E
-from resharpen.experiments.core import train as T
+from resharpen.experiments.set_complement import ensemble as E
+from resharpen.experiments.set_complement import train as T
 
 BASE = Path(__file__).resolve().parents[1] / "experiments" / "configs" / "set_complement" / "base.toml"
 SWEEP_STEPS = 2000
@@ -152,8 +151,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = cfgmod.load(BASE)
-    cfg = T.model_config(config)
+    config = T.load_config(BASE)
+    cfg = T.sc_model_config(config)
     peak = matmul_peak_gflops()
     print(f"fp32 matmul peak {peak:.1f} GFLOP/s with {torch.get_num_threads()} threads; "
           f"model v={cfg.vocab} d={cfg.d_model} L_train=16, {args.steps} timed steps; "

@@ -1,4 +1,4 @@
-"""Explicit weights that solve the Set Complement Task (THEORY.md, a reconstruction).
+"""Explicit weights that solve the Set Complement Task (docs/theory.md, a reconstruction).
 
 Each builder is a function from hyper-parameters to a float64 :class:`Transformer` (one layer,
 one head, attention only, no positions), with its proof sketch in the docstring. ``build`` picks a
@@ -23,12 +23,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from resharpen.constructions.set_complement_names import READOUT_NORMS, VARIANTS  # noqa: F401
 from resharpen.experiments.core.model import ModelConfig, Transformer
-from resharpen.experiments.set_complement.task import check_vocab, validate_inputs
+from resharpen.experiments.core.set_complement_task import check_vocab, validate_inputs
 from resharpen.theory.set_complement.formulas import harmonic_margin, readout_margins, unbalanced_margins
 
-VARIANTS = ("tight", "one_hot", "balanced", "unbalanced")
-READOUT_NORMS = ("none", "attn_out", "post", "pre")
 DTYPE = torch.float64
 
 

@@ -45,17 +45,24 @@ def figure_module(name: str):
     return importlib.import_module(f"resharpen.paper_figs.{FIGURES[name]}.{name}")
 
 
-def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[Path]:
-    from tqdm import tqdm
-
-    from resharpen.experiments.core.io import ensure_writable_dir
-
+def select_figures(only: list[str] | None = None) -> list[str]:
+    """The figure modules matching any glob in ``only`` (all when None or empty); ValueError
+    when none matches."""
     names = figure_modules()
     if only:
         chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in only)]
         if not chosen:
             raise ValueError(f"no figure matches {only}; figures are {names}")
         names = chosen
+    return names
+
+
+def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[Path]:
+    from tqdm import tqdm
+
+    from resharpen.experiments.core.io import ensure_writable_dir
+
+    names = select_figures(only)
     ensure_writable_dir(outdir)
     written: list[Path] = []
     for name in tqdm(names, desc="figs", unit="fig", disable=None):

@@ -1,4 +1,4 @@
-"""`python -m experiments` is the `resharpen` command."""
+"""`python -m resharpen` is the `resharpen` command."""
 from resharpen.cli import main
 
 raise SystemExit(main())

@@ -1,17 +1,25 @@
 """The `resharpen` command line.
 
 Every subcommand is a small function ``add_<name>(subparsers)`` that declares its arguments and
-sets ``handler``. Library errors (ValueError, TypeError) and argument errors become one line
-``error: ...`` on stderr and exit status 2; ``verify`` exits 1 when a claim fails.
+sets ``handler``; the handler imports the heavy modules (torch, sympy, scipy, matplotlib) when it
+runs, so parsing and ``--help`` import none of them. Bad input (an argument, a config value, an
+input or output path) is rejected where it is parsed or validated, before any work: one line
+``error: ...`` on stderr, exit status 2 (see :mod:`resharpen.experiments.core.cli_args`).
+Anything else is a bug: its traceback, exit status 1. ``--debug`` shows the traceback of a usage
+error too. ``verify`` exits 1 when a claim does not pass.
 """
 from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
-from resharpen.experiments.core.cli_args import (EXIT_USAGE, UsageError, _Parser,
+from resharpen.experiments.core.cli_args import (EXIT_USAGE, UsageError, _Parser, bad_input,
                                                   finite_float, positive_int)
+
+EXIT_BUG = 1
+DEBUG_FLAG = "--debug"
 
 
 # ----------------------------------------------------------------------------- verify
@@ -23,6 +31,9 @@ def add_verify(sub) -> None:
     p.add_argument("--json", metavar="PATH", help="write the ledger as JSON ('-' for stdout)")
     p.add_argument("--markdown", metavar="PATH", help="write the ledger as Markdown")
     p.add_argument("--list", action="store_true", help="list the claims without running them")
+    p.add_argument("--where", metavar="ID",
+                   help="print the file:line of the check of each claim matching this id or glob "
+                        "and of the theory and construction functions it uses; run nothing")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="run checks in this many processes (default 1; results do not depend on it)")
     p.set_defaults(handler=run_verify)
@@ -35,10 +46,19 @@ def run_verify(args) -> int:
     from resharpen.claims import all_claims
     from resharpen.experiments.core import ledger
 
-    chosen = ledger.select(all_claims(), args.only)
-    for target in (args.json, args.markdown):  # fail before the work, not after it
-        if target and target != "-":
-            check_writable_target(Path(target).parent)
+    with bad_input():
+        chosen = ledger.select(all_claims(), args.only)
+        if args.where:
+            chosen = ledger.select(chosen, [args.where])
+        for target in (args.json, args.markdown):  # fail before the work, not after it
+            if target and target != "-":
+                check_writable_target(Path(target).parent)
+    if args.where:
+        for c in chosen:
+            print(c.id)
+            for place in ledger.where(c):
+                print(f"  {place}")
+        return 0
     if args.list:
         for c in chosen:
             print(f"{c.id:48s} {c.kind:10s} {c.source}")
@@ -89,7 +109,12 @@ def add_figs(sub) -> None:
 
 
 def run_figs(args) -> int:
-    from resharpen.paper_figs import run_all
+    from resharpen.experiments.core.io import check_writable_target
+    from resharpen.paper_figs import run_all, select_figures
+
+    with bad_input():
+        select_figures(args.only)
+        check_writable_target(args.out)
     for path in run_all(args.profile, Path(args.out), args.only):
         print(path)
     return 0
@@ -97,11 +122,11 @@ def run_figs(args) -> int:
 
 # ----------------------------------------------------------------------------- construct
 def add_construct(sub) -> None:
-    from resharpen.constructions.set_complement import VARIANTS
+    from resharpen.constructions.set_complement_names import READOUT_NORMS, VARIANTS
 
     p = sub.add_parser("construct", help="build a Set Complement construction, save it, report")
     p.add_argument("--vocab", type=positive_int, required=True, help="vocabulary size v >= 2")
-    p.add_argument("--norm", default="none", help="none | attn_out | post | pre")
+    p.add_argument("--norm", default="none", help=" | ".join(READOUT_NORMS))
     p.add_argument("--norm-kind", default="rms", help="rms | layer")
     p.add_argument("--variant", default="tight", help=" | ".join(VARIANTS))
     p.add_argument("--lam", type=finite_float, default=None,
@@ -121,13 +146,14 @@ def run_construct(args) -> int:
     from resharpen.experiments.core.io import atomic_write_text, check_writable_target
     from resharpen.experiments.set_complement.report import construction_report
 
-    if args.out:
-        check_writable_target(args.out)  # before any work, creating nothing
-    if args.json and args.json != "-":
-        check_writable_target(Path(args.json).parent)
-    lam = args.lam if args.lam is not None else 2.0 * args.vocab
-    built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
-                  lam=lam, beta=args.beta, gain=args.gain, seed=args.seed)
+    with bad_input():
+        if args.out:
+            check_writable_target(args.out)  # before any work, creating nothing
+        if args.json and args.json != "-":
+            check_writable_target(Path(args.json).parent)
+        lam = args.lam if args.lam is not None else 2.0 * args.vocab
+        built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
+                      lam=lam, beta=args.beta, gain=args.gain, seed=args.seed)
     report = construction_report(built)
     text = json.dumps(report, indent=2)
     if args.out:
@@ -159,39 +185,73 @@ def run_derive(args) -> int:
     return 0
 
 
+# ----------------------------------------------------------------------------- report figures
+def sweep_figures(root: Path) -> list[Path]:
+    """The figures of ``resharpen report``: paper_figs draws them from the sweep folder (the
+    experiments compute, paper_figs draws; the layers point one way)."""
+    from resharpen.paper_figs.set_complement.sweep_figures import report_figures
+
+    return report_figures(root)
+
+
+def grid_figures(root: Path) -> list[Path]:
+    """The per-task figures of ``resharpen langs report``, drawn by paper_figs into root/figs."""
+    from resharpen.paper_figs.languages.fig_langtrain_curves import figures_of
+
+    return figures_of(root, root / "figs")
+
+
 def commands() -> list:
     """Every subcommand's ``add_<name>(subparsers)``: the four above and those declared beside
-    the code they drive, one CLI module per slice."""
+    the code they drive, one CLI module per slice. These modules import nothing heavy."""
+    from functools import partial
+
     from resharpen.experiments.collapse import cli as collapse_cli
     from resharpen.experiments.dynamics import cli as dynamics_cli
     from resharpen.experiments.languages import cli as languages_cli
-    from resharpen.experiments.languages import registry as task_registry
     from resharpen.experiments.set_complement import cli as sc_cli
 
     return [add_verify, add_construct, add_derive, add_figs,
-            sc_cli.add_train, sc_cli.add_sweep, sc_cli.add_report, languages_cli.add_langs,
-            task_registry.add_tasks, dynamics_cli.add_dynamics, collapse_cli.add_collapse]
+            sc_cli.add_train, sc_cli.add_sweep, partial(sc_cli.add_report, figures=sweep_figures),
+            partial(languages_cli.add_langs, figures=grid_figures),
+            languages_cli.add_tasks, dynamics_cli.add_dynamics, collapse_cli.add_collapse]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="resharpen", description=__doc__.splitlines()[0])
+    parser.add_argument(DEBUG_FLAG, action="store_true",
+                        help="show the traceback of any error, usage errors included "
+                             "(accepted anywhere on the line)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add in commands():
         add(sub)
     return parser
 
 
+def split_debug(argv: list[str]) -> tuple[list[str], bool]:
+    """``argv`` without ``--debug`` and whether it was there. It may stand anywhere before a
+    ``--`` separator (no option takes a value that starts with ``--``)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    kept = [a for a in argv[:end] if a != DEBUG_FLAG] + argv[end:]
+    return kept, len(kept) < len(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv, debug = split_debug(list(sys.argv[1:] if argv is None else argv))
     try:
         args = build_parser().parse_args(argv)
         return int(args.handler(args) or 0)
-    except (UsageError, ValueError, TypeError, FileNotFoundError, KeyError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"error: {message}", file=sys.stderr)
+    except UsageError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except Exception:  # a bug, not bad input: keep its traceback
+        traceback.print_exc()
+        return EXIT_BUG
 
 
 if __name__ == "__main__":

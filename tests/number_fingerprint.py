@@ -55,10 +55,10 @@ def record_figures(outdir: Path, profile: str = "quick", package: str = "resharp
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    try:
+    if package == "resharpen":
         from resharpen.paper_figs import run_all
-    except ImportError:  # the layout before the resharpen namespace
-        from resharpen.paper_figs import run_all
+    else:  # the layout before the resharpen namespace: a top-level paper_figs on PYTHONPATH
+        from paper_figs import run_all  # type: ignore[no-redef]
     data: list[dict] = []
     last: list = [None]  # a figure saved as PNG and then PDF is recorded once
     original = Figure.savefig

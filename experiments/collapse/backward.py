@@ -129,35 +129,23 @@ def gradient_flow(norm: str = "post", n: int = 32, d: int = 32, depth: int = 24,
     cfg = StackConfig(n=n, d=d, depth=depth, norm=norm, mlp=mlp, multiplier=multiplier,
                       t0=0.5, seed=seed)  # t0 unused: the input is exactly collapsed
     model = build_stack(cfg)
-    xs, ys = [], []  # residual points: sublayer inputs X_k and outputs Y_k = X_k + f_k(.)
-
-    def norm_out_hook(module, args, output):  # Post-Norm: Y_k enters, X_{k+1} = RMS(Y_k) leaves
-        ys.append(args[0])
-        xs.append(output)
-
-    def norm_in_hook(module, args, output):  # Pre-Norm: the residual X_k enters the input norm
-        xs.append(args[0])
-
-    handles = []
-    for block in model.blocks:
-        pairs = [(block.attn_norm_in, block.attn_norm_out)]
-        if block.mlp is not None:
-            pairs.append((block.mlp_norm_in, block.mlp_norm_out))
-        for n_in, n_out in pairs:
-            handles.append(n_out.register_forward_hook(norm_out_hook) if norm == "post"
-                           else n_in.register_forward_hook(norm_in_hook))
+    sublayers = ("attn", "mlp") if mlp else ("attn",)
+    residual_in = {"attn": "hook_resid_pre", "mlp": "hook_resid_mid"}  # X_k, what sublayer k reads
+    points = ["blocks.*.hook_resid_*"]
+    points += ["blocks.*.hook_*_norm_out_input"] if norm == "post" else []
     x = _collapsed_input(n, d, seed).requires_grad_(True)
-    h = x
-    for block in model.blocks:
-        h, _ = block(h)
-    for handle in handles:
-        handle.remove()
+    with model.capture(*points) as cache:
+        h = x
+        for block in model.blocks:
+            h, _ = block(h)
+    layers = range(depth)
+    xs = [cache[f"blocks.{i}.{residual_in[s]}"] for i in layers for s in sublayers]  # X_0..X_{K-1}
     readout = torch.randn(h.shape, generator=torch.Generator().manual_seed(seed + 5),
                           dtype=h.dtype)
     loss = (readout * h).sum()
-    if norm == "post":
-        xs = [x] + xs  # X_0, ..., X_K (X_K = output)
-        grads = torch.autograd.grad(loss, xs + ys)
+    if norm == "post":  # Y_k = X_k + f_k enters the output norm, X_{k+1} = RMS(Y_k) leaves it
+        ys = [cache[f"blocks.{i}.hook_{s}_norm_out_input"] for i in layers for s in sublayers]
+        grads = torch.autograd.grad(loss, xs + [h] + ys)  # X_0, ..., X_K (X_K = output), Y
         g = [float(t.norm()) for t in grads]
         grad_x, grad_out, grad_y = g[:len(ys)], g[len(ys)], g[len(ys) + 1:]
         jac = [float((math.sqrt(d) / y.detach().norm(dim=-1)).max()) for y in ys]

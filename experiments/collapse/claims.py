@@ -1,35 +1,41 @@
-"""Pure-math claims of arXiv 2608.09417 (Post-Norm collapse): the prefix-averaging identities,
-the attention and SwiGLU similarity steps, RMSNorm geometry and the collapsed loss floor.
+"""Ledger claims ``collapse.*``: why Post-Norm transformers collapse (arXiv 2608.09417).
 
-The paper's full text was not available; its statements come from a third-party explainer of the
-v1 PDF (marked "2nd-hand" in the sources) and were re-derived here (see docs/collapse.md).
+The paper's full text was not available: its statements come from a third-party explainer of
+the v1 PDF (marked "2nd-hand" in the sources) and were re-derived here (see docs/collapse.md).
 
-Claims of arXiv 2608.09417 (Post-Norm collapse) that need torch: random-weight stacks at
-initialization, autograd checks of the backward stage, the collapsed network, training.
-
-Sizes: ``quick`` uses n = d = 64 and 24 layers (seconds); ``full`` uses the paper's n = d = 256
-and 48 layers. The paper's text was not available: statements come from a second-hand explainer
-of the v1 PDF and were re-derived (docs/collapse.md).
+The first claims are pure mathematics: the prefix-averaging identities, the attention and SwiGLU
+similarity steps, RMSNorm geometry and the collapsed loss floor. The claims after them need
+torch: random-weight stacks at initialization, autograd checks of the backward stage, the
+collapsed network, training. Sizes of the stacks: ``quick`` runs the paper's width n = d = 256
+with 12 layers on two independent stacks, ``full`` 48 layers on four (see ``stack_sizes``).
 """
 from __future__ import annotations
 
 import numpy as np
 import sympy as sp
 
-from resharpen.theory.collapse import attention as col
-from resharpen.theory.collapse import swiglu as ffn
-from resharpen.theory.collapse import rms
+from resharpen.experiments.collapse import backward as back
+from resharpen.experiments.collapse.stack import (StackConfig, deaveraging_step, ffn_step,
+                                                  prefix_averaging_error,
+                                                  row_norms_after_attention, simulate)
 from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.core.profiles import pick
+from resharpen.theory.collapse import attention as col
+from resharpen.theory.collapse import rms
+from resharpen.theory.collapse import swiglu as ffn
+from resharpen.theory.collapse.recursion import recursion
 
 SRC = "arXiv 2608.09417 (2nd-hand, re-derived)"
+TRAJECTORY_TOL = 0.05  # abs on t_sim, max over layers: "agrees within a few percent"
 
 
+# ----------------------------------------------------------------------------- without torch
 @claim("collapse.prefix_norm_identities", source=f"{SRC} Thm 3.2 proof",
        statement="||C_n||_F^2 = H_n and ||Pi_1 C_n||_F^2 = 2 - H_n/n for every n >= 1",
        kind="symbolic", tolerance="exact (symbolic residuals 0; exact rationals n <= N)")
-def _(profile: str) -> Outcome:
+def check_prefix_norm_identities(profile: str) -> Outcome:
     residuals = col.derive_norm_identities()
-    top = 40 if profile == "quick" else 200
+    top = pick(profile, quick=40, full=200)
     bad = [n for n in range(2, top + 1)
            if (lambda c, p, h: c != h or p != 2 - h / n)(*col.exact_norm_identities(n))]
     ok = all(sp.simplify(r) == 0 for r in residuals.values()) and not bad
@@ -44,7 +50,7 @@ def _(profile: str) -> Outcome:
        statement="ratio-of-expectations step under the equal-correlation closure equals "
                  "s f1/(1 + s f2) with the paper's f1, f2",
        kind="symbolic", tolerance="exact (sympy residual 0)")
-def _(profile: str) -> Outcome:
+def check_delta_attn_formula(profile: str) -> Outcome:
     out = col.derive_delta_attn()
     t = out["symbols"][1]
     ok = sp.simplify(out["residual"]) == 0 and sp.simplify(out["t_of_closure"] - t) == 0
@@ -55,7 +61,7 @@ def _(profile: str) -> Outcome:
 @claim("collapse.delta_attn_properties", source=f"{SRC} Thm 3.2",
        statement="Delta_attn > 0 on [1/n, 1), increasing in s, f1 maximal at t = (n-1)/(2n)",
        kind="symbolic", tolerance="exact signs; grid n in 3..4096, s in [1e-3, 1e3]")
-def _(profile: str) -> Outcome:
+def check_delta_attn_properties(profile: str) -> Outcome:
     p = col.derive_attn_properties()
     n, t, s, H, _alpha = p["symbols"]
     # d Delta/ds = f1/(1+s f2)^2 ; f1 = (1-t)(n-H)(nt+1)/(n(n-1)) > 0 on [1/n,1) since H_n < n;
@@ -65,7 +71,7 @@ def _(profile: str) -> Outcome:
                 and p["argmax_f1"] == [(n - 1) / (2 * n)]
                 and sp.simplify(p["f1_second"] - 2 * (H - n) / (n - 1)) == 0)
     # (n-1)/(2n) >= 1/n needs n >= 3: for n = 2 the maximum over [1/n, 1] sits at t = 1/n
-    ns = [3, 16, 256] + ([1024, 4096] if profile == "full" else [])
+    ns = [3, 16, 256] + pick(profile, quick=[], full=[1024, 4096])
     worst, argmax_err = np.inf, 0.0
     for n_ in ns:
         tt = np.linspace(1.0 / n_, 1.0, 2001)[:-1]
@@ -85,7 +91,7 @@ def _(profile: str) -> Outcome:
        statement="Delta_de(alpha) = (1-alpha)^2 s f1/(1 + (1-alpha)^2 s f2) decreases on [0,1] "
                  "and vanishes at alpha = 1",
        kind="symbolic", tolerance="exact sign of the factored derivative; grid check")
-def _(profile: str) -> Outcome:
+def check_deaveraging(profile: str) -> Outcome:
     p = col.derive_attn_properties()
     n, t, s, H, alpha = p["symbols"]
     base = col.derive_delta_attn()
@@ -109,10 +115,10 @@ def _(profile: str) -> Outcome:
 @claim("collapse.swiglu_moment", source=f"{SRC} Thm 3.4",
        statement="m(0) ~ 0.006 and m(1) ~ 0.100 at v0 = d sigma_1^2 = 1/3 (standard init)",
        kind="numeric", tolerance="half a unit of the printed digit (abs 5e-4); MC within 4 s.e.")
-def _(profile: str) -> Outcome:
+def check_swiglu_moment(profile: str) -> Outcome:
     m0, m1 = (float(x) for x in ffn.swiglu_moment([0.0, 1.0]))
     rng = np.random.default_rng(0)
-    size = 400_000 if profile == "quick" else 4_000_000
+    size = pick(profile, quick=400_000, full=4_000_000)
     u = rng.standard_normal((2, size)) * np.sqrt(1.0 / 3.0)
     mc1 = ffn.silu(u[0]) ** 2
     se = mc1.std() / np.sqrt(size)
@@ -125,7 +131,7 @@ def _(profile: str) -> Outcome:
 @claim("collapse.ffn_damping_bound", source=f"{SRC} Thm 3.4",
        statement="Delta_FFN <= 0 and |Delta_FFN| <= xi m(1) (~0.011 at xi = 1/9); m increasing",
        kind="numeric", tolerance="on a grid t in [1/n, 1], n in {16, 256}, xi in {1/9, 4/9, 16/9}")
-def _(profile: str) -> Outcome:
+def check_ffn_damping_bound(profile: str) -> Outcome:
     worst_ratio, max_val = 0.0, -np.inf
     for n in (16, 256):
         t = np.linspace(1.0 / n, 1.0, 401)
@@ -146,7 +152,7 @@ def _(profile: str) -> Outcome:
        statement="J_RMS(y) = (sqrt d/|y|)(I - y y^T/|y|^2): matches finite differences, "
                  "||J||_2 = sqrt d/|y|, J y = 0",
        kind="numeric", tolerance="rel 1e-6 (central differences, h = 1e-6)")
-def _(profile: str) -> Outcome:
+def check_rms_jacobian_formula(profile: str) -> Outcome:
     rng = np.random.default_rng(1)
     worst_fd, worst_norm, worst_kernel = 0.0, 0.0, 0.0
     for d in (2, 8, 64):
@@ -166,9 +172,9 @@ def _(profile: str) -> Outcome:
 @claim("collapse.rescaling_bound", source=f"{SRC} Thm C.6",
        statement="max(sqrt t - eta, 0)^2/(1+eta)^2 <= t_sim(TY) <= (sqrt t + eta)^2/(1-eta)^2",
        kind="numeric", tolerance="no violation beyond 1e-12 over random and extreme T, Y")
-def _(profile: str) -> Outcome:
+def check_rescaling_bound(profile: str) -> Outcome:
     rng = np.random.default_rng(2)
-    trials = 2000 if profile == "quick" else 20000
+    trials = pick(profile, quick=2000, full=20000)
     n, d = 16, 8
     viol, tight = 0.0, np.inf
     for k in range(trials):
@@ -195,9 +201,9 @@ def _(profile: str) -> Outcome:
        statement="||X - Pi_1 X||_F <= eps implies CE(XW) >= L_freq - 2||W||_2 eps/sqrt(n); "
                  "p_freq attains L_freq",
        kind="numeric", tolerance="no violation over random and gradient-adversarial states")
-def _(profile: str) -> Outcome:
+def check_loss_floor(profile: str) -> Outcome:
     rng = np.random.default_rng(3)
-    trials = 300 if profile == "quick" else 3000
+    trials = pick(profile, quick=300, full=3000)
     worst_slack = np.inf
     for _ in range(trials):
         n, d, v = int(rng.integers(4, 64)), int(rng.integers(4, 32)), int(rng.integers(2, 12))
@@ -228,26 +234,12 @@ def _(profile: str) -> Outcome:
                    detail=f"{trials} states; CE(log p_freq) = L_freq: {exact}")
 
 
-# ----------------------------------------------------------------------------- checked on the torch model
-import numpy as np
-
-from resharpen.experiments.collapse import backward as back
-from resharpen.experiments.collapse.stack import (StackConfig, deaveraging_step, ffn_step,
-                                       prefix_averaging_error, row_norms_after_attention,
-                                       simulate)
-from resharpen.experiments.core.ledger import Outcome, claim
-from resharpen.theory.collapse.swiglu import ffn_bound
-from resharpen.theory.collapse.recursion import recursion
-
-SRC = "arXiv 2608.09417 (2nd-hand, re-derived)"
-TRAJECTORY_TOL = 0.05  # abs on t_sim, max over layers: "agrees within a few percent"
-
-
-def _sizes(profile: str) -> dict:
+# ----------------------------------------------------------------------------- on the torch model
+def stack_sizes(profile: str) -> dict:
     """The paper's width n = d = 256 in both profiles; quick runs 12 layers on two independent
     stacks, full 48 layers on four."""
-    return dict(n=256, d=256, depth=12, samples=2) if profile == "quick" else \
-        dict(n=256, d=256, depth=48, samples=4)
+    return pick(profile, quick=dict(n=256, d=256, depth=12, samples=2),
+                full=dict(n=256, d=256, depth=48, samples=4))
 
 
 def _trajectory_gap(cfg: StackConfig) -> tuple[float, np.ndarray, np.ndarray]:
@@ -257,8 +249,9 @@ def _trajectory_gap(cfg: StackConfig) -> tuple[float, np.ndarray, np.ndarray]:
     return float(np.max(np.abs(result["t_block"] - pred))), result["t_block"], pred
 
 
-def _trajectory_claim(profile: str, norm: str, mlp, k: float) -> Outcome:
-    size = _sizes(profile)
+def trajectory_outcome(profile: str, norm: str, mlp, k: float) -> Outcome:
+    """Monte Carlo t_sim of a random-weight stack, layer by layer, against the recursion."""
+    size = stack_sizes(profile)
     cfg = StackConfig(norm=norm, mlp=mlp, multiplier=k, seed=int(k), **size)
     gap, mc, pred = _trajectory_gap(cfg)
     worst = int(np.argmax(np.abs(mc - pred)))
@@ -269,7 +262,8 @@ def _trajectory_claim(profile: str, norm: str, mlp, k: float) -> Outcome:
                           f"{pred[worst]:.3f}; last layer MC {mc[-1]:.3f} vs {pred[-1]:.3f}")
 
 
-_STACKS = {
+# The stacks whose trajectories are checked: (norm, mlp, what follows what, paper section).
+STACKS = {
     "post_attention": ("post", None, "Post-Norm stack, attention only, follows "
                        "t <- t + Delta_attn(s, t)", "Thm 3.2, Fig 1"),
     "post_swiglu": ("post", "swiglu", "Post-Norm stack with SwiGLU follows "
@@ -279,27 +273,34 @@ _STACKS = {
 }
 
 
-def _register_trajectories() -> None:
-    for key, (norm, mlp, text, where) in _STACKS.items():
-        for k in (1.0, 2.0, 4.0):
-            def check(profile: str, norm=norm, mlp=mlp, k=k) -> Outcome:
-                return _trajectory_claim(profile, norm, mlp, k)
-            check.__module__ = __name__
-            claim(f"collapse.stack_{key}_x{k:g}",
-                  source=f"{SRC} {where} (layer-wise comparison RECON)",
-                  statement=f"random-weight causal {text}, init variances x{k:g} "
-                            f"(s = xi = {k * k:g}/9), n = d = 256",
-                  kind="numeric",
-                  tolerance=f"abs {TRAJECTORY_TOL} on t_sim at every layer")(check)
+def trajectory_claim(claim_id: str, stack: str, k: float) -> None:
+    """Register the claim that ``STACKS[stack]`` with init variances x``k`` follows the
+    similarity recursion layer by layer."""
+    norm, mlp, text, section = STACKS[stack]
+
+    @claim(claim_id, source=f"{SRC} {section} (layer-wise comparison RECON)",
+           statement=f"random-weight causal {text}, init variances x{k:g} "
+                     f"(s = xi = {k * k:g}/9), n = d = 256",
+           kind="numeric", tolerance=f"abs {TRAJECTORY_TOL} on t_sim at every layer")
+    def check_trajectory_follows_recursion(profile: str) -> Outcome:
+        return trajectory_outcome(profile, norm, mlp, k)
 
 
-_register_trajectories()
+trajectory_claim("collapse.stack_post_attention_x1", "post_attention", 1.0)
+trajectory_claim("collapse.stack_post_attention_x2", "post_attention", 2.0)
+trajectory_claim("collapse.stack_post_attention_x4", "post_attention", 4.0)
+trajectory_claim("collapse.stack_post_swiglu_x1", "post_swiglu", 1.0)
+trajectory_claim("collapse.stack_post_swiglu_x2", "post_swiglu", 2.0)
+trajectory_claim("collapse.stack_post_swiglu_x4", "post_swiglu", 4.0)
+trajectory_claim("collapse.stack_pre_swiglu_x1", "pre_swiglu", 1.0)
+trajectory_claim("collapse.stack_pre_swiglu_x2", "pre_swiglu", 2.0)
+trajectory_claim("collapse.stack_pre_swiglu_x4", "pre_swiglu", 4.0)
 
 
-def _one_layer_claim(step, profile: str) -> Outcome:
+def one_layer_outcome(step, profile: str) -> Outcome:
     """Monte Carlo one-layer steps against theory over k in {1, 2, 4}, t in {0.1, 0.5, 0.9}:
     pass when |measured - theory| <= 0.10 |theory| + 3 s.e. everywhere."""
-    samples = 12 if profile == "quick" else 128
+    samples = pick(profile, quick=12, full=128)
     worst, parts = -np.inf, []
     for k in (1.0, 2.0, 4.0):
         for t0 in (0.1, 0.5, 0.9):
@@ -315,30 +316,30 @@ def _one_layer_claim(step, profile: str) -> Outcome:
        statement="one causal attention layer at init (n = d = 256): E t_sim(Y) - t_sim(X) = "
                  "Delta_attn(s, t) for t in {0.1, 0.5, 0.9}, s = k^2/9, k in {1, 2, 4}",
        kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean")
-def _(profile: str) -> Outcome:
+def check_attn_step_one_layer(profile: str) -> Outcome:
     def attention(t0, k, samples, seed):
         r = deaveraging_step([0.0], n=256, d=256, t0=t0, multiplier=k, samples=samples, seed=seed)
         return float(r["measured"][0]), float(r["stderr"][0]), float(r["theory"][0])
-    return _one_layer_claim(attention, profile)
+    return one_layer_outcome(attention, profile)
 
 
 @claim("collapse.ffn_step_one_layer", source=f"{SRC} Thm 3.4",
        statement="one SwiGLU sublayer at init (n = d = 256, equal-correlation input): "
                  "E t_sim(Y) - t_sim(X) = Delta_FFN(xi, t), t in {0.1, 0.5, 0.9}, k in {1, 2, 4}",
        kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean")
-def _(profile: str) -> Outcome:
+def check_ffn_step_one_layer(profile: str) -> Outcome:
     def swiglu(t0, k, samples, seed):
         r = ffn_step(t0=t0, multiplier=k, samples=samples, seed=seed)
         return r["measured"], r["stderr"], r["theory"]
-    return _one_layer_claim(swiglu, profile)
+    return one_layer_outcome(swiglu, profile)
 
 
 @claim("collapse.row_norms_after_attention", source=f"{SRC} Lemma C.5",
        statement="after one attention step at standard init, E||Y_i||^2 = alpha + beta/i with "
                  "alpha = d + d^2 rho sigma_W^2, beta = d^2 sigma_W^2 (1 - rho) (n = d = 256)",
        kind="numeric", tolerance="rel 0.05 at every position (k = 1); k = 4 reported only")
-def _(profile: str) -> Outcome:
-    samples = 8 if profile == "quick" else 64
+def check_row_norms_after_attention(profile: str) -> Outcome:
+    samples = pick(profile, quick=8, full=64)
     r = row_norms_after_attention(samples=samples, seed=2)
     err = float(np.max(np.abs(r["measured"] / r["theory"] - 1)))
     sharp = row_norms_after_attention(multiplier=4.0, samples=samples, seed=2)
@@ -354,10 +355,10 @@ def _(profile: str) -> Outcome:
        statement="subtracting alpha C_n from the attention lowers the similarity step "
                  "monotonically in alpha and removes it at alpha = 1 (n = d = 256)",
        kind="numeric", tolerance="decreasing sample means; |step(1)| <= 0.05 step(0)")
-def _(profile: str) -> Outcome:
+def check_deaveraging_mc(profile: str) -> Outcome:
     alphas = np.linspace(0.0, 1.0, 6)
     r = deaveraging_step(alphas, n=256, d=256, t0=0.3, multiplier=2.0,
-                         samples=16 if profile == "quick" else 64, seed=3)
+                         samples=pick(profile, quick=16, full=64), seed=3)
     m = r["measured"]
     ok = bool(np.all(np.diff(m) < 0) and abs(m[-1]) <= 0.05 * m[0])
     return Outcome(measured=f"steps {np.array2string(m, precision=4)}",
@@ -370,11 +371,11 @@ def _(profile: str) -> Outcome:
        statement="in the Post-Norm stack the SwiGLU steps are small and negative: mean < 0, "
                  "every layer |Delta| <= xi m(1)",
        kind="numeric", tolerance="sample-mean steps, no slack on the bound")
-def _(profile: str) -> Outcome:
-    cfg = StackConfig(norm="post", mlp="swiglu", multiplier=1.0, seed=5, **_sizes(profile))
+def check_swiglu_damping_in_stack(profile: str) -> Outcome:
+    cfg = StackConfig(norm="post", mlp="swiglu", multiplier=1.0, seed=5, **stack_sizes(profile))
     r = simulate(cfg)
     steps = r["delta_mlp"]
-    bound = float(ffn_bound(cfg.xi, cfg.v0))
+    bound = float(ffn.ffn_bound(cfg.xi, cfg.v0))
     ok = steps.mean() < 0 and np.max(np.abs(steps)) <= bound
     return Outcome(measured=f"mean {steps.mean():.2g}, max|.| {np.max(np.abs(steps)):.3g}",
                    expected=f"< 0, <= {bound:.3g}", passed=bool(ok),
@@ -387,9 +388,9 @@ def _(profile: str) -> Outcome:
                  "||E[P] - C_n||_F/||C_n||_F ~ 2.1% (2.7% layer 1, 1.2% layer 48)",
        kind="numeric", tolerance="sampling-debiased distance, RMS over layers, <= 0.021 "
                                  "(the paper's average)")
-def _(profile: str) -> Outcome:
-    size = dict(n=64, d=64, depth=24, samples=32) if profile == "quick" else \
-        dict(n=256, d=256, depth=48, samples=32)
+def check_prefix_averaging(profile: str) -> Outcome:
+    size = pick(profile, quick=dict(n=64, d=64, depth=24, samples=32),
+                full=dict(n=256, d=256, depth=48, samples=32))
     cfg = StackConfig(norm="post", multiplier=1.0, seed=7, **size)
     err = prefix_averaging_error(simulate(cfg, keep_attention=True))
     bias = float(np.sqrt(np.mean(err["bias"] ** 2)))
@@ -404,8 +405,8 @@ def _(profile: str) -> Outcome:
        statement="through RMSNorm <y, dL/dy> = 0 and the autograd Jacobian is "
                  "(sqrt d/|y|)(I - yy^T/|y|^2) with spectral norm sqrt d/|y|",
        kind="numeric", tolerance="1e-12 (float64)")
-def _(profile: str) -> Outcome:
-    w = back.rms_gradient_check(d=64 if profile == "quick" else 256)
+def check_rms_autograd(profile: str) -> Outcome:
+    w = back.rms_gradient_check(d=pick(profile, quick=64, full=256))
     return Outcome(measured=", ".join(f"{k} {v:.1g}" for k, v in w.items()), expected="< 1e-12",
                    passed=bool(max(w.values()) < 1e-12))
 
@@ -414,7 +415,7 @@ def _(profile: str) -> Outcome:
        statement="at exact collapse a gradient step on W_O (or W2) gives "
                  "||Y(eta)||^2 = ||Y||^2 + eta^2 ||U||^2, U = H H^T G, exactly",
        kind="numeric", tolerance="rel 1e-10; contrast: cross term >= 1e-4 off collapse")
-def _(profile: str) -> Outcome:
+def check_norm_growth_exact(profile: str) -> Outcome:
     rows = {sub: back.norm_growth_step(sub, seed=1) for sub in ("attn", "mlp")}
     off = {sub: back.norm_growth_step(sub, seed=1, collapsed=False) for sub in ("attn", "mlp")}
     err = max(r["relative_error"] for r in rows.values())
@@ -429,8 +430,8 @@ def _(profile: str) -> Outcome:
        statement="in an exactly collapsed Post-Norm stack ||dL/dX_k|| <= c_k ||dL/dX_k+1||, "
                  "c_k = a_k sqrt d/|y_k|, so layer-1 gradients are bounded by prod c_k",
        kind="numeric", tolerance="rel 1e-9 per sublayer and for the product")
-def _(profile: str) -> Outcome:
-    size = dict(n=32, d=32, depth=12) if profile == "quick" else dict(n=256, d=256, depth=48)
+def check_contraction_bound(profile: str) -> Outcome:
+    size = pick(profile, quick=dict(n=32, d=32, depth=12), full=dict(n=256, d=256, depth=48))
     worst, parts = -np.inf, []
     for k, mlp in ((1.0, None), (4.0, None), (4.0, "swiglu")):
         r = back.gradient_flow("post", multiplier=k, mlp=mlp, **size)
@@ -447,8 +448,8 @@ def _(profile: str) -> Outcome:
        statement="an exactly collapsed Post-Norm stack whose head outputs p_freq has every "
                  "parameter gradient zero (and loss = L_freq)",
        kind="numeric", tolerance="abs 1e-12 (float64); contrasts must exceed 1e-3")
-def _(profile: str) -> Outcome:
-    layers = 2 if profile == "quick" else 6
+def check_collapsed_zero_gradients(profile: str) -> Outcome:
+    layers = pick(profile, quick=2, full=6)
     r = back.collapsed_gradients(n_layers=layers)
     mism = back.collapsed_gradients(n_layers=layers, matched=False)["max_grad"]
     spread = back.collapsed_gradients(n_layers=layers, collapsed=False)["max_grad"]
@@ -467,14 +468,15 @@ def _(profile: str) -> Outcome:
                  "do not",
        kind="experiment", tolerance="detector: t_sim >= 0.95 and loss >= L_freq - 0.05 for 10 "
                                     "steps; final |loss - L_freq| <= 0.1; gradient ratio < 1e-2")
-def _(profile: str) -> Outcome:
-    from resharpen.experiments.collapse.train import PROFILES, TrainConfig, train
+def check_training_collapse(profile: str) -> Outcome:
+    from resharpen.experiments.collapse.train import profile_config, train
 
-    spec = {k: v for k, v in PROFILES[profile].items() if k not in ("lrs", "norms")}
-    spec["steps"] = min(spec["steps"], 60) if profile == "quick" else spec["steps"]
+    budget = pick(profile, quick=["train.steps=60"], full=[])  # quick: 60 of the profile's 80
     hi, lo = 3e-2, 3e-3
-    runs = {(norm, lr): train(TrainConfig(norm=norm, lr=lr, **spec), progress=False)["summary"]
-            for norm, lr in (("post", hi), ("post", lo), ("pre", hi))}
+    configs = {(norm, lr): profile_config(profile, norm=norm, lr=lr, overrides=budget)
+               for norm, lr in (("post", hi), ("post", lo), ("pre", hi))}
+    runs = {key: train(config, progress=False)["summary"] for key, config in configs.items()}
+    spec = configs[("post", hi)]
     post_hi = runs[("post", hi)]
     ok = (post_hi["collapsed"] and post_hi["first_over_last_resid_grad"] < 1e-2
           and abs(post_hi["final_loss"] - post_hi["l_freq_stream"]) <= 0.1
@@ -488,5 +490,6 @@ def _(profile: str) -> Outcome:
                             f"post@{lo:g} {runs[('post', lo)]['collapsed']}, "
                             f"pre@{hi:g} {runs[('pre', hi)]['collapsed']}",
                    expected="collapse; False, False", passed=bool(ok),
-                   detail=f"{spec['n_layers']} layers, {spec['steps']} steps, L_freq(stream) "
-                          f"{post_hi['l_freq_stream']:.3f}; " + "; ".join(row(s) for s in runs.values()))
+                   detail=f"{spec['model']['n_layers']} layers, {spec['train']['steps']} steps, "
+                          f"L_freq(stream) {post_hi['l_freq_stream']:.3f}; "
+                          + "; ".join(row(s) for s in runs.values()))

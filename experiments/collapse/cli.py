@@ -3,17 +3,19 @@
     resharpen collapse stack   per-layer t_sim of a random-weight stack against the recursion
     resharpen collapse train   the learning-rate sweep (Post-Norm and Pre-Norm) with detection
     resharpen collapse detect  the collapse step of a finished run folder
+
+Parsing imports nothing heavy: the handlers import torch and numpy.
 """
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
+
+from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int
+from resharpen.experiments.core.profiles import PROFILES
 
 
 def add_collapse(sub) -> None:
-    from resharpen.experiments.core.cli_args import finite_float, positive_int
-
     p = sub.add_parser("collapse", help="Post-Norm collapse (arXiv 2608.09417): stacks, training")
     inner = p.add_subparsers(dest="collapse_command", required=True, parser_class=type(p))
 
@@ -31,8 +33,12 @@ def add_collapse(sub) -> None:
     s.set_defaults(handler=run_stack)
 
     t = inner.add_parser("train", help="learning-rate sweep with collapse detection")
-    t.add_argument("--profile", choices=("quick", "full"), default="quick")
-    t.add_argument("--out", default="out/collapse_train", help="results folder")
+    t.add_argument("--profile", choices=PROFILES, default="quick")
+    t.add_argument("--set", dest="overrides", action="append", default=[],
+                   metavar="SECTION.KEY=VALUE",
+                   help="change every run's config, e.g. --set train.steps=50 (repeatable; not "
+                        "the swept model.norm, train.lr and train.seed)")
+    t.add_argument("--out", default=None, help="results folder (default out/collapse_train)")
     t.add_argument("--seed", type=int, default=0)
     t.set_defaults(handler=run_train)
 
@@ -49,12 +55,13 @@ def run_stack(args) -> int:
     from resharpen.experiments.core.io import atomic_write_text, ensure_writable_dir
     from resharpen.theory.collapse.recursion import recursion
 
-    if args.json and args.json != "-":
-        ensure_writable_dir(Path(args.json).parent)
-    mlp = None if args.mlp == "none" else args.mlp
-    cfg = StackConfig(n=args.n, d=args.d, depth=args.depth, norm=args.norm, mlp=mlp,
-                      multiplier=args.multiplier, t0=args.t0, samples=args.samples,
-                      seed=args.seed)
+    with bad_input():  # the output folder and the stack's settings, before any sampling
+        if args.json and args.json != "-":
+            ensure_writable_dir(Path(args.json).parent)
+        mlp = None if args.mlp == "none" else args.mlp
+        cfg = StackConfig(n=args.n, d=args.d, depth=args.depth, norm=args.norm, mlp=mlp,
+                          multiplier=args.multiplier, t0=args.t0, samples=args.samples,
+                          seed=args.seed)
     r = simulate(cfg, progress=True)
     pred = recursion(cfg.n, cfg.depth, r["t0"], cfg.s, cfg.norm, xi=cfg.xi if mlp else None,
                      v0=cfg.v0)
@@ -72,9 +79,14 @@ def run_stack(args) -> int:
 
 
 def run_train(args) -> int:
-    from resharpen.experiments.collapse.train import sweep
+    from resharpen.experiments.collapse.train import OUT, sweep, sweep_configs
+    from resharpen.experiments.core.io import check_writable_target
 
-    summaries = sweep(args.profile, out=args.out, seed=args.seed)
+    out = args.out or OUT
+    with bad_input():  # the sweep's configs (file, profile, --set) and the folder, before training
+        sweep_configs(args.profile, args.seed, args.overrides)
+        check_writable_target(out)
+    summaries = sweep(args.profile, out=out, seed=args.seed, overrides=args.overrides)
     print(f"{'run':40s} {'collapse step':>13} {'loss':>7} {'L_freq':>7} {'t_sim':>6} {'g1/gL':>8}")
     for s in summaries:
         step = "-" if s["collapse_step"] is None else str(s["collapse_step"])
@@ -86,23 +98,17 @@ def run_train(args) -> int:
 
 
 def run_detect(args) -> int:
-    from resharpen.experiments.collapse.detect import detect_collapse
+    from resharpen.experiments.collapse.detect import check_settings, detect_collapse, load_log
 
-    folder = Path(args.run)
-    metrics_path, summary_path = folder / "metrics.jsonl", folder / "summary.json"
-    if not metrics_path.exists() or not summary_path.exists():
-        raise FileNotFoundError(f"{folder} has no metrics.jsonl and summary.json "
-                                "(a finished `resharpen collapse train` run)")
-    metrics = [json.loads(line) for line in metrics_path.read_text().splitlines() if line]
-    ref = json.loads(summary_path.read_text())["l_freq_stream"]
-    det = detect_collapse([m["step"] for m in metrics], [m["t_sim"] for m in metrics],
-                          [m["loss"] for m in metrics], [ref] * len(metrics),
-                          t_threshold=args.t_threshold, loss_margin=args.loss_margin,
+    with bad_input():  # a collapse run folder and valid thresholds
+        log = load_log(args.run)
+        check_settings(args.t_threshold, args.loss_margin, args.patience)
+    det = detect_collapse(*log, t_threshold=args.t_threshold, loss_margin=args.loss_margin,
                           patience=args.patience)
     if det.collapsed:
         print(f"collapsed at step {det.step} (t_sim {det.t_sim:.4f}, loss - L_freq {det.gap:+.4f})")
     elif det.step is not None:
         print(f"transient collapse at step {det.step}, recovered from step {det.recovered}")
     else:
-        print("no collapse detected", file=sys.stdout)
+        print("no collapse detected")
     return 0

@@ -15,11 +15,15 @@ are needed: t_sim alone also rises in healthy early training, and a loss near L_
 happens at the very start of training before any structure is learned. A run whose condition
 later fails for ``patience`` consecutive steps has *recovered* (Pre-Norm at high learning rates
 goes through such a transient); only an unrecovered window counts as a collapse.
+
+``load_log`` reads these series back from a run folder of ``resharpen collapse train``.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Sequence
+from pathlib import Path
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -37,6 +41,16 @@ class Detection:
         return self.step is not None and self.recovered is None
 
 
+def check_settings(t_threshold: float, loss_margin: float, patience: int) -> None:
+    """ValueError unless 0 < t_threshold <= 1, loss_margin >= 0 and patience is an integer >= 1."""
+    if not 0 < t_threshold <= 1:
+        raise ValueError(f"t_threshold must lie in (0, 1], got {t_threshold!r}")
+    if loss_margin < 0:
+        raise ValueError(f"loss_margin must be >= 0, got {loss_margin!r}")
+    if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+        raise ValueError(f"patience must be a positive integer, got {patience!r}")
+
+
 def detect_collapse(steps: Sequence[int], t_sim: Sequence[float], loss: Sequence[float],
                     l_freq: Sequence[float], t_threshold: float = 0.95,
                     loss_margin: float = 0.05, patience: int = 10) -> Detection:
@@ -45,12 +59,7 @@ def detect_collapse(steps: Sequence[int], t_sim: Sequence[float], loss: Sequence
     if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
         raise ValueError("steps, t_sim, loss and l_freq must be 1-D sequences of one length, got "
                          f"shapes {[a.shape for a in arrays]}")
-    if not 0 < t_threshold <= 1:
-        raise ValueError(f"t_threshold must lie in (0, 1], got {t_threshold!r}")
-    if loss_margin < 0:
-        raise ValueError(f"loss_margin must be >= 0, got {loss_margin!r}")
-    if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
-        raise ValueError(f"patience must be a positive integer, got {patience!r}")
+    check_settings(t_threshold, loss_margin, patience)
     steps_a, t_a, loss_a, lf_a = arrays
     hit = (t_a >= t_threshold) & (loss_a >= lf_a - loss_margin)
     run = 0
@@ -67,3 +76,45 @@ def detect_collapse(steps: Sequence[int], t_sim: Sequence[float], loss: Sequence
             return Detection(int(steps_a[k]), float(t_a[k]), float(loss_a[k] - lf_a[k]),
                              recovered)
     return Detection(None, None, None)
+
+
+class TrainingLog(NamedTuple):
+    """The series :func:`detect_collapse` reads, one entry per logged step of a run."""
+
+    steps: list[int]
+    t_sim: list[float]
+    loss: list[float]
+    l_freq: list[float]  # the stream's L_freq (the run's reference), repeated
+
+
+LOG_KEYS = ("step", "t_sim", "loss")
+
+
+def load_log(folder: str | Path) -> TrainingLog:
+    """The training log of a finished ``resharpen collapse train`` run folder: steps, t_sim and
+    loss from ``metrics.jsonl`` and the stream's L_freq (``l_freq_stream``) from ``summary.json``.
+    FileNotFoundError when a file is missing; ValueError when the folder is another kind of run
+    (a Set Complement or task run has no t_sim and no stream L_freq) or a file is not JSON."""
+    folder = Path(folder)
+    metrics_path, summary_path = folder / "metrics.jsonl", folder / "summary.json"
+    if not metrics_path.is_file() or not summary_path.is_file():
+        raise FileNotFoundError(f"{str(folder)!r} has no metrics.jsonl and summary.json "
+                                "(a finished `resharpen collapse train` run)")
+    hint = ("detect reads the run folders of `resharpen collapse train`, e.g. "
+            "out/collapse_train/post_L24_d32_lr0.03_s0")
+    try:
+        summary = json.loads(summary_path.read_text())
+        metrics = [json.loads(line) for line in metrics_path.read_text().splitlines() if line]
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{str(folder)!r} holds a file that is not JSON ({exc}); {hint}") from None
+    if not isinstance(summary, dict) or "l_freq_stream" not in summary:
+        raise ValueError(f"{str(folder)!r} is not a collapse run: its summary.json has no "
+                         f"l_freq_stream; {hint}")
+    missing = [k for k in LOG_KEYS if any(not isinstance(m, dict) or k not in m for m in metrics)]
+    if not metrics or missing:
+        what = f"no {missing[0]}" if missing else "no logged step"
+        raise ValueError(f"{str(folder)!r} is not a collapse run: its metrics.jsonl has {what}; "
+                         f"{hint}")
+    ref = summary["l_freq_stream"]
+    return TrainingLog([m["step"] for m in metrics], [m["t_sim"] for m in metrics],
+                       [m["loss"] for m in metrics], [ref] * len(metrics))

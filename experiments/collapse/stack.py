@@ -11,8 +11,9 @@ so s = d sigma_W^2 = d^2 sigma_V^2 sigma_O^2 = k^2 / 9, xi = d d_ff sigma_2^2 si
 and v0 = d sigma_1^2 = k / 3. The input is an equal-correlation Gaussian state with t_sim = t0
 (rows x_i = sqrt(rho0) z + sqrt(1 - rho0) g_i, then RMS-normalised), fed straight to the blocks.
 
-Forward hooks read, for every sublayer, the residual X it acts on and Y = X + f(.): in
-Post-Norm X is the normalised block input, in Pre-Norm X is the un-normalised residual. The
+The model's capture points give, for every sublayer, the residual X it acts on and its output
+f(.), so Y = X + f(.): in Post-Norm X is the normalised block input, in Pre-Norm X is the
+un-normalised residual (``hook_resid_pre`` for attention, ``hook_resid_mid`` for the FFN). The
 measured one-step increments are compared with Delta_attn(s_l, t_sim(X)) and Delta_FFN, the
 whole trajectory with :func:`resharpen.theory.collapse.recursion.recursion`, and the empirical mean of the
 attention matrices with the prefix average C_n.
@@ -132,40 +133,6 @@ def t_sim_torch(x: torch.Tensor) -> torch.Tensor:
     return x.shape[-2] * x.mean(dim=-2).pow(2).sum(-1) / x.pow(2).sum((-2, -1))
 
 
-class _Recorder:
-    """Forward hooks on every block collecting (X, Y) per sublayer and the attention weights."""
-
-    def __init__(self, model: Transformer, keep_attention: bool):
-        self.keep_attention = keep_attention
-        self.rows: list[dict] = []
-        self.handles = []
-        for block in model.blocks:
-            self.handles.append(block.register_forward_pre_hook(self._block_in))
-            self.handles.append(block.attn.register_forward_hook(self._attn))
-            if block.mlp is not None:
-                self.handles.append(block.mlp.register_forward_hook(self._mlp))
-            self.post = block.placement == "post"
-
-    def _block_in(self, module, args):
-        self.rows.append({"x_attn": args[0]})
-
-    def _attn(self, module, args, output):
-        out, weights = output
-        row = self.rows[-1]
-        row["y_attn"] = row["x_attn"] + out
-        if self.keep_attention:
-            row["attention"] = weights[:, 0]
-
-    def _mlp(self, module, args, output):
-        row = self.rows[-1]
-        row["x_mlp"] = args[0] if self.post else row["y_attn"]
-        row["y_mlp"] = row["x_mlp"] + output
-
-    def close(self) -> None:
-        for h in self.handles:
-            h.remove()
-
-
 def _sample_seed(cfg: StackConfig, index: int) -> int:
     return cfg.seed * 100_003 + index
 
@@ -176,7 +143,6 @@ def _simulate_one(cfg: StackConfig, index: int, keep_attention: bool, bar) -> di
     seed = _sample_seed(cfg, index)
     model = build_stack(replace(cfg, seed=seed))
     x = equal_correlation_input(cfg.n, cfg.d, cfg.t0, 1, seed)
-    rec = _Recorder(model, keep_attention)
     out: dict[str, list] = {"t0": [t_sim_torch(x).item()]}
     nd = cfg.n * cfg.d
 
@@ -188,21 +154,26 @@ def _simulate_one(cfg: StackConfig, index: int, keep_attention: bool, bar) -> di
                            (f"theory_{prefix}", float(law(amount * ratio, t_in)))):
             out.setdefault(key, []).append(value)
 
-    for block in model.blocks:
-        x, _ = block(x)
-        row = rec.rows[-1]
-        record("attn", row["x_attn"], row["y_attn"], cfg.s,
-               lambda a, t: delta_attn(a, min(max(t, 0.0), 1.0), cfg.n))
-        if cfg.mlp:
-            record("mlp", row["x_mlp"], row["y_mlp"], cfg.xi,
-                   lambda a, t: delta_ffn(a, min(max(t, 1.0 / cfg.n), 1.0), cfg.n, v0=cfg.v0))
-        out.setdefault("t_block", []).append(t_sim_torch(x).item())
-        if keep_attention:
-            out.setdefault("attention", []).append(row["attention"][0].numpy())
-        rec.rows.clear()
-        if bar is not None:
-            bar.update(1)
-    rec.close()
+    points = ["hook_resid_pre", "hook_attn_out"]
+    points += ["hook_resid_mid", "hook_mlp_out"] if cfg.mlp else []
+    points += ["attn.hook_pattern"] if keep_attention else []
+    with model.capture(*(f"blocks.*.{point}" for point in points)) as cache:
+        for layer, block in enumerate(model.blocks):
+            x, _ = block(x)
+            seen = {point: cache[f"blocks.{layer}.{point}"] for point in points}
+            cache.clear()  # one layer's states at a time
+            x_attn = seen["hook_resid_pre"]  # the residual X the sublayer acts on, Y = X + f(.)
+            record("attn", x_attn, x_attn + seen["hook_attn_out"], cfg.s,
+                   lambda a, t: delta_attn(a, min(max(t, 0.0), 1.0), cfg.n))
+            if cfg.mlp:
+                x_mlp = seen["hook_resid_mid"]
+                record("mlp", x_mlp, x_mlp + seen["hook_mlp_out"], cfg.xi,
+                       lambda a, t: delta_ffn(a, min(max(t, 1.0 / cfg.n), 1.0), cfg.n, v0=cfg.v0))
+            out.setdefault("t_block", []).append(t_sim_torch(x).item())
+            if keep_attention:  # sample 0, head 0
+                out.setdefault("attention", []).append(seen["attn.hook_pattern"][0, 0].numpy())
+            if bar is not None:
+                bar.update(1)
     return out
 
 

@@ -1,87 +1,149 @@
 """Training demonstration of Post-Norm collapse at CPU size (arXiv 2608.09417, Sec. 4, Figs 3-6).
 
-A deep decoder (:class:`resharpen.experiments.core.model.Transformer`, RMSNorm, SwiGLU with d_ff = 3 d, learned
-positions, weights N(0, 1/(3 d)) as in the paper, the model's usual extra 1/sqrt(2 L) on the output
-projections W_O and W_out) is trained with AdamW (0.9, 0.95), weight decay 0.1, gradient clipping 1.0 and a constant learning
-rate without warmup on the Zipf-Markov stream of :mod:`resharpen.experiments.collapse.data`. Every step logs
+A deep decoder (:class:`resharpen.experiments.core.model.Transformer`, RMSNorm, SwiGLU with
+d_ff = 3 d, learned positions, weights N(0, 1/(3 d)) as in the paper, the model's usual extra
+1/sqrt(2 L) on the output projections W_O and W_out) is trained by the training core
+(:mod:`resharpen.experiments.core.train`) with AdamW (0.9, 0.95), weight decay 0.1, gradient
+clipping 1.0 and a constant learning rate without warm-up on the Zipf-Markov stream of
+:mod:`resharpen.experiments.collapse.data`. Every step logs
 
     loss, L_freq(batch) (entropy of the batch's label frequencies), t_sim of the final hidden
     state and of every block's output, ||dL/dX_l|| on the residual stream entering every block,
     the parameter-gradient norm of every block and, for Post-Norm, Theorem 3.6's contraction
-    factor c_k of every sublayer (:func:`contraction_factors`).
+    factor c_k of every sublayer (:func:`contraction_factors`),
+
+and a run stops at the first step whose loss is not finite.
 
 The paper's picture: at high learning rates Post-Norm collapses (t_sim -> 1, loss pinned to
 L_freq, early-layer gradients falling by orders of magnitude), at low rates it trains; Pre-Norm
-is the control. :func:`sweep` runs the grid; results go to ``out/collapse_train/<run>/``
-(config.json, metrics.jsonl, summary.json, written atomically; finished runs are skipped).
-This is a small self-contained loop, not the package's general trainer.
+is the control.
+
+Config (:data:`SCHEMA`)::
+
+    [task]   vocab, train_len (tokens per training sequence), zipf (the stream's exponent)
+    [model]  the core's [model] table: norm post | pre; d_mlp and init_std default to the
+             paper's 3 d_model and 1/sqrt(3 d_model)
+    [train]  the core's schedule and optimizer keys (constant rate, no warm-up by default);
+             threads 0 leaves torch's setting
+
+The sweep file ``experiments/configs/collapse/train.toml`` adds ``norms`` and ``lrs`` (one run
+per pair) and the ``[profile.quick]`` sizes. :func:`sweep` runs it; results go to
+``out/collapse_train/<run>/`` (config.json, metrics.jsonl, summary.json, written atomically;
+finished runs are skipped).
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from resharpen.experiments.collapse.data import (markov_entropy_rate, sample_batch, stationary,
-                                      zipf_markov_matrix)
+                                                 zipf_markov_matrix)
 from resharpen.experiments.collapse.detect import detect_collapse
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.core.config import (CONFIG_DIR, Field, Schema, apply_profile,
+                                               deep_merge, output_folder, parse_sets,
+                                               pick_fields, read_toml)
+from resharpen.experiments.core.model import Transformer
+from resharpen.experiments.core.train import (MODEL_FIELDS, TRAIN_FIELDS, check_model_shape, fit,
+                                              save_run, seeded_model, training_state)
+
+NORMS = ("post", "pre")
+SWEEP_FILE = CONFIG_DIR / "collapse" / "train.toml"
+SWEEP_KEYS = {"name", "norms", "lrs", "task", "model", "train", "profile"}
+SWEPT = (("model", "norm"), ("train", "lr"), ("train", "seed"))
+OUT = output_folder("collapse_train")
 
 
-@dataclass(frozen=True)
-class TrainConfig:
-    norm: str = "post"
-    n_layers: int = 24
-    d_model: int = 32
-    n_heads: int = 2
-    vocab: int = 64
-    seq_len: int = 64
-    batch: int = 8
-    steps: int = 300
-    lr: float = 1e-3
-    weight_decay: float = 0.1
-    clip: float = 1.0
-    zipf: float = 1.2
-    init_std: float | None = None  # None: the paper's 1/sqrt(3 d_model)
-    seed: int = 0
+def _rules(config: dict) -> None:
+    """Post-Norm or Pre-Norm only; the heads split d_model."""
+    if config["model"]["norm"] not in NORMS:
+        raise ValueError(f"model.norm = {config['model']['norm']!r} is not allowed in the "
+                         f"collapse demonstration; allowed: {', '.join(NORMS)}")
+    check_model_shape(config)
 
-    def __post_init__(self) -> None:
-        if self.norm not in ("post", "pre"):
-            raise ValueError(f"norm must be 'post' or 'pre', got {self.norm!r}")
-        for name in ("n_layers", "d_model", "n_heads", "seq_len", "batch", "steps"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.vocab < 2:
-            raise ValueError(f"vocab must be >= 2, got {self.vocab}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        for name in ("lr", "clip", "std"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-        if not (math.isfinite(self.weight_decay) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay must be finite and >= 0, got {self.weight_decay!r}")
 
-    @property
-    def std(self) -> float:
-        return self.init_std if self.init_std is not None else 1.0 / math.sqrt(3 * self.d_model)
+SCHEMA = Schema({
+    "task": {
+        "vocab": Field(int, 64, 2, 4096),
+        "train_len": Field(int, 64, 1, 4096),
+        "zipf": Field(float, 1.2, 0.0, None),
+    },
+    "model": pick_fields(
+        MODEL_FIELDS, d_model=32, n_layers=24, n_heads=2, d_head=0, norm="post",
+        norm_kind="rms", mlp="swiglu", d_mlp=0, positional="learned", attn_dropout=0.0,
+        resid_dropout=0.0, init_std=0.02),  # make_config: d_mlp 3 d, init_std 1/sqrt(3 d)
+    "train": pick_fields(
+        TRAIN_FIELDS, steps=300, batch_size=8, lr=1e-3, min_lr_ratio=0.1, warmup=0,
+        schedule="constant", weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, seed=0,
+        threads=0),
+}, rules=_rules)
 
-    @property
-    def name(self) -> str:
-        return f"{self.norm}_L{self.n_layers}_d{self.d_model}_lr{self.lr:g}_s{self.seed}"
 
-    def model_config(self) -> ModelConfig:
-        return ModelConfig(vocab=self.vocab, d_model=self.d_model, n_layers=self.n_layers,
-                           n_heads=self.n_heads, norm=self.norm, norm_kind="rms", mlp="swiglu",
-                           d_mlp=3 * self.d_model, max_len=self.seq_len, eps=1e-6,
-                           init_std=self.std)
+def run_name(config: dict) -> str:
+    """``<norm>_L<layers>_d<width>_lr<lr>_s<seed>``."""
+    m, tr = config["model"], config["train"]
+    return f"{m['norm']}_L{m['n_layers']}_d{m['d_model']}_lr{tr['lr']:g}_s{tr['seed']}"
+
+
+def make_config(overrides: dict | None = None) -> dict:
+    """A validated run config: the defaults updated by ``overrides`` ({section: {key: value}}),
+    with the paper's d_mlp = 3 d_model and init_std = 1/sqrt(3 d_model) unless given."""
+    raw = copy.deepcopy(overrides or {})
+    raw.pop("name", None)
+    model = raw.setdefault("model", {})
+    d = model.get("d_model", SCHEMA.sections["model"]["d_model"].default) \
+        if isinstance(model, dict) else None
+    if isinstance(d, int) and not isinstance(d, bool) and d >= 1:
+        model.setdefault("d_mlp", 3 * d)
+        model.setdefault("init_std", 1.0 / math.sqrt(3 * d))
+    config = SCHEMA.validate(raw)
+    config["name"] = run_name(config)
+    return config
+
+
+def load_sweep(profile: str, path: str | Path = SWEEP_FILE) -> dict:
+    """{name, norms, lrs, base}: the sweep file for ``profile`` (``base``: its [task], [model]
+    and [train] tables)."""
+    raw = read_toml(path, "collapse sweep file")
+    unknown = sorted(set(raw) - SWEEP_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r} in {str(path)!r}; allowed: "
+                         f"{', '.join(sorted(SWEEP_KEYS))}")
+    sweep = apply_profile(raw, profile, str(path))
+    for key in ("norms", "lrs"):
+        if not isinstance(sweep.get(key), list) or not sweep[key]:
+            raise ValueError(f"{key} in {str(path)!r} must be a non-empty list")
+    base = {section: sweep.get(section, {}) for section in SCHEMA.sections}
+    return {"name": sweep.get("name", Path(path).stem), "norms": sweep["norms"],
+            "lrs": sweep["lrs"], "base": base}
+
+
+def profile_config(profile: str, *, norm: str, lr: float, seed: int = 0,
+                   overrides: list[str] | tuple[str, ...] = (),
+                   path: str | Path = SWEEP_FILE) -> dict:
+    """The run (``norm``, ``lr``, ``seed``) of the sweep file's ``profile``; ``overrides``
+    (``--set section.key=value``) change the file's other values."""
+    sets = parse_sets(overrides)
+    for section, key in SWEPT:
+        if key in sets.get(section, {}):
+            raise ValueError(f"--set {section}.{key}: the sweep sets each run's model.norm, "
+                             "train.lr and train.seed (the file's norms and lrs, and --seed)")
+    raw = deep_merge(copy.deepcopy(load_sweep(profile, path)["base"]), sets)
+    deep_merge(raw, {"model": {"norm": norm}, "train": {"lr": float(lr), "seed": seed}})
+    return make_config(raw)
+
+
+def sweep_configs(profile: str, seed: int = 0, overrides: list[str] | tuple[str, ...] = (),
+                  path: str | Path = SWEEP_FILE) -> list[dict]:
+    """Every run of the sweep file's ``profile``: norm by norm, each at every rate of ``lrs``."""
+    sweep = load_sweep(profile, path)
+    return [profile_config(profile, norm=norm, lr=lr, seed=seed, overrides=overrides, path=path)
+            for norm in sweep["norms"] for lr in sweep["lrs"]]
 
 
 def batch_frequency_loss(labels: torch.Tensor, vocab: int) -> float:
@@ -113,74 +175,78 @@ def contraction_factors(block_inputs: list, norm_io: list) -> list[float]:
     return factors
 
 
-def train(cfg: TrainConfig, progress: bool = True) -> dict:
-    """Train one run; return {"config", "metrics": list of per-step dicts, "summary"}."""
-    torch.manual_seed(cfg.seed)
-    model = Transformer(cfg.model_config())
-    matrix = zipf_markov_matrix(cfg.vocab, cfg.zipf, seed=cfg.seed)
-    rng = np.random.default_rng(cfg.seed + 1)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=cfg.lr, betas=(0.9, 0.95))
-    residuals: list[torch.Tensor] = []
+class GradientProbe:
+    """The model's capture points for the step in flight: the residual stream entering every
+    block (hook_resid_pre, with its gradient), every block's output (hook_resid_post) and, for
+    Post-Norm, every output norm's input Y and output X' = RMS(Y) (with gradients);
+    :meth:`measure` reads them after the backward pass."""
 
-    def keep_input(module, args):
-        args[0].retain_grad()
-        residuals.append(args[0])
+    def __init__(self, model: Transformer, post: bool):
+        self.model, self.post = model, post
+        points = ["blocks.*.hook_resid_pre", "blocks.*.hook_resid_post"]
+        if post:  # every sublayer's Y (input of its output norm) and the next X (its output)
+            points.append("blocks.*.hook_*_norm_out_*")
+        self.cache = model.capture(*points, retain_grad=True)
 
-    handles = [b.register_forward_pre_hook(keep_input) for b in model.blocks]
-    # Post-Norm: every sublayer's Y (input of its output norm) and the next X (its output)
-    norm_io: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    def clear(self) -> None:
+        """Forget the last step's tensors (call before the forward pass)."""
+        self.cache.clear()
 
-    def keep_norm(module, args, output):
-        args[0].retain_grad()
-        output.retain_grad()
-        norm_io.append((args[0], output, module.gain))
+    @torch.no_grad()
+    def measure(self) -> dict:
+        """t_sim of the last block's output and of every block's, the residual-stream and
+        block-parameter gradient norms and (Post-Norm) the contraction factors."""
+        blocks, cache = self.model.blocks, self.cache
+        residuals = [cache[f"blocks.{i}.hook_resid_pre"] for i in range(len(blocks))]
+        outputs = [cache[f"blocks.{i}.hook_resid_post"].detach() for i in range(len(blocks))]
+        norm_io = [(cache[f"blocks.{i}.hook_{s}_norm_out_input"],
+                    cache[f"blocks.{i}.hook_{s}_norm_out_output"], getattr(b, f"{s}_norm_out").gain)
+                   for i, b in enumerate(blocks) for s in ("attn", "mlp")] if self.post else []
+        resid_grad = [float(r.grad.norm()) for r in residuals]
+        block_grad = [float(torch.sqrt(sum(p.grad.pow(2).sum() for p in b.parameters()
+                                           if p.grad is not None))) for b in blocks]
+        layer_t = [float(_t_sim(o)) for o in outputs]
+        factors = contraction_factors(residuals, norm_io) if self.post else None
+        return {"t_sim": layer_t[-1], "layer_t_sim": layer_t, "resid_grad": resid_grad,
+                "block_grad": block_grad, "contraction": factors}
 
-    if cfg.norm == "post":
-        for b in model.blocks:
-            handles.append(b.attn_norm_out.register_forward_hook(keep_norm))
-            handles.append(b.mlp_norm_out.register_forward_hook(keep_norm))
-    outputs: list[torch.Tensor] = []
-    handles += [b.register_forward_hook(lambda m, a, o: outputs.append(o[0].detach()))
-                for b in model.blocks]
-    metrics = []
-    iterator = range(cfg.steps)
-    if progress:
-        from tqdm import tqdm
-        iterator = tqdm(iterator, desc=cfg.name, unit="step", disable=None, leave=False)
+    def remove(self) -> None:
+        self.cache.close()
+
+
+def train(config: dict, progress: bool = True) -> dict:
+    """Train one run; return {"config", "history": one row per step, "summary"}."""
+    t, tr = config["task"], config["train"]
+    model = seeded_model(config, vocab=t["vocab"], max_len=t["train_len"])
+    matrix = zipf_markov_matrix(t["vocab"], t["zipf"], seed=tr["seed"])
+    rng = np.random.default_rng(tr["seed"] + 1)
+    state = training_state(model, tr, weights=("raw",))
+    probe = GradientProbe(model, post=config["model"]["norm"] == "post")
+    step_data: dict = {}
+
+    def next_batch(step: int) -> torch.Tensor:
+        tokens = sample_batch(matrix, tr["batch_size"], t["train_len"], rng)
+        step_data["labels"] = tokens[:, 1:]
+        probe.clear()
+        return tokens
+
+    def after_backward() -> None:
+        step_data["measured"] = probe.measure()
+
+    def record(step: int, loss: float) -> dict:
+        return {"step": step - 1, "loss": loss,  # 0-based: the step's weights before it
+                "l_freq": batch_frequency_loss(step_data["labels"], t["vocab"]),
+                **step_data["measured"]}
+
     start = time.perf_counter()
-    for step in iterator:
-        tokens = sample_batch(matrix, cfg.batch, cfg.seq_len, rng)
-        inputs, labels = tokens[:, :-1], tokens[:, 1:]
-        residuals.clear()
-        outputs.clear()
-        norm_io.clear()
-        logits = model(inputs)
-        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab), labels.reshape(-1))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        with torch.no_grad():
-            resid_grad = [float(r.grad.norm()) for r in residuals]
-            block_grad = [float(torch.sqrt(sum(p.grad.pow(2).sum() for p in b.parameters()
-                                               if p.grad is not None))) for b in model.blocks]
-            layer_t = [float(_t_sim(o)) for o in outputs]
-            factors = contraction_factors(residuals, norm_io) if cfg.norm == "post" else None
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-        opt.step()
-        metrics.append({"step": step, "loss": float(loss.detach()),
-                        "l_freq": batch_frequency_loss(labels, cfg.vocab),
-                        "t_sim": layer_t[-1], "layer_t_sim": layer_t,
-                        "resid_grad": resid_grad, "block_grad": block_grad,
-                        "contraction": factors})
-        if not math.isfinite(metrics[-1]["loss"]):
-            break
-    for h in handles:
-        h.remove()
-    return {"config": asdict(cfg), "metrics": metrics,
-            "summary": summarize(cfg, metrics, matrix, time.perf_counter() - start)}
+    try:
+        history = fit(state, tr, next_batch, every=1, record=record,
+                      stop=lambda row: not math.isfinite(row["loss"]),
+                      after_backward=after_backward, name=config["name"], progress=progress)
+    finally:
+        probe.remove()
+    return {"config": config, "history": history,
+            "summary": summarize(config, history, matrix, time.perf_counter() - start)}
 
 
 def stream_frequency_loss(matrix: np.ndarray) -> float:
@@ -191,17 +257,17 @@ def stream_frequency_loss(matrix: np.ndarray) -> float:
     return float(-np.sum(pi * np.log(pi)))
 
 
-def summarize(cfg: TrainConfig, metrics: list[dict], matrix: np.ndarray, seconds: float) -> dict:
+def summarize(config: dict, history: list[dict], matrix: np.ndarray, seconds: float) -> dict:
     """Detection (against the stream's L_freq) plus end-of-run averages (last 10% of steps)."""
-    steps = [m["step"] for m in metrics]
+    steps = [m["step"] for m in history]
     l_stream = stream_frequency_loss(matrix)
-    det = detect_collapse(steps, [m["t_sim"] for m in metrics], [m["loss"] for m in metrics],
-                          [l_stream] * len(metrics))
-    tail = metrics[-max(1, len(metrics) // 10):]
+    det = detect_collapse(steps, [m["t_sim"] for m in history], [m["loss"] for m in history],
+                          [l_stream] * len(history))
+    tail = history[-max(1, len(history) // 10):]
     grad_ratio = np.mean([m["resid_grad"][0] / max(m["resid_grad"][-1], 1e-300) for m in tail])
     factors = [m.get("contraction") for m in tail if m.get("contraction")]
     median_c = float(np.nanmedian(np.asarray(factors, dtype=float))) if factors else None
-    return {"name": cfg.name, "norm": cfg.norm, "lr": cfg.lr,
+    return {"name": config["name"], "norm": config["model"]["norm"], "lr": config["train"]["lr"],
             "collapsed": det.collapsed, "collapse_step": det.step if det.collapsed else None,
             "transient_collapse": None if det.collapsed else det.step,
             "recovered_step": det.recovered,
@@ -214,55 +280,35 @@ def summarize(cfg: TrainConfig, metrics: list[dict], matrix: np.ndarray, seconds
             "seconds": round(seconds, 2)}
 
 
-def run(cfg: TrainConfig, out: str | Path | None = None, progress: bool = True) -> dict:
-    """Train, or load a finished run from ``out/<name>/summary.json``; write results atomically."""
-    from resharpen.experiments.core.io import atomic_write_json, atomic_write_text, ensure_writable_dir
+def run(config: dict, out: str | Path | None = None, progress: bool = True) -> dict:
+    """Train, or load a finished run from ``out/<name>/summary.json``; write results atomically
+    (:func:`resharpen.experiments.core.train.save_run`)."""
+    from resharpen.experiments.core.io import atomic_write_json, ensure_writable_dir
 
-    folder = Path(out) / cfg.name if out is not None else None
+    folder = Path(out) / config["name"] if out is not None else None
     if folder is not None:
         ensure_writable_dir(folder)
         summary_path = folder / "summary.json"
         if summary_path.exists() and (folder / "config.json").exists():
-            if json.loads((folder / "config.json").read_text()) == asdict(cfg):
-                metrics = [json.loads(line) for line in
+            if json.loads((folder / "config.json").read_text()) == json.loads(json.dumps(config)):
+                history = [json.loads(line) for line in
                            (folder / "metrics.jsonl").read_text().splitlines() if line]
                 # the summary is derived data: recompute it so detection follows the code
                 seconds = json.loads(summary_path.read_text()).get("seconds", 0.0)
-                summary = summarize(cfg, metrics, zipf_markov_matrix(cfg.vocab, cfg.zipf,
-                                                                     seed=cfg.seed), seconds)
+                t = config["task"]
+                summary = summarize(config, history, zipf_markov_matrix(
+                    t["vocab"], t["zipf"], seed=config["train"]["seed"]), seconds)
                 atomic_write_json(summary_path, summary)
-                return {"config": asdict(cfg), "metrics": metrics, "summary": summary}
-    result = train(cfg, progress=progress)
+                return {"config": config, "history": history, "summary": summary}
+    result = train(config, progress=progress)
     if folder is not None:
-        atomic_write_json(folder / "config.json", result["config"])
-        atomic_write_text(folder / "metrics.jsonl",
-                          "".join(json.dumps(m) + "\n" for m in result["metrics"]))
-        atomic_write_json(folder / "summary.json", result["summary"])
+        save_run(result, folder)
     return result
 
 
-PROFILES = {
-    # quick: a few minutes on 2 CPU cores; full: deeper and longer
-    "quick": dict(n_layers=24, seq_len=32, steps=80, lrs=(3e-3, 3e-2), norms=("post", "pre")),
-    "full": dict(n_layers=48, steps=400, lrs=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
-                 norms=("post", "pre")),
-}
-
-
-def sweep(profile: str = "quick", out: str | Path | None = "out/collapse_train",
-          seed: int = 0, progress: bool = True, **overrides) -> list[dict]:
-    """The learning-rate sweep of a profile, Post-Norm and Pre-Norm; returns the summaries."""
-    if profile not in PROFILES:
-        raise ValueError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}")
-    spec = {**PROFILES[profile], **overrides}
-    lrs, norms = spec.pop("lrs"), spec.pop("norms")
-    known = {f.name for f in fields(TrainConfig)}
-    unknown = sorted(set(spec) - known)
-    if unknown:
-        raise ValueError(f"unknown training settings {unknown}; allowed: {sorted(known)}")
-    results = []
-    for norm in norms:
-        for lr in lrs:
-            cfg = TrainConfig(norm=norm, lr=float(lr), seed=seed, **spec)
-            results.append(run(cfg, out, progress=progress)["summary"])
-    return results
+def sweep(profile: str = "quick", out: str | Path | None = OUT, seed: int = 0,
+          progress: bool = True, overrides: list[str] | tuple[str, ...] = ()) -> list[dict]:
+    """The learning-rate sweep of a profile (:func:`sweep_configs`), Post-Norm and Pre-Norm;
+    returns the summaries."""
+    return [run(config, out, progress=progress)["summary"]
+            for config in sweep_configs(profile, seed, overrides)]

@@ -1,18 +1,44 @@
-"""Argument types and the one-line error convention shared by every subcommand."""
+"""Argument types and the error convention shared by every subcommand.
+
+Bad input is a :class:`UsageError`: it is raised where the input is parsed or validated (an
+argument type, a choice, a config or grid file, an input or output folder), before any work or
+write, and the command line prints it as one line ``error: ...`` with exit status 2. Library
+functions reject bad values with ``ValueError``; a handler runs the library calls that validate
+the user's input inside :func:`bad_input`, which turns exactly those into usage errors. Any
+other exception is a bug: it keeps its traceback and exits 1.
+
+This module is imported when the command line is parsed, so it imports nothing heavy.
+"""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 EXIT_USAGE = 2
 
 
 class UsageError(ValueError):
-    """A bad command-line argument."""
+    """Bad input from the user: an argument, a config value, an input or output path."""
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, never the usage block
         raise UsageError(message)
+
+
+@contextmanager
+def bad_input() -> Iterator[None]:
+    """Run library calls that validate the user's input: the ``ValueError`` they raise (a bad
+    value, named with what is allowed) and the ``FileNotFoundError`` (a missing input file or
+    folder) become :class:`UsageError`. Keep only validation inside: an error raised by the work
+    itself is a bug and must keep its traceback."""
+    try:
+        yield
+    except UsageError:
+        raise
+    except (ValueError, FileNotFoundError) as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def positive_int(text: str) -> int:

@@ -1,17 +1,22 @@
-"""The transformer: one config dataclass and one block whose norm placement is a registry entry.
+"""The transformer: one config dataclass and one block whose norm placement is a table entry.
 
 Notation (rows are tokens; weights act on the right, as in the theory):
     x_0 = W_E[t] (+ W_pos[position])                      residual stream, width d
     f(x) = sum_h softmax(x W_Q^h (x W_K^h)^T / sqrt(d_head) + causal mask) x W_V^h W_O^h
     logits = N_final(x_L) W_U                               (N_final only for pre and peri)
 
-Each sublayer f (attention, then the optional MLP) is wrapped by its norm placement, with
+Each sublayer f (attention, then the optional MLP) is wrapped by its norm placement, one record
+of the table :data:`PLACEMENTS` (:class:`Placement`: its norms, its final norm, its rule), with
 N = RMSNorm or LayerNorm (learnable gain; LayerNorm also a bias):
     none      x + f(x)
     pre       x + f(N(x))            and a final N before W_U
     post      N(x + f(x))
     attn_out  x + N(f(x))
     peri      x + N(f(N(x)))         and a final N before W_U
+
+Every block has named capture points (``blocks.3.hook_attn_out``, ``blocks.0.attn.hook_pattern``,
+listed with their mathematics in :class:`Block`): identity modules that
+``with model.capture(pattern, ...) as cache:`` reads (:meth:`Transformer.capture`).
 
 The single-layer, single-head, attention-only model of the Set Complement theory is this code
 with ``n_layers=1, mlp=None, max_len=None``. For placement ``none`` its logits at the last
@@ -21,6 +26,7 @@ A = W_E W_Q W_K^T W_E^T / sqrt(d_head) (:meth:`Transformer.attention_scores`).
 """
 from __future__ import annotations
 
+import fnmatch
 import math
 from dataclasses import asdict, dataclass, fields
 from typing import Callable
@@ -29,10 +35,43 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-NORM_PLACEMENTS = ("none", "pre", "post", "attn_out", "peri")
+Sublayer = Callable[[torch.Tensor], torch.Tensor]
+Rule = Callable[[torch.Tensor, Sublayer, Sublayer, Sublayer], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One norm placement: where its norms go and the residual update it makes of a sublayer.
+
+    ``rule(x, f, n_in, n_out)`` is the new residual made from the residual x, the sublayer f and
+    the sublayer's input and output norms; a block applies it twice, to attention and to the MLP
+    (nanoGPT's two lines). ``input_norm``: an N before f. ``output_norm``: None, ``"branch"``
+    (N on f's output, x + N(f)) or ``"residual"`` (N on the sum, N(x + f)). ``final_norm``: an
+    N_final before W_U."""
+
+    name: str
+    input_norm: bool
+    output_norm: str | None
+    final_norm: bool
+    rule: Rule
+
+
+# The norm placements, made visible: x is the residual, f the sublayer, n_in / n_out its norms.
+PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
+    Placement("none", input_norm=False, output_norm=None, final_norm=False,
+              rule=lambda x, f, n_in, n_out: x + f(x)),
+    Placement("pre", input_norm=True, output_norm=None, final_norm=True,
+              rule=lambda x, f, n_in, n_out: x + f(n_in(x))),
+    Placement("post", input_norm=False, output_norm="residual", final_norm=False,
+              rule=lambda x, f, n_in, n_out: n_out(x + f(x))),
+    Placement("attn_out", input_norm=False, output_norm="branch", final_norm=False,
+              rule=lambda x, f, n_in, n_out: x + n_out(f(x))),
+    Placement("peri", input_norm=True, output_norm="branch", final_norm=True,
+              rule=lambda x, f, n_in, n_out: x + n_out(f(n_in(x)))),
+)}
+NORM_PLACEMENTS = tuple(PLACEMENTS)
 NORM_KINDS = ("rms", "layer")
 MLP_KINDS = (None, "gelu", "swiglu")
-FINAL_NORM = {"none": False, "pre": True, "post": False, "attn_out": False, "peri": True}
 
 
 @dataclass(frozen=True)
@@ -108,6 +147,11 @@ class ModelConfig:
         return cls(**data)
 
 
+class HookPoint(nn.Identity):
+    """A named capture point: the identity map (no arithmetic, no parameters, no state_dict
+    entry) whose input :meth:`Transformer.capture` reads with a forward hook."""
+
+
 class Norm(nn.Module):
     """RMSNorm  N(x) = g * x / sqrt(mean(x^2) + eps)   or
     LayerNorm N(x) = g * (x - mean x) / sqrt(var x + eps) + b, over the last axis."""
@@ -138,6 +182,7 @@ class Attention(nn.Module):
         self.W_O = nn.Parameter(torch.randn(h, dv, d) * cfg.init_std / math.sqrt(2 * cfg.n_layers))
         self.dropout = nn.Dropout(cfg.attn_dropout)
         self.scale = 1.0 / math.sqrt(dk)
+        self.hook_pattern = HookPoint()
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         q = torch.einsum("bsd,hde->bhse", x, self.W_Q)
@@ -147,6 +192,7 @@ class Attention(nn.Module):
         n = x.shape[1]
         causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
         weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+        weights = self.hook_pattern(weights)
         mixed = torch.einsum("bhqk,bhke->bhqe", self.dropout(weights), v)
         return torch.einsum("bhqe,hed->bqd", mixed, self.W_O), weights
 
@@ -168,48 +214,111 @@ class MLP(nn.Module):
         return hidden @ self.W_out
 
 
-Sublayer = Callable[[torch.Tensor], torch.Tensor]
-Wrap = Callable[[torch.Tensor, Sublayer, nn.Module, nn.Module], torch.Tensor]
-
-# The norm placement, made visible: x is the residual, f the sublayer, n_in / n_out its norms.
-PLACEMENTS: dict[str, Wrap] = {
-    "none": lambda x, f, n_in, n_out: x + f(x),
-    "pre": lambda x, f, n_in, n_out: x + f(n_in(x)),
-    "post": lambda x, f, n_in, n_out: n_out(x + f(x)),
-    "attn_out": lambda x, f, n_in, n_out: x + n_out(f(x)),
-    "peri": lambda x, f, n_in, n_out: x + n_out(f(n_in(x))),
-}
-_USES_IN = {"pre", "peri"}
-_USES_OUT = {"post", "attn_out", "peri"}
-
-
 class Block(nn.Module):
+    """One layer: x <- rule(x, attention), then x <- rule(x, MLP), with the placement's rule.
+
+    Capture points (as TransformerLens's hook points), in the order they fire, with x the block
+    input, f_attn and f_mlp the sublayers (residual dropout included), N_in and N_out a sublayer's
+    input and output norms; every one is (batch, seq, d_model) except the attention pattern:
+
+        hook_resid_pre             x
+        hook_attn_in               h = N_in(x) (pre, peri), else x: what attention reads
+        attn.hook_pattern          P = softmax(h W_Q (h W_K)^T / sqrt(d_head) + causal mask),
+                                   (batch, heads, seq, seq), each row summing to 1
+        hook_attn_out              f_attn(h) = sum_heads P h W_V W_O
+        hook_attn_norm_out_input   what N_out receives: x + f_attn(h) (post), f_attn(h) (attn_out,
+                                   peri)                                 [placements with N_out]
+        hook_attn_norm_out_output  N_out of it                           [placements with N_out]
+        hook_resid_mid             x' = rule(x, f_attn): the residual between the sublayers [MLP]
+        hook_mlp_in, hook_mlp_out, hook_mlp_norm_out_input, hook_mlp_norm_out_output
+                                   the same four points of the MLP sublayer acting on x'     [MLP]
+        hook_resid_post            the block output: x' = rule(x', f_mlp) with an MLP, else x'
+
+    A point in brackets exists only in blocks that have that part, so every point fires."""
+
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.placement = cfg.norm
+        placement = PLACEMENTS[cfg.norm]
 
         def norm(used: bool) -> nn.Module:
             return Norm(cfg.d_model, cfg.norm_kind, cfg.eps) if used else nn.Identity()
 
+        has_out = placement.output_norm is not None
         self.attn = Attention(cfg)
-        self.attn_norm_in, self.attn_norm_out = norm(cfg.norm in _USES_IN), norm(cfg.norm in _USES_OUT)
+        self.attn_norm_in, self.attn_norm_out = norm(placement.input_norm), norm(has_out)
         self.mlp = MLP(cfg) if cfg.mlp else None
         if self.mlp is not None:
-            self.mlp_norm_in, self.mlp_norm_out = norm(cfg.norm in _USES_IN), norm(cfg.norm in _USES_OUT)
+            self.mlp_norm_in, self.mlp_norm_out = norm(placement.input_norm), norm(has_out)
         self.dropout = nn.Dropout(cfg.resid_dropout)
+        # capture points: identity modules, so parameter names and state_dict keys are unchanged
+        self.hook_resid_pre = HookPoint()
+        self.hook_attn_in, self.hook_attn_out = HookPoint(), HookPoint()
+        if has_out:
+            self.hook_attn_norm_out_input, self.hook_attn_norm_out_output = HookPoint(), HookPoint()
+        if self.mlp is not None:
+            self.hook_resid_mid = HookPoint()
+            self.hook_mlp_in, self.hook_mlp_out = HookPoint(), HookPoint()
+            if has_out:
+                self.hook_mlp_norm_out_input = HookPoint()
+                self.hook_mlp_norm_out_output = HookPoint()
+        self.hook_resid_post = HookPoint()
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        wrap = PLACEMENTS[self.placement]
-        captured = {}
+        """(block output, attention pattern P)."""
+        rule, pattern = PLACEMENTS[self.placement].rule, []
 
-        def attend(h: torch.Tensor) -> torch.Tensor:
-            out, captured["weights"] = self.attn(h)
-            return self.dropout(out)
+        def attention(h: torch.Tensor) -> torch.Tensor:
+            out, weights = self.attn(self.hook_attn_in(h))
+            pattern.append(weights)
+            return self.hook_attn_out(self.dropout(out))
 
-        x = wrap(x, attend, self.attn_norm_in, self.attn_norm_out)
+        def mlp(h: torch.Tensor) -> torch.Tensor:
+            return self.hook_mlp_out(self.dropout(self.mlp(self.hook_mlp_in(h))))
+
+        x = rule(self.hook_resid_pre(x), attention, self.attn_norm_in, self._attn_norm_out)
         if self.mlp is not None:
-            x = wrap(x, lambda h: self.dropout(self.mlp(h)), self.mlp_norm_in, self.mlp_norm_out)
-        return x, captured["weights"]
+            x = rule(self.hook_resid_mid(x), mlp, self.mlp_norm_in, self._mlp_norm_out)
+        return self.hook_resid_post(x), pattern[0]
+
+    # the output norms with their capture points; only placements with an N_out call them
+    def _attn_norm_out(self, y: torch.Tensor) -> torch.Tensor:
+        return self.hook_attn_norm_out_output(self.attn_norm_out(self.hook_attn_norm_out_input(y)))
+
+    def _mlp_norm_out(self, y: torch.Tensor) -> torch.Tensor:
+        return self.hook_mlp_norm_out_output(self.mlp_norm_out(self.hook_mlp_norm_out_input(y)))
+
+
+class Capture(dict):
+    """Capture-point name -> the tensor that last passed through it, filled by forward hooks
+    while open. The tensors are the model's own (not copied, not detached), so
+    ``torch.autograd.grad`` works on them; with ``retain_grad`` each one that requires grad also
+    keeps its ``.grad`` after a backward pass. ``with`` closes it; so does :meth:`close`."""
+
+    def __init__(self, points: dict[str, HookPoint], retain_grad: bool = False):
+        super().__init__()
+        self.retain_grad = retain_grad
+        self._handles = [point.register_forward_hook(self._keeper(name))
+                         for name, point in points.items()]
+
+    def _keeper(self, name: str):
+        def keep(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
+            if self.retain_grad and output.requires_grad:
+                output.retain_grad()
+            self[name] = output
+        return keep
+
+    def close(self) -> None:
+        """Remove the hooks (the captured tensors stay)."""
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def __enter__(self) -> "Capture":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 class Transformer(nn.Module):
@@ -222,8 +331,8 @@ class Transformer(nn.Module):
         self.W_pos = (nn.Parameter(torch.randn(cfg.max_len, cfg.d_model) * cfg.init_std)
                       if cfg.max_len else None)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.final_norm = (Norm(cfg.d_model, cfg.norm_kind, cfg.eps) if FINAL_NORM[cfg.norm]
-                           else nn.Identity())
+        self.final_norm = (Norm(cfg.d_model, cfg.norm_kind, cfg.eps)
+                           if PLACEMENTS[cfg.norm].final_norm else nn.Identity())
         self.W_U = nn.Parameter(torch.randn(cfg.d_model, cfg.vocab) * cfg.init_std)
 
     def residual(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -242,6 +351,34 @@ class Transformer(nn.Module):
             attention.append(weights)
         logits = self.final_norm(x) @ self.W_U
         return (logits, attention) if return_attention else logits
+
+    # -- named capture points ---------------------------------------------------------------
+    def hook_points(self) -> dict[str, HookPoint]:
+        """Every capture point by name, e.g. ``blocks.0.hook_attn_out`` (see :class:`Block`)."""
+        return {name: module for name, module in self.named_modules()
+                if isinstance(module, HookPoint)}
+
+    def capture(self, *patterns: str, retain_grad: bool = False) -> Capture:
+        """Record the capture points whose names match any of the shell-style ``patterns``
+        (every point if none is given) while the blocks run, directly or through
+        :meth:`forward`::
+
+            with model.capture("blocks.*.hook_attn_out", "blocks.0.attn.hook_pattern") as cache:
+                model(tokens)
+            cache["blocks.1.hook_attn_out"]
+
+        ``retain_grad``: the captured tensors keep their gradients (:class:`Capture`).
+        ValueError for a pattern that matches no capture point of this model."""
+        points = self.hook_points()
+        chosen = dict(points) if not patterns else {}
+        for pattern in patterns:
+            matched = {name: point for name, point in points.items()
+                       if fnmatch.fnmatchcase(name, pattern)}
+            if not matched:
+                raise ValueError(f"capture pattern {pattern!r} matches no capture point of this "
+                                 f"model; its points are {', '.join(points)}")
+            chosen.update(matched)
+        return Capture(chosen, retain_grad)
 
     # -- the quantities of the one-layer theory ------------------------------------------
     def _single_head(self) -> Attention:

@@ -16,9 +16,9 @@ Why a second forward: the K models share every op, laid out for few, large kerne
   in MKL at d = 64),
 - causal softmax attention, the output projection summed over heads by one matmul,
 - norms as broadcast arithmetic with per-model gains, each sublayer wrapped by the same
-  placement functions as the module (:data:`resharpen.experiments.core.model.PLACEMENTS`),
+  placement rules as the module (:data:`resharpen.experiments.core.model.PLACEMENTS`),
 
-and it is a plain tensor program that ``torch.compile`` fuses (``resharpen.experiments.core.ensemble``).
+and it is a plain tensor program that ``torch.compile`` fuses (``resharpen.experiments.set_complement.ensemble``).
 
 Dropout: ``dropout=(attn_p, resid_p)`` gives per-model rates, tensors of shape (K,) or None
 (:func:`dropout_rates`; default: the config's rates for every model); a unit is kept with
@@ -140,7 +140,7 @@ def stacked_logits(params: Params, cfg: ModelConfig, tokens: torch.Tensor,
     x = _embed(params["W_E"], tokens)
     if "W_pos" in params:
         x = x + params["W_pos"][:, None, :seq]
-    wrap = PLACEMENTS[cfg.norm]
+    wrap = PLACEMENTS[cfg.norm].rule
     for layer in range(cfg.n_layers):
         pre = f"blocks.{layer}"
         x = wrap(x, lambda h: _dropout(_attention(params, f"{pre}.attn", cfg, h, attn_rate),

@@ -1,22 +1,19 @@
-"""Seeded random-search sweeps: one folder per run, a sweep table, resumable, on any backend.
+"""Sweep folders: many runs, one folder each, a table, resumable, on any backend.
 
-Layout of ``out/sweeps/<name>`` (``<name>-quick`` for the quick profile)::
+Layout of a sweep (or grid) folder, ``out/sweeps/<name>`` by default::
 
-    sweep.json                 the sweep file, its base config, settings and search space
-    runs/<name>-<index>/       config.json, metrics.jsonl, per_length.json, summary.json
-    table.csv, table.jsonl     one row per finished run: searched factors + summaries
+    sweep.json                 the sweep's identity (what runs it plans) and how many
+    runs/<run name>/           a run folder (:func:`resharpen.experiments.core.train.save_run`)
+    table.csv, table.jsonl     one row per finished run (the trainer's own columns)
 
-Every file is written atomically (temporary file, then rename) by the driver, and a run counts
-as finished only when its ``summary.json`` exists (written last). A rerun skips finished runs;
-a SIGKILL at any moment loses at most the runs in flight and leaves no half-written file.
-Configs are drawn by ``random.Random(sweep.seed)`` run after run, so ``--runs 512`` extends a
-256-run sweep with the same first 256 runs. Each run seeds torch from its own ``train.seed``
-and uses one thread, so a run's metrics are the same on the local pool and on Ray.
-
-With ``ensemble = K`` (``[sweep]`` table or ``--ensemble``), runs that differ only in seed,
-learning rate, weight decay, dropout or EMA are trained K at a time as one batched ensemble
-(:mod:`resharpen.experiments.core.ensemble_train`), one task per group; the groups are a fixed function of the
-planned run list, so resuming and the backends still give the same table.
+:func:`execute` runs every planned run that is not finished on a backend
+(:mod:`resharpen.experiments.core.backends`); the trainer supplies the run function, the
+table writer and which runs share a task. Every file is written atomically (temporary file,
+then rename) by the driver alone, and a run counts as finished only when its ``summary.json``
+exists (written last). A rerun skips finished runs; a SIGKILL at any moment loses at most the
+runs in flight and leaves no half-written file. The Set Complement random search
+(:mod:`resharpen.experiments.set_complement.sweep`) and the language grid
+(:mod:`resharpen.experiments.languages.grid`) are the two kinds of sweep.
 """
 from __future__ import annotations
 
@@ -25,65 +22,15 @@ import io
 import json
 from pathlib import Path
 
-from resharpen.experiments.core import config as cfgmod
 from resharpen.experiments.core.backends import run_tasks
-from resharpen.experiments.core.io import atomic_write_json, atomic_write_text, ensure_writable_dir
-from resharpen.experiments.core.train import WEIGHTS, save_run
-
-TABLE_SUMMARY_KEYS = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", "id_tv",
-                      "ood_tv", "lg_score", "lg_fraction", "margin_exponent",
-                      "margin_exponent_attn_out_theory")
-
-
-def run_group(configs: list[dict]) -> list[dict]:
-    """Train sweep runs (in a worker) that share an ensemble, or one run alone; return their
-    serializable results (:func:`resharpen.experiments.core.ensemble_train.train_group`)."""
-    from resharpen.experiments.core.ensemble_train import train_group
-
-    return train_group(configs)
+from resharpen.experiments.core.cli_args import UsageError
+from resharpen.experiments.core.io import atomic_write_json, atomic_write_text
+from resharpen.experiments.core.train import save_run
 
 
 def run_each(run_fn, configs: list[dict]) -> list[dict]:
     """``[run_fn(c) for c in configs]``: a task of runs that do not share anything."""
     return [run_fn(config) for config in configs]
-
-
-def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> dict:
-    base, settings, space = cfgmod.load_sweep(path, profile=profile)
-    runs = settings["runs"] if runs is None else runs
-    if runs < 1:
-        raise ValueError(f"runs must be >= 1, got {runs}")
-    configs = cfgmod.sample_configs(base, space, runs, settings["seed"])
-    name = base["name"] + ("-quick" if profile == "quick" else "")
-    return {"name": name, "profile": profile, "base": base, "settings": settings,
-            "space": space, "configs": configs}
-
-
-def _identity(planned: dict, ensemble: int) -> dict:
-    identity = {"name": planned["name"], "profile": planned["profile"], "base": planned["base"],
-                "seed": planned["settings"]["seed"], "space": planned["space"]}
-    if ensemble > 1:  # grouped runs are other runs (float32 rounding, dropout masks)
-        identity["ensemble"] = ensemble
-    return identity
-
-
-def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | None = None,
-              workers: int = 2, backend: str = "local", address: str | None = None,
-              profile: str = "full", progress: bool = True, ensemble: int | None = None) -> Path:
-    """Run (or resume) a sweep; return its folder. ``ensemble`` (default: the file's
-    ``sweep.ensemble``) is the largest number of runs trained as one batched ensemble; runs
-    are grouped by :func:`resharpen.experiments.core.ensemble_train.group_runs` (1 = every run alone)."""
-    from resharpen.experiments.core.ensemble_train import group_runs
-
-    planned = plan(path, runs, profile)
-    size = planned["settings"]["ensemble"] if ensemble is None else ensemble
-    groups = group_runs(planned["configs"], size)
-    root = ensure_writable_dir(Path(out) if out else Path("out") / "sweeps" / planned["name"])
-    execute(root, _identity(planned, size), planned["configs"], run_group,
-            lambda: write_table(root, planned["space"]), groups=groups,
-            marker={"file": str(path)}, backend=backend, workers=workers, address=address,
-            progress=progress, desc=f"sweep {planned['name']}")
-    return root
 
 
 def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table_fn, *,
@@ -105,7 +52,7 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     identity = json.loads(json.dumps(identity))
     path = root / "sweep.json"
     if path.exists() and json.loads(path.read_text()).get("identity") != identity:
-        raise ValueError(f"{str(root)!r} holds a different {kind} (other configs, seed or "
+        raise UsageError(f"{str(root)!r} holds a different {kind} (other configs, seed or "
                          "search space); choose another --out")
     for stale in root.rglob(".*.tmp"):  # a temporary file left by a killed writer
         stale.unlink(missing_ok=True)
@@ -115,7 +62,7 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
         folder = root / "runs" / config["name"]
         if (folder / "summary.json").exists():
             if json.loads((folder / "config.json").read_text()) != json.loads(json.dumps(config)):
-                raise ValueError(f"run folder {str(folder)!r} holds another config; "
+                raise UsageError(f"run folder {str(folder)!r} holds another config; "
                                  "choose another --out")
             finished.add(index)
     groups = [[i] for i in range(len(configs))] if groups is None else groups
@@ -135,21 +82,6 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     write_table_fn()
 
 
-def flatten(config: dict, summary: dict, factors) -> dict:
-    row = {"run": config["name"]}
-    for dotted in sorted(factors):
-        section, key = dotted.split(".")
-        row[dotted] = config[section][key]
-    row["primary"] = summary["primary"]
-    for key in TABLE_SUMMARY_KEYS:
-        row[key] = summary[key]
-    for weights in WEIGHTS:
-        for key in ("ood_invalid_mass", "ood_kl", "lg_score"):
-            row[f"{weights}.{key}"] = summary["by_weights"][weights][key]
-    row["seconds"] = round(summary["seconds"], 3)
-    return row
-
-
 def load_runs(root: str | Path) -> list[dict]:
     """(config, summary) of every finished run under ``root/runs``, sorted by name."""
     runs = []
@@ -159,10 +91,6 @@ def load_runs(root: str | Path) -> list[dict]:
                          "config": json.loads((folder / "config.json").read_text()),
                          "summary": json.loads((folder / "summary.json").read_text())})
     return runs
-
-
-def write_table(root: Path, factors) -> list[dict]:
-    return write_rows(root, [flatten(r["config"], r["summary"], factors) for r in load_runs(root)])
 
 
 def write_rows(root: Path, rows: list[dict]) -> list[dict]:

@@ -1,58 +1,123 @@
-"""Training on the Set Complement Task as a language, with raw, EMA and BEMA weights side by side.
+"""The training core: one optimizer, one schedule, one step, one loop, used by every trainer
+(Set Complement, the language and Othello tasks, the collapse demonstration).
 
-Data: each training sequence is a uniformly random ordering of L_train + 1 distinct tokens of
-V = {0..v-1}; every position s = 1..L_train is a next-token example whose label is the token
-that actually comes next (a *sample* from p*(t_1..t_s), not the soft target: the label noise,
-trace 1 - 1/(v-s) per position, is the point). Loss: mean cross-entropy over all positions.
+Config. Every trainer reads the same ``[model]`` and ``[train]`` keys (:data:`MODEL_FIELDS`,
+:data:`TRAIN_FIELDS`; a trainer picks the keys it uses and its defaults with
+:func:`resharpen.experiments.core.config.pick_fields`) and builds its model with
+:func:`model_config`: the decoder of :mod:`resharpen.experiments.core.model` with learned
+positions over ``max_len`` slots (``model.positional = "learned"``) or none (``"none"``).
 
-Optimizer: AdamW (decoupled weight decay on matrices only, not on norm gains), linear warm-up
-then cosine / linear decay to ``min_lr_ratio * lr`` (or constant), gradient-norm clipping,
-attention and residual dropout from the model config.
+Optimizer: AdamW (decoupled weight decay on matrices only, not on norm gains and biases),
+betas (``train.beta1``, ``train.beta2``). Schedule: the multiplier of ``train.lr`` at optimizer
+step k (0-based) is
 
-Every run tracks all three weight sets, so they are compared on the same trajectory:
-raw (the optimizer's iterate), EMA (swa_utils, constant decay ``train.ema_decay``) and BEMA
-(``train.bema_*``). ``train.ema`` picks the *primary* weights whose summary is the run's
-headline (and the factor a sweep varies).
+    (k + 1) / warmup                                 for k < warmup (linear warm-up), else
+    r + (1 - r) * shape(p),  p = (k - warmup) / (steps - warmup) clipped to [0, 1],
 
-Evaluation is exact (float64, p* known) at every length s = 1..v-1 (resharpen.experiments.set_complement.evaluate).
-Summaries (see :func:`summarize`):
-    id_* / ood_*   mean over lengths s <= L_train / s > L_train of invalid mass, KL(p*||p), TV
-    lg_score       the length-generalization score: the largest s such that the mean invalid
-                   mass is <= eval.threshold at every length 1..s (0 if it fails at s = 1);
-                   lg_fraction = lg_score / (v - 1)
-    margin_exponent  a in  mean non-query min margin ~ c s^-a, least squares in log-log over the
-                   lengths 2..v-1 where the margin is positive; the theory predicts a = 1 without
-                   a norm and the exponent of the attn_out formula sqrt(v(v-1)/(s(v-s))) fitted
-                   on the same lengths (``margin_exponent_attn_out_theory``).
+with r = ``train.min_lr_ratio`` and shape(p) = (1 + cos(pi p)) / 2 (``cosine``) or 1 - p
+(``linear``); ``constant`` is 1 after the warm-up. Step: the mean next-token cross-entropy of
+sequences (B, S+1) (positions whose label is ``ignore`` left out), backward, gradient-norm
+clipping at ``train.grad_clip`` (0 = off), the optimizer, the schedule.
+
+Averaging: a run tracks raw, EMA and BEMA weights on the same trajectory
+(:mod:`resharpen.experiments.core.averaging`, ``train.ema_decay`` and ``train.bema_*``), or a
+subset (``weights``).
+
+Loop (:func:`fit`): ``steps`` steps of ``next_batch(step)``; at the record steps (every
+``every`` steps and the last) it calls ``record(step, loss)``, the evaluation / logging hook of
+the trainer, keeps the row it returns in the history, and asks the stopping rule ``stop(row)``
+whether to end the run there (default: never).
 """
 from __future__ import annotations
 
 import math
-import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
-from resharpen.experiments.core.averaging import BEMAConfig, make_averager
-from resharpen.experiments.set_complement.evaluate import evaluate_lengths
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.core.averaging import AVERAGING_KINDS, BEMAConfig, make_averager
+from resharpen.experiments.core.config import Field
+from resharpen.experiments.core.model import NORM_KINDS, NORM_PLACEMENTS, ModelConfig, Transformer
 
 WEIGHTS = ("raw", "ema", "bema")
-SUMMARY_METRICS = ("invalid_mass", "kl", "tv")
+POSITIONAL = ("none", "learned")
+
+MODEL_FIELDS: dict[str, Field] = {
+    "d_model": Field(int, 64, 1, 4096),
+    "n_layers": Field(int, 1, 1, 48),
+    "n_heads": Field(int, 1, 1, 64),
+    "d_head": Field(int, 0, 0, 4096),  # 0 = d_model // n_heads
+    "norm": Field(str, "none", choices=NORM_PLACEMENTS),
+    "norm_kind": Field(str, "rms", choices=NORM_KINDS),
+    "mlp": Field(str, "none", choices=("none", "gelu", "swiglu")),
+    "d_mlp": Field(int, 0, 0, 65536),  # 0 = 4 d_model
+    "positional": Field(str, "none", choices=POSITIONAL),
+    "attn_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+    "resid_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+    "init_std": Field(float, 0.02, 0.0, None, lo_open=True),
+}
+"""The ``[model]`` table, the same for every trainer (defaults differ)."""
+
+TRAIN_FIELDS: dict[str, Field] = {
+    "steps": Field(int, 3000, 1, 10**8),
+    "batch_size": Field(int, 32, 1, 65536),
+    "lr": Field(float, 3e-3, 0.0, 10.0, lo_open=True),
+    "min_lr_ratio": Field(float, 0.1, 0.0, 1.0),
+    "warmup": Field(int, 100, 0, 10**8),
+    "schedule": Field(str, "cosine", choices=("cosine", "linear", "constant")),
+    "weight_decay": Field(float, 0.01, 0.0, 10.0),
+    "beta1": Field(float, 0.9, 0.0, 1.0, hi_open=True),
+    "beta2": Field(float, 0.98, 0.0, 1.0, hi_open=True),
+    "grad_clip": Field(float, 1.0, 0.0, None),  # 0 = off
+    "seed": Field(int, 0, 0, 2**63 - 1),
+    "ema": Field(str, "none", choices=AVERAGING_KINDS),  # the primary weights of a run
+    "ema_decay": Field(float, 0.999, 0.0, 1.0, lo_open=True, hi_open=True),
+    "bema_update_freq": Field(int, 1, 1, 10**8),
+    "bema_ema_power": Field(float, 0.5, 0.0, 10.0),
+    "bema_bias_power": Field(float, 0.2, 0.0, 100.0),
+    "bema_lag": Field(float, 10.0, 0.0, None, lo_open=True),
+    "bema_update_after": Field(int, 0, 0, 10**8),
+    "bema_multiplier": Field(float, 1.0, 0.0, None),
+    "eval_every": Field(int, 0, 0, 10**8),  # evaluate the weights every k steps (0 = at the end)
+    "log_every": Field(int, 50, 1, 10**8),  # a history row every k steps
+    "threads": Field(int, 1, 0, 1024),  # torch threads (0 = leave torch's setting)
+}
+"""The ``[train]`` keys; each trainer reads the schedule and optimizer keys and those it uses."""
 
 
-def model_config(config: dict) -> ModelConfig:
-    """The ``ModelConfig`` of a validated training config."""
-    m, v = config["model"], config["task"]["vocab"]
+def model_config(config: dict, vocab: int, max_len: int) -> ModelConfig:
+    """The ``ModelConfig`` of a validated config's ``[model]`` table for a vocabulary of
+    ``vocab`` tokens and inputs of at most ``max_len`` tokens (the learned position slots)."""
+    m = config["model"]
     return ModelConfig(
-        vocab=v, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"],
+        vocab=vocab, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"],
         d_head=m["d_head"] or None, norm=m["norm"], norm_kind=m["norm_kind"],
         mlp=None if m["mlp"] == "none" else m["mlp"], d_mlp=m["d_mlp"] or None,
-        max_len=v if m["positional"] else None, attn_dropout=m["attn_dropout"],
-        resid_dropout=m["resid_dropout"], init_std=m["init_std"])
+        max_len=max_len if m["positional"] == "learned" else None,
+        attn_dropout=m["attn_dropout"], resid_dropout=m["resid_dropout"],
+        init_std=m["init_std"])
+
+
+def check_model_shape(config: dict) -> None:
+    """ValueError unless the heads split ``d_model`` (when ``model.d_head`` is 0)."""
+    m = config["model"]
+    if m["d_head"] == 0 and m["d_model"] % m["n_heads"]:
+        raise ValueError(f"model.d_model = {m['d_model']} is not divisible by model.n_heads = "
+                         f"{m['n_heads']}; set model.d_head")
+
+
+def seeded_model(config: dict, vocab: int, max_len: int) -> Transformer:
+    """The run's initial model: ``train.threads`` torch threads (0: unchanged), then
+    ``torch.manual_seed(train.seed)`` and ``Transformer(model_config(...))``."""
+    train = config["train"]
+    if train["threads"]:
+        torch.set_num_threads(train["threads"])
+    torch.manual_seed(train["seed"])
+    return Transformer(model_config(config, vocab, max_len))
 
 
 def bema_config(train: dict) -> BEMAConfig:
@@ -63,7 +128,7 @@ def bema_config(train: dict) -> BEMAConfig:
 
 
 def lr_factor(step: int, train: dict) -> float:
-    """Multiplier of ``train.lr`` at optimizer step ``step`` (0-based)."""
+    """Multiplier of ``train.lr`` at optimizer step ``step`` (0-based); module docstring."""
     warmup, total, floor = train["warmup"], train["steps"], train["min_lr_ratio"]
     if warmup and step < warmup:
         return (step + 1) / warmup
@@ -76,12 +141,8 @@ def lr_factor(step: int, train: dict) -> float:
     return floor + (1.0 - floor) * shape
 
 
-def sample_sequences(vocab: int, length: int, count: int, generator: torch.Generator) -> torch.Tensor:
-    """``count`` uniformly random orderings of ``length`` distinct tokens: LongTensor (count, length)."""
-    return torch.rand(count, vocab, generator=generator).argsort(dim=1)[:, :length]
-
-
-def make_optimizer(model: torch.nn.Module, train: dict) -> torch.optim.AdamW:
+def make_optimizer(model: nn.Module, train: dict) -> torch.optim.AdamW:
+    """AdamW with ``train.weight_decay`` on the matrices (p.dim() >= 2) and none on the rest."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": train["weight_decay"]},
@@ -90,7 +151,7 @@ def make_optimizer(model: torch.nn.Module, train: dict) -> torch.optim.AdamW:
                              betas=(train["beta1"], train["beta2"]))
 
 
-def next_token_loss(model: torch.nn.Module, seqs: torch.Tensor,
+def next_token_loss(model: nn.Module, seqs: torch.Tensor,
                     ignore: int | None = None) -> torch.Tensor:
     """Mean next-token cross-entropy over the positions of sequences (B, S+1); positions whose
     label equals ``ignore`` (e.g. a PAD token) are left out of the mean."""
@@ -102,23 +163,17 @@ def next_token_loss(model: torch.nn.Module, seqs: torch.Tensor,
                            ignore_index=-100)
 
 
-def training_state(model: torch.nn.Module, train: dict) -> tuple:
-    """(AdamW optimizer, warm-up + cosine schedule, {raw, ema, bema} averagers) of a run."""
-    optimizer = make_optimizer(model, train)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: lr_factor(k, train))
-    averagers = {"raw": make_averager("none", model),
-                 "ema": make_averager("ema", model, decay=train["ema_decay"]),
-                 "bema": make_averager("bema", model, bema=bema_config(train))}
-    return optimizer, schedule, averagers
-
-
-def train_step(model: torch.nn.Module, optimizer, schedule, seqs: torch.Tensor,
-               grad_clip: float, ignore: int | None = None) -> float:
-    """One step on sequences (B, S+1): :func:`next_token_loss`, gradient-norm clipping, the
-    optimizer, the schedule. Returns the loss."""
+def train_step(model: nn.Module, optimizer, schedule, seqs: torch.Tensor, grad_clip: float,
+               ignore: int | None = None,
+               after_backward: Callable[[], None] | None = None) -> float:
+    """One step on sequences (B, S+1): :func:`next_token_loss`, backward, ``after_backward()``
+    (to read the gradients before clipping), gradient-norm clipping, the optimizer, the
+    schedule. Returns the loss."""
     loss = next_token_loss(model, seqs, ignore)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
+    if after_backward is not None:
+        after_backward()
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
@@ -126,138 +181,90 @@ def train_step(model: torch.nn.Module, optimizer, schedule, seqs: torch.Tensor,
     return loss.item()
 
 
-def fit_exponent(lengths: np.ndarray, margins: np.ndarray) -> float:
-    """a in margins ~ c lengths^-a (least squares in log-log on positive margins); NaN if < 3."""
-    keep = np.isfinite(margins) & (margins > 0)
-    if keep.sum() < 3:
-        return float("nan")
-    slope = np.polyfit(np.log(lengths[keep]), np.log(margins[keep]), 1)[0]
-    return float(-slope)
+@dataclass
+class TrainingState:
+    """One run's model, AdamW, schedule, weight averagers ({raw, ema, bema} or a subset) and
+    the exponentially smoothed training loss."""
+
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    schedule: torch.optim.lr_scheduler.LambdaLR
+    averagers: dict = field(default_factory=dict)
+    smoothed_loss: float = float("nan")
+
+    def lr(self) -> float:
+        """The learning rate of the next step."""
+        return self.optimizer.param_groups[0]["lr"]
+
+    def weights(self) -> dict[str, nn.Module]:
+        """{raw, ema, bema} -> the module holding those weights."""
+        return {kind: averager.module() for kind, averager in self.averagers.items()}
 
 
-def attn_out_margin(vocab: int, s: np.ndarray) -> np.ndarray:
-    """Non-query margin of the normalized readout (THEORY.md), beta = g = 1."""
-    return np.sqrt(vocab * (vocab - 1) / (s * (vocab - s)))
+def training_state(model: nn.Module, train: dict, weights: tuple[str, ...] = WEIGHTS
+                   ) -> TrainingState:
+    """AdamW (:func:`make_optimizer`), the warm-up + decay schedule (:func:`lr_factor`) and the
+    averagers of ``weights`` (raw, ema, bema) of a run."""
+    optimizer = make_optimizer(model, train)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: lr_factor(k, train))
+    makers = {"raw": lambda: make_averager("none", model),
+              "ema": lambda: make_averager("ema", model, decay=train["ema_decay"]),
+              "bema": lambda: make_averager("bema", model, bema=bema_config(train))}
+    unknown = sorted(set(weights) - set(makers))
+    if unknown:
+        raise ValueError(f"weights {unknown[0]!r} is not one of {', '.join(WEIGHTS)}")
+    return TrainingState(model, optimizer, schedule, {kind: makers[kind]() for kind in weights})
 
 
-def summarize(records: list[dict], vocab: int, train_len: int, threshold: float) -> dict:
-    """ID/OOD means, the length-generalization score and the margin exponent of one evaluation."""
-    out: dict = {}
-    by_len = {r["length"]: r for r in records}
-    ind = [r for r in records if r["length"] <= train_len]
-    ood = [r for r in records if r["length"] > train_len]
-    for name in SUMMARY_METRICS:
-        out[f"id_{name}"] = float(np.mean([r[name] for r in ind])) if ind else float("nan")
-        out[f"ood_{name}"] = float(np.mean([r[name] for r in ood])) if ood else float("nan")
-    score = 0
-    for s in range(1, vocab):
-        if s not in by_len or not by_len[s]["invalid_mass"] <= threshold:
-            break
-        score = s
-    out["lg_score"] = score
-    out["lg_fraction"] = score / (vocab - 1)
-    s = np.array([r["length"] for r in records if r["length"] >= 2], dtype=float)
-    m = np.array([r["margin_nonquery_min"] for r in records if r["length"] >= 2], dtype=float)
-    out["margin_exponent"] = fit_exponent(s, m)
-    keep = np.isfinite(m) & (m > 0)
-    out["margin_exponent_attn_out_theory"] = (fit_exponent(s[keep], attn_out_margin(vocab, s[keep]))
-                                              if keep.sum() >= 3 else float("nan"))
-    out["margin_exponent_none_theory"] = 1.0
-    out["margin_fit_lengths"] = int(keep.sum())
-    return out
+def is_record_step(step: int, every: int, steps: int) -> bool:
+    """Steps (1-based) with a history row: every ``every`` steps (0: none) and the last."""
+    return step == steps or bool(every and step % every == 0)
 
 
-def evaluate_weights(module: torch.nn.Module, config: dict, per_length: int | None = None,
-                     ) -> list[dict]:
-    ev, v = config["eval"], config["task"]["vocab"]
-    return evaluate_lengths(module, v, None, per_length or ev["per_length"], ev["seed"])
+def fit(state: TrainingState, train: dict, next_batch: Callable[[int], torch.Tensor], *,
+        every: int, record: Callable[[int, float], dict],
+        stop: Callable[[dict], bool] | None = None, ignore: int | None = None,
+        after_backward: Callable[[], None] | None = None, raise_on_nonfinite: bool = False, smoothing: float = 0.02, name: str = "",
+        progress: bool = True) -> list[dict]:
+    """Train ``state.model`` for ``train.steps`` steps; return the history (the rows of
+    ``record``).
 
-
-def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: bool = True,
-          history_per_length: int = 16) -> dict:
-    """Train one model; return {config, per_length: {raw, ema, bema}, summary, history, seconds}.
-
-    ``log`` receives each history record (step, loss, lr and, every ``train.eval_every``
-    steps, the ID/OOD summary of each weight set) as it is made."""
+    Step ``step`` (1-based) trains on ``next_batch(step)`` (:func:`train_step`), updates the
+    averagers, then the smoothed loss  l <- (1 - smoothing) l + smoothing loss. At a record
+    step (:func:`is_record_step` with ``every``) ``record(step, loss)`` evaluates / logs and
+    returns the history row, and the run ends there if ``stop(row)`` says so (the stopping
+    rule; None = never). ``raise_on_nonfinite``: a ValueError naming the step when a loss is
+    not finite."""
     from tqdm import tqdm
 
-    start = time.perf_counter()
-    task, tr = config["task"], config["train"]
-    v, length = task["vocab"], task["train_len"]
-    if tr["threads"]:
-        torch.set_num_threads(tr["threads"])
-    torch.manual_seed(tr["seed"])
-    model = Transformer(model_config(config))
-    data = torch.Generator().manual_seed(tr["seed"] + 1_000_003)
-    optimizer, schedule, averagers = training_state(model, tr)
+    model, steps = state.model, train["steps"]
     history: list[dict] = []
-
-    def record(step: int, loss: float, evaluate: bool) -> None:
-        modules = {kind: a.module() for kind, a in averagers.items()} if evaluate else None
-        row = history_row(config, step, loss, optimizer.param_groups[0]["lr"], modules,
-                          history_per_length)
-        history.append(row)
-        if log is not None:
-            log(row)
-
     model.train()
-    running = float("nan")
-    bar = tqdm(range(1, tr["steps"] + 1), desc=f"train {config.get('name', '')}".strip(),
-               unit="step", disable=not progress or None, leave=False)
+    bar = tqdm(range(1, steps + 1), desc=f"train {name}".strip(), unit="step",
+               disable=not progress or None, leave=False)
     for step in bar:
-        seqs = sample_sequences(v, length + 1, tr["batch_size"], data)
-        value = train_step(model, optimizer, schedule, seqs, tr["grad_clip"])
-        for averager in averagers.values():
+        value = train_step(model, state.optimizer, state.schedule, next_batch(step),
+                           train["grad_clip"], ignore, after_backward)
+        for averager in state.averagers.values():
             averager.update(model, step)
-        running = value if running != running else 0.98 * running + 0.02 * value
+        if raise_on_nonfinite and not math.isfinite(value):
+            raise ValueError(f"run {name!r}: the loss is {value} at step {step}; lower train.lr")
+        running = state.smoothed_loss
+        state.smoothed_loss = value if running != running else \
+            (1 - smoothing) * running + smoothing * value
         if step % 50 == 0:
-            bar.set_postfix(loss=f"{running:.4f}")
-        if is_record_step(step, tr):
-            record(step, value, evaluate=bool(tr["eval_every"]) or step == tr["steps"])
+            bar.set_postfix(loss=f"{state.smoothed_loss:.4f}")
+        if is_record_step(step, every, steps):
+            history.append(record(step, value))
+            if stop is not None and stop(history[-1]):
+                break
     bar.close()
-    result = finish_run(config, {k: a.module() for k, a in averagers.items()}, history, start)
-    return {**result, "model": model, "averaged": {k: a.module() for k, a in averagers.items()}}
-
-
-def is_record_step(step: int, train: dict) -> bool:
-    """Steps (1-based) with a history row: every ``eval_every`` steps and the last."""
-    every = train["eval_every"]
-    return step == train["steps"] or bool(every and step % every == 0)
-
-
-def history_row(config: dict, step: int, loss: float, lr: float, modules: dict | None,
-                per_length: int = 16) -> dict:
-    """{step, loss, lr} and, when ``modules`` ({raw, ema, bema} -> module) is given, the ID/OOD
-    summary of each weight set on ``per_length`` sequences per length."""
-    row = {"step": step, "loss": loss, "lr": lr}
-    v, length = config["task"]["vocab"], config["task"]["train_len"]
-    for kind, module in (modules or {}).items():
-        records = evaluate_weights(module, config, per_length)
-        summary = summarize(records, v, length, config["eval"]["threshold"])
-        row[kind] = {k: summary[k] for k in ("id_invalid_mass", "ood_invalid_mass",
-                                             "id_kl", "ood_kl", "lg_score")}
-    return row
-
-
-def finish_run(config: dict, modules: dict, history: list[dict], start: float,
-               **extra) -> dict:
-    """{config, per_length, summary, history} of a finished run: every weight set of
-    ``modules`` ({raw, ema, bema} -> module) evaluated exactly at every length and summarized;
-    the summary's headline is the primary weights (``train.ema``), its ``seconds`` the time
-    since ``start`` (``time.perf_counter``); ``extra`` goes into it."""
-    v, length = config["task"]["vocab"], config["task"]["train_len"]
-    per_length = {kind: evaluate_weights(module, config) for kind, module in modules.items()}
-    threshold = config["eval"]["threshold"]
-    summaries = {kind: summarize(recs, v, length, threshold) for kind, recs in per_length.items()}
-    primary = {"none": "raw", "ema": "ema", "bema": "bema"}[config["train"]["ema"]]
-    summary = {"primary": primary, **summaries[primary], "by_weights": summaries,
-               "final_loss": history[-1]["loss"], **extra}
-    summary["seconds"] = time.perf_counter() - start
-    return {"config": config, "per_length": per_length, "summary": summary, "history": history}
+    return history
 
 
 def save_run(result: dict, folder: str | Path) -> Path:
-    """Write config.json, metrics.jsonl, per_length.json, summary.json (last) atomically."""
+    """Write a run folder atomically: config.json, metrics.jsonl (the history), per_length.json
+    (when the run has one) and summary.json (last: its presence marks the run finished)."""
     import json
 
     from resharpen.experiments.core.io import atomic_write_json, atomic_write_text, ensure_writable_dir
@@ -266,6 +273,7 @@ def save_run(result: dict, folder: str | Path) -> Path:
     atomic_write_json(folder / "config.json", result["config"])
     atomic_write_text(folder / "metrics.jsonl",
                       "".join(json.dumps(row) + "\n" for row in result["history"]))
-    atomic_write_json(folder / "per_length.json", result["per_length"])
+    if "per_length" in result:
+        atomic_write_json(folder / "per_length.json", result["per_length"])
     atomic_write_json(folder / "summary.json", result["summary"])  # its presence = finished
     return folder

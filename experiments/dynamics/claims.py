@@ -1,16 +1,13 @@
-"""Ledger claims for the speed-regulation theory of arXiv 2510.22026 that need no simulation:
-the symmetric-start algebra, Theorem 4.1's gamma'(0) table, the linearized terminal laws (and the
-scalar ODE that tests them), the radial bound and its threshold, and lem:matrix.
+"""Ledger claims ``dyn.*``: the speed-regulation theory of arXiv 2510.22026.
 
-Particle-simulation claims are in experiments/dynamics/claims.py. The notes this follows:
-shared/papers/notes_2608.09417_and_2510.22026.md, part B (the paper's Table 1 of discrete updates
-and the scalar ODE are reconstructed there, and the claims say so).
+The pure-math claims need no simulation: the symmetric-start algebra, Theorem 4.1's gamma'(0)
+table, the linearized terminal laws (and the scalar ODE that tests them), the radial bound and
+its threshold, lem:matrix and the base SA/USA rates of arXiv 2312.10794. The others simulate the
+particle system NA (:mod:`resharpen.experiments.dynamics.particles`), the discrete layer updates
+and the random-weight stacks.
 
-Ledger claims for arXiv 2510.22026 checked by particle simulation of NA
-(resharpen.experiments.dynamics.particles), the discrete layer updates and the random-weight stacks.
-
-The pure-math claims (gamma'(0) table, linearized rates, scalar ODE fits, radial-bound algebra,
-lem:matrix) are in experiments/dynamics/claims.py.
+The notes this follows: shared/papers/notes_2608.09417_and_2510.22026.md, part B (the paper's
+Table 1 of discrete updates and the scalar ODE are reconstructed there, and the claims say so).
 """
 from __future__ import annotations
 
@@ -19,13 +16,20 @@ import math
 import numpy as np
 import sympy as sp
 
-from resharpen.theory.dynamics import speed as nd
-from resharpen.theory.dynamics import ode
 from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.dynamics import particles as P
+from resharpen.experiments.dynamics.discrete import run_layers
+from resharpen.experiments.dynamics.initial_velocity import initial_velocity_grid
+from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent, run_stacks
+from resharpen.theory.dynamics import ode
+from resharpen.theory.dynamics import speed as nd
 
 SRC = "arXiv 2510.22026"
+BASE_SRC = "arXiv 2312.10794"
 FIG_BETA, FIG_N = 5.0, 256          # the paper's figure parameters
 ODE_HORIZON = 2000.0
+VAR_BAND = (-4.0, -1.0 / 9.0)   # Thm 4.3 (corrected constants c = 1/9, C = 4)
 
 
 def _is_zero(expr: sp.Expr) -> bool:
@@ -37,7 +41,7 @@ def _is_zero(expr: sp.Expr) -> bool:
        statement="At an equiangular start gamma' = F(gamma)/s with F = 2e^{bg}(1-g)((n-1)g+1)/Z(g); "
                  "<theta,A> and |A|^2 as in the notes",
        kind="symbolic", tolerance="exact (sympy simplify of the difference is 0)")
-def _(profile: str) -> Outcome:
+def check_symmetric_reduction(profile: str) -> Outcome:
     ip = nd.symmetric_inner_products()
     diffs = {"F": nd.derived_F() - nd.paper_F(),
              "<theta,A>": ip["theta_A"] - nd.paper_theta_A(),
@@ -52,13 +56,14 @@ def _(profile: str) -> Outcome:
                           "failed: " + (", ".join(k for k, v in zero.items() if not v) or "none"))
 
 
-def _gamma_dot0_claim(scheme: str) -> None:
+def gamma_dot0_claim(claim_id: str, scheme: str) -> None:
+    """Register the claim that ``scheme``'s gamma'(0), derived here, is the paper's table entry."""
     paper = nd.paper_gamma_dot0(scheme)
 
-    @claim(f"dyn.gamma_dot0.{scheme}", source=f"{SRC} Thm 4.1 table (Lean transcription)",
+    @claim(claim_id, source=f"{SRC} Thm 4.1 table (Lean transcription)",
            statement=f"{nd.SCHEME_LABELS[scheme]}: gamma'(0) = {sp.sstr(paper)} at an orthonormal start",
            kind="symbolic", tolerance="exact (sympy); value shown at beta=5, n=256, r0=1, alpha0=1")
-    def _(profile: str) -> Outcome:
+    def check_gamma_dot0_table_entry(profile: str) -> Outcome:
         derived = nd.derived_gamma_dot0(scheme)
         ok = _is_zero(derived - paper)
         value = nd.gamma_dot0_num(scheme, FIG_BETA, FIG_N)
@@ -68,14 +73,18 @@ def _gamma_dot0_claim(scheme: str) -> None:
                               f"{sp.sstr(nd.speed_factor_at_start(scheme))}")
 
 
-for _scheme in nd.SCHEMES:
-    _gamma_dot0_claim(_scheme)
+gamma_dot0_claim("dyn.gamma_dot0.postln", "postln")
+gamma_dot0_claim("dyn.gamma_dot0.preln", "preln")
+gamma_dot0_claim("dyn.gamma_dot0.mixln", "mixln")
+gamma_dot0_claim("dyn.gamma_dot0.periln", "periln")
+gamma_dot0_claim("dyn.gamma_dot0.ngpt", "ngpt")
+gamma_dot0_claim("dyn.gamma_dot0.sqrt", "sqrt")
 
 
 @claim("dyn.linearization", source=f"{SRC} Thm 4.1 (rates by linearization, reconstructed)",
        statement="As gamma -> 1: F(gamma)/(1-gamma) -> 2, <theta,A> -> 1, |A| -> 1 (so r ~ t for Pre/Peri-LN)",
        kind="symbolic", tolerance="exact limits")
-def _(profile: str) -> Outcome:
+def check_linearization(profile: str) -> Outcome:
     limits = (nd.linearization_constant(),
               sp.limit(nd.paper_theta_A(), nd.gamma, 1),
               sp.sqrt(sp.simplify(sp.limit(nd.paper_A_sq(), nd.gamma, 1))))
@@ -93,7 +102,7 @@ TERMINAL = [("postln", "const", -2), ("preln", "const", -3), ("mixln", "const", 
        statement="Linearized gamma' ~ s^-1 exp(-2 int 1/s): e^{-2t}; t^-3 (Pre/Mix/Peri-LN); "
                  "alpha_t e^{-2 int alpha} (nGPT); e^{-4 sqrt t}/sqrt t (sqrt-scaling)",
        kind="symbolic", tolerance="exact limits of the log-derivatives")
-def _(profile: str) -> Outcome:
+def check_terminal_linearized(profile: str) -> Outcome:
     got, bad = [], []
     for scheme, schedule, want in TERMINAL:
         exponent = nd.terminal_exponent(scheme, schedule)
@@ -114,18 +123,21 @@ def _fit_ode(scheme: str, schedule: str, beta=FIG_BETA, n=FIG_N, horizon=ODE_HOR
                                     (horizon / 2, horizon))
 
 
-def _terminal_ode_claim(scheme: str, schedule: str, expected: float, tol: float) -> None:
+def terminal_ode_claim(claim_id: str, scheme: str, schedule: str, expected: float) -> None:
+    """Register the claim that the symmetric ODE of ``scheme`` (nGPT: alpha ``schedule``) has
+    the terminal rate ``expected``: abs 1e-3 for an exponential rate, 0.02 for a power."""
     kind = nd.rate_kind(scheme, schedule)
     label = nd.RATE_LABELS[kind]
-    name, title = nd.variant_name(scheme, schedule)
+    tol = 1e-3 if kind == "exponential" else 0.02
+    title = nd.variant_name(scheme, schedule)[1]
 
-    @claim(f"dyn.terminal.ode.{name}",
+    @claim(claim_id,
            source=f"{SRC} Thm 4.1 table (scalar ODE reconstructed)",
            statement=f"{title}: symmetric ODE at beta=5, n=256 has terminal "
                      f"{label} {expected:g} on t in [1000, 2000]",
            kind="numeric", tolerance=f"abs {tol:g}")
-    def _(profile: str) -> Outcome:
-        horizon = ODE_HORIZON if profile == "quick" else 4 * ODE_HORIZON
+    def check_ode_terminal_rate(profile: str) -> Outcome:
+        horizon = pick(profile, quick=ODE_HORIZON, full=4 * ODE_HORIZON)
         fitted = _fit_ode(scheme, schedule, horizon=horizon)
         return Outcome(measured=fitted, expected=expected, passed=abs(fitted - expected) <= tol,
                        detail=f"least-squares {label} of log gamma' on t in [{horizon / 2:g}, {horizon:g}]"
@@ -133,12 +145,13 @@ def _terminal_ode_claim(scheme: str, schedule: str, expected: float, tol: float)
                                  if kind == "power" else ""))
 
 
-for _scheme, _schedule, _want in [("postln", "const", -2.0), ("preln", "const", -3.0),
-                                  ("mixln", "const", -3.0), ("periln", "const", -3.0),
-                                  ("ngpt", "const", -2.0), ("ngpt", "inverse", -3.0),
-                                  ("sqrt", "const", -4.0)]:
-    _terminal_ode_claim(_scheme, _schedule, _want, 1e-3 if nd.rate_kind(_scheme, _schedule) ==
-                        "exponential" else 0.02)
+terminal_ode_claim("dyn.terminal.ode.postln", "postln", "const", -2.0)
+terminal_ode_claim("dyn.terminal.ode.preln", "preln", "const", -3.0)
+terminal_ode_claim("dyn.terminal.ode.mixln", "mixln", "const", -3.0)
+terminal_ode_claim("dyn.terminal.ode.periln", "periln", "const", -3.0)
+terminal_ode_claim("dyn.terminal.ode.ngpt", "ngpt", "const", -2.0)
+terminal_ode_claim("dyn.terminal.ode.ngpt_inv_alpha", "ngpt", "inverse", -3.0)
+terminal_ode_claim("dyn.terminal.ode.sqrt", "sqrt", "const", -4.0)
 
 
 @claim("dyn.erratum.ngpt_constant_alpha", erratum=True,
@@ -146,7 +159,7 @@ for _scheme, _schedule, _want in [("postln", "const", -2.0), ("preln", "const", 
        statement="nGPT with constant alpha collapses exponentially (rate -2 alpha), not like t^-3; "
                  "only alpha_t ~ 1/t gives t^-3",
        kind="numeric", tolerance="exp. rate abs 1e-3 of -2; log-log slope on [1000,2000] < -100 (t^-3 would be -3)")
-def _(profile: str) -> Outcome:
+def check_erratum_ngpt_constant_alpha(profile: str) -> Outcome:
     sol = ode.solve_symmetric("ngpt", FIG_BETA, FIG_N, ODE_HORIZON,
                              t_eval=np.linspace(ODE_HORIZON / 2, ODE_HORIZON, 200))
     rate = ode.fit_terminal_exponent(sol.t, sol.log_gamma_dot, "exponential", (1000, 2000))
@@ -158,165 +171,13 @@ def _(profile: str) -> Outcome:
                           "alpha; 'C/t^3' is the alpha_t = 1/(t+1) case (dyn.terminal.ode.ngpt_inv_alpha)")
 
 
-# ----------------------------------------------------------------------------- radial bound
-@claim("dyn.radial.bound_algebra", source=f"{SRC} Cor. of Thm 3.1 (Lean transcription)",
-       statement="(e^b - n + 1)/(n e^b) - 1/(n e^b) = (e^b - n)/(n e^b) >= 0 iff n <= e^b, and "
-                 "min_{x in [-1,1]} x e^{bx} >= -1",
-       kind="symbolic", tolerance="exact identity; min over x by calculus (critical point x = -1/b)")
-def _(profile: str) -> Outcome:
-    b, x = nd.beta_p, sp.Symbol("x", real=True)
-    diff = sp.simplify(nd.radial_lower_bound() - 1 / (nd.n_p * sp.exp(b)))
-    identity = _is_zero(diff - (sp.exp(b) - nd.n_p) / (nd.n_p * sp.exp(b)))
-    # min of x e^{bx} on [-1, 1]: the critical point -1/b (inside when b >= 1) or the endpoint -1.
-    crit = sp.solve(sp.diff(x * sp.exp(b * x), x), x)
-    crit_value = sp.simplify((x * sp.exp(b * x)).subs(x, crit[0]))        # -1/(e b)
-    endpoint = sp.exp(-b) * -1
-    bs = np.linspace(0.01, 50, 2000)
-    crit_num, end_num = (sp.lambdify(b, e, "numpy") for e in (crit_value, endpoint))
-    worst = np.minimum(np.where(bs >= 1, crit_num(bs), 0.0), end_num(bs))
-    ok = identity and crit == [-1 / b] and worst.min() > -1
-    return Outcome(measured=f"diff = {sp.sstr(diff)}; min x e^(bx) = {sp.sstr(crit_value)} or "
-                            f"{sp.sstr(endpoint)}; worst on beta grid {worst.min():.4f}",
-                   expected="(e^b - n)/(n e^b); > -1", passed=bool(ok),
-                   detail="Z <= n e^b and the self term e^b give <theta,A> >= (e^b-(n-1))/(n e^b)")
-
-
-@claim("dyn.radial.threshold", source=f"{SRC} Cor. of Thm 3.1; exact minimum reconstructed",
-       statement="n <= e^beta is sufficient, not sharp: the exact min of <theta_j,A_j> stays >= 1/(n e^b) "
-                 "until n ~ beta e^{beta+1}, where it turns negative (Pre-LN radii can shrink)",
-       kind="numeric", tolerance="exact scalar minimization (Dinkelbach reduction), n on a grid")
-def _(profile: str) -> Outcome:
-    rows, ok = [], True
-    for b in (1.0, 2.0, 3.0):
-        eb = math.exp(b)
-        mins = {n: nd.min_radial_velocity(b, n)[0] for n in range(2, int(3 * b * math.e ** (b + 1)) + 3)}
-        # the corollary: for n <= e^b the minimum respects the bound
-        ok &= all(m >= (eb - n + 1) / (n * eb) - 1e-12 for n, m in mins.items() if n <= eb)
-        first_below = min(n for n, m in mins.items() if m < 1 / (n * eb))
-        first_negative = min(n for n, m in mins.items() if m < 0)
-        predicted = b * math.e ** (b + 1) + 1 if b >= 1 else math.exp(2 * b) + 1
-        ok &= first_below > eb and abs(first_negative - predicted) <= 1
-        rows.append(f"beta={b:g}: e^b={eb:.1f}, bound fails from n={first_below}, "
-                    f"negative from n={first_negative} (b e^(b+1)+1={predicted:.1f})")
-    return Outcome(measured="; ".join(rows), expected="violations only for n > e^beta",
-                   passed=bool(ok),
-                   detail="min over configurations puts the n-1 others at one inner product x = "
-                          "argmin; negativity needs (n-1) max(-x e^{bx}) > e^b, i.e. n-1 > b e^{b+1}")
-
-
-# ----------------------------------------------------------------------------- lem:matrix
-@claim("dyn.matrix_lemma", source=f"{SRC} App. D lem:matrix",
-       statement="A symmetric with a positive eigenvalue, D symmetric positive definite => DA has a "
-                 "positive eigenvalue",
-       kind="numeric", tolerance="max Re eig(DA) > 0 in every trial; sign agrees with Sylvester inertia")
-def _(profile: str) -> Outcome:
-    rng = np.random.default_rng(0)
-    trials = 2000 if profile == "quick" else 20000
-    worst, fails = np.inf, 0
-    for i in range(trials):
-        k = int(rng.integers(2, 9))
-        U, _ = np.linalg.qr(rng.standard_normal((k, k)))
-        eig = -rng.uniform(0.1, 10, k)
-        eig[0] = rng.uniform(1e-3, 1.0)                 # exactly one small positive eigenvalue
-        A = (U * eig) @ U.T
-        B = rng.standard_normal((k, k))
-        D = B @ B.T + 10.0 ** rng.uniform(-4, 0) * np.eye(k)  # SPD, often ill-conditioned
-        lam = np.linalg.eigvals(D @ A).real.max()
-        # DA ~ D^{1/2} A D^{1/2} (same inertia as A), whose top eigenvalue is >= lambda_min(D) eig[0]
-        worst = min(worst, lam / (np.linalg.eigvalsh(D).min() * eig[0]))
-        fails += lam <= 0
-    return Outcome(measured=f"{trials - fails}/{trials} positive; min lam_max(DA)/(lam_min(D) lam_+(A)) "
-                            f"= {worst:.3f}", expected=f"{trials}/{trials} positive, ratio >= 1",
-                   passed=fails == 0 and worst >= 1 - 1e-6,
-                   detail="A with a single positive eigenvalue; D = BB^T + eps I, eps in [1e-4, 1]")
-
-
-# ----------------------------------------------------------------------------- base SA / USA
-BASE_SRC = "arXiv 2312.10794"
-
-
-@claim("dyn.base.usa_rate", source=f"{BASE_SRC} equiangular reduction (notes C.2)",
-       statement="Equiangular USA: rho' = (2/n) e^{b rho}(1-rho)((n-1)rho+1), derived; 1 - rho decays at "
-                 "rate 2 e^beta (SA, i.e. Post-LN, at rate 2)",
-       kind="numeric", tolerance="exact derivation and limit; fitted rate rel 1e-4")
-def _(profile: str) -> Outcome:
-    printed = 2 * sp.exp(nd.beta * nd.gamma) * (1 - nd.gamma) * ((nd.n - 1) * nd.gamma + 1) / nd.n
-    derived_ok = _is_zero(nd.usa_F() - printed)
-    limit = sp.simplify(sp.limit(sp.simplify(nd.usa_F() / (1 - nd.gamma)), nd.gamma, 1))
-    worst = 0.0
-    for b, n in [(0.5, 4), (1.0, 8), (2.0, 16)]:
-        rate = 2 * math.exp(b)
-        t_end = n + 40.0 / rate        # the transient lasts ~ n/2 (initial speed 2/n)
-        t, u = ode.solve_usa(b, n, t_end, t_eval=np.linspace(t_end / 2, t_end, 50))
-        worst = max(worst, abs(np.polyfit(t, u, 1)[0] / -rate - 1))
-    return Outcome(measured=f"limit {limit}; worst rel. rate error {worst:.1e}", expected="2*exp(beta)",
-                   passed=derived_ok and _is_zero(limit - 2 * sp.exp(nd.beta)) and worst <= 1e-4,
-                   detail="USA weights e^{beta<x_i,x_j>}/n in place of the softmax; (beta, n) in "
-                          "(0.5,4), (1,8), (2,16)")
-
-
-@claim("dyn.base.sa_survey_bound", source=f"{BASE_SRC} eq. ybeta (survey form)",
-       statement="SA from gamma(0) = 0: 1 - gamma(t) <= (1/2) exp(-lambda (t - n e^b/2)), "
-                 "lambda = n/(n + e^{b/2}), for t >= n e^b / 2",
-       kind="numeric", tolerance="log slack >= 0 on t in [n e^b/2, n e^b/2 + 20], beta and n on a grid")
-def _(profile: str) -> Outcome:
-    bound = sp.lambdify((nd.beta_p, nd.n_p, nd.t_p), nd.sa_survey_bound(), "numpy")
-    betas = (0.1, 1.0, 3.0, 5.0) if profile == "quick" else (0.01, 0.1, 0.5, 1, 2, 3, 5, 8)
-    ns = (2, 5, 64, 256) if profile == "quick" else (2, 3, 5, 16, 64, 256, 1024)
-    worst, at = np.inf, None
-    for b in betas:
-        for n in ns:
-            t0 = n * math.exp(b) / 2
-            t = np.linspace(t0, t0 + 20, 41)
-            sol = ode.solve_symmetric("postln", b, n, t[-1], t_eval=np.concatenate([[0.0], t]))
-            slack = float((bound(b, n, sol.t[1:]) - sol.u[1:]).min())
-            if slack < worst:
-                worst, at = slack, (b, n)
-    return Outcome(measured=worst, expected=">= 0", passed=worst >= 0,
-                   detail=f"min of log(bound) - log(1 - gamma) over {len(betas) * len(ns)} (beta, n), "
-                          f"attained at (beta, n) = {at}")
-
-
-@claim("dyn.erratum.survey_bound_t0", erratum=True, source=f"{BASE_SRC} eq. ybeta as printed ('t >= 0'; Lean audit)",
-       statement="Stated for all t >= 0, the survey bound fails at t = 0 when lambda n e^b/2 < log 2, e.g. "
-                 "n = 2, beta = 0.01: the bound is 0.979 < 1 - gamma(0) = 1",
-       kind="numeric", tolerance="bound(0) < 1 at (beta, n) = (0.01, 2)")
-def _(profile: str) -> Outcome:
-    bound0 = math.exp(float(nd.sa_survey_bound().subs({nd.beta_p: 0.01, nd.n_p: 2, nd.t_p: 0})))
-    # where does it fail at t = 0?  lambda n e^b / 2 < log 2; only n = 2 and small beta
-    fails = [(n, b) for n in (2, 3, 4) for b in np.linspace(0.001, 2, 400)
-             if n / (n + math.exp(b / 2)) * n * math.exp(b) / 2 < math.log(2)]
-    beta_max = max((b for n, b in fails if n == 2), default=float("nan"))
-    return Outcome(measured=f"bound(0) = {bound0:.4f}", expected="< 1",
-                   passed=bound0 < 1 and all(n == 2 for n, _ in fails),
-                   detail=f"the t >= 0 form fails at t = 0 exactly for n = 2, beta < {beta_max:.3f} "
-                          "(on a grid of n <= 4, beta <= 2); the t >= n e^b/2 form holds (dyn.base.sa_survey_bound)")
-
-
-# ----------------------------------------------------------------------------- checked on the torch model
-import math
-
-import numpy as np
-
-from resharpen.experiments.dynamics import particles as P
-from resharpen.experiments.dynamics.discrete import run_layers
-from resharpen.experiments.dynamics.initial_velocity import initial_velocity_grid
-from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent, run_stacks
-from resharpen.theory.dynamics import speed as nd
-from resharpen.theory.dynamics import ode
-from resharpen.experiments.core.ledger import Outcome, claim
-
-SRC = "arXiv 2510.22026"
-VAR_BAND = (-4.0, -1.0 / 9.0)   # Thm 4.3 (corrected constants c = 1/9, C = 4)
-
-
 # ----------------------------------------------------------------------------- symmetric start
 @claim("dyn.particles.symmetric_start", source=f"{SRC} Thm 4.1 (gamma same for every pair)",
        statement="From an orthonormal start with Q=K=V=I the particle system keeps one pairwise gamma(t) "
                  "and equal radii, which follow the scalar ODE, for all six schemes",
        kind="numeric", tolerance="abs 1e-6 on gamma and r over t in [0, 30]; pair spread 1e-8")
-def _(profile: str) -> Outcome:
-    n, d = (8, 8) if profile == "quick" else (32, 40)
+def check_particles_symmetric_start(profile: str) -> Outcome:
+    n, d = pick(profile, quick=(8, 8), full=(32, 40))
     beta, T = 2.0, 30.0
     t_eval = np.linspace(0.0, T, 31)
     errs, spreads = {}, {}
@@ -341,8 +202,8 @@ def _(profile: str) -> Outcome:
        statement="gamma'(0) read off the particle vector field at an orthonormal start equals the symbolic "
                  "value for all six schemes (r0 = 2, alpha0 = 0.5)",
        kind="numeric", tolerance="rel 1e-9")
-def _(profile: str) -> Outcome:
-    n, d, beta, r0, a0 = (16, 20, 5.0, 2.0, 0.5) if profile == "quick" else (64, 64, 3.0, 2.0, 0.5)
+def check_gamma_dot0_simulated(profile: str) -> Outcome:
+    n, d, beta, r0, a0 = pick(profile, quick=(16, 20, 5.0, 2.0, 0.5), full=(64, 64, 3.0, 2.0, 0.5))
     theta = P.orthonormal_start(n, d, seed=2)
     rel = {}
     for scheme in nd.SCHEMES:
@@ -358,24 +219,21 @@ def _(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- terminal rates
-_PARTICLE_RATES = [("postln", "const", -2.0, (6.0, 12.0)), ("preln", "const", -3.0, (500.0, 1000.0)),
-                   ("mixln", "const", -3.0, (500.0, 1000.0)), ("periln", "const", -3.0, (500.0, 1000.0)),
-                   ("ngpt", "const", -2.0, (6.0, 12.0)), ("ngpt", "inverse", -3.0, (500.0, 1000.0)),
-                   ("sqrt", "const", -4.0, (10.0, 40.0))]
-
-
-def _particle_rate_claim(scheme, schedule, expected, window):
+def particle_rate_claim(claim_id: str, scheme: str, schedule: str, expected: float,
+                        window: tuple[float, float]) -> None:
+    """Register the claim that the particle system from an orthonormal start has ``scheme``'s
+    terminal rate ``expected`` on the time ``window``."""
     kind = nd.rate_kind(scheme, schedule)
     label = nd.RATE_LABELS[kind]
     tol = 0.01 if kind == "exponential" else 0.02
-    name, title = nd.variant_name(scheme, schedule)
+    title = nd.variant_name(scheme, schedule)[1]
 
-    @claim(f"dyn.terminal.particles.{name}", source=f"{SRC} Thm 4.1 table, t -> oo column",
+    @claim(claim_id, source=f"{SRC} Thm 4.1 table, t -> oo column",
            statement=f"{title}: particle simulation (orthonormal start, n=8, d=12, "
                      f"beta=1) has terminal {label} {expected:g} on t in [{window[0]:g}, {window[1]:g}]",
            kind="numeric", tolerance=f"abs {tol:g}")
-    def _(profile: str) -> Outcome:
-        n, d = (8, 12) if profile == "quick" else (24, 32)
+    def check_particle_terminal_rate(profile: str) -> Outcome:
+        n, d = pick(profile, quick=(8, 12), full=(24, 32))
         dyn = P.Dynamics(scheme, 1.0, alpha_schedule=schedule)
         t_eval = np.linspace(*window, 21)
         tr = P.simulate(dyn, P.orthonormal_start(n, d, seed=3), window[1], t_eval=t_eval,
@@ -388,22 +246,21 @@ def _particle_rate_claim(scheme, schedule, expected, window):
                               f"n={n}, d={d}; {tr.nfev} field evaluations")
 
 
-for _args in _PARTICLE_RATES:
-    _particle_rate_claim(*_args)
-
-
-def _cone_rate_claim(scheme, schedule, expected, window):
+def cone_rate_claim(claim_id: str, scheme: str, schedule: str, expected: float,
+                    window: tuple[float, float]) -> None:
+    """Register the claim that the particle system from a random cone has ``scheme``'s terminal
+    rate ``expected`` on the time ``window``."""
     kind = nd.rate_kind(scheme, schedule)
     label = nd.RATE_LABELS[kind]
     tol = 0.01 if kind == "exponential" else 0.02
-    name, title = nd.variant_name(scheme, schedule)
+    title = nd.variant_name(scheme, schedule)[1]
 
-    @claim(f"dyn.terminal.cone.{name}", source=f"{SRC} Thm 4.1 rates beyond the symmetric start (reconstructed, notes B.7.3)",
+    @claim(claim_id, source=f"{SRC} Thm 4.1 rates beyond the symmetric start (reconstructed, notes B.7.3)",
            statement=f"{title}: from a random (non-equiangular) cone, <theta_j,theta_k> >= 1/2, n=8, d=4, "
                      f"beta=1, the mean pairwise gamma' has terminal {label} {expected:g}",
            kind="numeric", tolerance=f"abs {tol:g} on t in [{window[0]:g}, {window[1]:g}]")
-    def _(profile: str) -> Outcome:
-        seeds = (0,) if profile == "quick" else (0, 1, 2, 3)
+    def check_cone_terminal_rate(profile: str) -> Outcome:
+        seeds = pick(profile, quick=(0,), full=(0, 1, 2, 3))
         fits = []
         for seed in seeds:
             dyn = P.Dynamics(scheme, 1.0, alpha_schedule=schedule, tau=1.0)
@@ -418,16 +275,34 @@ def _cone_rate_claim(scheme, schedule, expected, window):
                               + "; the pairs are not equiangular, so the scalar ODE does not apply")
 
 
-for _args in _PARTICLE_RATES:
-    _cone_rate_claim(*_args)
+# Terminal rates simulated: (particle claim, cone claim, scheme, alpha schedule, rate, window).
+PARTICLE_RATES = (
+    ("dyn.terminal.particles.postln", "dyn.terminal.cone.postln",
+     "postln", "const", -2.0, (6.0, 12.0)),
+    ("dyn.terminal.particles.preln", "dyn.terminal.cone.preln",
+     "preln", "const", -3.0, (500.0, 1000.0)),
+    ("dyn.terminal.particles.mixln", "dyn.terminal.cone.mixln",
+     "mixln", "const", -3.0, (500.0, 1000.0)),
+    ("dyn.terminal.particles.periln", "dyn.terminal.cone.periln",
+     "periln", "const", -3.0, (500.0, 1000.0)),
+    ("dyn.terminal.particles.ngpt", "dyn.terminal.cone.ngpt",
+     "ngpt", "const", -2.0, (6.0, 12.0)),
+    ("dyn.terminal.particles.ngpt_inv_alpha", "dyn.terminal.cone.ngpt_inv_alpha",
+     "ngpt", "inverse", -3.0, (500.0, 1000.0)),
+    ("dyn.terminal.particles.sqrt", "dyn.terminal.cone.sqrt",
+     "sqrt", "const", -4.0, (10.0, 40.0)),
+)
+for _particle_id, _cone_id, *_rate in PARTICLE_RATES:
+    particle_rate_claim(_particle_id, *_rate)
+    cone_rate_claim(_cone_id, *_rate)
 
 
 @claim("dyn.radial.r_over_t", source=f"{SRC} Thm 4.1, r ~ t for Pre-LN and Peri-LN (reconstructed, notes B.7.3)",
        statement="From a random cone (n=8, d=4, beta=1, r(0)=1), r_j(T)/T -> 1 for Pre-LN, Peri-LN and "
                  "Mix-LN: within 1% at T = 1000",
        kind="numeric", tolerance="|r_j(T)/T - 1| <= 0.01 for every token")
-def _(profile: str) -> Outcome:
-    T = 1000.0 if profile == "quick" else 10000.0
+def check_radial_r_over_t(profile: str) -> Outcome:
+    T = pick(profile, quick=1000.0, full=10000.0)
     worst = {}
     for scheme in nd.RADIAL_SCHEMES:
         tr = P.simulate(P.Dynamics(scheme, 1.0, tau=1.0), P.local_cone(8, 4, 0.5, seed=0), T,
@@ -438,37 +313,59 @@ def _(profile: str) -> Outcome:
                           + " (1 - <theta,A> ~ t^-2 is integrable, so r = t + const and the gap closes like 1/T)")
 
 
-# ----------------------------------------------------------------------------- Theorem 4.2
-def _thm42_grid(profile):
-    grid = [(128, 64), (256, 64), (256, 256), (512, 128), (512, 512), (1024, 256)]
-    if profile == "full":
-        grid += [(1024, 1024), (2048, 512), (4096, 512), (4096, 2048)]
-    return grid
-
-
-@claim("dyn.thm42.initial_velocity", source=f"{SRC} Thm 4.2 (Lean: c = 1, C = 128); O(1) reading for Peri-LN/nGPT reconstructed",
-       statement="At uniform init (beta=1) max_j |A_j(0)| / (sqrt(log n/n) + log n/d) stays bounded over "
-                 "(n, d) and |PA|/|A| ~ 1: Post/Pre-LN move O(that) per layer, Peri-LN and nGPT move O(1)",
-       kind="numeric", tolerance="ratio <= 1 at every grid point (C = 128 proved); mean |PA|/|A| >= 0.9")
-def _(profile: str) -> Outcome:
-    rows = initial_velocity_grid(_thm42_grid(profile))
-    worst = max(r[2] for r in rows)
-    proj = min(r[3] for r in rows)
-    return Outcome(measured=f"max ratio {worst:.3f}; min |PA|/|A| {proj:.3f}",
-                   expected="ratio <= 1; |PA|/|A| >= 0.9", passed=worst <= 1.0 and proj >= 0.9,
-                   detail="(n, d, ratio, |PA|/|A|): " + "; ".join(
-                       f"({n},{d},{r:.2f},{p:.2f})" for n, d, r, p in rows)
-                   + ". Peri-LN/nGPT speed |PA|/|A| vs Post-LN |PA|: gap 1/|A| >= 1/(ratio*bound)")
-
-
 # ----------------------------------------------------------------------------- radial bound
+@claim("dyn.radial.bound_algebra", source=f"{SRC} Cor. of Thm 3.1 (Lean transcription)",
+       statement="(e^b - n + 1)/(n e^b) - 1/(n e^b) = (e^b - n)/(n e^b) >= 0 iff n <= e^b, and "
+                 "min_{x in [-1,1]} x e^{bx} >= -1",
+       kind="symbolic", tolerance="exact identity; min over x by calculus (critical point x = -1/b)")
+def check_radial_bound_algebra(profile: str) -> Outcome:
+    b, x = nd.beta_p, sp.Symbol("x", real=True)
+    diff = sp.simplify(nd.radial_lower_bound() - 1 / (nd.n_p * sp.exp(b)))
+    identity = _is_zero(diff - (sp.exp(b) - nd.n_p) / (nd.n_p * sp.exp(b)))
+    # min of x e^{bx} on [-1, 1]: the critical point -1/b (inside when b >= 1) or the endpoint -1.
+    crit = sp.solve(sp.diff(x * sp.exp(b * x), x), x)
+    crit_value = sp.simplify((x * sp.exp(b * x)).subs(x, crit[0]))        # -1/(e b)
+    endpoint = sp.exp(-b) * -1
+    bs = np.linspace(0.01, 50, 2000)
+    crit_num, end_num = (sp.lambdify(b, e, "numpy") for e in (crit_value, endpoint))
+    worst = np.minimum(np.where(bs >= 1, crit_num(bs), 0.0), end_num(bs))
+    ok = identity and crit == [-1 / b] and worst.min() > -1
+    return Outcome(measured=f"diff = {sp.sstr(diff)}; min x e^(bx) = {sp.sstr(crit_value)} or "
+                            f"{sp.sstr(endpoint)}; worst on beta grid {worst.min():.4f}",
+                   expected="(e^b - n)/(n e^b); > -1", passed=bool(ok),
+                   detail="Z <= n e^b and the self term e^b give <theta,A> >= (e^b-(n-1))/(n e^b)")
+
+
+@claim("dyn.radial.threshold", source=f"{SRC} Cor. of Thm 3.1; exact minimum reconstructed",
+       statement="n <= e^beta is sufficient, not sharp: the exact min of <theta_j,A_j> stays >= 1/(n e^b) "
+                 "until n ~ beta e^{beta+1}, where it turns negative (Pre-LN radii can shrink)",
+       kind="numeric", tolerance="exact scalar minimization (Dinkelbach reduction), n on a grid")
+def check_radial_threshold(profile: str) -> Outcome:
+    rows, ok = [], True
+    for b in (1.0, 2.0, 3.0):
+        eb = math.exp(b)
+        mins = {n: nd.min_radial_velocity(b, n)[0] for n in range(2, int(3 * b * math.e ** (b + 1)) + 3)}
+        # the corollary: for n <= e^b the minimum respects the bound
+        ok &= all(m >= (eb - n + 1) / (n * eb) - 1e-12 for n, m in mins.items() if n <= eb)
+        first_below = min(n for n, m in mins.items() if m < 1 / (n * eb))
+        first_negative = min(n for n, m in mins.items() if m < 0)
+        predicted = b * math.e ** (b + 1) + 1 if b >= 1 else math.exp(2 * b) + 1
+        ok &= first_below > eb and abs(first_negative - predicted) <= 1
+        rows.append(f"beta={b:g}: e^b={eb:.1f}, bound fails from n={first_below}, "
+                    f"negative from n={first_negative} (b e^(b+1)+1={predicted:.1f})")
+    return Outcome(measured="; ".join(rows), expected="violations only for n > e^beta",
+                   passed=bool(ok),
+                   detail="min over configurations puts the n-1 others at one inner product x = "
+                          "argmin; negativity needs (n-1) max(-x e^{bx}) > e^b, i.e. n-1 > b e^{b+1}")
+
+
 @claim("dyn.radial.random_configs", source=f"{SRC} Cor. of Thm 3.1 (Lean transcription)",
        statement="For n <= e^beta, every token of random configurations has <theta_j, A_j> >= "
                  "(e^b - n + 1)/(n e^b) >= 1/(n e^b); Peri-LN's r' = <theta,A>/|A| >= <theta,A>",
        kind="numeric", tolerance="min slack >= 0 over all tokens and configurations")
-def _(profile: str) -> Outcome:
+def check_radial_random_configs(profile: str) -> Outcome:
     rng = np.random.default_rng(4)
-    trials = 300 if profile == "quick" else 3000
+    trials = pick(profile, quick=300, full=3000)
     slack, peri_slack = np.inf, np.inf
     for i in range(trials):
         beta = float(rng.uniform(0.7, 5.0))
@@ -499,7 +396,7 @@ def _(profile: str) -> Outcome:
        statement="For n > e^beta the bound can fail: at beta=1, n=12 a configuration has <theta_0, A_0> < 0 "
                  "and the simulated Pre-LN radius of token 0 shrinks",
        kind="experiment", tolerance="<theta_0,A_0> < 0 and r_0(0.05) < r_0(0)")
-def _(profile: str) -> Outcome:
+def check_radial_violation(profile: str) -> Outcome:
     beta, n, d = 1.0, 12, 3
     value, x = nd.min_radial_velocity(beta, n)
     theta = np.zeros((n, d))
@@ -516,6 +413,28 @@ def _(profile: str) -> Outcome:
                    passed=radial0 < 0 and shrink < 0 and abs(radial0 - value) < 1e-9,
                    detail=f"others at inner product x* = {x:.4f} with token 0 (exact minimizer); "
                           "n <= e^beta is sufficient but not sharp, see dyn.radial.threshold")
+
+
+# ----------------------------------------------------------------------------- Theorem 4.2
+def thm42_grid(profile: str) -> list[tuple[int, int]]:
+    """The (n, d) grid of the initial-velocity check."""
+    return [(128, 64), (256, 64), (256, 256), (512, 128), (512, 512), (1024, 256)] + pick(
+        profile, quick=[], full=[(1024, 1024), (2048, 512), (4096, 512), (4096, 2048)])
+
+
+@claim("dyn.thm42.initial_velocity", source=f"{SRC} Thm 4.2 (Lean: c = 1, C = 128); O(1) reading for Peri-LN/nGPT reconstructed",
+       statement="At uniform init (beta=1) max_j |A_j(0)| / (sqrt(log n/n) + log n/d) stays bounded over "
+                 "(n, d) and |PA|/|A| ~ 1: Post/Pre-LN move O(that) per layer, Peri-LN and nGPT move O(1)",
+       kind="numeric", tolerance="ratio <= 1 at every grid point (C = 128 proved); mean |PA|/|A| >= 0.9")
+def check_thm42_initial_velocity(profile: str) -> Outcome:
+    rows = initial_velocity_grid(thm42_grid(profile))
+    worst = max(r[2] for r in rows)
+    proj = min(r[3] for r in rows)
+    return Outcome(measured=f"max ratio {worst:.3f}; min |PA|/|A| {proj:.3f}",
+                   expected="ratio <= 1; |PA|/|A| >= 0.9", passed=worst <= 1.0 and proj >= 0.9,
+                   detail="(n, d, ratio, |PA|/|A|): " + "; ".join(
+                       f"({n},{d},{r:.2f},{p:.2f})" for n, d, r, p in rows)
+                   + ". Peri-LN/nGPT speed |PA|/|A| vs Post-LN |PA|: gap 1/|A| >= 1/(ratio*bound)")
 
 
 # ----------------------------------------------------------------------------- Theorem 4.3
@@ -544,14 +463,15 @@ def variance_scale(scheme, t, dyn, printed=False):
     return {"postln": np.ones_like(t), "preln": t, "mixln": t, "periln": t, "sqrt": np.sqrt(t)}[scheme]
 
 
-def _variance_claim(scheme):
-    @claim(f"dyn.thm43.variance.{scheme}",
+def variance_claim(claim_id: str, scheme: str) -> None:
+    """Register the claim that ``scheme``'s variance decays at Theorem 4.3's rate."""
+    @claim(claim_id,
            source=f"{SRC} Thm 4.3(ii) (corrected constants c=1/9, C=4; nGPT scale 1/alpha_t)",
            statement=f"{nd.SCHEME_LABELS[scheme]}: from a local cone (delta < 1/(100 n^2), V=I, |Q^T K| <= 1) "
                      "Var'/(Var/scale(t)) stays in [-4, -1/9] for t >= 1",
            kind="numeric", tolerance="band [-4, -1/9], no slack")
-    def _(profile: str) -> Outcome:
-        seeds = (5,) if profile == "quick" else (5, 6, 7, 8)
+    def check_variance_decay_band(profile: str) -> Outcome:
+        seeds = pick(profile, quick=(5,), full=(5, 6, 7, 8))
         lo, hi = np.inf, -np.inf
         for seed in seeds:
             t, var, vdot, _, _, dyn = local_cone_run(scheme, seed=seed)
@@ -562,15 +482,19 @@ def _variance_claim(scheme):
                        detail=f"n=4, d=6, beta=1, seeds {seeds}; Var' exact from the vector field")
 
 
-for _scheme in nd.SCHEMES:
-    _variance_claim(_scheme)
+variance_claim("dyn.thm43.variance.postln", "postln")
+variance_claim("dyn.thm43.variance.preln", "preln")
+variance_claim("dyn.thm43.variance.mixln", "mixln")
+variance_claim("dyn.thm43.variance.periln", "periln")
+variance_claim("dyn.thm43.variance.ngpt", "ngpt")
+variance_claim("dyn.thm43.variance.sqrt", "sqrt")
 
 
 @claim("dyn.erratum.thm43_ngpt_scale", erratum=True, source=f"{SRC} Thm 4.3(ii) nGPT row as printed",
        statement="nGPT's printed rate Var' = -Theta(Var/alpha_t) fails for alpha_t = 1/(t+1) "
                  "(Var'/(Var/alpha_t) -> 0); the corrected -Theta(alpha_t Var) holds",
        kind="numeric", tolerance="printed ratio leaves [-4, -1/9] by t = 200; corrected stays inside")
-def _(profile: str) -> Outcome:
+def check_erratum_thm43_ngpt_scale(profile: str) -> Outcome:
     t, var, vdot, _, _, dyn = local_cone_run("ngpt", alpha_schedule="inverse")
     late = t >= 1.0
     printed = (vdot / (var / variance_scale("ngpt", t, dyn, printed=True)))[late]
@@ -586,7 +510,7 @@ def _(profile: str) -> Outcome:
        statement="From a local cone, Pre-LN and Peri-LN radii satisfy r(t) - r(0) >= (1 - delta) t "
                  "(so r(t) >= (1 - delta) t), and Pre-LN's r(t) <= r(0) + t",
        kind="numeric", tolerance="min slack >= -1e-9 over t in [0.05, 200]")
-def _(profile: str) -> Outcome:
+def check_thm43_radial_growth(profile: str) -> Outcome:
     slacks = []
     for scheme in ("preln", "periln"):
         t, _, _, r, delta, _ = local_cone_run(scheme)
@@ -603,7 +527,7 @@ def _(profile: str) -> Outcome:
        statement="At beta = 1/100, n = 2 the hypothesis admits an antipodal pair (delta = 2), which is "
                  "stationary: Var stays 1, Var' = 0; the fix delta < 1/(100 n^2) excludes it",
        kind="numeric", tolerance="|Var(T) - 1| <= 1e-12 and |Var'| <= 1e-12 at T = 50")
-def _(profile: str) -> Outcome:
+def check_erratum_small_beta_delta(profile: str) -> Outcome:
     beta, n = 0.01, 2
     delta = 2.0                                       # <theta_1, theta_2> = -1 = 1 - delta
     admitted = delta < 1 / (100 * n * n * beta * beta)
@@ -625,14 +549,14 @@ def _(profile: str) -> Outcome:
        statement="At d = 1 every configuration is stationary (P_theta = 0 on S^0), so uniform starts fail to "
                  "synchronize with probability 1 - 2^(1-n); the theorem needs d >= 2",
        kind="numeric", tolerance="stationary to 1e-14; MC frequency within 4 standard errors of 1 - 2^(1-n)")
-def _(profile: str) -> Outcome:
+def check_erratum_d1_antipodal(profile: str) -> Outcome:
     n = 4
     moved = 0.0
     for scheme in nd.SCHEMES:
         theta = np.array([[1.0], [-1.0], [1.0], [-1.0]])
         tr = P.simulate(P.Dynamics(scheme, 1.0), theta, 50.0, t_eval=[0.0, 50.0])
         moved = max(moved, float(np.abs(tr.theta[-1] - theta).max()))
-    draws = 20000 if profile == "quick" else 200000
+    draws = pick(profile, quick=20000, full=200000)
     signs = np.random.default_rng(9).choice([-1, 1], size=(draws, n))  # uniform on (S^0)^n
     frac = float(np.mean(np.abs(signs.sum(axis=1)) < n))       # both signs present
     expected = 1 - 2.0 ** (1 - n)
@@ -656,14 +580,14 @@ def _(profile: str) -> Outcome:
        kind="experiment",
        tolerance="1 - min cos(T) < 1e-2 and at most half of 1 - min cos(T/2); T = 40 (sphere schemes), "
                  "200 (radial schemes; 1000 in the full profile, whose 20 seeds include slower starts)")
-def _(profile: str) -> Outcome:
-    seeds = range(3) if profile == "quick" else range(20)
+def check_sync_random_starts(profile: str) -> Outcome:
+    seeds = pick(profile, quick=range(3), full=range(20))
     worst, worst_shrink, worst_at = 0.0, 0.0, ""
     for scheme in nd.SCHEMES:
         for seed in seeds:
             x = np.random.default_rng(seed).standard_normal((8, 3))
             r0 = np.linalg.norm(x, axis=1) if scheme in nd.RADIAL_SCHEMES else 1.0
-            T = (200.0 if profile == "quick" else 1000.0) if scheme in nd.RADIAL_SCHEMES else 40.0
+            T = pick(profile, quick=200.0, full=1000.0) if scheme in nd.RADIAL_SCHEMES else 40.0
             tr = P.simulate(P.Dynamics(scheme, 1.0), x, T, r0=r0, t_eval=[T / 2, T])
             gap = 1 - tr.gram().min(axis=(1, 2))
             if gap[1] > worst:
@@ -679,7 +603,7 @@ def _(profile: str) -> Outcome:
        statement="A time change t(tau) maps NA with s to NA with s~(tau) = s(t(tau))/t'(tau): sqrt-scaling "
                  "(s = sqrt(t+1)) equals the tau-dynamics with s~ = e^{-tau/2}, t = e^tau - 1",
        kind="numeric", tolerance="max |theta difference| <= 1e-7 at matched times (random Q, K, V)")
-def _(profile: str) -> Outcome:
+def check_time_change(profile: str) -> Outcome:
     n, d, beta = 6, 3, 2.0
     rng = np.random.default_rng(10)
     Q, K, V = (rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(3))
@@ -700,13 +624,13 @@ def _(profile: str) -> Outcome:
        statement="Each scheme's layer update (x+ = N(x + hA) etc.) converges to NA as h -> 0 with order 1 "
                  "(random Q, K, V, t in [0, 2])",
        kind="numeric", tolerance="observed order in [0.9, 1.1] at the finest pair of steps; errors decrease")
-def _(profile: str) -> Outcome:
+def check_discrete_convergence(profile: str) -> Outcome:
     n, d, beta, T = 6, 4, 1.5, 2.0
     rng = np.random.default_rng(1)
     Q, K = (rng.standard_normal((d, d)) / 2 for _ in range(2))
     V = rng.standard_normal((d, d)) / 2 + np.eye(d)
     theta = P.uniform_sphere(n, d, seed=3)
-    steps = [0.1, 0.05, 0.025, 0.0125] + ([0.00625, 0.003125] if profile == "full" else [])
+    steps = [0.1, 0.05, 0.025, 0.0125] + pick(profile, quick=[], full=[0.00625, 0.003125])
     orders, ok = {}, True
     for scheme in nd.SCHEMES:
         dyn = P.Dynamics(scheme, beta, Q, K, V, tau=1.0)
@@ -728,8 +652,8 @@ def _(profile: str) -> Outcome:
        statement="d=512, beta=sqrt d, fresh random QKV per layer: Peri-LN and nGPT move tokens >= 5x more "
                  "than Post-/Pre-LN in layer 1; Post-LN collapses (cos > 0.99 by layer 32) faster than Pre-LN",
        kind="experiment", tolerance="ratios and thresholds as stated; seed 0, n = 32")
-def _(profile: str) -> Outcome:
-    n, layers = (32, 32) if profile == "quick" else (128, 128)
+def check_stack_qualitative(profile: str) -> Outcome:
+    n, layers = pick(profile, quick=(32, 32), full=(128, 128))
     runs = run_stacks(("postln", "preln", "periln", "ngpt"), n=n, d=512, layers=layers, seed=0)
     step1 = {s: r.cosine[1] - r.cosine[0] for s, r in runs.items()}
     slow = max(step1["postln"], step1["preln"])
@@ -745,8 +669,8 @@ def _(profile: str) -> Outcome:
        statement="Pre-LN token norms grow like layers^(1/2) with fresh random weights and like layers^1 "
                  "with tied Q=K=V=I (the theory's r ~ t)",
        kind="experiment", tolerance="random exponent in [0.35, 0.65]; tied exponent >= 0.9 (fit over layers >= L/4)")
-def _(profile: str) -> Outcome:
-    n, layers = (16, 128) if profile == "quick" else (64, 512)
+def check_stack_preln_norm(profile: str) -> Outcome:
+    n, layers = pick(profile, quick=(16, 128), full=(64, 512))
     random_ = run_stacks("preln", n=n, d=512, layers=layers, seed=0)["preln"]
     tied = run_stacks("preln", n=n, d=512, layers=layers, seed=0, tied=True)["preln"]
     e_rand = norm_growth_exponent(random_.norm, layers // 4)
@@ -766,7 +690,7 @@ def interaction_energy(theta: np.ndarray, beta: float) -> float:
        statement="With Q=K=V=I, theta_j' = -(2 beta s_j Z_j)^{-1} P_{theta_j} grad_j E, E = -sum_{j,k} "
                  "e^{beta <theta_j, theta_k>}, for every scheme's s_j",
        kind="numeric", tolerance="rel 1e-6 (central finite differences of E, step 1e-6)")
-def _(profile: str) -> Outcome:
+def check_gradient_flow(profile: str) -> Outcome:
     n, d, beta, h = 5, 4, 1.3, 1e-6
     theta = P.uniform_sphere(n, d, seed=12)
     r = np.linspace(1.0, 2.0, n)
@@ -801,7 +725,7 @@ def _(profile: str) -> Outcome:
        kind="experiment",
        tolerance="perturbed +-v_top 4-4 split returns (distance shrinks 100x); non-synchronizing fraction "
                  ">= 10% of seeds at T = 200; M = I synchronizes from the same perturbed split")
-def _(profile: str) -> Outcome:
+def check_erratum_sync_symmetric_qk(profile: str) -> Outcome:
     M = np.diag([1.0, 0.5, 0.5])
     v = np.array([1.0, 0.0, 0.0])
     dyn = P.Dynamics("postln", 1.0, None, M, M)          # Q = I, K = M, V = M = Q^T K = K^T Q
@@ -815,7 +739,7 @@ def _(profile: str) -> Outcome:
     dist0, dist1 = off_axis(split + kick), off_axis(back.theta[-1])
     ident = P.simulate(P.Dynamics("postln", 1.0), split + kick, 100.0, t_eval=[100.0])
     ident_gap = float(1 - ident.gram().min())
-    seeds = range(20) if profile == "quick" else range(100)
+    seeds = pick(profile, quick=range(20), full=range(100))
     stuck = 0
     for seed in seeds:
         tr = P.simulate(dyn, P.uniform_sphere(8, 3, seed=seed), 200.0, t_eval=[200.0])
@@ -829,3 +753,89 @@ def _(profile: str) -> Outcome:
                           "+-v_top lowers the within-cluster terms by (lambda_1 - lambda_2) e^{beta lambda_1}, "
                           "which beats the cross-cluster gain when the gap is large enough; at M = I the gap "
                           "is 0 and the split is a saddle, as the theorem needs")
+
+
+# ----------------------------------------------------------------------------- lem:matrix
+@claim("dyn.matrix_lemma", source=f"{SRC} App. D lem:matrix",
+       statement="A symmetric with a positive eigenvalue, D symmetric positive definite => DA has a "
+                 "positive eigenvalue",
+       kind="numeric", tolerance="max Re eig(DA) > 0 in every trial; sign agrees with Sylvester inertia")
+def check_matrix_lemma(profile: str) -> Outcome:
+    rng = np.random.default_rng(0)
+    trials = pick(profile, quick=2000, full=20000)
+    worst, fails = np.inf, 0
+    for i in range(trials):
+        k = int(rng.integers(2, 9))
+        U, _ = np.linalg.qr(rng.standard_normal((k, k)))
+        eig = -rng.uniform(0.1, 10, k)
+        eig[0] = rng.uniform(1e-3, 1.0)                 # exactly one small positive eigenvalue
+        A = (U * eig) @ U.T
+        B = rng.standard_normal((k, k))
+        D = B @ B.T + 10.0 ** rng.uniform(-4, 0) * np.eye(k)  # SPD, often ill-conditioned
+        lam = np.linalg.eigvals(D @ A).real.max()
+        # DA ~ D^{1/2} A D^{1/2} (same inertia as A), whose top eigenvalue is >= lambda_min(D) eig[0]
+        worst = min(worst, lam / (np.linalg.eigvalsh(D).min() * eig[0]))
+        fails += lam <= 0
+    return Outcome(measured=f"{trials - fails}/{trials} positive; min lam_max(DA)/(lam_min(D) lam_+(A)) "
+                            f"= {worst:.3f}", expected=f"{trials}/{trials} positive, ratio >= 1",
+                   passed=fails == 0 and worst >= 1 - 1e-6,
+                   detail="A with a single positive eigenvalue; D = BB^T + eps I, eps in [1e-4, 1]")
+
+
+# ----------------------------------------------------------------------------- base SA / USA
+@claim("dyn.base.usa_rate", source=f"{BASE_SRC} equiangular reduction (notes C.2)",
+       statement="Equiangular USA: rho' = (2/n) e^{b rho}(1-rho)((n-1)rho+1), derived; 1 - rho decays at "
+                 "rate 2 e^beta (SA, i.e. Post-LN, at rate 2)",
+       kind="numeric", tolerance="exact derivation and limit; fitted rate rel 1e-4")
+def check_base_usa_rate(profile: str) -> Outcome:
+    printed = 2 * sp.exp(nd.beta * nd.gamma) * (1 - nd.gamma) * ((nd.n - 1) * nd.gamma + 1) / nd.n
+    derived_ok = _is_zero(nd.usa_F() - printed)
+    limit = sp.simplify(sp.limit(sp.simplify(nd.usa_F() / (1 - nd.gamma)), nd.gamma, 1))
+    worst = 0.0
+    for b, n in [(0.5, 4), (1.0, 8), (2.0, 16)]:
+        rate = 2 * math.exp(b)
+        t_end = n + 40.0 / rate        # the transient lasts ~ n/2 (initial speed 2/n)
+        t, u = ode.solve_usa(b, n, t_end, t_eval=np.linspace(t_end / 2, t_end, 50))
+        worst = max(worst, abs(np.polyfit(t, u, 1)[0] / -rate - 1))
+    return Outcome(measured=f"limit {limit}; worst rel. rate error {worst:.1e}", expected="2*exp(beta)",
+                   passed=derived_ok and _is_zero(limit - 2 * sp.exp(nd.beta)) and worst <= 1e-4,
+                   detail="USA weights e^{beta<x_i,x_j>}/n in place of the softmax; (beta, n) in "
+                          "(0.5,4), (1,8), (2,16)")
+
+
+@claim("dyn.base.sa_survey_bound", source=f"{BASE_SRC} eq. ybeta (survey form)",
+       statement="SA from gamma(0) = 0: 1 - gamma(t) <= (1/2) exp(-lambda (t - n e^b/2)), "
+                 "lambda = n/(n + e^{b/2}), for t >= n e^b / 2",
+       kind="numeric", tolerance="log slack >= 0 on t in [n e^b/2, n e^b/2 + 20], beta and n on a grid")
+def check_base_sa_survey_bound(profile: str) -> Outcome:
+    bound = sp.lambdify((nd.beta_p, nd.n_p, nd.t_p), nd.sa_survey_bound(), "numpy")
+    betas = pick(profile, quick=(0.1, 1.0, 3.0, 5.0), full=(0.01, 0.1, 0.5, 1, 2, 3, 5, 8))
+    ns = pick(profile, quick=(2, 5, 64, 256), full=(2, 3, 5, 16, 64, 256, 1024))
+    worst, at = np.inf, None
+    for b in betas:
+        for n in ns:
+            t0 = n * math.exp(b) / 2
+            t = np.linspace(t0, t0 + 20, 41)
+            sol = ode.solve_symmetric("postln", b, n, t[-1], t_eval=np.concatenate([[0.0], t]))
+            slack = float((bound(b, n, sol.t[1:]) - sol.u[1:]).min())
+            if slack < worst:
+                worst, at = slack, (b, n)
+    return Outcome(measured=worst, expected=">= 0", passed=worst >= 0,
+                   detail=f"min of log(bound) - log(1 - gamma) over {len(betas) * len(ns)} (beta, n), "
+                          f"attained at (beta, n) = {at}")
+
+
+@claim("dyn.erratum.survey_bound_t0", erratum=True, source=f"{BASE_SRC} eq. ybeta as printed ('t >= 0'; Lean audit)",
+       statement="Stated for all t >= 0, the survey bound fails at t = 0 when lambda n e^b/2 < log 2, e.g. "
+                 "n = 2, beta = 0.01: the bound is 0.979 < 1 - gamma(0) = 1",
+       kind="numeric", tolerance="bound(0) < 1 at (beta, n) = (0.01, 2)")
+def check_erratum_survey_bound_t0(profile: str) -> Outcome:
+    bound0 = math.exp(float(nd.sa_survey_bound().subs({nd.beta_p: 0.01, nd.n_p: 2, nd.t_p: 0})))
+    # where does it fail at t = 0?  lambda n e^b / 2 < log 2; only n = 2 and small beta
+    fails = [(n, b) for n in (2, 3, 4) for b in np.linspace(0.001, 2, 400)
+             if n / (n + math.exp(b / 2)) * n * math.exp(b) / 2 < math.log(2)]
+    beta_max = max((b for n, b in fails if n == 2), default=float("nan"))
+    return Outcome(measured=f"bound(0) = {bound0:.4f}", expected="< 1",
+                   passed=bound0 < 1 and all(n == 2 for n, _ in fails),
+                   detail=f"the t >= 0 form fails at t = 0 exactly for n = 2, beta < {beta_max:.3f} "
+                          "(on a grid of n <= 4, beta <= 2); the t >= n e^b/2 form holds (dyn.base.sa_survey_bound)")

@@ -3,6 +3,8 @@
     resharpen dynamics ode --beta 5 --n 256 --t-end 2000          # the six symmetric ODEs
     resharpen dynamics simulate --scheme preln --n 64 --d 16 --beta 1 --t-end 50 --json out.json
     resharpen dynamics stacks --layers 64 --n 32                   # the random-weight stacks
+
+Parsing imports nothing heavy: the handlers import numpy, scipy and sympy.
 """
 from __future__ import annotations
 
@@ -10,15 +12,13 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
+from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int
+from resharpen.theory.dynamics.schemes import SCHEMES
 
 STARTS = ("uniform", "orthonormal", "gaussian")
 
 
 def add_dynamics(sub) -> None:
-    from resharpen.experiments.core.cli_args import finite_float, positive_int
-    from resharpen.theory.dynamics.speed import SCHEMES
-
     p = sub.add_parser("dynamics", help="normalized attention dynamics (arXiv 2510.22026)")
     dsub = p.add_subparsers(dest="dynamics_command", required=True, parser_class=type(p))
 
@@ -73,9 +73,15 @@ def _check_target(target) -> None:
 
 
 def run_ode(args) -> int:
-    from resharpen.theory.dynamics import speed as nd
+    import numpy as np
+
     from resharpen.theory.dynamics import ode
-    _check_target(args.json)
+    from resharpen.theory.dynamics import speed as nd
+
+    with bad_input():
+        nd.check_beta(args.beta), nd.check_n(args.n), nd.check_horizon(args.t_end)
+        nd.check_positive("r0", args.r0)
+        _check_target(args.json)
     rows = []
     for scheme in nd.SCHEMES:
         horizon = args.t_end
@@ -97,6 +103,8 @@ def run_ode(args) -> int:
 
 
 def _start(kind, n, d, seed):
+    import numpy as np
+
     from resharpen.experiments.dynamics import particles as P
     if kind not in STARTS:
         raise ValueError(f"unknown start {kind!r}; allowed: {', '.join(STARTS)}")
@@ -109,17 +117,20 @@ def _start(kind, n, d, seed):
 
 
 def run_simulate(args) -> int:
+    import numpy as np
+
     from resharpen.experiments.dynamics import particles as P
     from resharpen.theory.dynamics.speed import check_d, check_horizon, check_n
 
-    check_n(args.n), check_d(args.d), check_horizon(args.t_end)
-    _check_target(args.json)
-    theta0, r0 = _start(args.start, args.n, args.d, args.seed)
-    Q = K = V = None
-    if args.qkv == "random":
-        rng = np.random.default_rng([args.seed, 7])
-        Q, K, V = (rng.standard_normal((args.d, args.d)) / np.sqrt(args.d) for _ in range(3))
-    dyn = P.Dynamics(args.scheme, args.beta, Q, K, V, tau=args.tau, alpha0=args.alpha0)
+    with bad_input():  # the set-up checks every argument; none of it simulates
+        check_n(args.n), check_d(args.d), check_horizon(args.t_end)
+        _check_target(args.json)
+        theta0, r0 = _start(args.start, args.n, args.d, args.seed)
+        Q = K = V = None
+        if args.qkv == "random":
+            rng = np.random.default_rng([args.seed, 7])
+            Q, K, V = (rng.standard_normal((args.d, args.d)) / np.sqrt(args.d) for _ in range(3))
+        dyn = P.Dynamics(args.scheme, args.beta, Q, K, V, tau=args.tau, alpha0=args.alpha0)
     t_eval = np.linspace(0.0, args.t_end, args.samples)
     tr = P.simulate(dyn, theta0, args.t_end, r0=r0, t_eval=t_eval, progress=True)
     G = tr.gram()
@@ -136,8 +147,11 @@ def run_simulate(args) -> int:
 
 def run_stacks_cmd(args) -> int:
     from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent, run_stacks
+    from resharpen.theory.dynamics.speed import check_d, check_n
 
-    _check_target(args.json)
+    with bad_input():
+        check_n(args.n), check_d(args.d)
+        _check_target(args.json)
     runs = run_stacks(n=args.n, d=args.d, layers=args.layers, seed=args.seed, tied=args.tied,
                       progress=True)
     marks = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, args.layers} & set(range(args.layers + 1)))

@@ -1,6 +1,9 @@
-"""Claims about the task suite: every language's automaton against its independent oracle, the
-word counts against known sequences, the samplers' uniformity, and Othello's rules (perft, and
-the bitboard generator against the square-by-square reference rules).
+"""Ledger claims ``lang.*`` and ``othello.*``: the task suite.
+
+Every language's automaton against its independent oracle (``lang.<name>.oracle_agreement``),
+its word counts against known sequences (``lang.<name>.counts``; both listed in
+``LANGUAGE_CLAIMS``), the samplers' uniformity, and Othello's rules (perft, and the bitboard
+generator against the square-by-square reference rules).
 
 ``CASES`` is the table shared with tests/test_languages.py: for each language, the oracle
 enumeration bound (all strings up to ``member`` tokens) and the longest prefix whose legal-next
@@ -15,10 +18,11 @@ from math import comb, factorial
 from typing import Callable
 
 from resharpen.experiments.core.ledger import Outcome, claim
-
+from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.core.tasks import (count_members, invalid_words,
+                                              legal_next_disagreements, oracle_legal_sets,
+                                              sampler_uniformity)
 from resharpen.experiments.languages.registry import LANGUAGES, get_task
-from resharpen.experiments.core.tasks import (count_members, invalid_words, legal_next_disagreements,
-                                    oracle_legal_sets, sampler_uniformity)
 
 SOURCE = "reconstructed (arXiv 2510.08341 v2 formal-language suite)"
 
@@ -105,13 +109,12 @@ def oracle_table(name: str, member: int):
 def agreement(name: str, profile: str) -> Outcome:
     case = CASES[name]
     task = case.task()
-    full = profile == "full"
-    member, prefix = case.member[full], case.prefix[full]
+    member, prefix = pick(profile, *case.member), pick(profile, *case.prefix)
     table, oracle_counts = oracle_table(name, member)
     compared, bad, examples = legal_next_disagreements(task, member, prefix, oracle=table)
     automaton_counts = count_members(task, member)
     length = min(48, task.max_length or 48)
-    invalid = invalid_words(task, task.sample(200 if full else 50, length, seed=0))
+    invalid = invalid_words(task, task.sample(pick(profile, quick=50, full=200), length, seed=0))
     passed = bad == 0 and automaton_counts == oracle_counts and invalid == 0
     detail = (f"{compared} prefixes of length <= {prefix} compared against the oracle's "
               f"enumeration of all strings of length <= {member}; word counts per length "
@@ -126,7 +129,7 @@ def agreement(name: str, profile: str) -> Outcome:
 
 def known_counts(name: str, profile: str) -> Outcome:
     case = CASES[name]
-    top = case.count_top[profile == "full"]
+    top = pick(profile, *case.count_top)
     measured = count_members(case.task(), top)[1:]
     expected = [case.known(n) for n in range(1, top + 1)]
     return Outcome(measured=measured, expected=expected, passed=measured == expected,
@@ -134,22 +137,60 @@ def known_counts(name: str, profile: str) -> Outcome:
                           f"{case.known_source}")
 
 
-for _name, _case in CASES.items():
-    claim(f"lang.{_name}.oracle_agreement", source=SOURCE,
-          statement=f"{_name}: the legal-next set of every short prefix equals the independent "
-                    f"oracle's, word counts agree, sampled words are members",
-          kind="numeric", tolerance="exact")(lambda profile, _n=_name: agreement(_n, profile))
-    if _case.known is not None:
-        claim(f"lang.{_name}.counts", source=f"known sequence: {_case.known_source}",
-              statement=f"{_name}: number of words of each length = {_case.known_source}",
-              kind="numeric", tolerance="exact")(lambda profile, _n=_name: known_counts(_n, profile))
+def oracle_agreement_claim(claim_id: str, name: str) -> None:
+    """Register the claim that language ``name``'s automaton agrees with its oracle."""
+    @claim(claim_id, source=SOURCE,
+           statement=f"{name}: the legal-next set of every short prefix equals the independent "
+                     f"oracle's, word counts agree, sampled words are members",
+           kind="numeric", tolerance="exact")
+    def check_oracle_agreement(profile: str) -> Outcome:
+        return agreement(name, profile)
+
+
+def known_counts_claim(claim_id: str, name: str) -> None:
+    """Register the claim that language ``name`` has its known number of words per length."""
+    known_source = CASES[name].known_source
+
+    @claim(claim_id, source=f"known sequence: {known_source}",
+           statement=f"{name}: number of words of each length = {known_source}",
+           kind="numeric", tolerance="exact")
+    def check_known_counts(profile: str) -> Outcome:
+        return known_counts(name, profile)
+
+
+# Every language's claims: (language, oracle-agreement claim, known-counts claim or None when
+# the word counts follow no known sequence).
+LANGUAGE_CLAIMS = (
+    ("dyck1", "lang.dyck1.oracle_agreement", "lang.dyck1.counts"),
+    ("dyck2", "lang.dyck2.oracle_agreement", "lang.dyck2.counts"),
+    ("dyck3", "lang.dyck3.oracle_agreement", "lang.dyck3.counts"),
+    ("shuffle_dyck2", "lang.shuffle_dyck2.oracle_agreement", "lang.shuffle_dyck2.counts"),
+    ("anbn", "lang.anbn.oracle_agreement", "lang.anbn.counts"),
+    ("anbncn", "lang.anbncn.oracle_agreement", "lang.anbncn.counts"),
+    ("tomita1", "lang.tomita1.oracle_agreement", "lang.tomita1.counts"),
+    ("tomita2", "lang.tomita2.oracle_agreement", "lang.tomita2.counts"),
+    ("tomita3", "lang.tomita3.oracle_agreement", None),
+    ("tomita4", "lang.tomita4.oracle_agreement", "lang.tomita4.counts"),
+    ("tomita5", "lang.tomita5.oracle_agreement", "lang.tomita5.counts"),
+    ("tomita6", "lang.tomita6.oracle_agreement", "lang.tomita6.counts"),
+    ("tomita7", "lang.tomita7.oracle_agreement", "lang.tomita7.counts"),
+    ("set_complement", "lang.set_complement.oracle_agreement", "lang.set_complement.counts"),
+    ("multiset_complement", "lang.multiset_complement.oracle_agreement",
+     "lang.multiset_complement.counts"),
+)
+assert [row[0] for row in LANGUAGE_CLAIMS] == list(CASES), "one row per row of CASES, in order"
+assert all((counts is None) == (CASES[name].known is None) for name, _, counts in LANGUAGE_CLAIMS)
+for _name, _agreement_id, _counts_id in LANGUAGE_CLAIMS:
+    oracle_agreement_claim(_agreement_id, _name)
+    if _counts_id is not None:
+        known_counts_claim(_counts_id, _name)
 
 
 @claim("lang.sampler_uniform", source=SOURCE,
        statement="every sampler draws each token uniformly from the legal-next set of its prefix",
        kind="numeric", tolerance="no illegal token; chi-square p > 1e-4 per (language, set size)")
-def _(profile: str) -> Outcome:
-    count = 4000 if profile == "full" else 1000
+def check_sampler_uniform(profile: str) -> Outcome:
+    count = pick(profile, quick=1000, full=4000)
     worst, illegal, worst_name = 1.0, 0, ""
     for name in LANGUAGES:
         task = CASES[name].task()
@@ -171,10 +212,10 @@ PERFT = (4, 12, 56, 244, 1396, 8200, 55092, 390216)  # published perft counts, d
        statement="bitboard perft from the initial position, depths 1..6 (full: 1..8) = "
                  "4, 12, 56, 244, 1396, 8200 (, 55092, 390216)",
        kind="numeric", tolerance="exact")
-def _(profile: str) -> Outcome:
+def check_othello_perft(profile: str) -> Outcome:
     from resharpen.experiments.languages.othello import perft
 
-    depths = range(1, 9 if profile == "full" else 7)
+    depths = range(1, pick(profile, quick=7, full=9))
     measured = [perft(d) for d in depths]
     expected = list(PERFT[:len(measured)])
     return Outcome(measured=measured, expected=expected, passed=measured == expected,
@@ -185,10 +226,10 @@ def _(profile: str) -> Outcome:
 @claim("othello.reference_perft", source="published Othello perft counts (initial position)",
        statement="the square-by-square reference rules give the same perft counts, depths 1..5 "
                  "(full: 1..6)", kind="numeric", tolerance="exact")
-def _(profile: str) -> Outcome:
+def check_othello_reference_perft(profile: str) -> Outcome:
     from resharpen.experiments.languages.othello import reference_perft
 
-    depths = range(1, 7 if profile == "full" else 6)
+    depths = range(1, pick(profile, quick=6, full=7))
     measured = [reference_perft(d) for d in depths]
     expected = list(PERFT[:len(measured)])
     return Outcome(measured=measured, expected=expected, passed=measured == expected,
@@ -200,13 +241,13 @@ def _(profile: str) -> Outcome:
        statement="every generated game is legal under the reference rules, and the legal-next "
                  "sets (implicit passes, PAD at game end) equal the reference's at every move",
        kind="numeric", tolerance="exact")
-def _(profile: str) -> Outcome:
+def check_othello_generator_vs_reference(profile: str) -> Outcome:
     import numpy as np
 
     from resharpen.experiments.languages.othello import Othello, reference_replay
 
     task = Othello()
-    games = task.sample(400 if profile == "full" else 24, 60, seed=2)
+    games = task.sample(pick(profile, quick=24, full=400), 60, seed=2)
     masks = task.legal_next(games)
     invalid = mismatched = 0
     for game, mask in zip(games.tolist(), masks):
@@ -235,7 +276,7 @@ def solved_game_moves() -> str:
 @claim("othello.solved_game", source="arXiv 2310.19387 (Othello is solved), Fig. 1",
        statement="the published perfectly played game is legal under both rule implementations, "
                  "fills the board and ends in a 32-32 draw", kind="numeric", tolerance="exact")
-def _(profile: str) -> Outcome:
+def check_othello_solved_game(profile: str) -> Outcome:
     import numpy as np
 
     from resharpen.experiments.languages.othello import Othello, reference_replay

@@ -1,5 +1,6 @@
-"""Claims about training on the task suite (languages and Othello): the exact evaluation, and the
-measured effects of EMA/BEMA and of Post-Norm placements on length generalization.
+"""Ledger claims ``langtrain.*``, about training on the task suite (languages and Othello): the
+exact evaluation, and the measured effects of EMA/BEMA and of Post-Norm placements on length
+generalization.
 
 The experiment claims read the task-training grid: ``out/sweeps/langs`` (full profile, when
 it has finished runs), else ``out/sweeps/langs-quick`` when all its runs are finished
@@ -19,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.core.profiles import pick
 
 PAPER = "arXiv 2510.08341"
 TINY = {"name": "langs-tiny", "tasks": ["dyck1", "othello"],
@@ -78,12 +80,13 @@ def _run_tiny(run_grid, root: Path) -> Path:
        statement="a model whose logits are log p* has illegal mass 0, TV 0 and KL 0 at every "
                  "length; the uniform model has illegal mass 1 - |N|/|V| and KL log(|V|/|N|)",
        kind="numeric", tolerance="1e-12 absolute, every length, 5 tasks")
-def _(profile: str) -> Outcome:
+def check_eval_exact_and_uniform(profile: str) -> Outcome:
     import torch
     from torch import nn
 
     from resharpen.experiments.languages.train import eval_sequences, evaluate, make_config
     from resharpen.experiments.languages.registry import get_task
+
     class Fixed(nn.Module):
         def __init__(self, task, exact):
             super().__init__()
@@ -97,7 +100,7 @@ def _(profile: str) -> Outcome:
             size = legal.sum(-1, keepdim=True).clamp_min(1).double()
             return torch.where(legal, -torch.log(size), float("-inf"))
 
-    count = 16 if profile == "quick" else 128
+    count = pick(profile, quick=16, full=128)
     worst, lengths = 0.0, 0
     for name, length in (("dyck2", 60), ("shuffle_dyck2", 60), ("anbn", 60), ("tomita3", 60),
                          ("othello", 59)):
@@ -122,7 +125,9 @@ def _(profile: str) -> Outcome:
                           f"{count} sequences each")
 
 
-def _paired(rows: list[dict], tasks, weights: str, metric: str = "ood_illegal_mass"):
+def paired_differences(rows: list[dict], tasks, weights: str, metric: str = "ood_illegal_mass"):
+    """Per run of ``tasks``: ``metric`` of the ``weights`` (ema | bema) minus that of the raw
+    weights, the non-finite differences dropped."""
     by = {(r["run"], r["weights"]): r[metric] for r in rows}
     runs = sorted({r["run"] for r in rows if r["task"] in tasks})
     d = np.array([by[(run, weights)] - by[(run, "raw")] for run in runs], dtype=float)
@@ -141,7 +146,8 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
     return grid_rows(profile)
 
 
-def _averaging_claim(profile: str, weights: str, othello_only: bool) -> Outcome:
+def averaging_effect(profile: str, weights: str, othello_only: bool) -> Outcome:
+    """Whether ``weights`` have lower OOD illegal mass than the raw weights of the same runs."""
     rows, root, which = othello_rows(profile) if othello_only else grid_rows(profile)
     tasks = sorted({r["task"] for r in rows})
     if othello_only:
@@ -149,10 +155,10 @@ def _averaging_claim(profile: str, weights: str, othello_only: bool) -> Outcome:
             return Outcome(measured="no Othello runs", expected="< 0", passed=False,
                            detail=f"{which} ({root}) has no Othello runs")
         tasks = ["othello"]
-    d = _paired(rows, tasks, weights)
+    d = paired_differences(rows, tasks, weights)
     per_task = []
     for task in tasks:
-        dt = _paired(rows, [task], weights)
+        dt = paired_differences(rows, [task], weights)
         per_task.append(f"{task} {dt.mean():+.3g}")
     mean, frac = float(d.mean()), float((d < 0).mean())
     se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
@@ -167,8 +173,8 @@ def _averaging_claim(profile: str, weights: str, othello_only: bool) -> Outcome:
        statement="EMA weights have lower OOD illegal mass than the raw weights of the same run "
                  "(languages and Othello, every placement and seed)",
        kind="experiment", tolerance="mean paired difference < 0 and negative in > 50% of runs")
-def _(profile: str) -> Outcome:
-    return _averaging_claim(profile, "ema", othello_only=False)
+def check_ema_ood_illegal_mass(profile: str) -> Outcome:
+    return averaging_effect(profile, "ema", othello_only=False)
 
 
 @claim("langtrain.bema.ood_illegal_mass",
@@ -176,8 +182,8 @@ def _(profile: str) -> Outcome:
        statement="BEMA weights have lower OOD illegal mass than the raw weights of the same run "
                  "(languages and Othello, every placement and seed)",
        kind="experiment", tolerance="mean paired difference < 0 and negative in > 50% of runs")
-def _(profile: str) -> Outcome:
-    return _averaging_claim(profile, "bema", othello_only=False)
+def check_bema_ood_illegal_mass(profile: str) -> Outcome:
+    return averaging_effect(profile, "bema", othello_only=False)
 
 
 @claim("langtrain.othello.ema_ood",
@@ -185,8 +191,8 @@ def _(profile: str) -> Outcome:
        statement="on Othello trained to L_train moves, EMA weights have lower illegal mass "
                  "after moves L_train+1..59 than the raw weights of the same run",
        kind="experiment", tolerance="mean paired difference < 0 and negative in > 50% of runs")
-def _(profile: str) -> Outcome:
-    return _averaging_claim(profile, "ema", othello_only=True)
+def check_othello_ema_ood(profile: str) -> Outcome:
+    return averaging_effect(profile, "ema", othello_only=True)
 
 
 @claim("langtrain.postnorm.ood_illegal_mass",
@@ -194,7 +200,7 @@ def _(profile: str) -> Outcome:
        statement="Post-Norm placements (post, attn_out) have lower OOD illegal mass than Pre-Norm "
                  "at the same task and seed (raw weights)",
        kind="experiment", tolerance="mean paired difference < 0 and negative in > 50% of pairs")
-def _(profile: str) -> Outcome:
+def check_postnorm_ood_illegal_mass(profile: str) -> Outcome:
     rows, root, which = grid_rows(profile)
     raw = {(r["task"], r["norm"], r["seed"]): r["ood_illegal_mass"] for r in rows
            if r["weights"] == "raw"}

@@ -1,38 +1,28 @@
-"""``resharpen langs``: train on any task of the suite, run the task x norm x seed grid, report.
+"""``resharpen langs``: train on any task of the suite, run the task x norm x seed grid, report;
+``resharpen tasks``: list the tasks, print samples, run perft, write Othello games.
 
     resharpen langs train dyck2 --set model.norm=post --set train.steps=500
     resharpen langs run --profile quick [--workers 2] [--backend ray --address auto]
     resharpen langs report out/sweeps/langs-quick
+    resharpen tasks sample dyck2 --count 2 --sets
+
+Parsing imports nothing heavy: the handlers import the task registry, numpy and torch.
 """
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
-PROFILES = ("quick", "full")
-
-
-def _parse_sets(items: list[str]) -> dict:
-    """``section.key=value`` strings -> {section: {key: value}}; values parsed as TOML scalars."""
-    import tomllib
-
-    out: dict = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or key.count(".") != 1:
-            raise ValueError(f"--set expects SECTION.KEY=VALUE, got {item!r}")
-        section, name = key.split(".")
-        try:
-            parsed = tomllib.loads(f"x = {value}")["x"]
-        except tomllib.TOMLDecodeError:
-            parsed = value  # a bare word: a string
-        out.setdefault(section, {})[name] = parsed
-    return out
+from resharpen.experiments.core.cli_args import UsageError, bad_input, positive_int
+from resharpen.experiments.core.profiles import PROFILES
 
 
-def add_langs(sub) -> None:
-    from resharpen.experiments.core.cli_args import positive_int
-
+def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
+    """``resharpen langs``; ``figures(folder)`` draws a grid's per-task figures into
+    ``folder/figs`` and returns the files written. The front (:mod:`resharpen.cli`) passes it:
+    the figures belong to paper_figs, which the experiments do not import."""
     p = sub.add_parser("langs", help="train on the task suite (languages, Othello); grid; report")
     actions = p.add_subparsers(dest="action", required=True)
     t = actions.add_parser("train", help="train one model on one task and print its summary")
@@ -53,48 +43,59 @@ def add_langs(sub) -> None:
     q = actions.add_parser("report", help="summary tables and per-task figures of a grid folder")
     q.add_argument("folder", help="grid folder, e.g. out/sweeps/langs-quick")
     q.add_argument("--no-figs", action="store_true", help="tables only")
-    p.set_defaults(handler=run_langs)
+    p.set_defaults(handler=partial(run_langs, figures=figures))
 
 
-def run_langs(args) -> int:
+def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
     if args.action == "train":
         return _train(args)
     if args.action == "run":
-        from resharpen.experiments.languages.grid import GRID_DIR, run_grid
+        from resharpen.experiments.core.io import check_writable_target
+        from resharpen.experiments.languages.grid import GRID_DIR, load_grid, run_grid
 
-        root = run_grid(args.grid or GRID_DIR / "grid.toml", out=args.out, workers=args.workers,
+        grid = args.grid or GRID_DIR / "grid.toml"
+        with bad_input():  # the grid file, --only and --out, before any run
+            planned = load_grid(grid, args.profile)
+            unknown = sorted(set(args.only or ()) - {c["task"]["name"] for c in planned["configs"]})
+            if unknown:
+                raise UsageError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
+            if args.out:
+                check_writable_target(args.out)
+        root = run_grid(grid, out=args.out, workers=args.workers,
                         backend=args.backend, address=args.address, profile=args.profile,
                         only=args.only)
         print(f"grid folder {root}", file=sys.stderr)
         if args.no_report:
             return 0
-        return _report(root, figures=True)
-    return _report(Path(args.folder), figures=not args.no_figs)
+        return _report(root, figures)
+    return _report(Path(args.folder), None if args.no_figs else figures)
 
 
-def _report(root: Path, figures: bool) -> int:
-    from resharpen.experiments.languages.grid import report
+def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
+    from resharpen.experiments.languages.grid import report, table_rows
 
+    if not table_rows(root):
+        raise UsageError(f"{str(root)!r} holds no finished runs: is it a grid folder? "
+                         "(run: resharpen langs run)")
     text, _ = report(root)
     print(text)
-    if figures:
-        from resharpen.paper_figs.languages.fig_langtrain_curves import figures_of
-
-        for path in figures_of(root, root / "figs"):
-            print(f"wrote {path}", file=sys.stderr)
+    for path in figures(root) if figures is not None else []:
+        print(f"wrote {path}", file=sys.stderr)
     return 0
 
 
 def _train(args) -> int:
+    from resharpen.experiments.core.config import parse_sets, run_folder
     from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.languages.train import WEIGHTS, make_config, train
-    from resharpen.experiments.core.train import save_run
+    from resharpen.experiments.core.train import WEIGHTS, save_run
+    from resharpen.experiments.languages.train import make_config, train
 
-    overrides = _parse_sets(args.overrides)
-    overrides.setdefault("task", {})["name"] = args.task
-    config = make_config(overrides)
-    folder = Path(args.out) if args.out else Path("out") / "runs" / config["name"]
-    ensure_writable_dir(folder)
+    with bad_input():  # the task, the overrides and the run folder, before training
+        overrides = parse_sets(args.overrides)
+        overrides.setdefault("task", {})["name"] = args.task
+        config = make_config(overrides)
+        folder = Path(args.out) if args.out else run_folder(config["name"])
+        ensure_writable_dir(folder)
     result = train(config)
     save_run(result, folder)
     s, t = result["summary"], config["task"]
@@ -109,4 +110,108 @@ def _train(args) -> int:
               f"{b['ood_tv']:8.4f} {b['ood_kl']:8.4f} {b['ood_top1_illegal']:8.4f} "
               f"{b['lg_score']:5d}")
     print(f"saved to {folder}", file=sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------- resharpen tasks
+def add_tasks(sub) -> None:
+    """``resharpen tasks``: list the tasks, print samples with their legal-next sets, run perft,
+    or write random Othello games to a .npy file."""
+    p = sub.add_parser("tasks", help="the task suite: list, sample, perft, othello games")
+    actions = p.add_subparsers(dest="action", required=True)
+    actions.add_parser("list", help="every task with its family, vocabulary and longest length")
+    s = actions.add_parser("sample", help="print sampled sequences (and their legal-next sets)")
+    s.add_argument("name", help="task name (see `resharpen tasks list`)")
+    s.add_argument("--count", type=int, default=4)
+    s.add_argument("--length", type=int, default=16)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--param", action="append", default=[], metavar="KEY=INT",
+                   help="task parameter, e.g. vocab=32 (repeatable)")
+    s.add_argument("--sets", action="store_true", help="also print the legal-next set per prefix")
+    q = actions.add_parser("perft", help="Othello perft from the initial position")
+    q.add_argument("--depth", type=int, default=6)
+    g = actions.add_parser("games", help="write random Othello games (int8, PAD = 0) to .npy")
+    g.add_argument("--count", type=int, default=100_000)
+    g.add_argument("--length", type=int, default=60)
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--out", required=True, help="output .npy file")
+    p.set_defaults(handler=run_tasks)
+
+
+def _parse_params(items: list[str]) -> dict[str, int]:
+    """``KEY=INT`` strings -> {key: int}."""
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param expects KEY=INT, got {item!r}")
+        try:
+            params[key] = int(value)
+        except ValueError:
+            raise UsageError(f"--param {key} expects an integer, got {value!r}") from None
+    return params
+
+
+def _check_sample_args(task, count: int, length: int, seed: int) -> None:
+    """The checks ``task.sample`` makes of its arguments (ValueError), made before sampling."""
+    from resharpen.experiments.core.tasks import check_int, make_rng
+
+    check_int("count", count, 1)
+    task.check_length(length)
+    make_rng(seed)
+
+
+def run_tasks(args) -> int:
+    import io
+    import time
+
+    import numpy as np
+
+    from resharpen.experiments.languages.registry import TASKS, get_task
+
+    if args.action == "list":
+        for name, family in TASKS.items():
+            task = get_task(name)
+            longest = task.max_length if task.max_length is not None else "any"
+            vocab = " ".join(task.vocab) if task.size <= 16 else f"{task.size} tokens"
+            print(f"{name:20s} {family:13s} length {str(longest):>4s}  vocab {vocab}")
+        return 0
+    if args.action == "sample":
+        with bad_input():  # the task, its parameters, the count, length and seed
+            task = get_task(args.name, **_parse_params(args.param))
+            _check_sample_args(task, args.count, args.length, args.seed)
+        seqs = task.sample(args.count, args.length, args.seed)
+        masks = task.legal_next(seqs) if args.sets else None
+        for b, row in enumerate(seqs):
+            print(task.decode(row))
+            if masks is not None:
+                first = " ".join(task.vocab[i] for i in np.flatnonzero(task.initial_legal()))
+                print(f"  {'':>12s} -> {{{first}}}")
+                for i in range(len(row)):
+                    legal = " ".join(task.vocab[j] for j in np.flatnonzero(masks[b, i]))
+                    print(f"  {task.decode(row[max(0, i - 11):i + 1]):>12s} -> {{{legal}}}")
+        return 0
+    if args.action == "perft":
+        from resharpen.experiments.languages.othello import perft
+
+        start = time.perf_counter()
+        with bad_input():  # perft checks its depth and runs in a moment
+            leaves = perft(args.depth)
+        print(f"perft({args.depth}) = {leaves}  ({time.perf_counter() - start:.2f} s)")
+        return 0
+    # games
+    from resharpen.experiments.core.io import atomic_write_bytes, ensure_writable_dir
+
+    task = get_task("othello")
+    with bad_input():  # the output folder, the count, length and seed, before the games
+        ensure_writable_dir(Path(args.out).parent)
+        _check_sample_args(task, args.count, args.length, args.seed)
+    start = time.perf_counter()
+    games = task.sample(args.count, args.length, args.seed).astype(np.int8)
+    seconds = time.perf_counter() - start
+    buffer = io.BytesIO()
+    np.save(buffer, games)
+    atomic_write_bytes(args.out, buffer.getvalue())
+    print(f"wrote {args.count} games of up to {args.length} moves to {args.out} in {seconds:.1f} s "
+          f"({args.count / seconds:.0f} games/s)", file=sys.stderr)
     return 0

@@ -6,9 +6,10 @@ A grid file (TOML, ``experiments/configs/languages/``) holds::
     tasks = ["dyck2", "othello", ...]      # registered task names
     norms = ["pre", "post", "attn_out"]    # norm placements
     seeds = [0, 1, 2]                       # train.seed of each run
-    [base.<section>]                        # run config shared by every task (task_train.SCHEMA)
+    [base.<section>]                        # run config shared by every task (train.SCHEMA)
     [override.<name>.<section>]             # per-task overrides (e.g. Othello's lengths, model)
     [profile.quick] / [profile.full]        # overrides of any of the above for a profile
+                                            # (resharpen.experiments.core.config.apply_profile)
 
 Each run trains one model (``resharpen.experiments.languages.train.train``) and evaluates its raw, EMA and
 BEMA weights on the same trajectory, so the "x {raw, EMA, BEMA}" factor costs no extra
@@ -36,52 +37,31 @@ from pathlib import Path
 
 import numpy as np
 
+from resharpen.experiments.core.config import (CONFIG_DIR, apply_profile, deep_merge, read_toml,
+                                               sweep_folder)
 from resharpen.experiments.core.io import atomic_write_json, atomic_write_text, ensure_writable_dir
 from resharpen.experiments.core.sweep import execute, load_runs, run_each, write_rows
+from resharpen.experiments.core.train import WEIGHTS
 from resharpen.experiments.languages.registry import TASKS
-from resharpen.experiments.languages.train import SUMMARY_METRICS, WEIGHTS, make_config
+from resharpen.experiments.languages.train import SUMMARY_METRICS, make_config
 
-GRID_DIR = Path(__file__).resolve().parents[1] / "configs" / "languages"
+GRID_DIR = CONFIG_DIR / "languages"
 GRID_KEYS = {"name", "tasks", "norms", "seeds", "base", "override"}
 REPORT_METRICS = ("id_illegal_mass", "ood_illegal_mass", "ood_tv", "ood_kl",
                   "ood_top1_illegal", "lg_score")
 
 
-def _deep_merge(into: dict, extra: dict) -> dict:
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _deep_merge(into[key], value)
-        else:
-            into[key] = copy.deepcopy(value)
-    return into
-
-
-def _read_toml(path: Path) -> dict:
-    import tomllib
-
-    if not path.is_file():
-        raise FileNotFoundError(f"grid file {str(path)!r} does not exist")
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"grid file {str(path)!r} is not valid TOML: {exc}") from None
-
-
 def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
     """{name, profile, configs}: the validated run configs of a grid file (or dict) for a
     profile, in a fixed order (task, norm, seed)."""
-    if profile not in ("quick", "full"):
-        raise ValueError(f"profile {profile!r} is not one of quick, full")
-    raw = copy.deepcopy(path) if isinstance(path, dict) else _read_toml(Path(path))
+    raw = copy.deepcopy(path) if isinstance(path, dict) else read_toml(path, "grid file")
     for where, table in [("", raw)] + [(f"profile.{k}.", v) for k, v in
                                        raw.get("profile", {}).items()]:
         unknown = sorted(set(table) - GRID_KEYS - ({"profile"} if not where else set()))
         if unknown:
             raise ValueError(f"unknown grid key {where}{unknown[0]}; allowed: "
                              f"{', '.join(sorted(GRID_KEYS))}")
-    grid = {k: v for k, v in raw.items() if k != "profile"}
-    _deep_merge(grid, raw.get("profile", {}).get(profile, {}))
+    grid = apply_profile(raw, profile, "the grid")
     overrides = grid.get("override", {})
     stray = sorted(set(overrides) - set(TASKS))
     if stray:
@@ -100,9 +80,9 @@ def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
     for task in grid["tasks"]:
         for norm in grid["norms"]:
             for seed in grid["seeds"]:
-                run = _deep_merge(copy.deepcopy(base), copy.deepcopy(overrides.get(task, {})))
-                run = _deep_merge(run, {"task": {"name": task}, "model": {"norm": norm},
-                                        "train": {"seed": seed}})
+                run = deep_merge(copy.deepcopy(base), copy.deepcopy(overrides.get(task, {})))
+                run = deep_merge(run, {"task": {"name": task}, "model": {"norm": norm},
+                                       "train": {"seed": seed}})
                 configs.append(make_config(run))
     return {"name": name + ("-quick" if profile == "quick" else ""), "profile": profile,
             "configs": configs}
@@ -117,7 +97,8 @@ def run_one(config: dict) -> dict:
 
 
 def default_root(name: str) -> Path:
-    return Path("out") / "sweeps" / name
+    """The default folder of grid ``name``: ``out/sweeps/<name>``."""
+    return sweep_folder(name)
 
 
 def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers: int = 2,

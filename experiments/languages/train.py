@@ -9,13 +9,15 @@ the exact target p*(prefix), never the soft target. There is no BOS token, so th
 with a PAD token (Othello) the positions whose next token is PAD (game over) are ignored, as in
 OthelloGPT (``ignore_index=0``), when ``task.ignore_pad`` is true.
 
-Model. :class:`resharpen.experiments.core.model.Transformer`, decoder-only, any norm placement; positions are
-learned absolute embeddings of ``task.eval_len`` slots (``model.positional = "learned"``, the
-OthelloGPT choice: the slots beyond ``train_len`` are never trained) or absent (``"none"``: a
-causal model without positional encoding, as in the one-layer Set Complement theory).
+Model. :class:`resharpen.experiments.core.model.Transformer`, decoder-only, any norm placement
+(the core's ``[model]`` table); positions are learned absolute embeddings of ``task.eval_len``
+slots (``model.positional = "learned"``, the OthelloGPT choice: the slots beyond ``train_len`` are
+never trained) or absent (``"none"``: a causal model without positional encoding, as in the
+one-layer Set Complement theory).
 
-Optimization: ``resharpen.experiments.core.train.make_optimizer`` (AdamW, decay on matrices only) and
-``lr_factor`` (warm-up then cosine / linear / constant), gradient clipping. Raw, EMA
+Optimization is the training core's (:mod:`resharpen.experiments.core.train`: AdamW with decay on
+matrices only, warm-up then cosine / linear / constant, gradient clipping; ``[train]`` without
+``ema`` and ``eval_every``, with ``log_every``: a history row every k steps). Raw, EMA
 (``torch.optim.swa_utils``) and BEMA weights are tracked on the same trajectory
 (``resharpen.experiments.core.averaging``) and all three are evaluated, so the comparison is paired.
 
@@ -39,23 +41,21 @@ every length 1..n (lengths with no target are skipped), ``lg_fraction`` = lg_sco
 from __future__ import annotations
 
 import copy
-import math
 import time
 from typing import Callable
 
 import numpy as np
 import torch
 
-from resharpen.experiments.core.config import SCHEMA as SET_COMPLEMENT_SCHEMA
-from resharpen.experiments.core.config import Field
-from resharpen.experiments.core.model import NORM_KINDS, NORM_PLACEMENTS, ModelConfig, Transformer
+from resharpen.experiments.core.config import Field, Schema, pick_fields
+from resharpen.experiments.core.train import (MODEL_FIELDS, TRAIN_FIELDS, check_model_shape,
+                                              fit, seeded_model, training_state)
 from resharpen.experiments.languages.registry import TASKS, get_task
-from resharpen.experiments.core.train import WEIGHTS, train_step, training_state
 
 METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
 SUMMARY_METRICS = ("illegal_mass", "tv", "kl", "top1_illegal")
 
-SCHEMA: dict[str, dict[str, Field]] = {
+SCHEMA = Schema({
     "task": {
         "name": Field(str, "dyck2", choices=tuple(TASKS)),
         "vocab": Field(int, 0, 0, 4096),  # task parameter (set/multiset complement); 0 = default
@@ -63,57 +63,30 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "eval_len": Field(int, 200, 1, 4096),
         "ignore_pad": Field(bool, True, choices=(False, True)),
     },
-    "model": {
-        "d_model": Field(int, 64, 1, 4096),
-        "n_layers": Field(int, 2, 1, 48),
-        "n_heads": Field(int, 4, 1, 64),
-        "norm": Field(str, "pre", choices=NORM_PLACEMENTS),
-        "norm_kind": Field(str, "layer", choices=NORM_KINDS),
-        "mlp": Field(str, "gelu", choices=("none", "gelu", "swiglu")),
-        "d_mlp": Field(int, 0, 0, 65536),
-        "positional": Field(str, "none", choices=("none", "learned")),
-        "attn_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
-        "resid_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
-        "init_std": Field(float, 0.02, 0.0, None, lo_open=True),
-    },
-    "train": {  # the Set Complement trainer's fields and ranges, with this trainer's defaults
-        **{key: SET_COMPLEMENT_SCHEMA["train"][key].with_default(default) for key, default in dict(
-            steps=2000, batch_size=32, lr=1e-3, min_lr_ratio=0.1, warmup=100, schedule="cosine",
-            weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, seed=0, ema_decay=0.99,
-            bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2, bema_lag=10.0,
-            bema_update_after=0, bema_multiplier=1.0, threads=1).items()},
-        "log_every": Field(int, 50, 1, 10**8),
-    },
+    "model": pick_fields(
+        MODEL_FIELDS, d_model=64, n_layers=2, n_heads=4, d_head=0, norm="pre", norm_kind="layer",
+        mlp="gelu", d_mlp=0, positional="none", attn_dropout=0.0, resid_dropout=0.0,
+        init_std=0.02),
+    "train": pick_fields(
+        TRAIN_FIELDS, steps=2000, batch_size=32, lr=1e-3, min_lr_ratio=0.1, warmup=100,
+        schedule="cosine", weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, seed=0,
+        ema_decay=0.99, bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2,
+        bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0, threads=1, log_every=50),
     "eval": {
         "count": Field(int, 128, 1, 10**6),
         "seed": Field(int, 1234, 0, 2**63 - 1),
         "threshold": Field(float, 0.05, 0.0, 1.0, lo_open=True, hi_open=True),
     },
-}
-
-
-def defaults() -> dict:
-    return {section: {k: f.default for k, f in fields.items()}
-            for section, fields in SCHEMA.items()}
+})
 
 
 def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
-    """A validated run config: the defaults updated by ``overrides`` ({section: {key: value}}).
-    ValueError names an unknown section or key, a bad value, or an impossible length."""
-    config = defaults()
-    for section, table in (overrides or {}).items():
-        if section == "name":
-            name = table
-            continue
-        if section not in SCHEMA:
-            raise ValueError(f"unknown config section {section!r}; allowed: {', '.join(SCHEMA)}")
-        if not isinstance(table, dict):
-            raise ValueError(f"config section {section!r} must be a table, got {table!r}")
-        for key, value in table.items():
-            if key not in SCHEMA[section]:
-                raise ValueError(f"unknown key {section}.{key}; allowed in [{section}]: "
-                                 f"{', '.join(SCHEMA[section])}")
-            config[section][key] = SCHEMA[section][key].check(f"{section}.{key}", value)
+    """A validated run config: the defaults updated by ``overrides`` ({section: {key: value}},
+    optionally ``name``). ValueError names an unknown section or key, a bad value, or an
+    impossible length."""
+    overrides = dict(overrides or {})
+    name = overrides.pop("name", name)
+    config = SCHEMA.validate(overrides)
     t = config["task"]
     task = build_task(config)
     if t["train_len"] > t["eval_len"]:
@@ -122,11 +95,8 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
     # the sampler must produce train_len + 1 tokens; evaluation uses eval_len tokens
     task.check_length(t["train_len"] + 1)
     task.check_length(t["eval_len"])
-    m = config["model"]
-    if m["d_model"] % m["n_heads"]:
-        raise ValueError(f"model.d_model = {m['d_model']} is not divisible by model.n_heads = "
-                         f"{m['n_heads']}")
-    config["name"] = name or f"{t['name']}-{m['norm']}-s{config['train']['seed']}"
+    check_model_shape(config)
+    config["name"] = name or f"{t['name']}-{config['model']['norm']}-s{config['train']['seed']}"
     return config
 
 
@@ -134,16 +104,6 @@ def build_task(config: dict):
     t = config["task"]
     params = {"vocab": t["vocab"]} if t["vocab"] else {}
     return get_task(t["name"], **params)
-
-
-def model_config(config: dict, vocab: int) -> ModelConfig:
-    m = config["model"]
-    return ModelConfig(vocab=vocab, d_model=m["d_model"], n_layers=m["n_layers"],
-                       n_heads=m["n_heads"], norm=m["norm"], norm_kind=m["norm_kind"],
-                       mlp=None if m["mlp"] == "none" else m["mlp"], d_mlp=m["d_mlp"] or None,
-                       max_len=config["task"]["eval_len"] if m["positional"] == "learned" else None,
-                       attn_dropout=m["attn_dropout"], resid_dropout=m["resid_dropout"],
-                       init_std=m["init_std"])
 
 
 # ------------------------------------------------------------------------- exact metrics
@@ -241,51 +201,39 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
           eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """Train one model; return {config, per_length: {raw, ema, bema}, summary, history, model,
     averaged}. ``summary`` holds the raw/EMA/BEMA summaries under ``by_weights`` and the run
-    time in ``seconds``; ``history`` one record (step, loss, lr) every ``train.log_every`` steps."""
-    from tqdm import tqdm
-
+    time in ``seconds``; ``history`` one record (step, loss, smoothed loss, lr) every
+    ``train.log_every`` steps."""
     start = time.perf_counter()
     t, tr = config["task"], config["train"]
     task = build_task(config)
-    if tr["threads"]:
-        torch.set_num_threads(tr["threads"])
-    torch.manual_seed(tr["seed"])
-    model = Transformer(model_config(config, task.size))
+    model = seeded_model(config, vocab=task.size, max_len=t["eval_len"])
     rng = np.random.default_rng([tr["seed"], 1_000_003])
     pad = getattr(task, "pad", None) if t["ignore_pad"] else None
-    optimizer, schedule, averagers = training_state(model, tr)
-    history: list[dict] = []
-    model.train()
-    running = float("nan")
-    bar = tqdm(range(1, tr["steps"] + 1), desc=f"train {config['name']}", unit="step",
-               disable=not progress or None, leave=False)
-    for step in bar:
-        seqs = torch.as_tensor(task.sample(tr["batch_size"], t["train_len"] + 1, rng))
-        value = train_step(model, optimizer, schedule, seqs, tr["grad_clip"], ignore=pad)
-        for averager in averagers.values():
-            averager.update(model, step)
-        if not math.isfinite(value):
-            raise ValueError(f"run {config['name']!r}: the loss is {value} at step {step}; "
-                             "lower train.lr")
-        running = value if running != running else 0.95 * running + 0.05 * value
-        if step % tr["log_every"] == 0 or step == tr["steps"]:
-            row = {"step": step, "loss": value, "loss_smoothed": running,
-                   "lr": optimizer.param_groups[0]["lr"]}
-            history.append(row)
-            bar.set_postfix(loss=f"{running:.4f}")
-            if log is not None:
-                log(row)
-    bar.close()
+    state = training_state(model, tr)
+
+    def next_batch(step: int) -> torch.Tensor:
+        return torch.as_tensor(task.sample(tr["batch_size"], t["train_len"] + 1, rng))
+
+    def record(step: int, loss: float) -> dict:
+        row = {"step": step, "loss": loss, "loss_smoothed": state.smoothed_loss, "lr": state.lr()}
+        if log is not None:
+            log(row)
+        return row
+
+    history = fit(state, tr, next_batch, every=tr["log_every"], record=record, ignore=pad,
+                  raise_on_nonfinite=True, smoothing=0.05, name=config["name"],
+                  progress=progress)
     seqs, legal = eval_data if eval_data is not None else eval_sequences(config, task)
-    per_length = {kind: evaluate(a.module(), seqs, legal) for kind, a in averagers.items()}
+    weights = state.weights()
+    per_length = {kind: evaluate(module, seqs, legal) for kind, module in weights.items()}
     summaries = {kind: summarize(recs, t["train_len"], config["eval"]["threshold"])
                  for kind, recs in per_length.items()}
     summary = {"task": t["name"], "norm": config["model"]["norm"], "seed": tr["seed"],
                "by_weights": summaries, "final_loss": history[-1]["loss_smoothed"],
                "seconds": time.perf_counter() - start}
     return {"config": config, "per_length": per_length, "summary": summary, "history": history,
-            "model": model, "averaged": {k: a.module() for k, a in averagers.items()}}
+            "model": model, "averaged": weights}
 
 
-__all__ = ["METRICS", "SCHEMA", "WEIGHTS", "make_config", "position_metrics", "eval_sequences",
+__all__ = ["METRICS", "SCHEMA", "make_config", "position_metrics", "eval_sequences",
            "evaluate", "summarize", "train"]

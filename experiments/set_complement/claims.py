@@ -1,38 +1,50 @@
-"""Ledger claims of the Set Complement theory that are checked without a model (sympy, numpy).
+"""Ledger claims ``sc.*``: the Set Complement theory of arXiv 2510.08341.
 
-Source: THEORY.md's reconstruction of arXiv 2510.08341 (the paper's full text is not public, so
+Source: docs/theory.md's reconstruction of arXiv 2510.08341 (the paper's full text is not public, so
 every statement below is marked "reconstructed"; the abstract-level facts they agree with are
 listed in ../shared/papers/notes_2510.08341.md).
 
-Ledger claims of the Set Complement theory checked on the float64 torch model.
-
-Every check runs the constructions (or random lemma-form models) through experiments/core/model.py
-and compares with resharpen.theory.set_complement.formulas at every length s = 1..v-1 for v in VOCABS.
+The first claims are checked without a model (sympy, numpy) against
+:mod:`resharpen.theory.set_complement.formulas`. The claims after them run the constructions
+(or random lemma-form models) through the float64 torch model of experiments/core/model.py and
+compare with the same formulas at every length s = 1..v-1 for v in ``VOCABS``.
 """
 from __future__ import annotations
 
 import itertools
+import tempfile
 
 import numpy as np
 import sympy as sp
+import torch
 
-from resharpen.theory.set_complement import formulas as sc
+from resharpen.constructions import set_complement as cons
 from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.set_complement.below_bound import minimize, objective
+from resharpen.experiments.set_complement.evaluate import per_position_metrics
+from resharpen.experiments.set_complement.report import construction_errors
+from resharpen.experiments.core.set_complement_task import exact_target, sample_inputs
+from resharpen.theory.set_complement import formulas as sc
 
 SRC = "arXiv 2510.08341 (reconstructed)"
+VOCABS = (4, 5, 8, 12, 33, 128)
+TOL = 1e-9
 
 
+# ----------------------------------------------------------------------------- without a model
 @claim("sc.metrics.closed_forms", source=SRC, kind="symbolic", tolerance="exact (sympy)",
        statement="With equal valid logits: TV = invalid mass and KL(p*||p) = -log(1 - invalid mass)")
-def _(profile):
+def check_metrics_closed_forms(profile):
     proofs = sc.prove_metric_identities()
     return Outcome(str(proofs), "{'kl': True, 'tv': True}", all(proofs.values()))
 
 
 @claim("sc.lemma.logit_identity", source=SRC + ", Lemma", kind="symbolic", tolerance="exact (sympy)",
        statement="D[x] == u - lambda_x e_x and B[x] == -u - beta_x e_x give f(t) == -beta_q e_q - sum_i w_i lambda_i e_{t_i}")
-def _(profile):
-    sizes = [(6, 4)] if profile == "quick" else [(5, 2), (6, 4), (7, 6)]
+def check_lemma_logit_identity(profile):
+    sizes = pick(profile, quick=[(6, 4)], full=[(5, 2), (6, 4), (7, 6)])
     ok = all(sc.prove_lemma_logit_identity(vv, ss) for vv, ss in sizes)
     return Outcome(ok, True, ok, f"symbolic u, lambda, beta, row constants, weights; (v, s) in {sizes}")
 
@@ -70,8 +82,8 @@ def lemma_nullspace_dimension(vocab: int, seed: int = 0) -> tuple[int, int]:
 @claim("sc.lemma.nullspace", source=SRC + ", Lemma (needs v >= 4)", kind="numeric",
        tolerance="exact integer dimensions (SVD rank at rel 1e-10)",
        statement="For v >= 4 the (B, D) with equal valid logits at lengths 1, 2 are exactly the lemma's (5v-1)-dim family; v = 3 admits more")
-def _(profile):
-    vocabs = (4, 5, 8) if profile == "quick" else (4, 5, 8, 12)
+def check_lemma_nullspace(profile):
+    vocabs = pick(profile, quick=(4, 5, 8), full=(4, 5, 8, 12))
     dims = {vv: lemma_nullspace_dimension(vv) for vv in vocabs}
     small, family3 = lemma_nullspace_dimension(3)
     ok = all(a == b for a, b in dims.values()) and small > family3
@@ -83,7 +95,7 @@ def _(profile):
 @claim("sc.theorem.balanced_condition", source=SRC + ", Theorem part 3", kind="symbolic",
        tolerance="exact (sympy)",
        statement="Balance at length 2, w lambda_x = (1-w) lambda_y, forces A[y,x] - A[y,y] = log(lambda_y / lambda_x)")
-def _(profile):
+def check_theorem_balanced_condition(profile):
     lx, ly = sp.symbols("lambda_x lambda_y", positive=True)
     got = sc.balanced_score_difference()
     want = sp.log(ly / lx)
@@ -93,23 +105,23 @@ def _(profile):
 @claim("sc.theorem.harmonic_symbolic", source=SRC + ", Theorem part 3", kind="symbolic",
        tolerance="exact (sympy)",
        statement="With balanced scores every non-query margin w_i lambda_{t_i} equals H(t)/s (harmonic mean over s)")
-def _(profile):
-    ok = all(sc.prove_harmonic_margin(n) for n in ((3, 4) if profile == "quick" else (2, 3, 4, 6)))
+def check_theorem_harmonic_symbolic(profile):
+    ok = all(sc.prove_harmonic_margin(n) for n in pick(profile, quick=(3, 4), full=(2, 3, 4, 6)))
     return Outcome(ok, True, ok)
 
 
 @claim("sc.theorem.two_over_s_symbolic", source="arXiv 2510.08341 ('precision decays roughly as 2/s')",
        kind="symbolic", tolerance="exact (sympy)",
        statement="Equal lambdas, balanced: m_s / m_2 = 2/s")
-def _(profile):
+def check_theorem_two_over_s_symbolic(profile):
     got = sc.two_over_s_ratio()
     return Outcome(str(got), "2/s", sp.simplify(got - 2 / sc.s) == 0)
 
 
 @claim("sc.rank.symbolic", source=SRC + ", dimension bound", kind="symbolic", tolerance="exact (sympy, v = 4)",
        statement="det(L - XY^T) = det L det(I - Y^T L^-1 X) and M[1,0] = sum 1/lambda > 0, so rank D >= v-1")
-def _(profile):
-    proof = sc.prove_rank_bound(4 if profile == "quick" else 5)
+def check_rank_symbolic(profile):
+    proof = sc.prove_rank_bound(pick(profile, quick=4, full=5))
     ok = proof["determinant_lemma"] and proof["D_is_minus_low_rank_update"] and proof["M10_is_sum_inverse_lambda"]
     return Outcome(str(proof["M10"]), "sum_x 1/lambda_x", ok)
 
@@ -140,8 +152,8 @@ def min_rank_random(vocab: int, trials: int, seed: int = 0) -> tuple[int, int]:
 @claim("sc.rank.random", source=SRC + ", dimension bound (tight)", kind="numeric",
        tolerance="numerical rank at rel 1e-9",
        statement="rank(1u^T - Lambda + c1^T) >= v-1 over random lambda > 0, u, c; v-1 is attained")
-def _(profile):
-    trials = 200 if profile == "quick" else 2000
+def check_rank_random(profile):
+    trials = pick(profile, quick=200, full=2000)
     results = {vv: min_rank_random(vv, trials, seed=vv) for vv in (4, 5, 8, 12, 33)}
     ok = all(low >= vv - 1 and adv == vv - 1 for vv, (low, adv) in results.items())
     return Outcome({vv: tuple(int(x) for x in r) for vv, r in results.items()}, {vv: (vv - 1, vv - 1) for vv in results}, ok,
@@ -151,7 +163,7 @@ def _(profile):
 @claim("sc.readout.attn_out_minimum", source=SRC + ", Post-Norm resharpens", kind="symbolic",
        tolerance="exact (sympy)",
        statement="attn_out margin beta g sqrt(d v/(s(v-s))) is minimal at s = v/2, value 2 beta g sqrt(d/v)")
-def _(profile):
+def check_readout_attn_out_minimum(profile):
     found = sc.attn_out_minimum()
     ok = (sp.simplify(found["argmin"] - sc.v / 2) == 0
           and sp.simplify(found["minimum"] - 2 * sc.beta * sc.g * sp.sqrt(sc.d / sc.v)) == 0
@@ -162,7 +174,7 @@ def _(profile):
 @claim("sc.readout.post_limit", source=SRC + ", Post-Norm resharpens", kind="symbolic",
        tolerance="exact (sympy)",
        statement="post (N(x_q + o)) margin tends to the attn_out margin as K = lambda/beta -> infinity")
-def _(profile):
+def check_readout_post_limit(profile):
     got = sc.post_limit_large_K()
     want = sc.readout_margin_exprs("attn_out", True)[0]
     return Outcome(str(got), str(want), sp.simplify(got - want) == 0)
@@ -171,7 +183,7 @@ def _(profile):
 @claim("sc.readout.pre_is_rescaled_post", source=SRC + ", readouts (one layer)", kind="symbolic",
        tolerance="|difference| < 1e-40 at 8 random rational points, 50 digits",
        statement="One layer: pre (N before attention + final N) = post with K -> K g sqrt(d)/|c(e_x)|")
-def _(profile):
+def check_readout_pre_is_rescaled_post(profile):
     ok = sc.pre_equals_post_rescaled(True) and sc.pre_equals_post_rescaled(False)
     return Outcome(ok, True, ok, "centred (tight RMSNorm, one-hot LayerNorm) and uncentred (one-hot RMSNorm)")
 
@@ -179,7 +191,7 @@ def _(profile):
 @claim("sc.readout.paper_numbers", source="THEORY.md numbers (v = 12, beta = g = 1)", kind="numeric",
        tolerance="abs 5e-5 (4 d.p. as printed)",
        statement="attn_out 3.4641, 2.5690, 2.2111, 1.9149 (s=1,2,3,6); post K=6: 2.1756, 1.4958, 1.5988; K=6000: 2.5686, 1.9145, 3.4635 (s=2,6,11)")
-def _(profile):
+def check_readout_paper_numbers(profile):
     expected = [3.4641, 2.5690, 2.2111, 1.9149, 2.1756, 1.4958, 1.5988, 2.5686, 1.9145, 3.4635]
     got = list(sc.readout_margins("attn_out", 12, np.array([1, 2, 3, 6]), 1.0, 1.0, 1.0, 11)[0])
     got += list(sc.readout_margins("post", 12, np.array([2, 6, 11]), 6.0, 1.0, 1.0, 11)[0])
@@ -191,7 +203,7 @@ def _(profile):
 @claim("sc.readout.post_K_needed", source=SRC + ", Post-Norm resharpens", kind="symbolic",
        tolerance="rel 1e-9 (plug back)",
        statement="The K giving a post margin m solves a quadratic; plugging it back gives m")
-def _(profile):
+def check_readout_post_K_needed(profile):
     worst = 0.0
     for vv, ss, target in [(12, 6, 1.4958), (64, 32, 1.0), (64, 3, 2.0), (128, 100, 1.5)]:
         k_needed = sc.post_K_needed(vv, ss, target)
@@ -204,41 +216,21 @@ def _(profile):
 @claim("sc.noise.trace_symbolic", source="arXiv 2510.08341 (noisy gradients; trace reconstructed)",
        kind="symbolic", tolerance="exact (sympy)",
        statement="Sampled labels y ~ p*: tr Cov(p* - e_y) = tr(diag p* - p* p*^T) = 1 - 1/(v-s)")
-def _(profile):
+def check_noise_trace_symbolic(profile):
     got = sc.gradient_noise_trace()
     return Outcome(str(got), "1 - 1/(v - s)", sp.simplify(got - (1 - 1 / (sc.v - sc.s))) == 0)
 
 
-# ----------------------------------------------------------------------------- checked on the torch model
-import tempfile
-
-import numpy as np
-import torch
-
-from resharpen.constructions import set_complement as cons
-from resharpen.experiments.set_complement.below_bound import minimize, objective
-from resharpen.experiments.set_complement.evaluate import per_position_metrics
-from resharpen.experiments.core.model import ModelConfig, Transformer
-from resharpen.experiments.set_complement.report import construction_errors
-from resharpen.experiments.set_complement.task import exact_target, sample_inputs
-from resharpen.theory.set_complement import formulas as sc
-from resharpen.experiments.core.ledger import Outcome, claim
-
-SRC = "arXiv 2510.08341 (reconstructed)"
-VOCABS = (4, 5, 8, 12, 33, 128)
-TOL = 1e-9
-
-
+# ----------------------------------------------------------------------------- on the torch model
 def scales(profile: str, vocab: int) -> list[tuple[float, float, float]]:
     """(lambda, beta, gain) triples: small, large and mixed scales."""
-    out = [(1.0, 1.0, 1.0), (3.0 * vocab, 0.5, 2.0)]
-    if profile == "full":
-        out += [(0.1, 3.0, 0.3), (50.0, 7.0, 1.7)]
-    return out
+    return [(1.0, 1.0, 1.0), (3.0 * vocab, 0.5, 2.0)] + pick(
+        profile, quick=[], full=[(0.1, 3.0, 0.3), (50.0, 7.0, 1.7)])
 
 
 def per_length(profile: str) -> int:
-    return 8 if profile == "quick" else 64
+    """Inputs evaluated per length."""
+    return pick(profile, quick=8, full=64)
 
 
 def family_error(configs, profile: str) -> tuple[float, float, str]:
@@ -262,27 +254,28 @@ def readout_configs(norm: str, profile: str) -> list[dict]:
             for vv in VOCABS for lam, beta, gain in scales(profile, vv) for variant, kind in kinds]
 
 
-def _readout_claim(norm: str, statement: str):
-    @claim(f"sc.readout.{norm}", source=SRC + ", readouts", kind="numeric",
+def readout_margin_claim(claim_id: str, norm: str, statement: str) -> None:
+    """Register the claim that placement ``norm``'s constructions have the readout margins of
+    the formulas, at every length, for every variant and scale of ``readout_configs``."""
+    @claim(claim_id, source=SRC + ", readouts", kind="numeric",
            tolerance="rel 1e-9 margins, valid spread - 1 <= 1e-9; probabilities rel 1e-9 + abs 1e-15*scale*sqrt(d)",
            statement=statement)
-    def check(profile):
+    def check_readout_margins(profile):
         margin, metric, where = family_error(readout_configs(norm, profile), profile)
         return Outcome(margin, f"<= {TOL}", margin <= TOL and metric <= 1.0,
                        f"v in {VOCABS}, every s; worst at {where}; metric error ratio {metric:.2g}")
-    return check
 
 
-_readout_claim("none", "No norm: margins lambda/s (non-query) and beta + lambda/s (query) at every length: dispersion")
-_readout_claim("attn_out", "x + N(o): non-query margin beta g sqrt(d v/(s(v-s))) (centred), beta g sqrt(d/s) (one-hot RMS)")
-_readout_claim("post", "N(x + o): margin beta g sqrt(d) (K/s)/|c(e_q + (K/s) 1_t)| with K = lambda/beta")
-_readout_claim("pre", "x + o(N(x)), final N: the post margin with K -> K g sqrt(d)/|c(e_x)|")
+readout_margin_claim("sc.readout.none", "none", "No norm: margins lambda/s (non-query) and beta + lambda/s (query) at every length: dispersion")
+readout_margin_claim("sc.readout.attn_out", "attn_out", "x + N(o): non-query margin beta g sqrt(d v/(s(v-s))) (centred), beta g sqrt(d/s) (one-hot RMS)")
+readout_margin_claim("sc.readout.post", "post", "N(x + o): margin beta g sqrt(d) (K/s)/|c(e_q + (K/s) 1_t)| with K = lambda/beta")
+readout_margin_claim("sc.readout.pre", "pre", "x + o(N(x)), final N: the post margin with K -> K g sqrt(d)/|c(e_x)|")
 
 
 @claim("sc.construct.tight_dimensions", source=SRC + ", construction (tight)", kind="numeric",
        tolerance="exact integers; numerical rank at rel 1e-9",
        statement="The tight construction has d = d_v = v-1 and rank D = v-1, and is complement-exact at every length")
-def _(profile):
+def check_construct_tight_dimensions(profile):
     bad = []
     for vv in VOCABS:
         built = cons.tight(vv, lam=2.0, beta=1.0)
@@ -300,7 +293,7 @@ def _(profile):
 
 @claim("sc.theorem.harmonic_margin", source=SRC + ", Theorem part 3", kind="numeric", tolerance="rel 1e-9",
        statement="Balanced non-uniform lambda: non-query margins H(t)/s, query beta + H(t)/s, valid logits equal, every length")
-def _(profile):
+def check_theorem_harmonic_margin(profile):
     configs = [dict(variant="balanced", vocab=vv, lam=lam, beta=beta, seed=seed)
                for vv in VOCABS for lam, beta, _ in scales(profile, vv) for seed in (0, 1)]
     margin, metric, where = family_error(configs, profile)
@@ -310,7 +303,7 @@ def _(profile):
 @claim("sc.theorem.two_over_s", source="arXiv 2510.08341 ('precision decays roughly as 2/s')", kind="numeric",
        tolerance="rel 1e-9",
        statement="Tight construction (equal lambdas, balanced): measured m_s / m_2 = 2/s at every s >= 2")
-def _(profile):
+def check_theorem_two_over_s(profile):
     worst = 0.0
     for vv in VOCABS[1:]:
         for lam, beta, _ in scales(profile, vv):
@@ -324,7 +317,7 @@ def _(profile):
 @claim("sc.theorem.unbalanced_breaks_2_over_s", source=SRC + ", Theorem (failure when unbalanced)", kind="numeric",
        tolerance="rel 1e-9 to the variant formula; deviation from 2/s >= 10%",
        statement="Self-biased attention (score a on the query): m_s/m_2 = (e^a+1)/(e^a+s-1), not 2/s; still complement-exact")
-def _(profile):
+def check_theorem_unbalanced_breaks_2_over_s(profile):
     worst, deviation = 0.0, 0.0
     for vv in (8, 12, 33):
         margin, metric, where = family_error([dict(variant="unbalanced", vocab=vv, lam=2.0 * vv,
@@ -340,7 +333,7 @@ def _(profile):
 @claim("sc.theorem.negative_beta", source=SRC + ", Theorem (query margin beta_q + H/s)", kind="numeric",
        tolerance="exact (top-1 indicator per length)",
        statement="beta < 0: the query token wins (top-1 invalid) exactly at lengths s > lambda/(-beta)")
-def _(profile):
+def check_theorem_negative_beta(profile):
     mismatches, details = [], []
     for vv in (12, 33, 128):
         lam, beta = vv / 2 + 0.25, -1.0  # crossover s* = v/2 + 0.25, not an integer
@@ -412,11 +405,17 @@ def lemma_model_errors(vocab: int, seed: int, count: int) -> dict[str, float]:
             "displacement": displacement_excess, "nonquery": nonquery_excess, "naive": naive_excess}
 
 
+def lemma_errors_by_profile(profile: str) -> list[dict]:
+    """:func:`lemma_model_errors` for v in VOCABS[:5] and the profile's seeds."""
+    seeds = pick(profile, quick=(0, 1), full=range(6))
+    return [lemma_model_errors(vv, seed, per_length(profile)) for vv in VOCABS[:5] for seed in seeds]
+
+
 @claim("sc.theorem.exact_all_lengths", source=SRC + ", Theorem parts 1-2", kind="numeric",
        tolerance="rel 1e-9 (relative to lambda_max + beta_max)",
        statement="Any lemma-form model (random u, lambda, beta, attention) is uniform on the complement at every length, margins w_i lambda_i (+beta_q)")
-def _(profile):
-    errors = _lemma_errors(profile)
+def check_theorem_exact_all_lengths(profile):
+    errors = lemma_errors_by_profile(profile)
     margin = max(e["margin"] for e in errors)
     spread = max(e["spread"] for e in errors)
     return Outcome(max(margin, spread), f"<= {TOL}", margin <= TOL and spread <= TOL,
@@ -426,8 +425,8 @@ def _(profile):
 @claim("sc.theorem.dispersion_budget", source="arXiv 2510.08341 ('softmax compresses logit displacements')",
        kind="numeric", tolerance="<= 1e-9 (excess over the bound)",
        statement="Lemma-form models: sum of non-query margins <= lambda_max; min_i w_i lambda_i <= lambda_max/s; min non-query margin <= lambda_max/(s-1)")
-def _(profile):
-    errors = _lemma_errors(profile)
+def check_theorem_dispersion_budget(profile):
+    errors = lemma_errors_by_profile(profile)
     excess = {k: max(e[k] for e in errors) for k in ("budget", "displacement", "nonquery")}
     return Outcome({k: round(x, 4) for k, x in excess.items()}, "all <= 0 (excess over each bound)",
                    all(x <= TOL for x in excess.values()))
@@ -436,22 +435,17 @@ def _(profile):
 @claim("sc.theorem.dispersion_min_margin_erratum", source="THEORY.md, Theorem part 2 (our reconstruction)",
        kind="numeric", erratum=True, tolerance="counterexample: excess > 0.1",
        statement="THEORY.md's 'the smallest margin is at most lambda_max/s' fails for non-query margins when the query takes little attention (true bound: lambda_max/(s-1))")
-def _(profile):
-    errors = _lemma_errors(profile)
+def check_theorem_dispersion_min_margin_erratum(profile):
+    errors = lemma_errors_by_profile(profile)
     naive = max(e["naive"] for e in errors)
     return Outcome(f"max(min non-query margin - lambda_max/s) = {naive:.3g}", "> 0 (counterexample)",
                    naive > 0.1, "the bound holds for the attention displacements w_i lambda_i over all s "
                    "tokens; the query's margin adds beta_q, so it can leave the s-1 others above lambda_max/s")
 
 
-def _lemma_errors(profile: str) -> list[dict]:
-    seeds = (0, 1) if profile == "quick" else range(6)
-    return [lemma_model_errors(vv, seed, per_length(profile)) for vv in VOCABS[:5] for seed in seeds]
-
-
 @claim("sc.model.decomposition", source="arXiv 2510.08341 (model formula, verified)", kind="numeric",
        tolerance="abs 1e-12", statement="Placement none: logits = B[t_s] + sum_i w_i D[t_i] with B = E U, D = E W_V W_O U")
-def _(profile):
+def check_model_decomposition(profile):
     worst = 0.0
     for vv in VOCABS[:5]:
         torch.manual_seed(vv)
@@ -469,9 +463,9 @@ def _(profile):
 @claim("sc.rank.below_bound", source=SRC + ", dimension bound (tight)", kind="numeric",
        tolerance="best J at d = v-2 >= 0.02 over all starts; tight construction J <= 1e-20",
        statement="d = v-2 cannot be complement-exact at lengths 1 and 2 (logit objective J bounded away from 0); d = v-1 reaches J = 0")
-def _(profile):
-    vocabs = (4, 6) if profile == "quick" else (4, 6, 8)
-    starts, steps = (12, 800) if profile == "quick" else (32, 2000)
+def check_rank_below_bound(profile):
+    vocabs = pick(profile, quick=(4, 6), full=(4, 6, 8))
+    starts, steps = pick(profile, quick=(12, 800), full=(32, 2000))
     below = {vv: float(minimize(vv, vv - 2, starts, steps, seed=vv, progress=False).min()) for vv in vocabs}
     exact = {}
     for vv in vocabs:
@@ -488,7 +482,7 @@ def _(profile):
 @claim("sc.noise.autograd_trace", source="arXiv 2510.08341 (noisy gradients; trace reconstructed)", kind="numeric",
        tolerance="abs 1e-9",
        statement="Autograd logit gradients of CE(f, y), y ~ p*, have covariance trace 1 - 1/(v-s) at every length")
-def _(profile):
+def check_noise_autograd_trace(profile):
     worst = 0.0
     for vv in (4, 12, 33):
         built = cons.tight(vv, lam=4.0 * vv, beta=1.0)
@@ -511,7 +505,7 @@ def _(profile):
 
 @claim("sc.construct.save_load", source="package (exact round trip)", kind="numeric", tolerance="bitwise",
        statement="save then load reproduces every construction's weights and logits bit for bit")
-def _(profile):
+def check_construct_save_load(profile):
     mismatches = []
     tokens = torch.tensor([[0, 3, 1]])
     for variant, norm, kind in [("tight", "post", "rms"), ("one_hot", "attn_out", "layer"),

@@ -1,5 +1,6 @@
-"""Claims about training: BEMA's limits, batched ensembles, gradient noise, and the measured
-effects of the random-search sweep (Post-Norm, dropout, EMA/BEMA, dispersion exponent).
+"""Ledger claims ``train.*``, about training: BEMA's limits, batched ensembles, gradient noise,
+and the measured effects of the random-search sweep (Post-Norm, dropout, EMA/BEMA, dispersion
+exponent).
 
 The experiment claims read the full sweep ``out/sweeps/random_search`` when it has finished
 runs (``resharpen sweep experiments/configs/set_complement/random_search.toml``), otherwise they
@@ -15,15 +16,17 @@ import numpy as np
 import torch
 
 from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.core.profiles import pick
 
 PAPER = "arXiv 2510.08341"
 
 
 def _sweep_rows(name: str = "random_search") -> tuple[list[dict], Path]:
+    from resharpen.experiments.core.config import sweep_folder
     from resharpen.experiments.core.sweep import read_table
     from resharpen.experiments.set_complement.sweep_report import ensure_sweep
 
-    full = Path("out") / "sweeps" / name
+    full = sweep_folder(name)
     if (full / "table.jsonl").exists() and read_table(full):
         root = full
     else:
@@ -35,7 +38,7 @@ def _sweep_rows(name: str = "random_search") -> tuple[list[dict], Path]:
        statement="BEMA with alpha_t -> 0 (eta large) is the EMA with weights (rho+gamma t)^-kappa; "
                  "eta = 0 adds the full correction theta_t - theta_0 (not plain EMA)",
        kind="numeric", tolerance="1e-12 relative")
-def _(profile: str) -> Outcome:
+def check_bema_limits(profile: str) -> Outcome:
     from torch import nn
 
     from resharpen.experiments.core.averaging import BEMA, BEMAConfig
@@ -73,16 +76,15 @@ def _(profile: str) -> Outcome:
        statement="K models trained as one stacked computation equal the same K runs done one at "
                  "a time (per-model seeds, learning rates and weight decays)",
        kind="numeric", tolerance="max |weight difference| < 1e-5 (float32)")
-def _(profile: str) -> Outcome:
-    from resharpen.experiments.core import config as cfgmod
+def check_ensemble_batched_equals_sequential(profile: str) -> Outcome:
     from resharpen.experiments.core.config import CONFIG_DIR
-    from resharpen.experiments.core.ensemble import train_ensemble
-    from resharpen.experiments.core.train import model_config
+    from resharpen.experiments.set_complement.ensemble import train_ensemble
+    from resharpen.experiments.set_complement.train import load_config, sc_model_config
 
-    config = cfgmod.load(CONFIG_DIR / "set_complement" / "base.toml",
+    config = load_config(CONFIG_DIR / "set_complement" / "base.toml",
                          ["task.vocab=8", "model.d_model=8", "train.steps=15", "train.warmup=3",
                           "train.batch_size=8", "model.norm=post"])
-    mc = model_config(config)
+    mc = sc_model_config(config)
     kw = dict(train=config["train"], train_len=2, lr=[1e-2, 3e-3, 2e-2],
               weight_decay=[0.0, 0.1, 0.01])
     a = train_ensemble(mc, [0, 5, 9], path="batched", **kw)
@@ -97,14 +99,13 @@ def _(profile: str) -> Outcome:
        statement="for a trained model near p*, the per-position logit-gradient noise trace under "
                  "sampled labels is 1 - 1/(v-s) and is most of the mean squared gradient",
        kind="numeric", tolerance="relative error < 3% at every trained length; noise share >= 0.8")
-def _(profile: str) -> Outcome:
-    from resharpen.experiments.core import config as cfgmod
+def check_noise_trace(profile: str) -> Outcome:
     from resharpen.experiments.core.config import CONFIG_DIR
-    from resharpen.experiments.set_complement.task import exact_target, sample_inputs
-    from resharpen.experiments.core.train import train
+    from resharpen.experiments.core.set_complement_task import exact_target, sample_inputs
+    from resharpen.experiments.set_complement.train import load_config, train
 
-    v = 16 if profile == "quick" else 32
-    config = cfgmod.load(CONFIG_DIR / "set_complement" / "base.toml",
+    v = pick(profile, quick=16, full=32)
+    config = load_config(CONFIG_DIR / "set_complement" / "base.toml",
                          [f"task.vocab={v}", f"model.d_model={v}", "train.steps=400",
                           "train.warmup=20", "train.lr=3e-2", "train.eval_every=0",
                           "eval.per_length=16"])
@@ -136,7 +137,8 @@ def _welch(a, b):
     return welch(a, b)
 
 
-def _postnorm(name: str) -> Outcome:
+def postnorm_effect(name: str) -> Outcome:
+    """Welch test of the OOD invalid mass, post/attn_out against none/pre, in sweep ``name``."""
     rows, root = _sweep_rows(name)
     post = [r["ood_invalid_mass"] for r in rows if r["model.norm"] in ("post", "attn_out")]
     base = [r["ood_invalid_mass"] for r in rows if r["model.norm"] in ("none", "pre")]
@@ -167,18 +169,26 @@ POSTNORM_SWEEPS = (
      "in the 2-layer transformer with GELU MLPs and learned positions (balanced grid of "
      "placements x seeds, BEMA weights)"),
 )
-for _cid, _sweep, _setting in POSTNORM_SWEEPS:
-    claim(_cid, source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
-          statement=f"{_setting}, post or attn_out placement gives lower OOD invalid mass than "
-                    "none/pre",
-          kind="experiment", tolerance="difference of means below -2 standard errors (Welch)",
-          )(lambda profile, sweep=_sweep: _postnorm(sweep))
+
+
+def postnorm_claim(claim_id: str, sweep: str, setting: str) -> None:
+    """Register the claim that Post-Norm lowers the OOD invalid mass in ``sweep``."""
+    @claim(claim_id, source=f"{PAPER} v2 (Post-Norm can resharpen attention)",
+           statement=f"{setting}, post or attn_out placement gives lower OOD invalid mass than "
+                     "none/pre",
+           kind="experiment", tolerance="difference of means below -2 standard errors (Welch)")
+    def check_postnorm_lowers_ood_invalid_mass(profile: str) -> Outcome:
+        return postnorm_effect(sweep)
+
+
+for _claim_id, _sweep, _setting in POSTNORM_SWEEPS:
+    postnorm_claim(_claim_id, _sweep, _setting)
 
 
 @claim("train.dropout.ood_kl", source=f"{PAPER} v1 (dropout counters attention dispersion)",
        statement="over the random search, more attention dropout goes with lower OOD KL",
        kind="experiment", tolerance="Spearman rank correlation < 0 with one-sided p < 0.05")
-def _(profile: str) -> Outcome:
+def check_dropout_ood_kl(profile: str) -> Outcome:
     from scipy.stats import spearmanr
 
     rows, root = _sweep_rows()
@@ -190,7 +200,8 @@ def _(profile: str) -> Outcome:
                           f"p = {p:.3g}; {root}")
 
 
-def _paired(kind: str, name: str = "random_search") -> Outcome:
+def averaging_effect(kind: str, name: str = "random_search") -> Outcome:
+    """Paired difference OOD KL(``kind`` weights) - OOD KL(raw weights) over sweep ``name``."""
     rows, root = _sweep_rows(name)
     diff = np.array([r[f"{kind}.ood_kl"] - r["raw.ood_kl"] for r in rows])
     se = diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
@@ -201,30 +212,49 @@ def _paired(kind: str, name: str = "random_search") -> Outcome:
                           f"{np.mean(diff < 0):.0%} of runs; {root}")
 
 
-AVERAGING_SWEEPS = (
-    ("", "random_search", ""),
-    (".fixed", "placements", "at fixed hyper-parameters (placements sweep), "),
-    (".long", "long_runs", "at 6x the sweeps' training budget (long_runs: 12000 steps, none and "
-                           "post, EMA decay 0.99 and 0.999), "),
-    (".long_v32", "long_runs_v32", "at 6x the sweeps' training budget at v = 32, closest to p* "
-                                   "(long_runs_v32: 12000 steps, none and post), "),
-)
+# The sweeps the EMA/BEMA claims read, with the setting as their statements name it.
+AVERAGING_SETTINGS = {
+    "random_search": "",
+    "placements": "at fixed hyper-parameters (placements sweep), ",
+    "long_runs": "at 6x the sweeps' training budget (long_runs: 12000 steps, none and "
+                 "post, EMA decay 0.99 and 0.999), ",
+    "long_runs_v32": "at 6x the sweeps' training budget at v = 32, closest to p* "
+                     "(long_runs_v32: 12000 steps, none and post), ",
+}
 AVERAGING_SOURCES = {"bema": f"{PAPER} v1 (BEMA improves length generalization)",
                      "ema": f"{PAPER} (EMA counters noisy gradients)"}
-for _suffix, _sweep, _setting in AVERAGING_SWEEPS:
-    for _kind, _source in AVERAGING_SOURCES.items():
-        claim(f"train.{_kind}.ood_kl{_suffix}", source=_source,
-              statement=f"{_setting}{_kind.upper()} weights have lower OOD KL than the raw "
-                        "weights of the same run",
-              kind="experiment", tolerance="mean paired difference below -2 standard errors",
-              )(lambda profile, kind=_kind, sweep=_sweep: _paired(kind, sweep))
+# Averaged against raw weights, one claim per sweep and kind: (claim id, weights, sweep).
+AVERAGING_CLAIMS = (
+    ("train.bema.ood_kl", "bema", "random_search"),
+    ("train.ema.ood_kl", "ema", "random_search"),
+    ("train.bema.ood_kl.fixed", "bema", "placements"),
+    ("train.ema.ood_kl.fixed", "ema", "placements"),
+    ("train.bema.ood_kl.long", "bema", "long_runs"),
+    ("train.ema.ood_kl.long", "ema", "long_runs"),
+    ("train.bema.ood_kl.long_v32", "bema", "long_runs_v32"),
+    ("train.ema.ood_kl.long_v32", "ema", "long_runs_v32"),
+)
+
+
+def averaging_claim(claim_id: str, weights: str, sweep: str) -> None:
+    """Register the claim that ``weights`` (ema | bema) beat the raw weights in ``sweep``."""
+    @claim(claim_id, source=AVERAGING_SOURCES[weights],
+           statement=f"{AVERAGING_SETTINGS[sweep]}{weights.upper()} weights have lower OOD KL than "
+                     "the raw weights of the same run",
+           kind="experiment", tolerance="mean paired difference below -2 standard errors")
+    def check_averaged_weights_lower_ood_kl(profile: str) -> Outcome:
+        return averaging_effect(weights, sweep)
+
+
+for _claim_id, _weights, _sweep in AVERAGING_CLAIMS:
+    averaging_claim(_claim_id, _weights, _sweep)
 
 
 @claim("train.dispersion.margin_exponent", source=f"{PAPER}; THEORY.md (dispersion, resharpening)",
        statement="at fixed hyper-parameters, learned margins decay faster with length without a "
                  "norm than with attn_out: fitted exponent a(none) > a(attn_out)",
        kind="experiment", tolerance="difference of mean exponents above 2 standard errors (Welch)")
-def _(profile: str) -> Outcome:
+def check_dispersion_margin_exponent(profile: str) -> Outcome:
     rows, root = _sweep_rows("placements")
     none = [r["margin_exponent"] for r in rows if r["model.norm"] == "none"]
     attn = [r["margin_exponent"] for r in rows if r["model.norm"] == "attn_out"]
@@ -243,7 +273,7 @@ def _(profile: str) -> Outcome:
                  "precision degrading: OOD invalid mass > ID invalid mass",
        kind="experiment", tolerance="mean OOD invalid mass / mean OOD s/v < 1 and OOD > ID in "
                                     "every run")
-def _(profile: str) -> Outcome:
+def check_lengthgen_degrades(profile: str) -> Outcome:
     import json
 
     rows, root = _sweep_rows()

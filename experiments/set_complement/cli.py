@@ -1,10 +1,15 @@
-"""Subcommands ``train``, ``sweep`` and ``report`` of the ``resharpen`` command line."""
+"""Subcommands ``train``, ``sweep`` and ``report`` of the ``resharpen`` command line.
+
+Parsing imports nothing heavy: the handlers import torch, numpy and matplotlib."""
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
+from typing import Callable
 
-PROFILES = ("quick", "full")
+from resharpen.experiments.core.cli_args import UsageError, bad_input, positive_int
+from resharpen.experiments.core.profiles import PROFILES
 
 
 def add_train(sub) -> None:
@@ -18,13 +23,15 @@ def add_train(sub) -> None:
 
 
 def run_train(args) -> int:
-    from resharpen.experiments.core import config as cfgmod
+    from resharpen.experiments.core.config import run_folder
     from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.core.train import WEIGHTS, save_run, train
+    from resharpen.experiments.core.train import WEIGHTS, save_run
+    from resharpen.experiments.set_complement.train import load_config, train
 
-    config = cfgmod.load(args.config, args.overrides, profile=args.profile)
-    folder = Path(args.out) if args.out else Path("out") / "runs" / config["name"]
-    ensure_writable_dir(folder)  # fail before training, not after
+    with bad_input():  # the config file, the overrides and the run folder, before training
+        config = load_config(args.config, args.overrides, profile=args.profile)
+        folder = Path(args.out) if args.out else run_folder(config["name"])
+        ensure_writable_dir(folder)
     result = train(config)
     save_run(result, folder)
     s = result["summary"]
@@ -46,8 +53,6 @@ def run_train(args) -> int:
 
 
 def add_sweep(sub) -> None:
-    from resharpen.experiments.core.cli_args import positive_int
-
     p = sub.add_parser("sweep", help="run or resume a random-search sweep")
     p.add_argument("config", help="sweep TOML, e.g. experiments/configs/set_complement/random_search.toml")
     p.add_argument("--runs", type=positive_int, default=None, help="number of runs (default: file)")
@@ -65,8 +70,14 @@ def add_sweep(sub) -> None:
 
 
 def run_sweep_cli(args) -> int:
-    from resharpen.experiments.core.sweep import read_table, run_sweep
+    from resharpen.experiments.core.io import check_writable_target
+    from resharpen.experiments.core.sweep import read_table
+    from resharpen.experiments.set_complement.sweep import plan, run_sweep
 
+    with bad_input():  # the sweep file, --runs and --out, before any run
+        plan(args.config, args.runs, args.profile)
+        if args.out:
+            check_writable_target(args.out)
     root = run_sweep(args.config, out=args.out, runs=args.runs, workers=args.workers,
                      backend=args.backend, address=args.address, profile=args.profile,
                      ensemble=args.ensemble)
@@ -76,17 +87,26 @@ def run_sweep_cli(args) -> int:
     return 0
 
 
-def add_report(sub) -> None:
+def add_report(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
+    """``resharpen report``; ``figures(folder)`` draws a sweep's figures into ``folder/figs``
+    and returns the files written. The front (:mod:`resharpen.cli`) passes it: the figures
+    belong to paper_figs, which the experiments do not import."""
     p = sub.add_parser("report", help="tables and figures of a finished sweep")
     p.add_argument("sweep", help="sweep folder, e.g. out/sweeps/random_search")
     p.add_argument("--no-figs", action="store_true", help="tables only")
-    p.set_defaults(handler=run_report)
+    p.set_defaults(handler=partial(run_report, figures=figures))
 
 
-def run_report(args) -> int:
+def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
+    from resharpen.experiments.core.sweep import read_table
     from resharpen.experiments.set_complement.sweep_report import report
 
-    text, paths = report(args.sweep, figures=not args.no_figs)
+    with bad_input():
+        if not read_table(args.sweep):
+            raise UsageError(f"sweep {args.sweep!r} has no finished runs yet")
+    text, paths = report(args.sweep)
+    if figures is not None and not args.no_figs:
+        paths += figures(Path(args.sweep))
     print(text)
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Sequence
 import torch
 
 from resharpen.experiments.set_complement.metrics import METRICS, complement_metrics
-from resharpen.experiments.set_complement.task import check_length, check_vocab, sample_inputs
+from resharpen.experiments.core.set_complement_task import check_length, check_vocab, sample_inputs
 
 
 @torch.no_grad()

@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from resharpen.experiments.set_complement.task import seen_mask
+from resharpen.experiments.core.set_complement_task import seen_mask
 
 METRICS = ("invalid_mass", "tv", "kl", "cross_entropy", "top1_invalid", "valid_spread",
            "margin_min", "margin_query", "margin_nonquery_min", "margin_nonquery_max")

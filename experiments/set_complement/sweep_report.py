@@ -1,5 +1,6 @@
 """Analysis of a finished sweep: factor effects on the OOD metrics, Post-Norm vs none/pre,
-raw vs EMA vs BEMA (paired, within runs), and the four training figures.
+raw vs EMA vs BEMA (paired, within runs); the run data of the training figures
+(:func:`runs_with_data`, drawn by :mod:`resharpen.paper_figs.set_complement.sweep_figures`).
 
 Statistics, stated where they are printed:
 - grouped means: mean ± std (sample std, ddof = 1) and max over the runs of a group, n runs;
@@ -28,7 +29,7 @@ POST = ("post", "attn_out")
 NOT_POST = ("none", "pre")
 
 
-def _stats(values) -> dict:
+def summary_stats(values) -> dict:
     a = np.asarray(values, dtype=float)
     a = a[np.isfinite(a)]
     if not a.size:
@@ -72,7 +73,7 @@ def factor_effects(rows: list[dict], factors: list[str], metric: str,
         if (factor in categorical or all(isinstance(v, str) for v in values)
                 or len(set(values)) <= 3):
             levels = sorted(set(values), key=_level_order)
-            out[factor] = {str(lv): _stats(y[[v == lv for v in values]]) for lv in levels}
+            out[factor] = {str(lv): summary_stats(y[[v == lv for v in values]]) for lv in levels}
         else:
             x = np.array(values, dtype=float)
             edges = np.quantile(x, [0, 1 / 3, 2 / 3, 1])
@@ -81,7 +82,7 @@ def factor_effects(rows: list[dict], factors: list[str], metric: str,
                 last = i == len(edges) - 2
                 mask = (x >= lo) & ((x <= hi) if last else (x < hi))
                 if mask.any():  # a tercile is empty when ties fill the one below it
-                    groups[f"T{i + 1} [{lo:.3g}, {hi:.3g}{']' if last else ')'}"] = _stats(y[mask])
+                    groups[f"T{i + 1} [{lo:.3g}, {hi:.3g}{']' if last else ')'}"] = summary_stats(y[mask])
             out[factor] = groups
     return out
 
@@ -130,7 +131,7 @@ def postnorm_comparison(rows: list[dict]) -> dict:
     for metric in OOD_METRICS:
         post = [r[metric] for r in rows if r.get("model.norm") in POST]
         base = [r[metric] for r in rows if r.get("model.norm") in NOT_POST]
-        out[metric] = {"post_attn_out": _stats(post), "none_pre": _stats(base),
+        out[metric] = {"post_attn_out": summary_stats(post), "none_pre": summary_stats(base),
                        "post_minus_none_pre": welch(post, base)}
     return out
 
@@ -142,7 +143,7 @@ def averaging_comparison(rows: list[dict]) -> dict:
         entry = {}
         for kind in ("ema", "bema"):
             diff = np.array([r[f"{kind}.{metric}"] for r in rows], dtype=float) - raw
-            entry[f"{kind}_minus_raw"] = _stats(diff)
+            entry[f"{kind}_minus_raw"] = summary_stats(diff)
             entry[f"{kind}_better_fraction"] = float(np.mean(diff < 0)) if diff.size else float("nan")
         out[metric] = entry
     return out
@@ -165,7 +166,7 @@ def analyse(root: str | Path) -> dict:
         "rank_regression": {m: rank_regression(rows, factors, m) for m in OOD_METRICS},
         "postnorm": postnorm_comparison(rows),
         "averaging": averaging_comparison(rows),
-        "seconds_per_run": _stats([r["seconds"] for r in rows]),
+        "seconds_per_run": summary_stats([r["seconds"] for r in rows]),
     }
 
 
@@ -205,153 +206,28 @@ def to_markdown(a: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(root: str | Path, figures: bool = True) -> tuple[str, list[Path]]:
-    """Write report.md, report.json (and figs/) into the sweep folder; return (markdown, paths)."""
+def report(root: str | Path) -> tuple[str, list[Path]]:
+    """Write report.md and report.json into the sweep folder; return (markdown, paths). The
+    figures of a sweep are paper_figs' (:mod:`resharpen.paper_figs.set_complement.sweep_figures`)."""
     from resharpen.experiments.core.io import atomic_write_json, atomic_write_text
 
     root = Path(root)
     a = analyse(root)
     text = to_markdown(a)
     paths = [atomic_write_text(root / "report.md", text), atomic_write_json(root / "report.json", a)]
-    if figures:
-        paths += make_figures(root, root / "figs")
     return text, paths
 
 
-# ----------------------------------------------------------------------------- figures
-def _runs_with_data(root: Path) -> list[dict]:
+# ----------------------------------------------------------------------------- run data
+def runs_with_data(root: str | Path) -> list[dict]:
+    """Every finished run of a sweep folder with its config, summary, per-length records and
+    training history (the data the sweep's figures draw)."""
     runs = load_runs(root)
     for run in runs:
         run["per_length"] = json.loads((run["folder"] / "per_length.json").read_text())
         run["history"] = [json.loads(line) for line in
                           (run["folder"] / "metrics.jsonl").read_text().splitlines() if line]
     return runs
-
-
-def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    placements = sorted({r["config"]["model"]["norm"] for r in runs})
-    for norm in placements:
-        group = [r for r in runs if r["config"]["model"]["norm"] == norm]
-        primary = [r["summary"]["primary"] for r in group]
-        curves = np.array([[x[metric] for x in r["per_length"][p]] for r, p in zip(group, primary)])
-        s = [x["length"] for x in group[0]["per_length"]["raw"]]
-        mean, sd = _mean_sd(curves)
-        line, = ax.plot(s, mean, label=f"{norm} (n={len(group)})")
-        ax.fill_between(s, mean - sd, mean + sd, color=line.get_color(), alpha=0.15)
-    c = runs[0]["config"]["task"]
-    ax.axvline(c["train_len"], color="k", lw=0.8, ls="--")
-    ax.plot(s, np.array(s) / c["vocab"], color="gray", lw=0.8, ls=":", label="s / v (no signal)")
-    ax.set(xlabel="input length s", ylabel=f"{metric.replace('_', ' ')} (exact)",
-           title=f"v = {c['vocab']}: mean ± std over the runs of a placement; dashed = L_train")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def fig_dropout(rows: list[dict]):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
-    rng = np.random.default_rng(0)
-    for kind, colour in (("none", "C0"), ("ema", "C1"), ("bema", "C2")):
-        sel = [r for r in rows if r.get("train.ema", r["primary"].replace("raw", "none")) == kind]
-        if not sel:
-            continue
-        x = np.array([r.get("model.attn_dropout", 0.0) for r in sel], dtype=float)
-        ax.scatter(x + rng.uniform(-0.01, 0.01, len(x)), [r["ood_kl"] for r in sel], s=14,
-                   color=colour, alpha=0.7, label=f"{kind} (n={len(sel)})")
-    ax.set(xlabel="attention dropout (jittered)", ylabel="OOD KL(p* || p)", yscale="log",
-           title="dropout vs OOD KL, coloured by the primary weights")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def fig_margins(runs: list[dict]):
-    import matplotlib
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    v = runs[0]["config"]["task"]["vocab"]
-    s = np.arange(2, v)
-    for norm in sorted({r["config"]["model"]["norm"] for r in runs}):
-        group = [r for r in runs if r["config"]["model"]["norm"] == norm]
-        m = np.array([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
-                       if x["length"] >= 2] for r in group], dtype=float)
-        a = _stats([r["summary"]["margin_exponent"] for r in group])["mean"]
-        ax.plot(s, np.nanmean(m, 0), label=f"learned, {norm} (fitted a = {a:.2f})")
-    from resharpen.experiments.core.train import attn_out_margin
-    m2 = float(np.nanmean([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
-                            if x["length"] == 2][0] for r in runs]))
-    ax.plot(s, m2 * 2 / s, "k--", lw=1,
-            label=f"construction / theory, no norm: m_2 (2/s), m_2 = {m2:.2f}, a = 1")
-    shape = attn_out_margin(v, s.astype(float))
-    ax.plot(s, m2 * shape / shape[0], "k:", lw=1.2, label="attn_out theory, same m_2")
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set( xlabel="input length s", ylabel="mean min non-query margin",
-           title="learned margins vs the construction and the theory")
-    ax.axhline(0, color="gray", lw=0.5)
-    ax.legend(fontsize=7)
-    return fig
-
-
-def _mean_sd(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and sample std (ddof = 1; 0 for a single run) over the runs (axis 0)."""
-    sd = curves.std(0, ddof=1) if len(curves) > 1 else np.zeros(curves.shape[1:])
-    return curves.mean(0), sd
-
-
-def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
-    """The raw, EMA and BEMA weights' ``metric`` over training, one panel per placement: mean
-    ± sample std over the runs of that placement (the band is the spread of everything else
-    the sweep varies: seeds, and in a search also lr, dropout, EMA decay). A panel uses the
-    runs that share its most common evaluation schedule and says how many it left out."""
-    import matplotlib.pyplot as plt
-    from collections import Counter
-
-    placements = sorted({r["config"]["model"]["norm"] for r in runs})
-    fig, axes = plt.subplots(1, len(placements), figsize=(3.2 * len(placements) + 1.2, 3.8),
-                             sharey=True, squeeze=False)
-    for ax, norm in zip(axes[0], placements):
-        schedules = {id(r): tuple(h["step"] for h in r["history"] if "raw" in h)
-                     for r in runs if r["config"]["model"]["norm"] == norm}
-        steps, _ = Counter(schedules.values()).most_common(1)[0]
-        group = [r for r in runs if schedules.get(id(r)) == steps]
-        for kind, colour in (("raw", "C0"), ("ema", "C1"), ("bema", "C2")):
-            curves = np.array([[h[kind][metric] for h in r["history"] if "raw" in h]
-                               for r in group])
-            mean, sd = _mean_sd(curves)
-            ax.plot(steps, mean, color=colour, marker="o", ms=3, label=f"{kind} (n={len(curves)})")
-            ax.fill_between(steps, mean - sd, mean + sd, color=colour, alpha=0.12)
-        left_out = len(schedules) - len(group)
-        ax.set(xlabel="step", title=norm + (f" ({left_out} runs on other schedules left out)"
-                                            if left_out else ""))
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel(metric.replace("_", " "))
-    fig.suptitle("raw vs EMA vs BEMA weights over training (mean ± sample std over the runs "
-                 "of a placement)", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "margins",
-                                                    "averaging"),
-                 prefix: str = "fig_train") -> list[Path]:
-    from resharpen.paper_figs import save
-    from resharpen.experiments.core.io import ensure_writable_dir
-
-    ensure_writable_dir(outdir)
-    runs = _runs_with_data(Path(root))
-    rows = read_table(root)
-    builders = {"placements": lambda: fig_placements(runs), "dropout": lambda: fig_dropout(rows),
-                "margins": lambda: fig_margins(runs), "averaging": lambda: fig_averaging(runs)}
-    paths = []
-    for name in names:
-        paths += save(builders[name](), outdir, f"{prefix}_{name}")
-    return paths
 
 
 QUICK_ENSEMBLE = 8  # the quick sweeps train runs that can share an ensemble in groups of 8
@@ -362,12 +238,12 @@ def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search"
     must exist (run it with ``resharpen sweep``); the quick one is run (or completed) here,
     in well under a minute, with runs grouped into batched ensembles of up to
     :data:`QUICK_ENSEMBLE`."""
-    from resharpen.experiments.core.config import CONFIG_DIR
-    from resharpen.experiments.core.sweep import run_sweep
+    from resharpen.experiments.core.config import CONFIG_DIR, sweep_folder
+    from resharpen.experiments.set_complement.sweep import run_sweep
 
     path = CONFIG_DIR / "set_complement" / f"{name}.toml"
     if profile == "full":
-        root = Path("out") / "sweeps" / name
+        root = sweep_folder(name)
         if not (root / "table.jsonl").exists() or not read_table(root):
             raise ValueError(f"no finished full sweep in {str(root)!r}; run: resharpen sweep "
                              f"{path} --workers 2")

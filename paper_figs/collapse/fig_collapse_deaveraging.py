@@ -11,6 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from resharpen.experiments.core.profiles import pick
 from resharpen.paper_figs import save
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.collapse.stack import deaveraging_step
@@ -18,7 +19,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
 
     alphas = np.linspace(0, 1, 101)
     points = np.linspace(0, 1, 6)
-    samples = 8 if profile == "quick" else 64
+    samples = pick(profile, quick=8, full=64)
     fig, ax = plt.subplots(figsize=(6, 4))
     for k, color in ((1.0, "tab:blue"), (2.0, "tab:red")):
         s = k * k / 9

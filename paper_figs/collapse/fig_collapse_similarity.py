@@ -12,6 +12,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from resharpen.experiments.core.profiles import pick
 from resharpen.paper_figs import save
 MULTIPLIERS = (1.0, 2.0, 4.0)
 COLORS = {1.0: "tab:blue", 2.0: "tab:orange", 4.0: "tab:red"}
@@ -20,10 +21,10 @@ COLORS = {1.0: "tab:blue", 2.0: "tab:orange", 4.0: "tab:red"}
 def data(profile: str) -> dict:
     from resharpen.experiments.collapse.stack import StackConfig, simulate
 
-    size = dict(n=128, d=128, depth=16, samples=2) if profile == "quick" else \
-        dict(n=256, d=256, depth=48, samples=4)
+    size = pick(profile, quick=dict(n=128, d=128, depth=16, samples=2),
+                full=dict(n=256, d=256, depth=48, samples=4))
     return {(norm, k): simulate(StackConfig(norm=norm, mlp="swiglu", multiplier=k, seed=int(k),
-                                            **size), progress=profile == "full")
+                                            **size), progress=pick(profile, quick=False, full=True))
             for norm in ("post", "pre") for k in MULTIPLIERS}
 
 

@@ -17,12 +17,9 @@ import numpy as np
 
 from resharpen.paper_figs import save
 def runs(profile: str) -> list[dict]:
-    from resharpen.experiments.collapse.train import PROFILES, TrainConfig, run
+    from resharpen.experiments.collapse.train import OUT, run, sweep_configs
 
-    spec = dict(PROFILES[profile])
-    lrs, norms = spec.pop("lrs"), spec.pop("norms")
-    return [run(TrainConfig(norm=norm, lr=float(lr), **spec), "out/collapse_train")
-            for norm in norms for lr in lrs]
+    return [run(config, OUT) for config in sweep_configs(profile)]
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
@@ -30,7 +27,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     fig, axes = plt.subplots(3, 1, figsize=(7, 8.5), sharex=True)
     colors = plt.cm.viridis(np.linspace(0, 0.85, len(results)))
     for color, res in zip(colors, results):
-        m, s = res["metrics"], res["summary"]
+        m, s = res["history"], res["summary"]
         steps = [x["step"] for x in m]
         label = f"{s['norm']}-norm lr={s['lr']:g}" + (" (collapsed)" if s["collapsed"] else "")
         ls = "-" if s["norm"] == "post" else "--"
@@ -42,7 +39,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
             for ax in axes:
                 ax.axvline(s["collapse_step"], color=color, lw=0.8, ls=":")
     first = results[0]
-    axes[0].plot([x["step"] for x in first["metrics"]], [x["l_freq"] for x in first["metrics"]],
+    axes[0].plot([x["step"] for x in first["history"]], [x["l_freq"] for x in first["history"]],
                  color="grey", lw=0.6, label="batch L_freq")
     axes[0].axhline(first["summary"]["l_freq_stream"], color="k", ls=":", label="stream L_freq")
     axes[0].axhline(first["summary"]["entropy_rate"], color="k", ls="-.", lw=0.8,
@@ -53,7 +50,8 @@ def make(profile: str, outdir: Path) -> list[Path]:
     axes[2].set_ylabel(r"$\|\partial L/\partial X_1\| / \|\partial L/\partial X_L\|$")
     axes[2].set_xlabel("step")
     cfg = first["config"]
-    fig.suptitle(f"{cfg['n_layers']}-layer decoders, d = {cfg['d_model']}, Zipf-Markov stream",
+    fig.suptitle(f"{cfg['model']['n_layers']}-layer decoders, d = {cfg['model']['d_model']}, "
+                 "Zipf-Markov stream",
                  fontsize=10)
     fig.tight_layout()
     return save(fig, outdir, "fig_collapse_training")

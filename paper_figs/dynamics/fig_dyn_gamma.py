@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from resharpen.experiments.core.profiles import pick
 from resharpen.paper_figs import save
 from resharpen.theory.dynamics import speed as nd
 from resharpen.theory.dynamics import ode
@@ -30,7 +31,7 @@ def curves(horizon: float):
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    horizon = 2000.0 if profile == "quick" else 20000.0
+    horizon = pick(profile, quick=2000.0, full=20000.0)
     sols = curves(horizon)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     styles = dict(zip(sols, ["-", "--", "-.", ":", "-", "--", (0, (5, 1, 1, 1))]))

@@ -12,6 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.dynamics import particles as P
 from resharpen.paper_figs import save
 from resharpen.theory.dynamics import speed as nd
@@ -21,7 +22,7 @@ R0, ALPHA0 = 2.0, 0.25
 
 def make(profile: str, outdir: Path) -> list[Path]:
     betas = np.linspace(0.25, 10, 60)
-    marks = np.array([0.5, 1, 2, 3, 5, 7, 10]) if profile == "quick" else np.linspace(0.5, 10, 20)
+    marks = pick(profile, quick=np.array([0.5, 1, 2, 3, 5, 7, 10]), full=np.linspace(0.5, 10, 20))
     theta = P.orthonormal_start(N, N, seed=0)
     r0 = np.full(N, R0)
     fig, ax = plt.subplots(figsize=(6.5, 4.5))

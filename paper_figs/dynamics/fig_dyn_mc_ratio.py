@@ -11,11 +11,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.dynamics.initial_velocity import initial_velocity_grid
 from resharpen.paper_figs import save
 def make(profile: str, outdir: Path) -> list[Path]:
-    ns = [64, 128, 256, 512, 1024] + ([2048, 4096] if profile == "full" else [])
-    ds = [32, 64, 128, 256, 512] + ([1024, 2048] if profile == "full" else [])
+    ns = [64, 128, 256, 512, 1024] + pick(profile, quick=[], full=[2048, 4096])
+    ds = [32, 64, 128, 256, 512] + pick(profile, quick=[], full=[1024, 2048])
     valid = [(n, d) for n in ns for d in ds if math.exp(math.sqrt(d)) >= n * math.log(n) >= d]
     rows = initial_velocity_grid(valid, progress=True)
     ratio = np.full((len(ns), len(ds)), np.nan)

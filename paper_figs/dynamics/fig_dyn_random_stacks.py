@@ -12,11 +12,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent, run_stacks
 from resharpen.paper_figs import save
 from resharpen.theory.dynamics import speed as nd
 def make(profile: str, outdir: Path) -> list[Path]:
-    n, layers = (32, 64) if profile == "quick" else (128, 256)
+    n, layers = pick(profile, quick=(32, 64), full=(128, 256))
     runs = run_stacks(nd.SCHEMES, n=n, d=512, layers=layers, seed=0, progress=True)
     tied = run_stacks("preln", n=n, d=512, layers=layers, seed=0, tied=True)["preln"]
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))

@@ -1,10 +1,6 @@
-"""OOD invalid mass of the raw, EMA and BEMA weights over training (mean ± std over runs).
+"""OOD invalid mass of the raw, EMA and BEMA weights over training (mean ± std over runs), from
+the placements sweep (:func:`~resharpen.paper_figs.set_complement.sweep_figures.sweep_figures`).
 Claims shown: train.bema.ood_kl.fixed, train.ema.ood_kl.fixed.
-
-Reads the placements sweep (five placements, fixed hyper-parameters, several seeds):
-out/sweeps/placements (full profile; run
-`resharpen sweep experiments/configs/set_complement/placements.toml` first) or
-out/sweeps/placements-quick (quick profile; run here if absent, under a minute).
 """
 from __future__ import annotations
 
@@ -12,7 +8,6 @@ from pathlib import Path
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.set_complement.sweep_report import ensure_sweep, make_figures
+    from resharpen.paper_figs.set_complement.sweep_figures import sweep_figures
 
-    return make_figures(ensure_sweep(profile, runs_quick=10, name="placements"), Path(outdir),
-                        names=("averaging",))
+    return sweep_figures(profile, outdir, "placements", ("averaging",))

@@ -17,10 +17,9 @@ GRIDS = (("placements_grid", "fig_train_grid"), ("placements_multi_layer", "fig_
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.set_complement.sweep_report import ensure_sweep, make_figures
+    from resharpen.paper_figs.set_complement.sweep_figures import sweep_figures
 
     paths = []
     for name, prefix in GRIDS:
-        root = ensure_sweep(profile, runs_quick=10, name=name)
-        paths += make_figures(root, Path(outdir), names=("placements", "margins"), prefix=prefix)
+        paths += sweep_figures(profile, outdir, name, ("placements", "margins"), prefix=prefix)
     return paths

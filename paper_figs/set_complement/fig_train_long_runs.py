@@ -13,10 +13,10 @@ from pathlib import Path
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.set_complement.sweep_report import ensure_sweep, make_figures
+    from resharpen.paper_figs.set_complement.sweep_figures import sweep_figures
 
     paths = []
     for name in ("long_runs", "long_runs_v32"):
-        paths += make_figures(ensure_sweep(profile, runs_quick=10, name=name), Path(outdir),
-                              names=("averaging", "placements"), prefix=f"fig_train_{name}")
+        paths += sweep_figures(profile, outdir, name, ("averaging", "placements"),
+                               prefix=f"fig_train_{name}")
     return paths

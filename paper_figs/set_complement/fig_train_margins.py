@@ -1,10 +1,7 @@
-"""Learned non-query margins per length vs the no-norm 2/s law (construction) and the
-attn_out formula of THEORY.md. Claims shown: train.dispersion.margin_exponent.
-
-Reads the placements sweep (five placements, fixed hyper-parameters, several seeds):
-out/sweeps/placements (full profile; run
-`resharpen sweep experiments/configs/set_complement/placements.toml` first) or
-out/sweeps/placements-quick (quick profile; run here if absent, under a minute).
+"""Learned non-query margins per length vs the no-norm 2/s law (construction) and the attn_out
+formula of docs/theory.md, from the placements sweep
+(:func:`~resharpen.paper_figs.set_complement.sweep_figures.sweep_figures`).
+Claims shown: train.dispersion.margin_exponent.
 """
 from __future__ import annotations
 
@@ -12,7 +9,6 @@ from pathlib import Path
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.set_complement.sweep_report import ensure_sweep, make_figures
+    from resharpen.paper_figs.set_complement.sweep_figures import sweep_figures
 
-    return make_figures(ensure_sweep(profile, runs_quick=10, name="placements"), Path(outdir),
-                        names=("margins",))
+    return sweep_figures(profile, outdir, "placements", ("margins",))

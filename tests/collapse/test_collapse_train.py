@@ -9,7 +9,8 @@ from resharpen.cli import main
 from resharpen.experiments.collapse.data import (markov_entropy_rate, sample_batch, stationary,
                                        zipf_markov_matrix)
 from resharpen.experiments.collapse.detect import detect_collapse
-from resharpen.experiments.collapse.train import TrainConfig, batch_frequency_loss, run, sweep
+from resharpen.experiments.collapse.train import (batch_frequency_loss, make_config, profile_config,
+                                                  run, sweep, sweep_configs)
 
 
 def test_stream_is_skewed_and_context_dependent():
@@ -49,31 +50,54 @@ def test_detector_requires_both_signals_for_patience_steps():
         detect_collapse(steps, t, loss[:-1], [4.1] * 30)
 
 
+def tiny(**model) -> dict:
+    return make_config({"task": {"vocab": 16, "train_len": 8},
+                        "model": {"n_layers": 2, "d_model": 16, "n_heads": 2, **model},
+                        "train": {"batch_size": 4, "steps": 5}})
+
+
 def test_training_logs_and_resumes(tmp_path):
-    cfg = TrainConfig(n_layers=2, d_model=16, n_heads=2, vocab=16, seq_len=8, batch=4, steps=5)
+    cfg = tiny()
+    assert cfg["name"] == "post_L2_d16_lr0.001_s0"
+    assert cfg["model"]["d_mlp"] == 48 and cfg["model"]["init_std"] == pytest.approx(48 ** -0.5)
     first = run(cfg, tmp_path, progress=False)
-    assert len(first["metrics"]) == 5
-    m = first["metrics"][0]
+    assert len(first["history"]) == 5 and [m["step"] for m in first["history"]] == list(range(5))
+    m = first["history"][0]
     assert len(m["resid_grad"]) == 2 and len(m["layer_t_sim"]) == 2
     assert len(m["contraction"]) == 4 and all(c > 0 for c in m["contraction"])  # 2 per block
-    assert json.loads((tmp_path / cfg.name / "config.json").read_text()) == first["config"]
+    assert json.loads((tmp_path / cfg["name"] / "config.json").read_text()) == first["config"]
     again = run(cfg, tmp_path, progress=False)  # finished run is loaded, not retrained
-    assert again["metrics"] == first["metrics"]
+    assert again["history"] == first["history"]
+    assert run(tiny(norm="pre"), None, progress=False)["history"][0]["contraction"] is None
 
 
 def test_bad_training_settings():
-    with pytest.raises(ValueError):
-        TrainConfig(norm="peri")
-    with pytest.raises(ValueError):
-        TrainConfig(lr=0.0)
-    with pytest.raises(ValueError):
-        sweep("quick", out=None, progress=False, widths=3)
+    with pytest.raises(ValueError, match="allowed: post, pre"):
+        make_config({"model": {"norm": "peri"}})
+    with pytest.raises(ValueError, match=r"train.lr = 0.0 is out of range"):
+        make_config({"train": {"lr": 0.0}})
+    with pytest.raises(ValueError, match="unknown key model.widths"):
+        sweep("quick", out=None, progress=False, overrides=["model.widths=3"])
+    with pytest.raises(ValueError, match="--set train.lr: the sweep sets"):
+        sweep_configs("quick", overrides=["train.lr=0.1"])
+
+
+def test_the_sweep_file_gives_each_profile_its_runs():
+    quick, full = sweep_configs("quick"), sweep_configs("full")
+    assert [(c["model"]["norm"], c["train"]["lr"]) for c in quick] == [
+        ("post", 3e-3), ("post", 3e-2), ("pre", 3e-3), ("pre", 3e-2)]
+    assert len(full) == 10 and {c["model"]["n_layers"] for c in full} == {48}
+    q = quick[0]
+    assert (q["model"]["n_layers"], q["task"]["train_len"], q["train"]["steps"]) == (24, 32, 80)
+    assert (q["train"]["schedule"], q["train"]["warmup"], q["train"]["beta2"]) == ("constant", 0, 0.95)
+    shorter = profile_config("quick", norm="pre", lr=0.1, seed=3, overrides=["train.steps=7"])
+    assert shorter["name"] == "pre_L24_d32_lr0.1_s3" and shorter["train"]["steps"] == 7
 
 
 def test_post_norm_collapses_at_high_rate():
     """The CPU-size demonstration (quick sizes but 12 layers, 45 steps)."""
-    spec = dict(n_layers=12, seq_len=32, steps=45)
-    post = run(TrainConfig(norm="post", lr=3e-2, **spec), None, progress=False)["summary"]
+    post = run(make_config({"model": {"norm": "post", "n_layers": 12}, "task": {"train_len": 32},
+                            "train": {"lr": 3e-2, "steps": 45}}), None, progress=False)["summary"]
     assert post["collapsed"] and post["final_t_sim"] > 0.95
     assert abs(post["final_loss"] - post["l_freq_stream"]) < 0.1
     assert post["first_over_last_resid_grad"] < 1e-2

@@ -1,24 +1,14 @@
-"""The claim registry, and the Set Complement claims run through it (quick profile)."""
+"""The ledger's machinery: running, reporting, selecting and locating claims.
+
+Every registered claim's metadata and quick-profile status are tested in test_registry.py.
+"""
 import pytest
 
 from resharpen.claims import all_claims
 from resharpen.experiments.core import ledger
+from resharpen.experiments.core.profiles import PROFILES, pick
 
 all_claims()
-FAST_SC = ["sc.metrics.closed_forms", "sc.lemma.nullspace", "sc.lemma.logit_identity",
-           "sc.theorem.balanced_condition", "sc.theorem.harmonic_symbolic", "sc.theorem.two_over_s",
-           "sc.theorem.unbalanced_breaks_2_over_s", "sc.theorem.negative_beta",
-           "sc.theorem.exact_all_lengths", "sc.theorem.dispersion_budget",
-           "sc.theorem.dispersion_min_margin_erratum", "sc.model.decomposition", "sc.rank.random",
-           "sc.readout.paper_numbers", "sc.readout.post_limit", "sc.readout.attn_out_minimum",
-           "sc.construct.save_load", "sc.noise.trace_symbolic"]
-
-
-@pytest.mark.parametrize("claim_id", FAST_SC)
-def test_set_complement_claim_passes(claim_id):
-    (c,) = ledger.select(all_claims(), [claim_id])
-    record = ledger.run_claim(c, "quick")
-    assert record.status == "PASS", record
 
 
 @pytest.mark.slow
@@ -40,6 +30,31 @@ def test_a_failing_or_broken_check_is_reported_not_raised():
     assert ledger.run_claim(failing, "quick").status == "FAIL"
     md = ledger.to_markdown([record], "quick")
     assert "| t.broken |" in md and "0/1 PASS" in md
+
+
+def test_one_profile_mechanism():
+    assert ledger.PROFILES is PROFILES == ("quick", "full")
+    assert pick("quick", quick=1, full=2) == 1 and pick("full", quick=1, full=2) == 2
+    with pytest.raises(ValueError, match="'fast' is not one of"):
+        pick("fast", quick=1, full=2)
+    with pytest.raises(ValueError, match="profile 'fast'"):
+        ledger.run_claim(all_claims()[0], "fast")
+
+
+def test_where_locates_a_claim_declared_in_a_test():
+    @ledger.claim("t.where.here", source="s", statement="s", kind="numeric", tolerance="t")
+    def check_here(profile):
+        return ledger.Outcome(0, 0, True)
+
+    try:
+        (c,) = [c for c in ledger.registered() if c.id == "t.where.here"]
+        entries = ledger.where(c)
+        assert entries[0].endswith("t.where.here, " + __name__ + "." + check_here.__qualname__)
+        path, line = entries[0].split(" ")[0].rsplit(":", 1)
+        assert '"t.where.here"' in open(path).read().splitlines()[int(line) - 1]
+        assert entries[1:] == []  # it names no derivation
+    finally:
+        ledger._REGISTRY.pop("t.where.here")
 
 
 def test_registry_refuses_bad_kind_and_unknown_patterns():

@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from resharpen.experiments.core.model import NORM_PLACEMENTS, ModelConfig, Transformer
+from resharpen.experiments.core.model import (NORM_PLACEMENTS, PLACEMENTS, ModelConfig, Norm,
+                                              Transformer)
 
 
 @pytest.mark.parametrize("norm", NORM_PLACEMENTS)
@@ -48,3 +49,134 @@ def test_config_errors(kwargs, message):
 def test_theory_matrices_refuse_deep_models():
     with pytest.raises(ValueError, match="one-layer, one-head, attention-only"):
         Transformer(ModelConfig(vocab=5, d_model=4, n_layers=2)).logit_matrices()
+
+
+# -- the placement table ---------------------------------------------------------------------
+def test_placement_table_final_norms_and_names():
+    assert NORM_PLACEMENTS == ("none", "pre", "post", "attn_out", "peri")
+    assert {name for name, p in PLACEMENTS.items() if p.final_norm} == {"pre", "peri"}
+    assert all(name == p.name for name, p in PLACEMENTS.items())
+    for name, placement in PLACEMENTS.items():
+        model = Transformer(ModelConfig(vocab=5, d_model=4, norm=name, mlp="gelu"))
+        assert isinstance(model.final_norm, Norm) == placement.final_norm
+        block = model.blocks[0]
+        for norm_in, norm_out in ((block.attn_norm_in, block.attn_norm_out),
+                                  (block.mlp_norm_in, block.mlp_norm_out)):
+            assert isinstance(norm_in, Norm) == placement.input_norm
+            assert isinstance(norm_out, Norm) == (placement.output_norm is not None)
+
+
+class _Symbol(str):
+    """A formula as text, so a placement's rule can be read back."""
+
+    def __add__(self, other):
+        return _Symbol(f"{self} + {other}")
+
+
+@pytest.mark.parametrize("name, formula", [
+    ("none", "x + f(x)"), ("pre", "x + f(N_in(x))"), ("post", "N_out(x + f(x))"),
+    ("attn_out", "x + N_out(f(x))"), ("peri", "x + N_out(f(N_in(x)))")])
+def test_placement_rules_put_the_norms_where_the_record_says(name, formula):
+    placement = PLACEMENTS[name]
+    apply = {n: (lambda n: lambda h: _Symbol(f"{n}({h})"))(n) for n in ("f", "N_in", "N_out")}
+    text = placement.rule(_Symbol("x"), apply["f"], apply["N_in"], apply["N_out"])
+    assert text == formula
+    assert ("N_in" in text) == placement.input_norm
+    assert placement.output_norm == {"N_out(x + f(x))": "residual",
+                                     "x + N_out(f(x))": "branch",
+                                     "x + N_out(f(N_in(x)))": "branch"}.get(text)
+
+
+# -- named capture points --------------------------------------------------------------------
+def _expected_points(model: Transformer, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Every capture point recomputed from the docstring's formulas, module by module."""
+    placement = PLACEMENTS[model.cfg.norm]
+    expected, x = {}, model.residual(tokens)
+    for i, block in enumerate(model.blocks):
+        expected[f"blocks.{i}.hook_resid_pre"] = x
+        sublayers = [("attn", block.attn_norm_in, block.attn_norm_out, block.attn)]
+        if block.mlp is not None:
+            sublayers.append(("mlp", block.mlp_norm_in, block.mlp_norm_out, block.mlp))
+        for s, norm_in, norm_out, layer in sublayers:
+            if s == "mlp":
+                expected[f"blocks.{i}.hook_resid_mid"] = x
+            h = norm_in(x) if placement.input_norm else x
+            out = layer(h)
+            if s == "attn":
+                out, expected[f"blocks.{i}.attn.hook_pattern"] = out
+            expected[f"blocks.{i}.hook_{s}_in"], expected[f"blocks.{i}.hook_{s}_out"] = h, out
+            if placement.output_norm == "residual":  # post: N(x + f)
+                into = x + out
+                x = norm_out(into)
+            elif placement.output_norm == "branch":  # x + N(f)
+                into = out
+                x = x + norm_out(into)
+            else:
+                x = x + out
+            if placement.output_norm is not None:
+                expected[f"blocks.{i}.hook_{s}_norm_out_input"] = into
+                expected[f"blocks.{i}.hook_{s}_norm_out_output"] = norm_out(into)
+        expected[f"blocks.{i}.hook_resid_post"] = x
+    return expected
+
+
+@pytest.mark.parametrize("norm", NORM_PLACEMENTS)
+@pytest.mark.parametrize("mlp", [None, "swiglu"])
+def test_every_capture_point_has_the_value_and_shape_it_claims(norm, mlp):
+    torch.manual_seed(2)
+    model = Transformer(ModelConfig(vocab=11, d_model=8, n_layers=2, n_heads=2, norm=norm,
+                                    norm_kind="layer", mlp=mlp, max_len=6, init_std=0.5)).double()
+    tokens = torch.randint(0, 11, (3, 6))
+    with torch.no_grad():
+        plain = model(tokens)
+        with model.capture() as cache:
+            logits, attention = model(tokens, return_attention=True)
+        expected = _expected_points(model, tokens)
+    assert torch.equal(plain, logits)  # capturing changes no number
+    assert set(cache) == set(expected) == set(model.hook_points())
+    for name, value in expected.items():
+        assert cache[name].shape == value.shape, name
+        assert torch.equal(cache[name], value), name  # the same operations in the same order
+        width = (3, 2, 6, 6) if name.endswith("hook_pattern") else (3, 6, 8)
+        assert cache[name].shape == width, name
+    for i, weights in enumerate(attention):
+        pattern = cache[f"blocks.{i}.attn.hook_pattern"]
+        assert pattern is weights
+        assert torch.allclose(pattern.sum(-1), torch.ones(3, 2, 6, dtype=torch.float64))
+        assert torch.all(pattern.triu(1) == 0)  # causal
+    last = cache["blocks.1.hook_resid_post"]
+    assert torch.equal(model.final_norm(last) @ model.W_U, logits)
+
+
+def test_capture_points_exist_only_where_the_block_has_the_part():
+    pre = Transformer(ModelConfig(vocab=5, d_model=4, norm="pre"))
+    assert sorted(pre.hook_points()) == sorted(f"blocks.0.{p}" for p in (
+        "hook_resid_pre", "hook_attn_in", "attn.hook_pattern", "hook_attn_out", "hook_resid_post"))
+    post = Transformer(ModelConfig(vocab=5, d_model=4, norm="post", mlp="gelu"))
+    assert {"blocks.0.hook_resid_mid", "blocks.0.hook_mlp_norm_out_input",
+            "blocks.0.hook_mlp_norm_out_output"} <= set(post.hook_points())
+    assert not any("hook" in key for key in post.state_dict())
+
+
+def test_capture_selects_by_pattern_keeps_the_graph_and_closes():
+    torch.manual_seed(3)
+    model = Transformer(ModelConfig(vocab=7, d_model=8, n_layers=3, norm="post",
+                                    mlp="gelu")).double()
+    tokens = torch.randint(0, 7, (2, 5))
+    with model.capture("blocks.*.hook_attn_norm_out_input", "blocks.2.hook_resid_post") as cache:
+        logits = model(tokens)
+    assert sorted(cache) == [f"blocks.{i}.hook_attn_norm_out_input" for i in range(3)] + [
+        "blocks.2.hook_resid_post"]
+    (grad,) = torch.autograd.grad(logits.sum(), cache["blocks.1.hook_attn_norm_out_input"])
+    assert grad.shape == (2, 5, 8) and bool(grad.abs().sum() > 0)  # the model's own tensor
+    with model.capture("blocks.0.hook_resid_mid", retain_grad=True) as kept:
+        model(tokens).sum().backward()
+    assert kept["blocks.0.hook_resid_mid"].grad.shape == (2, 5, 8)
+    before = cache["blocks.2.hook_resid_post"]
+    model(tokens)  # closed: nothing is recorded any more
+    assert cache["blocks.2.hook_resid_post"] is before
+    with pytest.raises(ValueError, match="matches no capture point"):
+        model.capture("blocks.*.hook_mlp_nothing")
+    pre = Transformer(ModelConfig(vocab=5, d_model=4, norm="pre"))
+    with pytest.raises(ValueError, match="matches no capture point"):
+        pre.capture("blocks.*.hook_attn_norm_out_*")  # Pre-Norm has no output norm

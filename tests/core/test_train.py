@@ -1,188 +1,110 @@
-"""Configs, schedule, data, summaries and a short real training run."""
+"""The training core: schedule, optimizer groups, model builder, the loop and its hooks."""
 import json
 import math
-from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
-from resharpen.experiments.core import config as cfgmod
 from resharpen.experiments.core import train as T
-CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "set_complement"
+from resharpen.experiments.core.config import Schema, pick_fields
+
+SCHEMA = Schema({"model": pick_fields(T.MODEL_FIELDS, **{k: f.default for k, f in
+                                                          T.MODEL_FIELDS.items()}),
+                 "train": pick_fields(T.TRAIN_FIELDS, **{k: f.default for k, f in
+                                                          T.TRAIN_FIELDS.items()})})
 
 
-def test_shipped_configs_load_with_real_sizes_and_quick_profile():
-    base = cfgmod.load(CONFIGS / "base.toml")
-    assert base["task"]["vocab"] == 64 and base["task"]["train_len"] == 16
-    assert base["model"]["n_layers"] == 1 and base["model"]["mlp"] == "none"
-    quick = cfgmod.load(CONFIGS / "base.toml", profile="quick")
-    assert quick["task"]["vocab"] == 16 and quick["task"]["train_len"] == 4
-    multi = cfgmod.load(CONFIGS / "multi_layer.toml", ["model.norm=post", "train.ema=bema"])
-    assert multi["model"]["n_layers"] == 2 and multi["model"]["positional"] is True
-    assert multi["model"]["norm"] == "post" and multi["train"]["ema"] == "bema"
-    assert T.model_config(multi).max_len == 64
-    base_sweep, settings, space = cfgmod.load_sweep(CONFIGS / "random_search.toml")
-    assert "train.lr" in space and settings["runs"] >= 1
-
-
-@pytest.mark.parametrize("override, message", [
-    ("model.nrm=post", "unknown key model.nrm; allowed in \\[model\\]: d_model"),
-    ("model.norm=postnorm", "allowed: one of 'none', 'pre', 'post', 'attn_out', 'peri'"),
-    ("train.lr=0", r"allowed: float in \(0.0, 10.0\]"),
-    ("model.attn_dropout=1.0", r"allowed: float in \[0.0, 1.0\)"),
-    ("task.train_len=64", "must be <= vocab - 1 = 63"),
-    ("optim.lr=1", "unknown section 'optim'"),
-    ("train.steps=1.5", "wrong type"),
-    ("lr=1", "must be section.key"),
-])
-def test_bad_values_name_what_is_allowed(override, message):
-    with pytest.raises(ValueError, match=message):
-        cfgmod.load(CONFIGS / "base.toml", [override])
-
-
-def test_sweep_file_errors(tmp_path):
-    bad = tmp_path / "s.toml"
-    bad.write_text(f'base = "{CONFIGS / "base.toml"}"\n[search]\n"train.lrr" = {{choice = [1]}}\n')
-    with pytest.raises(ValueError, match="search key 'train.lrr' is not a config key"):
-        cfgmod.load_sweep(bad)
-    bad.write_text(f'base = "{CONFIGS / "base.toml"}"\n[search]\n'
-                   '"model.attn_dropout" = {uniform = [0.0, 1.5]}\n')
-    with pytest.raises(ValueError, match="out of range"):
-        cfgmod.load_sweep(bad)
-    bad.write_text(f'base = "{CONFIGS / "base.toml"}"\n[sweep]\nensemble = 0\n[search]\n'
-                   '"train.lr" = {choice = [0.01]}\n')
-    with pytest.raises(ValueError, match=r"sweep.ensemble = 0 is out of range; allowed: int in \[1, 1024\]"):
-        cfgmod.load_sweep(bad)
-
-
-def test_sampled_configs_are_seeded_and_extend():
-    base, settings, space = cfgmod.load_sweep(CONFIGS / "random_search.toml")
-    a = cfgmod.sample_configs(base, space, 5, seed=3)
-    b = cfgmod.sample_configs(base, space, 8, seed=3)
-    assert a == b[:5]
-    assert len({c["train"]["lr"] for c in b}) == 8
-    assert all(1e-3 <= c["train"]["lr"] <= 3e-2 for c in b)
-
-
-def test_grid_keys_are_enumerated_balanced_and_random_keys_still_drawn(tmp_path):
-    path = tmp_path / "g.toml"
-    path.write_text(f'base = "{CONFIGS / "base.toml"}"\n[sweep]\nruns = 12\n[search]\n'
-                    '"model.norm" = {grid = ["none", "post", "peri"]}\n'
-                    '"train.seed" = {grid = [0, 1]}\n'
-                    '"train.lr" = {loguniform = [1e-3, 1e-2]}\n')
-    base, settings, space = cfgmod.load_sweep(path)
-    configs = cfgmod.sample_configs(base, space, settings["runs"], settings["seed"])
-    cells = [(c["model"]["norm"], c["train"]["seed"]) for c in configs]
-    assert cells[:6] == [("none", 0), ("none", 1), ("post", 0), ("post", 1), ("peri", 0), ("peri", 1)]
-    assert cells[6:] == cells[:6]  # runs = 2 N repeats the grid ...
-    assert len({c["train"]["lr"] for c in configs}) == 12  # ... with fresh random draws
-    path.write_text(f'base = "{CONFIGS / "base.toml"}"\n[search]\n'
-                    '"model.norm" = {grid = ["post", "post"]}\n')
-    with pytest.raises(ValueError, match="grid values repeat"):
-        cfgmod.load_sweep(path)
-    path.write_text(f'base = "{CONFIGS / "base.toml"}"\n[search]\n"model.norm" = {{grid = []}}\n')
-    with pytest.raises(ValueError, match="grid needs a non-empty list"):
-        cfgmod.load_sweep(path)
+def config(**sections) -> dict:
+    return SCHEMA.validate(sections)
 
 
 def test_lr_schedule_warmup_then_cosine_to_floor():
-    tr = dict(cfgmod.defaults()["train"], steps=100, warmup=10, min_lr_ratio=0.1)
+    tr = dict(config()["train"], steps=100, warmup=10, min_lr_ratio=0.1)
     f = [T.lr_factor(k, tr) for k in range(100)]
     assert f[0] == pytest.approx(0.1) and f[9] == pytest.approx(1.0)
     assert all(a >= b for a, b in zip(f[10:], f[11:]))
     assert f[99] == pytest.approx(0.1, abs=1e-3)
+    linear = dict(tr, schedule="linear")
+    assert T.lr_factor(55, linear) == pytest.approx(0.1 + 0.9 * (1 - 45 / 90))
+    constant = dict(tr, schedule="constant", warmup=0)
+    assert {T.lr_factor(k, constant) for k in range(100)} == {1.0}
 
 
-def test_training_sequences_are_permutation_prefixes_with_uniform_next_token():
-    g = torch.Generator().manual_seed(0)
-    seqs = T.sample_sequences(8, 4, 20000, g)
-    assert all(len(set(row.tolist())) == 4 for row in seqs[:200])
-    # the label at position 3 given the first 3 tokens is uniform on the 5 unused tokens
-    prefix = seqs[:, :3]
-    hits = (seqs[:, :3] == torch.tensor([0, 1, 2])).all(1)
-    counts = torch.bincount(seqs[hits, 3], minlength=8).double()
-    assert counts[:3].sum() == 0
-    freq = counts[3:] / counts.sum()
-    assert float((freq - 0.2).abs().max()) < 0.1 and int(hits.sum()) > 50
-    assert prefix.shape == (20000, 3)
+def test_model_config_reads_the_model_table():
+    c = config(model={"d_model": 12, "n_heads": 3, "mlp": "swiglu", "positional": "learned"})
+    mc = T.model_config(c, vocab=7, max_len=20)
+    assert (mc.vocab, mc.d_model, mc.head_width, mc.max_len) == (7, 12, 4, 20)
+    assert mc.mlp == "swiglu" and mc.mlp_width == 48  # d_mlp 0 = 4 d_model
+    plain = T.model_config(config(model={"d_head": 5, "d_mlp": 9}), vocab=7, max_len=20)
+    assert plain.max_len is None and plain.head_width == 5 and plain.mlp is None
+    with pytest.raises(ValueError, match="allowed: one of 'none', 'learned'"):
+        config(model={"positional": True})
+    with pytest.raises(ValueError, match="not divisible"):
+        T.check_model_shape(config(model={"d_model": 10, "n_heads": 3}))
 
 
-def test_summarize_and_exponent_on_synthetic_records():
-    v, L = 12, 3
-    records = [{"length": s, "invalid_mass": 0.01 * s, "kl": 0.1, "tv": 0.02 * s,
-                "margin_nonquery_min": 6.0 / s ** 1.0 if s > 1 else float("nan")}
-               for s in range(1, v)]
-    out = T.summarize(records, v, L, threshold=0.05)
-    assert out["lg_score"] == 5  # 0.05 at s = 5, 0.06 at s = 6
-    assert out["id_invalid_mass"] == pytest.approx(0.02)
-    assert out["ood_invalid_mass"] == pytest.approx(np.mean([0.01 * s for s in range(4, 12)]))
-    assert out["margin_exponent"] == pytest.approx(1.0)
-    s = np.arange(2, 12.0)
-    assert T.fit_exponent(s, 3.0 * s ** -0.5) == pytest.approx(0.5)
-    formula = T.fit_exponent(s, T.attn_out_margin(v, s))
-    assert out["margin_exponent_attn_out_theory"] == pytest.approx(formula)
-    assert formula < 0.5  # the normalized readout does not disperse like 1/s
+def test_optimizer_decays_matrices_only():
+    model = T.seeded_model(config(model={"d_model": 8, "norm": "pre"}), vocab=5, max_len=4)
+    opt = T.make_optimizer(model, config(train={"weight_decay": 0.3})["train"])
+    decay, no_decay = opt.param_groups
+    assert decay["weight_decay"] == 0.3 and no_decay["weight_decay"] == 0.0
+    assert all(p.dim() >= 2 for p in decay["params"]) and all(p.dim() < 2 for p in no_decay["params"])
 
 
-def test_short_training_learns_the_in_distribution_complement():
-    config = cfgmod.load(CONFIGS / "base.toml", ["task.vocab=8", "model.d_model=8",
-                                                 "train.steps=300", "train.warmup=10",
-                                                 "train.lr=3e-2", "train.eval_every=100",
-                                                 "train.batch_size=64",
-                                                 "eval.per_length=32"])
-    untrained = T.summarize(T.evaluate_weights(T.Transformer(T.model_config(config)), config),
-                            8, 2, 0.05)
-    result = T.train(config, progress=False)
-    s = result["summary"]
-    assert set(s["by_weights"]) == {"raw", "ema", "bema"}
-    for kind in T.WEIGHTS:
-        assert len(result["per_length"][kind]) == 7
-    # untrained: invalid mass ~ s / v; trained: far lower in distribution
-    assert untrained["id_invalid_mass"] > 0.15
-    assert s["id_invalid_mass"] < 0.5 * untrained["id_invalid_mass"]
-    assert [row["step"] for row in result["history"]] == [100, 200, 300]
-    assert "ema" in result["history"][0] and math.isfinite(s["final_loss"])
-    # same seed, same numbers
-    again = T.train(config, progress=False)["summary"]
-    assert json.dumps(again["by_weights"]) == json.dumps(s["by_weights"])  # NaN-safe
+def batches(vocab: int = 5, batch: int = 4, length: int = 6):
+    gen = torch.Generator().manual_seed(0)
+    return lambda step: torch.randint(0, vocab, (batch, length + 1), generator=gen)
 
 
-def test_train_command_writes_a_run_folder_and_reports_errors_in_one_line(tmp_path, capsys):
-    from resharpen.cli import main
-
-    out = tmp_path / "run"
-    assert main(["train", str(CONFIGS / "base.toml"), "--profile", "quick", "--set",
-                 "train.steps=20", "--set", "train.warmup=2", "--set", "model.norm=post",
-                 "--set", "train.ema=bema", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "bema" in printed and "* = primary" in printed
-    for name in ("config.json", "metrics.jsonl", "per_length.json", "summary.json"):
-        assert (out / name).exists()
-    assert main(["train", str(CONFIGS / "base.toml"), "--set", "train.ema=swa"]) == 2
-    assert "error: train.ema = 'swa' is not allowed" in capsys.readouterr().err
-    assert main(["train", str(tmp_path / "missing.toml")]) == 2
-
-
-@pytest.mark.parametrize("norm", ["post", "peri"])
-def test_multi_layer_model_trains_and_is_evaluated_at_every_length(norm):
-    config = cfgmod.load(CONFIGS / "multi_layer.toml", ["train.steps=10", "train.warmup=2",
-                                                        f"model.norm={norm}",
-                                                        "model.attn_dropout=0.1",
-                                                        "model.resid_dropout=0.1"],
-                         profile="quick")
-    result = T.train(config, progress=False)
-    model = result["model"]
-    assert model.cfg.n_layers == 2 and model.cfg.mlp == "gelu" and model.W_pos is not None
-    assert [r["length"] for r in result["per_length"]["bema"]] == list(range(1, 16))
-    assert math.isfinite(result["summary"]["ood_kl"])
+def test_fit_records_every_k_steps_and_the_last_and_tracks_the_weights():
+    c = config(model={"d_model": 8}, train={"steps": 10, "warmup": 2, "threads": 0})
+    state = T.training_state(T.seeded_model(c, vocab=5, max_len=6), c["train"])
+    assert set(state.weights()) == set(T.WEIGHTS)
+    history = T.fit(state, c["train"], batches(), every=4, progress=False,
+                    record=lambda step, loss: {"step": step, "loss": loss, "lr": state.lr()})
+    assert [row["step"] for row in history] == [4, 8, 10]
+    assert all(math.isfinite(row["loss"]) for row in history)
+    assert history[-1]["lr"] == pytest.approx(c["train"]["lr"] * T.lr_factor(10, c["train"]))
+    raw_only = T.training_state(state.model, c["train"], weights=("raw",))
+    assert list(raw_only.weights()) == ["raw"] and raw_only.weights()["raw"] is state.model
+    with pytest.raises(ValueError, match="not one of raw, ema, bema"):
+        T.training_state(state.model, c["train"], weights=("swa",))
 
 
-@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.name)
-def test_every_shipped_config_loads_and_validates(path):
-    raw = cfgmod._resolve(path)
-    if "search" in raw:
-        base, settings, space = cfgmod.load_sweep(path)
-        assert space and settings["runs"] >= 1 and base["task"]["vocab"] >= 2
-    else:
-        assert cfgmod.load(path)["task"]["vocab"] >= 2
+def test_the_stopping_rule_ends_the_run_at_an_evaluation_step():
+    c = config(model={"d_model": 8}, train={"steps": 50, "warmup": 0, "threads": 0})
+    state = T.training_state(T.seeded_model(c, vocab=5, max_len=6), c["train"])
+    seen = []
+    history = T.fit(state, c["train"], batches(), every=5, progress=False,
+                    record=lambda step, loss: {"step": step},
+                    stop=lambda row: seen.append(row["step"]) or row["step"] >= 15)
+    assert [row["step"] for row in history] == [5, 10, 15] and seen == [5, 10, 15]
+
+
+def test_gradients_are_read_before_clipping_and_a_bad_loss_can_raise():
+    c = config(model={"d_model": 8}, train={"steps": 3, "warmup": 0, "grad_clip": 1e-6,
+                                            "threads": 0})
+    model = T.seeded_model(c, vocab=5, max_len=6)
+    norms = []
+    after = lambda: norms.append(float(torch.cat([p.grad.flatten() for p in model.parameters()]).norm()))  # noqa: E731
+    T.fit(T.training_state(model, c["train"]), c["train"], batches(), every=1, progress=False,
+          record=lambda step, loss: {}, after_backward=after)
+    assert len(norms) == 3 and min(norms) > 1e-3  # the unclipped gradient
+    with torch.no_grad():
+        model.W_U.fill_(float("nan"))
+    with pytest.raises(ValueError, match="the loss is nan at step 1; lower train.lr"):
+        T.fit(T.training_state(model, c["train"]), c["train"], batches(), every=1,
+              progress=False, record=lambda step, loss: {}, raise_on_nonfinite=True, name="x")
+
+
+def test_save_run_writes_the_run_folder(tmp_path):
+    result = {"config": {"name": "r"}, "history": [{"step": 1}, {"step": 2}],
+              "per_length": {"raw": []}, "summary": {"loss": 1.0}}
+    T.save_run(result, tmp_path / "a")
+    assert {p.name for p in (tmp_path / "a").iterdir()} == {
+        "config.json", "metrics.jsonl", "per_length.json", "summary.json"}
+    assert [json.loads(line)["step"] for line in
+            (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+    del result["per_length"]
+    T.save_run(result, tmp_path / "b")
+    assert not (tmp_path / "b" / "per_length.json").exists()

@@ -281,10 +281,10 @@ def test_full_profile_agreement(name):
 
 
 def test_set_complement_agrees_with_the_training_module():
-    """The suite's set_complement and experiments/set_complement/task.py (the trainer's torch
+    """The suite's set_complement and experiments/core/set_complement_task.py (the trainer's torch
     version) define the same targets, position by position."""
     torch = pytest.importorskip("torch")
-    from resharpen.experiments.set_complement import task as sc
+    from resharpen.experiments.core import set_complement_task as sc
     task = get_task("set_complement", vocab=9)
     seqs = task.sample(40, 8, seed=2)
     tokens = torch.from_numpy(seqs)

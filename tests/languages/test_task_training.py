@@ -1,4 +1,4 @@
-"""Generic task training (experiments/languages/train.py), the grid (task_sweep.py), `langs` CLI."""
+"""Task training (experiments/languages/train.py), the grid (grid.py), the `langs` CLI."""
 from __future__ import annotations
 
 import json
@@ -155,6 +155,11 @@ def test_config_errors_name_the_value():
         make_config({"task": {"name": "chess"}})
     with pytest.raises(ValueError, match="not divisible"):
         make_config({"model": {"d_model": 30, "n_heads": 4}})
+    assert make_config({"model": {"d_model": 30, "n_heads": 4, "d_head": 8}})["model"]["d_head"] == 8
+    with pytest.raises(ValueError, match="allowed: one of 'none', 'learned'"):
+        make_config({"model": {"positional": True}})
+    with pytest.raises(ValueError, match="unknown key train.eval_every"):
+        make_config({"train": {"eval_every": 10}})
 
 
 def tiny(task: str = "dyck1", **train) -> dict:
@@ -169,9 +174,9 @@ def test_training_learns_the_legal_sets_and_is_seeded():
     seqs, legal = eval_sequences(config)
     torch.manual_seed(config["train"]["seed"])
     from resharpen.experiments.core.model import Transformer
-    from resharpen.experiments.languages.train import model_config
+    from resharpen.experiments.core.train import model_config
 
-    untrained = summarize(evaluate(Transformer(model_config(config, 3)), seqs, legal), 12, 0.05)
+    untrained = summarize(evaluate(Transformer(model_config(config, 3, 30)), seqs, legal), 12, 0.05)
     result = train(config, progress=False)
     raw = result["summary"]["by_weights"]["raw"]
     assert set(result["per_length"]) == {"raw", "ema", "bema"}

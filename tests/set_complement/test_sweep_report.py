@@ -7,7 +7,7 @@ from test_sweep import tiny_sweep  # pytest puts tests/ on sys.path (no package)
 
 from resharpen.experiments.set_complement import sweep_report as R
 from resharpen.cli import main
-from resharpen.experiments.core.sweep import run_sweep
+from resharpen.experiments.set_complement.sweep import run_sweep
 
 
 def synthetic_rows(n=60, seed=0):

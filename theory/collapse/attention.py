@@ -252,17 +252,6 @@ def delta_deaveraged(alpha, s, t, n: int):
     return delta_attn((1.0 - alpha) ** 2 * _check_s(s), t, n)
 
 
-def attention_amount(n: int, d: int, sigma_w2: float, residual_norm2: float | None = None) -> float:
-    """s = n d^2 sigma_W^2 / ||X||_F^2; Post-Norm (||X||_F^2 = n d) gives s = d sigma_W^2."""
-    n = _check_n(n)
-    if d < 1 or sigma_w2 < 0:
-        raise ValueError(f"need d >= 1 and sigma_W^2 >= 0, got d={d!r}, sigma_W^2={sigma_w2!r}")
-    norm2 = n * d if residual_norm2 is None else residual_norm2
-    if norm2 <= 0:
-        raise ValueError(f"residual squared norm must be > 0, got {norm2!r}")
-    return n * d * d * sigma_w2 / norm2
-
-
 def row_norm_profile(n: int, d: int, rho: float, sigma_w2: float) -> np.ndarray:
     """Lemma C.5: E||Y_i||^2 = alpha + beta / i after one attention step with P = C_n, for rows
     of squared norm d and correlation rho: y_i = x_i + (1/i) sum_{j<=i} x_j W gives

@@ -60,13 +60,6 @@ def swiglu_moment(rho, v0: float = 1.0 / 3.0, order: int = 64):
     return np.sum(w[:, None] * w[None, :] * silu(u) * silu(v), axis=(-2, -1))
 
 
-def xi_of(d: int, d_ff: int, var2: float, var3: float) -> float:
-    """xi = d d_ff sigma_2^2 sigma_3^2."""
-    if d < 1 or d_ff < 1 or var2 < 0 or var3 < 0:
-        raise ValueError(f"need d, d_ff >= 1 and variances >= 0, got {d}, {d_ff}, {var2}, {var3}")
-    return d * d_ff * var2 * var3
-
-
 def delta_ffn(xi, t, n: int, v0: float = 1.0 / 3.0):
     """Theorem 3.4: Delta_FFN(xi, t) = xi (t - 1/n)(m(rho(t)) - m(1)) / (1 + xi m(1))."""
     n = _check_n(n)

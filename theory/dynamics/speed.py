@@ -53,11 +53,8 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import minimize_scalar
 
-SCHEMES = ("postln", "preln", "mixln", "periln", "ngpt", "sqrt")
-SCHEME_LABELS = {"postln": "Post-LN", "preln": "Pre-LN", "mixln": "Mix-LN", "periln": "Peri-LN",
-                 "ngpt": "nGPT", "sqrt": "sqrt-scaling (CoD)"}
-RADIAL_SCHEMES = ("preln", "mixln", "periln")
-ALPHA_SCHEDULES = ("const", "inverse")  # alpha_t = alpha0, or alpha0 / (t + 1)
+from resharpen.theory.dynamics.schemes import (ALPHA_SCHEDULES, RADIAL_SCHEMES,  # noqa: F401
+                                               SCHEME_LABELS, SCHEMES)
 
 
 # ----------------------------------------------------------------------------- validation

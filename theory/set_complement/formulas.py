@@ -1,4 +1,4 @@
-"""Set Complement theory (THEORY.md; a reconstruction of arXiv 2510.08341), in sympy.
+"""Set Complement theory (docs/theory.md; a reconstruction of arXiv 2510.08341), in sympy.
 
 Every result is a sympy expression or a sympy-checked identity, with a lambdified numeric twin.
 Nothing here imports torch; the checks against the torch model live in ``experiments``.
@@ -68,13 +68,8 @@ def kl_from_invalid_mass(mass) -> np.ndarray:
     return -np.log1p(-np.asarray(mass, dtype=np.float64))
 
 
-def symmetric_invalid_mass(vocab, length, lam_value) -> np.ndarray:
-    """Balanced symmetric case, margins lambda/s: s e^{-lambda/s} / (s e^{-lambda/s} + v - s)."""
-    return _symmetric_invalid_mass_fn(vocab, length, lam_value)
-
-
+# Balanced symmetric case, margins lambda/s (printed by `resharpen derive`)
 SYMMETRIC_INVALID_MASS = (s * sp.exp(-lam / s)) / (s * sp.exp(-lam / s) + v - s)
-_symmetric_invalid_mass_fn = sp.lambdify((v, s, lam), SYMMETRIC_INVALID_MASS, "numpy")
 
 # ----------------------------------------------------------------------------- lemma & theorem
 

@@ -4,9 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from resharpen.experiments.core import config as cfgmod
-from resharpen.experiments.core import ensemble_train as G
-from resharpen.experiments.core.train import train
+from resharpen.experiments.set_complement import ensemble_train as G
+from resharpen.experiments.set_complement.train import load_config, train
 
 CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "set_complement"
 
@@ -15,7 +14,7 @@ def tiny(name, **sets):
     base = ["task.vocab=8", "model.d_model=8", "train.steps=12", "train.warmup=3",
             "train.batch_size=8", "train.eval_every=6", "eval.per_length=8",
             "train.bema_update_after=2"]
-    config = cfgmod.load(CONFIGS / "base.toml", base + [f"{k}={v}" for k, v in sets.items()])
+    config = load_config(CONFIGS / "base.toml", base + [f"{k}={v}" for k, v in sets.items()])
     config["name"] = name
     return config
 

@@ -1,4 +1,5 @@
-"""Sweeps: run folders, table, resume, refusal to mix sweeps, SIGKILL safety, backend equality."""
+"""Set Complement sweeps: run folders, table, resume, refusal to mix sweeps, SIGKILL safety,
+backend equality, batched ensembles."""
 import json
 import os
 import signal
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from resharpen.experiments.core.sweep import load_runs, read_table, run_sweep
+from resharpen.experiments.core.sweep import load_runs, read_table
+from resharpen.experiments.set_complement.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "experiments" / "configs" / "set_complement" / "base.toml"
@@ -110,37 +112,6 @@ def test_ray_backend_gives_the_same_numbers(tmp_path):
     finally:
         ray.shutdown()
     assert numbers(inline) == numbers(on_ray)
-
-
-def test_backend_errors():
-    from resharpen.experiments.core.backends import run_tasks
-
-    with pytest.raises(ValueError, match="not one of local, ray"):
-        run_tasks(print, [], backend="slurm")
-    with pytest.raises(ValueError, match="only for the ray backend"):
-        run_tasks(print, [], backend="local", address="auto")
-
-
-def test_ray_retries_a_task_whose_worker_dies(tmp_path):
-    """A worker process that dies mid-task (os._exit, as a SIGKILL or OOM would) is retried."""
-    ray = pytest.importorskip("ray")
-    from resharpen.experiments.core.backends import run_ray
-
-    def die_once(marker, value):
-        import os as _os
-        from pathlib import Path as _Path
-        if not _Path(marker).exists():
-            _Path(marker).write_text("died")
-            _os._exit(1)
-        return value * 2
-
-    args = [(str(tmp_path / f"marker{i}"), i) for i in range(3)]
-    try:
-        results = dict(run_ray(die_once, args, address=None, workers=2))
-    finally:
-        ray.shutdown()
-    assert results == {0: 0, 1: 2, 2: 4}
-    assert all((tmp_path / f"marker{i}").read_text() == "died" for i in range(3))
 
 
 def test_ensemble_sweep_groups_runs_and_resumes_to_the_same_table(tmp_path):

@@ -7,6 +7,9 @@ Sampling: a uniformly random ordering of a uniformly random s-subset, i.e. the f
 a uniformly random permutation. Because the models are causal, the prefixes of one permutation of
 length v-1 are valid inputs of every length 1..v-1; the evaluation uses this to score all lengths
 in one forward pass.
+
+It lives in the core, below the constructions, because both the constructions (whose theory
+margins take its inputs) and the set_complement experiment slice use it.
 """
 from __future__ import annotations
 

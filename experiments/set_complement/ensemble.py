@@ -1,21 +1,22 @@
-"""K models of one shape trained as one vectorized computation over stacked weights.
+"""K Set Complement models of one shape trained as one vectorized computation over stacked weights.
 
-Model k is initialized exactly as :func:`resharpen.experiments.core.train.train` initializes a run with seed
-``seeds[k]`` (``torch.manual_seed(seed)`` then ``Transformer(cfg)``), draws its batches from its
-own generator (the trainer's), and gets its own learning rate, weight decay and dropout rates.
+Model k is initialized exactly as :func:`resharpen.experiments.set_complement.train.train`
+initializes a run with seed ``seeds[k]`` (``torch.manual_seed(seed)`` then ``Transformer(cfg)``),
+draws its batches from its own generator (the trainer's), and gets its own learning rate, weight
+decay and dropout rates.
 The forward pass is :func:`resharpen.experiments.core.stacked_model.stacked_logits` (every op shared by the K
 models); the loss is the sum of the K mean cross-entropies, so each model's gradient is its
 own. Gradient clipping is per model, and AdamW is applied to the stacked tensors with per-model
 (lr, weight decay) in the same arithmetic as ``torch.optim.AdamW``; so a batched run equals the
-K runs done one at a time up to float32 rounding (tests/test_ensemble.py checks it against the
-trainer). With dropout the masks are drawn for all models at once, so a batched run is a run of
+K runs done one at a time up to float32 rounding (tests/set_complement/test_ensemble.py checks it
+against the trainer). With dropout the masks are drawn for all models at once, so a batched run is a run of
 the same distribution as the trainer's, not the same run.
 
 ``compile=True`` puts the loss (forward and backward) and the optimizer update through
 ``torch.compile``: the elementwise work (norms, softmax, masks, cross-entropy, the AdamW
 arithmetic) is fused into a few loops around the matmuls. It costs a compilation of 3-20 s per
 shape (cached on disk by PyTorch for later processes) and pays off over a run of thousands of
-steps; the compiled and eager paths agree to float32 rounding (tests/test_ensemble.py).
+steps; the compiled and eager paths agree to float32 rounding (tests/set_complement/test_ensemble.py).
 
 :func:`train_ensemble` chooses the path per configuration (``path="auto"``, :func:`choose_path`):
 eager batched for small steps or short runs, compiled for long runs of larger steps, one model
@@ -30,7 +31,8 @@ import torch.nn.functional as F
 
 from resharpen.experiments.core.model import ModelConfig, Transformer
 from resharpen.experiments.core.stacked_model import dropout_rates, stacked_logits
-from resharpen.experiments.core.train import lr_factor, sample_sequences
+from resharpen.experiments.core.train import fit, lr_factor, training_state
+from resharpen.experiments.set_complement.train import sample_sequences
 
 # Measured crossovers (benchmarks/bench_ensemble.py, 2 threads, v = 64, d = 64, L = 16): the
 # eager batched path wins up to 65536 tokens per step over all models (batch 64 x K 64) and
@@ -233,18 +235,14 @@ def data_stream(gens, vocab: int, length: int, batch: int, steps: int):
 
 def _train_one(cfg: ModelConfig, seed: int, train: dict, train_len: int, lr: float,
                weight_decay: float) -> Transformer:
-    """The sequential path: an ordinary module and torch.optim.AdamW (the trainer's loop)."""
-    from resharpen.experiments.core.train import make_optimizer, train_step
-
+    """The sequential path: an ordinary module trained by the training core's loop."""
     torch.manual_seed(seed)
     model = Transformer(cfg)
     gen = torch.Generator().manual_seed(seed + 1_000_003)
     tr = dict(train, lr=lr, weight_decay=weight_decay)
-    opt = make_optimizer(model, tr)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda k: lr_factor(k, tr))
-    for _ in range(train["steps"]):
-        seqs = sample_sequences(cfg.vocab, train_len + 1, train["batch_size"], gen)
-        train_step(model, opt, sched, seqs, train["grad_clip"])
+    fit(training_state(model, tr, weights=("raw",)), tr,
+        lambda step: sample_sequences(cfg.vocab, train_len + 1, train["batch_size"], gen),
+        every=0, record=lambda step, loss: {}, progress=False)
     return model
 
 

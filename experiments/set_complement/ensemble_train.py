@@ -1,10 +1,10 @@
-"""Sweep runs trained together as one batched ensemble (:class:`resharpen.experiments.core.ensemble.Ensemble`).
+"""Sweep runs trained together as one batched ensemble (:class:`resharpen.experiments.set_complement.ensemble.Ensemble`).
 
 Runs can share an ensemble when their configs differ only in the per-model factors
 :data:`PER_MODEL_KEYS` (seed, learning rate, weight decay, dropout rates, EMA kind and decay):
 same task, shapes, norm placement, schedule, batch size and steps (:func:`group_key`).
 :func:`train_group` trains such a group and returns, for every run, exactly what
-:func:`resharpen.experiments.core.train.train` returns (config, exact per-length metrics of the raw, EMA and
+:func:`resharpen.experiments.set_complement.train.train` returns (config, exact per-length metrics of the raw, EMA and
 BEMA weights, summary, history), so a sweep stores grouped and single runs alike.
 
 Run k of a group starts from the trainer's initialization for its seed and sees the trainer's
@@ -13,7 +13,7 @@ batches; its AdamW, clipping and learning-rate schedule are the trainer's, per m
 (theta_ema <- theta_ema + (1 - decay_k) (theta - theta_ema), the arithmetic of
 ``get_ema_multi_avg_fn``), its BEMA is :class:`resharpen.experiments.core.averaging.BEMA` on the stacked weights
 (BEMA is elementwise with a schedule shared by the group). So without dropout a grouped run
-equals the same run trained alone up to float32 rounding (tests/test_ensemble_train.py); with
+equals the same run trained alone up to float32 rounding (tests/set_complement/test_ensemble_train.py); with
 dropout it is a run of the same distribution (the masks are drawn for the whole group).
 """
 from __future__ import annotations
@@ -26,10 +26,11 @@ from torch import nn
 from torch.optim.swa_utils import AveragedModel
 
 from resharpen.experiments.core.averaging import BEMA
-from resharpen.experiments.core.ensemble import Ensemble, choose_path, data_stream, unstack
 from resharpen.experiments.core.model import Transformer
-from resharpen.experiments.core.train import (bema_config, finish_run, history_row, is_record_step, lr_factor,
-                               model_config, train)
+from resharpen.experiments.core.train import bema_config, is_record_step, lr_factor
+from resharpen.experiments.set_complement.ensemble import Ensemble, choose_path, data_stream, unstack
+from resharpen.experiments.set_complement.train import (finish_run, history_row, sc_model_config,
+                                                        train)
 
 PER_MODEL_KEYS = (("train", "seed"), ("train", "lr"), ("train", "weight_decay"),
                   ("train", "ema"), ("train", "ema_decay"), ("model", "attn_dropout"),
@@ -89,8 +90,8 @@ def per_model_ema(decays: torch.Tensor):
 
 def train_group(configs: list[dict], *, path: str = "auto", progress: bool = False) -> list[dict]:
     """Train runs with one :func:`group_key` as one ensemble; return each run's result as
-    :func:`resharpen.experiments.core.train.train` would (without the module objects). ``path``: as
-    :func:`resharpen.experiments.core.ensemble.choose_path` (``auto``) or forced ``batched`` / ``compiled``;
+    :func:`resharpen.experiments.set_complement.train.train` would (without the module objects). ``path``: as
+    :func:`resharpen.experiments.set_complement.ensemble.choose_path` (``auto``) or forced ``batched`` / ``compiled``;
     a group of one, or ``sequential``, trains each run with the ordinary trainer."""
     if not configs:
         raise ValueError("train_group needs at least one config")
@@ -109,7 +110,7 @@ def train_group(configs: list[dict], *, path: str = "auto", progress: bool = Fal
     if tr["threads"]:
         torch.set_num_threads(tr["threads"])
     trains = [c["train"] for c in configs]
-    cfg = model_config(first)
+    cfg = sc_model_config(first)
     ens = Ensemble(cfg, [t["seed"] for t in trains], lr=[t["lr"] for t in trains],
                    weight_decay=[t["weight_decay"] for t in trains],
                    betas=(tr["beta1"], tr["beta2"]), grad_clip=tr["grad_clip"],
@@ -137,7 +138,7 @@ def train_group(configs: list[dict], *, path: str = "auto", progress: bool = Fal
         ens.step(lr_factor(step - 1, tr))
         ema.update_parameters(stacked)
         bema.update(stacked, step)
-        if is_record_step(step, tr):
+        if is_record_step(step, tr["eval_every"], tr["steps"]):
             evaluate = bool(tr["eval_every"]) or step == tr["steps"]
             for i, config in enumerate(configs):
                 histories[i].append(history_row(

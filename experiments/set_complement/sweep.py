@@ -1,0 +1,104 @@
+"""Seeded random-search sweeps of Set Complement training (configs/set_complement/*.toml with a
+``[search]`` table; :func:`resharpen.experiments.core.config.load_sweep`).
+
+Layout of ``out/sweeps/<name>`` (``<name>-quick`` for the quick profile; the core's sweep folder,
+:mod:`resharpen.experiments.core.sweep`)::
+
+    sweep.json                 the sweep file, its base config, settings and search space
+    runs/<name>-<index>/       config.json, metrics.jsonl, per_length.json, summary.json
+    table.csv, table.jsonl     one row per finished run: searched factors + summaries
+
+Configs are drawn by ``random.Random(sweep.seed)`` run after run, so ``--runs 512`` extends a
+256-run sweep with the same first 256 runs. Each run seeds torch from its own ``train.seed``
+and uses one thread, so a run's metrics are the same on the local pool and on Ray.
+
+With ``ensemble = K`` (``[sweep]`` table or ``--ensemble``), runs that differ only in seed,
+learning rate, weight decay, dropout or EMA are trained K at a time as one batched ensemble
+(:mod:`resharpen.experiments.set_complement.ensemble_train`), one task per group; the groups are
+a fixed function of the planned run list, so resuming and the backends still give the same table.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from resharpen.experiments.core import config as cfgmod
+from resharpen.experiments.core.io import ensure_writable_dir
+from resharpen.experiments.core.sweep import execute, load_runs, write_rows
+from resharpen.experiments.core.train import WEIGHTS
+from resharpen.experiments.set_complement.train import SCHEMA
+
+TABLE_SUMMARY_KEYS = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", "id_tv",
+                      "ood_tv", "lg_score", "lg_fraction", "margin_exponent",
+                      "margin_exponent_attn_out_theory")
+
+
+def run_group(configs: list[dict]) -> list[dict]:
+    """Train sweep runs (in a worker) that share an ensemble, or one run alone; return their
+    serializable results (:func:`resharpen.experiments.set_complement.ensemble_train.train_group`)."""
+    from resharpen.experiments.set_complement.ensemble_train import train_group
+
+    return train_group(configs)
+
+
+def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> dict:
+    """The planned sweep of a sweep file: {name, profile, base, settings, space, configs}."""
+    base, settings, space = cfgmod.load_sweep(path, SCHEMA, profile=profile)
+    runs = settings["runs"] if runs is None else runs
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    configs = cfgmod.sample_configs(base, space, runs, settings["seed"], SCHEMA)
+    name = base["name"] + ("-quick" if profile == "quick" else "")
+    return {"name": name, "profile": profile, "base": base, "settings": settings,
+            "space": space, "configs": configs}
+
+
+def _identity(planned: dict, ensemble: int) -> dict:
+    identity = {"name": planned["name"], "profile": planned["profile"], "base": planned["base"],
+                "seed": planned["settings"]["seed"], "space": planned["space"]}
+    if ensemble > 1:  # grouped runs are other runs (float32 rounding, dropout masks)
+        identity["ensemble"] = ensemble
+    return identity
+
+
+def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | None = None,
+              workers: int = 2, backend: str = "local", address: str | None = None,
+              profile: str = "full", progress: bool = True, ensemble: int | None = None) -> Path:
+    """Run (or resume) a sweep; return its folder. ``ensemble`` (default: the file's
+    ``sweep.ensemble``) is the largest number of runs trained as one batched ensemble; runs
+    are grouped by :func:`resharpen.experiments.set_complement.ensemble_train.group_runs`
+    (1 = every run alone)."""
+    from resharpen.experiments.set_complement.ensemble_train import group_runs
+
+    planned = plan(path, runs, profile)
+    size = planned["settings"]["ensemble"] if ensemble is None else ensemble
+    groups = group_runs(planned["configs"], size)
+    root = ensure_writable_dir(Path(out) if out else cfgmod.sweep_folder(planned["name"]))
+    execute(root, _identity(planned, size), planned["configs"], run_group,
+            lambda: write_table(root, planned["space"]), groups=groups,
+            marker={"file": str(path)}, backend=backend, workers=workers, address=address,
+            progress=progress, desc=f"sweep {planned['name']}")
+    return root
+
+
+def flatten(config: dict, summary: dict, factors) -> dict:
+    """One table row: the run, its searched factors, the primary weights' summaries and the
+    OOD summaries of every weight set."""
+    row = {"run": config["name"]}
+    for dotted in sorted(factors):
+        section, key = dotted.split(".")
+        row[dotted] = config[section][key]
+    row["primary"] = summary["primary"]
+    for key in TABLE_SUMMARY_KEYS:
+        row[key] = summary[key]
+    for weights in WEIGHTS:
+        for key in ("ood_invalid_mass", "ood_kl", "lg_score"):
+            row[f"{weights}.{key}"] = summary["by_weights"][weights][key]
+    row["seconds"] = round(summary["seconds"], 3)
+    return row
+
+
+def write_table(root: Path, factors) -> list[dict]:
+    """The sweep table of every finished run (:func:`flatten`)."""
+    return write_rows(root, [flatten(r["config"], r["summary"], factors) for r in load_runs(root)])
+
+

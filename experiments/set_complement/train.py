@@ -1,0 +1,214 @@
+"""Training on the Set Complement Task as a language, with raw, EMA and BEMA weights side by side.
+
+Data: each training sequence is a uniformly random ordering of L_train + 1 distinct tokens of
+V = {0..v-1}; every position s = 1..L_train is a next-token example whose label is the token
+that actually comes next (a *sample* from p*(t_1..t_s), not the soft target: the label noise,
+trace 1 - 1/(v-s) per position, is the point). Loss: mean cross-entropy over all positions.
+Training itself is the core's (:mod:`resharpen.experiments.core.train`: AdamW, warm-up and
+decay, clipping, dropout from the model config, raw / EMA / BEMA weights on one trajectory).
+
+Config (TOML, ``experiments/configs/set_complement/``; :data:`SCHEMA`)::
+
+    [task]   vocab, train_len (0 = vocab // 4)
+    [model]  the core's [model] table (learned positions: vocab slots)
+    [train]  the core's [train] table without log_every; ema picks the *primary* weights,
+             whose summary is the run's headline (and the factor a sweep varies);
+             eval_every: evaluate the three weight sets every k steps
+    [eval]   per_length, seed, threshold
+
+Evaluation is exact (float64, p* known) at every length s = 1..v-1
+(:func:`resharpen.experiments.set_complement.evaluate.evaluate_lengths`).
+Summaries (see :func:`summarize`):
+    id_* / ood_*   mean over lengths s <= L_train / s > L_train of invalid mass, KL(p*||p), TV
+    lg_score       the length-generalization score: the largest s such that the mean invalid
+                   mass is <= eval.threshold at every length 1..s (0 if it fails at s = 1);
+                   lg_fraction = lg_score / (v - 1)
+    margin_exponent  a in  mean non-query min margin ~ c s^-a, least squares in log-log over the
+                   lengths 2..v-1 where the margin is positive; the theory predicts a = 1 without
+                   a norm and the exponent of the attn_out formula sqrt(v(v-1)/(s(v-s))) fitted
+                   on the same lengths (``margin_exponent_attn_out_theory``).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from resharpen.experiments.core import config as cfgmod
+from resharpen.experiments.core.config import Field, Schema, pick_fields
+from resharpen.experiments.core.model import ModelConfig
+from resharpen.experiments.core.train import (MODEL_FIELDS, TRAIN_FIELDS, check_model_shape,
+                                              fit, model_config, seeded_model, training_state)
+from resharpen.experiments.set_complement.evaluate import evaluate_lengths
+
+SUMMARY_METRICS = ("invalid_mass", "kl", "tv")
+
+
+def _rules(config: dict) -> None:
+    """train_len 0 -> vocab // 4 and at most vocab - 1; heads split d_model; warmup <= steps."""
+    v = config["task"]["vocab"]
+    if config["task"]["train_len"] == 0:
+        config["task"]["train_len"] = v // 4
+    if config["task"]["train_len"] > v - 1:
+        raise ValueError(f"task.train_len = {config['task']['train_len']} must be <= vocab - 1 "
+                         f"= {v - 1}")
+    check_model_shape(config)
+    if config["train"]["warmup"] > config["train"]["steps"]:
+        raise ValueError(f"train.warmup = {config['train']['warmup']} exceeds train.steps = "
+                         f"{config['train']['steps']}")
+
+
+SCHEMA = Schema({
+    "task": {
+        "vocab": Field(int, 64, 4, 4096),
+        "train_len": Field(int, 0, 0, 4095),
+    },
+    "model": pick_fields(
+        MODEL_FIELDS, d_model=64, n_layers=1, n_heads=1, d_head=0, norm="none", norm_kind="rms",
+        mlp="none", d_mlp=0, positional="none", attn_dropout=0.0, resid_dropout=0.0,
+        init_std=0.02),
+    "train": pick_fields(
+        TRAIN_FIELDS, steps=3000, batch_size=32, lr=3e-3, min_lr_ratio=0.1, warmup=100,
+        schedule="cosine", weight_decay=0.01, beta1=0.9, beta2=0.98, grad_clip=1.0, seed=0,
+        ema="none", ema_decay=0.999, bema_update_freq=1, bema_ema_power=0.5,
+        bema_bias_power=0.2, bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0,
+        eval_every=0, threads=1),
+    "eval": {
+        "per_length": Field(int, 64, 1, 10**6),
+        "seed": Field(int, 1234, 0, 2**63 - 1),
+        "threshold": Field(float, 0.05, 0.0, 1.0, lo_open=True, hi_open=True),
+    },
+}, rules=_rules)
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
+                profile: str = "full") -> dict:
+    """A Set Complement run config: the file, its base chain, ``[profile.<profile>]``, then the
+    ``--set`` overrides (:func:`resharpen.experiments.core.config.load`)."""
+    return cfgmod.load(path, SCHEMA, overrides, profile)
+
+
+def sc_model_config(config: dict) -> ModelConfig:
+    """The model of a Set Complement config: v tokens, v learned position slots if any."""
+    v = config["task"]["vocab"]
+    return model_config(config, vocab=v, max_len=v)
+
+
+def sample_sequences(vocab: int, length: int, count: int, generator: torch.Generator) -> torch.Tensor:
+    """``count`` uniformly random orderings of ``length`` distinct tokens: LongTensor (count, length)."""
+    return torch.rand(count, vocab, generator=generator).argsort(dim=1)[:, :length]
+
+
+def fit_exponent(lengths: np.ndarray, margins: np.ndarray) -> float:
+    """a in margins ~ c lengths^-a (least squares in log-log on positive margins); NaN if < 3."""
+    keep = np.isfinite(margins) & (margins > 0)
+    if keep.sum() < 3:
+        return float("nan")
+    slope = np.polyfit(np.log(lengths[keep]), np.log(margins[keep]), 1)[0]
+    return float(-slope)
+
+
+def attn_out_margin(vocab: int, s: np.ndarray) -> np.ndarray:
+    """Non-query margin of the normalized readout (docs/theory.md), beta = g = 1."""
+    return np.sqrt(vocab * (vocab - 1) / (s * (vocab - s)))
+
+
+def summarize(records: list[dict], vocab: int, train_len: int, threshold: float) -> dict:
+    """ID/OOD means, the length-generalization score and the margin exponent of one evaluation."""
+    out: dict = {}
+    by_len = {r["length"]: r for r in records}
+    ind = [r for r in records if r["length"] <= train_len]
+    ood = [r for r in records if r["length"] > train_len]
+    for name in SUMMARY_METRICS:
+        out[f"id_{name}"] = float(np.mean([r[name] for r in ind])) if ind else float("nan")
+        out[f"ood_{name}"] = float(np.mean([r[name] for r in ood])) if ood else float("nan")
+    score = 0
+    for s in range(1, vocab):
+        if s not in by_len or not by_len[s]["invalid_mass"] <= threshold:
+            break
+        score = s
+    out["lg_score"] = score
+    out["lg_fraction"] = score / (vocab - 1)
+    s = np.array([r["length"] for r in records if r["length"] >= 2], dtype=float)
+    m = np.array([r["margin_nonquery_min"] for r in records if r["length"] >= 2], dtype=float)
+    out["margin_exponent"] = fit_exponent(s, m)
+    keep = np.isfinite(m) & (m > 0)
+    out["margin_exponent_attn_out_theory"] = (fit_exponent(s[keep], attn_out_margin(vocab, s[keep]))
+                                              if keep.sum() >= 3 else float("nan"))
+    out["margin_exponent_none_theory"] = 1.0
+    out["margin_fit_lengths"] = int(keep.sum())
+    return out
+
+
+def evaluate_weights(module: torch.nn.Module, config: dict, per_length: int | None = None,
+                     ) -> list[dict]:
+    ev, v = config["eval"], config["task"]["vocab"]
+    return evaluate_lengths(module, v, None, per_length or ev["per_length"], ev["seed"])
+
+
+def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: bool = True,
+          history_per_length: int = 16) -> dict:
+    """Train one model; return {config, per_length: {raw, ema, bema}, summary, history, model,
+    averaged}.
+
+    ``log`` receives each history record (step, loss, lr and, every ``train.eval_every``
+    steps, the ID/OOD summary of each weight set) as it is made."""
+    start = time.perf_counter()
+    task, tr = config["task"], config["train"]
+    v, length = task["vocab"], task["train_len"]
+    model = seeded_model(config, vocab=v, max_len=v)
+    data = torch.Generator().manual_seed(tr["seed"] + 1_000_003)
+    state = training_state(model, tr)
+
+    def record(step: int, loss: float) -> dict:
+        evaluate = bool(tr["eval_every"]) or step == tr["steps"]
+        row = history_row(config, step, loss, state.lr(), state.weights() if evaluate else None,
+                          history_per_length)
+        if log is not None:
+            log(row)
+        return row
+
+    history = fit(state, tr, lambda step: sample_sequences(v, length + 1, tr["batch_size"], data),
+                  every=tr["eval_every"], record=record, smoothing=0.02,
+                  name=config.get("name", ""), progress=progress)
+    result = finish_run(config, state.weights(), history, start)
+    return {**result, "model": model, "averaged": state.weights()}
+
+
+def history_row(config: dict, step: int, loss: float, lr: float, modules: dict | None,
+                per_length: int = 16) -> dict:
+    """{step, loss, lr} and, when ``modules`` ({raw, ema, bema} -> module) is given, the ID/OOD
+    summary of each weight set on ``per_length`` sequences per length."""
+    row = {"step": step, "loss": loss, "lr": lr}
+    v, length = config["task"]["vocab"], config["task"]["train_len"]
+    for kind, module in (modules or {}).items():
+        records = evaluate_weights(module, config, per_length)
+        summary = summarize(records, v, length, config["eval"]["threshold"])
+        row[kind] = {k: summary[k] for k in ("id_invalid_mass", "ood_invalid_mass",
+                                             "id_kl", "ood_kl", "lg_score")}
+    return row
+
+
+def finish_run(config: dict, modules: dict, history: list[dict], start: float,
+               **extra) -> dict:
+    """{config, per_length, summary, history} of a finished run: every weight set of
+    ``modules`` ({raw, ema, bema} -> module) evaluated exactly at every length and summarized;
+    the summary's headline is the primary weights (``train.ema``), its ``seconds`` the time
+    since ``start`` (``time.perf_counter``); ``extra`` goes into it."""
+    v, length = config["task"]["vocab"], config["task"]["train_len"]
+    per_length = {kind: evaluate_weights(module, config) for kind, module in modules.items()}
+    threshold = config["eval"]["threshold"]
+    summaries = {kind: summarize(recs, v, length, threshold) for kind, recs in per_length.items()}
+    primary = {"none": "raw", "ema": "ema", "bema": "bema"}[config["train"]["ema"]]
+    summary = {"primary": primary, **summaries[primary], "by_weights": summaries,
+               "final_loss": history[-1]["loss"], **extra}
+    summary["seconds"] = time.perf_counter() - start
+    return {"config": config, "per_length": per_length, "summary": summary, "history": history}
+
+
+__all__ = ["SCHEMA", "SUMMARY_METRICS", "load_config", "sc_model_config", "sample_sequences",
+           "summarize", "evaluate_weights", "train", "history_row", "finish_run",
+           "attn_out_margin", "fit_exponent"]

@@ -1,0 +1,162 @@
+"""The training figures of a Set Complement sweep folder (``resharpen report`` and the
+``fig_train_*`` scripts): OOD invalid mass per placement, dropout vs OOD KL, learned margins vs
+the theory, and raw / EMA / BEMA over training. The numbers come from the run folders
+(:func:`resharpen.experiments.set_complement.sweep_report.runs_with_data`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from resharpen.experiments.core.io import ensure_writable_dir
+from resharpen.experiments.core.sweep import read_table
+from resharpen.experiments.set_complement.sweep_report import runs_with_data, summary_stats
+from resharpen.experiments.set_complement.train import attn_out_margin
+from resharpen.paper_figs import save
+
+
+def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    placements = sorted({r["config"]["model"]["norm"] for r in runs})
+    for norm in placements:
+        group = [r for r in runs if r["config"]["model"]["norm"] == norm]
+        primary = [r["summary"]["primary"] for r in group]
+        curves = np.array([[x[metric] for x in r["per_length"][p]] for r, p in zip(group, primary)])
+        s = [x["length"] for x in group[0]["per_length"]["raw"]]
+        mean, sd = _mean_sd(curves)
+        line, = ax.plot(s, mean, label=f"{norm} (n={len(group)})")
+        ax.fill_between(s, mean - sd, mean + sd, color=line.get_color(), alpha=0.15)
+    c = runs[0]["config"]["task"]
+    ax.axvline(c["train_len"], color="k", lw=0.8, ls="--")
+    ax.plot(s, np.array(s) / c["vocab"], color="gray", lw=0.8, ls=":", label="s / v (no signal)")
+    ax.set(xlabel="input length s", ylabel=f"{metric.replace('_', ' ')} (exact)",
+           title=f"v = {c['vocab']}: mean ± std over the runs of a placement; dashed = L_train")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def fig_dropout(rows: list[dict]):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    rng = np.random.default_rng(0)
+    for kind, colour in (("none", "C0"), ("ema", "C1"), ("bema", "C2")):
+        sel = [r for r in rows if r.get("train.ema", r["primary"].replace("raw", "none")) == kind]
+        if not sel:
+            continue
+        x = np.array([r.get("model.attn_dropout", 0.0) for r in sel], dtype=float)
+        ax.scatter(x + rng.uniform(-0.01, 0.01, len(x)), [r["ood_kl"] for r in sel], s=14,
+                   color=colour, alpha=0.7, label=f"{kind} (n={len(sel)})")
+    ax.set(xlabel="attention dropout (jittered)", ylabel="OOD KL(p* || p)", yscale="log",
+           title="dropout vs OOD KL, coloured by the primary weights")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def fig_margins(runs: list[dict]):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    v = runs[0]["config"]["task"]["vocab"]
+    s = np.arange(2, v)
+    for norm in sorted({r["config"]["model"]["norm"] for r in runs}):
+        group = [r for r in runs if r["config"]["model"]["norm"] == norm]
+        m = np.array([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
+                       if x["length"] >= 2] for r in group], dtype=float)
+        a = summary_stats([r["summary"]["margin_exponent"] for r in group])["mean"]
+        ax.plot(s, np.nanmean(m, 0), label=f"learned, {norm} (fitted a = {a:.2f})")
+    m2 = float(np.nanmean([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
+                            if x["length"] == 2][0] for r in runs]))
+    ax.plot(s, m2 * 2 / s, "k--", lw=1,
+            label=f"construction / theory, no norm: m_2 (2/s), m_2 = {m2:.2f}, a = 1")
+    shape = attn_out_margin(v, s.astype(float))
+    ax.plot(s, m2 * shape / shape[0], "k:", lw=1.2, label="attn_out theory, same m_2")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set( xlabel="input length s", ylabel="mean min non-query margin",
+           title="learned margins vs the construction and the theory")
+    ax.axhline(0, color="gray", lw=0.5)
+    ax.legend(fontsize=7)
+    return fig
+
+
+def _mean_sd(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and sample std (ddof = 1; 0 for a single run) over the runs (axis 0)."""
+    sd = curves.std(0, ddof=1) if len(curves) > 1 else np.zeros(curves.shape[1:])
+    return curves.mean(0), sd
+
+
+def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
+    """The raw, EMA and BEMA weights' ``metric`` over training, one panel per placement: mean
+    ± sample std over the runs of that placement (the band is the spread of everything else
+    the sweep varies: seeds, and in a search also lr, dropout, EMA decay). A panel uses the
+    runs that share its most common evaluation schedule and says how many it left out."""
+    import matplotlib.pyplot as plt
+    from collections import Counter
+
+    placements = sorted({r["config"]["model"]["norm"] for r in runs})
+    fig, axes = plt.subplots(1, len(placements), figsize=(3.2 * len(placements) + 1.2, 3.8),
+                             sharey=True, squeeze=False)
+    for ax, norm in zip(axes[0], placements):
+        schedules = {id(r): tuple(h["step"] for h in r["history"] if "raw" in h)
+                     for r in runs if r["config"]["model"]["norm"] == norm}
+        steps, _ = Counter(schedules.values()).most_common(1)[0]
+        group = [r for r in runs if schedules.get(id(r)) == steps]
+        for kind, colour in (("raw", "C0"), ("ema", "C1"), ("bema", "C2")):
+            curves = np.array([[h[kind][metric] for h in r["history"] if "raw" in h]
+                               for r in group])
+            mean, sd = _mean_sd(curves)
+            ax.plot(steps, mean, color=colour, marker="o", ms=3, label=f"{kind} (n={len(curves)})")
+            ax.fill_between(steps, mean - sd, mean + sd, color=colour, alpha=0.12)
+        left_out = len(schedules) - len(group)
+        ax.set(xlabel="step", title=norm + (f" ({left_out} runs on other schedules left out)"
+                                            if left_out else ""))
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel(metric.replace("_", " "))
+    fig.suptitle("raw vs EMA vs BEMA weights over training (mean ± sample std over the runs "
+                 "of a placement)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "margins",
+                                                    "averaging"),
+                 prefix: str = "fig_train") -> list[Path]:
+    """Draw the figures ``names`` of the sweep folder ``root`` into ``outdir`` as
+    ``<prefix>_<name>.png/.pdf``; return the files."""
+    ensure_writable_dir(outdir)
+    runs = runs_with_data(Path(root))
+    rows = read_table(root)
+    builders = {"placements": lambda: fig_placements(runs), "dropout": lambda: fig_dropout(rows),
+                "margins": lambda: fig_margins(runs), "averaging": lambda: fig_averaging(runs)}
+    paths = []
+    for name in names:
+        paths += save(builders[name](), outdir, f"{prefix}_{name}")
+    return paths
+
+
+def sweep_figures(profile: str, outdir: Path, sweep: str, names: tuple[str, ...],
+                  prefix: str = "fig_train", runs_quick: int = 10) -> list[Path]:
+    """The figures ``names`` of the sweep ``experiments/configs/set_complement/<sweep>.toml``.
+
+    Full profile: reads ``out/sweeps/<sweep>`` (run ``resharpen sweep
+    experiments/configs/set_complement/<sweep>.toml --workers 2`` first). Quick profile: reads
+    ``out/sweeps/<sweep>-quick``, running its first ``runs_quick`` runs here if absent (under a
+    minute)."""
+    from resharpen.experiments.set_complement.sweep_report import ensure_sweep
+
+    if sweep == "random_search":
+        root = ensure_sweep(profile)
+    else:
+        root = ensure_sweep(profile, runs_quick=runs_quick, name=sweep)
+    return make_figures(root, Path(outdir), names=names, prefix=prefix)
+
+
+def report_figures(root: Path) -> list[Path]:
+    """The four figures of ``resharpen report``, drawn into ``root/figs``."""
+    return make_figures(Path(root), Path(root) / "figs")

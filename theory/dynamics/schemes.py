@@ -1,0 +1,13 @@
+"""The normalization schemes of arXiv 2510.22026 (Table 2), by name.
+
+Only names: the command line reads them when it parses its arguments, so this module imports
+nothing. The speed factor s_j and radial velocity r_j' of each scheme are stated and derived in
+:mod:`resharpen.theory.dynamics.speed`.
+"""
+from __future__ import annotations
+
+SCHEMES = ("postln", "preln", "mixln", "periln", "ngpt", "sqrt")
+SCHEME_LABELS = {"postln": "Post-LN", "preln": "Pre-LN", "mixln": "Mix-LN", "periln": "Peri-LN",
+                 "ngpt": "nGPT", "sqrt": "sqrt-scaling (CoD)"}
+RADIAL_SCHEMES = ("preln", "mixln", "periln")  # the schemes whose radii r_j move
+ALPHA_SCHEDULES = ("const", "inverse")  # alpha_t = alpha0, or alpha0 / (t + 1)
