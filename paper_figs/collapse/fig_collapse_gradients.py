@@ -36,7 +36,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     left.legend(fontsize=7)
     for res in runs(profile):
         s = res["summary"]
-        tail = res["metrics"][-max(1, len(res["metrics"]) // 10):]
+        tail = res["history"][-max(1, len(res["history"]) // 10):]
         g = np.mean([np.asarray(x["resid_grad"]) / max(x["resid_grad"][-1], 1e-300)
                      for x in tail], axis=0)
         right.semilogy(np.arange(1, len(g) + 1), np.maximum(g, 1e-16),
