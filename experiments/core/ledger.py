@@ -34,6 +34,11 @@ from typing import Callable, Iterable, Iterator, Sequence
 from resharpen.experiments.core.profiles import PROFILES, check_profile  # noqa: F401 (PROFILES)
 
 KINDS = ("symbolic", "numeric", "experiment")
+STATUSES = ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")
+"""PASS and FAIL: the measurement agrees / disagrees with the expectation at the tolerance fixed
+beforehand. INCONCLUSIVE: the data cannot decide (too few runs for the test's power, a tiny grid,
+a standard error that is not finite); the detail says why and which command would decide it.
+ERROR: the check itself raised."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,7 @@ class Outcome:
     expected: object
     passed: bool
     detail: str = ""
+    inconclusive: str = ""  # why the data cannot decide, and the command that would ("" = it can)
 
 
 @dataclass(frozen=True)
@@ -274,6 +280,10 @@ def run_claim(c: Claim, profile: str) -> Record:
             raise TypeError(f"check of {c.id} returned {type(outcome).__name__}, not Outcome")
         status = "PASS" if outcome.passed else "FAIL"
         measured, expected, detail = outcome.measured, outcome.expected, outcome.detail
+        if outcome.inconclusive:
+            status = "INCONCLUSIVE"
+            detail = f"{detail} | inconclusive: {outcome.inconclusive}" if detail else \
+                f"inconclusive: {outcome.inconclusive}"
     except Exception as exc:  # the ledger reports broken checks rather than dying
         status, measured, expected = "ERROR", "-", "-"
         detail = f"{type(exc).__name__}: {exc} | {traceback.format_exc(limit=2).splitlines()[-1]}"
@@ -327,7 +337,7 @@ def run_claims(claims: Sequence[Claim], profile: str, workers: int = 1,
 
 
 def to_json(records: Sequence[Record], profile: str) -> str:
-    summary = {s: sum(r.status == s for r in records) for s in ("PASS", "FAIL", "ERROR")}
+    summary = {s: sum(r.status == s for r in records) for s in STATUSES}
     return json.dumps({"profile": profile, "summary": summary,
                        "claims": [asdict(r) for r in records]}, indent=2)
 

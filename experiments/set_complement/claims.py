@@ -188,7 +188,7 @@ def check_readout_pre_is_rescaled_post(profile):
     return Outcome(ok, True, ok, "centred (tight RMSNorm, one-hot LayerNorm) and uncentred (one-hot RMSNorm)")
 
 
-@claim("sc.readout.paper_numbers", source="THEORY.md numbers (v = 12, beta = g = 1)", kind="numeric",
+@claim("sc.readout.paper_numbers", source="docs/theory.md numbers (v = 12, beta = g = 1)", kind="numeric",
        tolerance="abs 5e-5 (4 d.p. as printed)",
        statement="attn_out 3.4641, 2.5690, 2.2111, 1.9149 (s=1,2,3,6); post K=6: 2.1756, 1.4958, 1.5988; K=6000: 2.5686, 1.9145, 3.4635 (s=2,6,11)")
 def check_readout_paper_numbers(profile):
@@ -432,9 +432,9 @@ def check_theorem_dispersion_budget(profile):
                    all(x <= TOL for x in excess.values()))
 
 
-@claim("sc.theorem.dispersion_min_margin_erratum", source="THEORY.md, Theorem part 2 (our reconstruction)",
+@claim("sc.theorem.dispersion_min_margin_erratum", source="docs/theory.md, Theorem part 2 (our reconstruction)",
        kind="numeric", erratum=True, tolerance="counterexample: excess > 0.1",
-       statement="THEORY.md's 'the smallest margin is at most lambda_max/s' fails for non-query margins when the query takes little attention (true bound: lambda_max/(s-1))")
+       statement="The reconstruction's first 'the smallest margin is at most lambda_max/s' fails for non-query margins when the query takes little attention (true bound: lambda_max/(s-1))")
 def check_theorem_dispersion_min_margin_erratum(profile):
     errors = lemma_errors_by_profile(profile)
     naive = max(e["naive"] for e in errors)

@@ -95,7 +95,7 @@ def check_ensemble_batched_equals_sequential(profile: str) -> Outcome:
                    detail="K = 3, v = 8, post placement, 15 AdamW steps with clipping")
 
 
-@claim("train.noise.trace", source=f"{PAPER} (abstract: noisy gradients); THEORY.md",
+@claim("train.noise.trace", source=f"{PAPER} (abstract: noisy gradients); docs/theory.md",
        statement="for a trained model near p*, the per-position logit-gradient noise trace under "
                  "sampled labels is 1 - 1/(v-s) and is most of the mean squared gradient",
        kind="numeric", tolerance="relative error < 3% at every trained length; noise share >= 0.8")
@@ -250,7 +250,7 @@ for _claim_id, _weights, _sweep in AVERAGING_CLAIMS:
     averaging_claim(_claim_id, _weights, _sweep)
 
 
-@claim("train.dispersion.margin_exponent", source=f"{PAPER}; THEORY.md (dispersion, resharpening)",
+@claim("train.dispersion.margin_exponent", source=f"{PAPER}; docs/theory.md (dispersion, resharpening)",
        statement="at fixed hyper-parameters, learned margins decay faster with length without a "
                  "norm than with attn_out: fitted exponent a(none) > a(attn_out)",
        kind="experiment", tolerance="difference of mean exponents above 2 standard errors (Welch)")

@@ -1,0 +1,83 @@
+"""The committed baseline of the ledger's statuses: a known finding versus a regression.
+
+A baseline file (JSON) maps every claim id of one profile to its expected status and a one-line
+reason (why it is not PASS, or "" for PASS)::
+
+    {"profile": "quick", "claims": {"sc.theorem.two_over_s": {"status": "PASS", "reason": ""},
+                                    "train.ema.ood_kl": {"status": "FAIL", "reason": "..."}}}
+
+:func:`differences` compares a run of the ledger with it. Any change counts, in either
+direction: a FAIL that now passes is as much news as a PASS that now fails, so that the baseline
+is updated (``resharpen verify --write-baseline``) when a finding changes on purpose. The ledger
+itself still shows every FAIL as FAIL.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from resharpen.experiments.core.ledger import STATUSES, Record
+
+BASELINES = Path(__file__).resolve().parents[1] / "configs" / "ledger"
+"""The committed baselines: ``experiments/configs/ledger/<profile>.json``."""
+
+
+def default_path(profile: str) -> Path:
+    return BASELINES / f"{profile}.json"
+
+
+def read(path: str | Path, profile: str) -> dict[str, dict]:
+    """The baseline's ``{id: {"status", "reason"}}``; ValueError naming the file when it is
+    missing, not JSON, of another profile, or holds an unknown status."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+        claims = data["claims"]
+        found_profile = data["profile"]
+    except FileNotFoundError:
+        raise ValueError(f"no ledger baseline {str(path)!r}; write one with "
+                         f"`resharpen verify --profile {profile} --write-baseline {path}`") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not a ledger baseline ({type(exc).__name__}: {exc})") from None
+    if found_profile != profile:
+        raise ValueError(f"{path} is the baseline of profile {found_profile!r}, not {profile!r}")
+    for claim_id, entry in claims.items():
+        if not isinstance(entry, dict) or entry.get("status") not in STATUSES:
+            raise ValueError(f"{path}: claim {claim_id!r} has no valid status (one of {STATUSES})")
+    return claims
+
+
+def differences(records: Sequence[Record], baseline: dict[str, dict],
+                complete: bool = True) -> list[str]:
+    """One line per claim whose status differs from the baseline (and, when ``complete``, per
+    baseline claim that was not run)."""
+    lines = []
+    ran = {r.id: r for r in records}
+    for r in records:
+        expected = baseline.get(r.id)
+        if expected is None:
+            lines.append(f"{r.id}: {r.status}, not in the baseline (new claim)")
+        elif expected["status"] != r.status:
+            why = f" (baseline: {expected['reason']})" if expected.get("reason") else ""
+            lines.append(f"{r.id}: {expected['status']} -> {r.status}{why}")
+    if complete:
+        lines += [f"{claim_id}: in the baseline, not run" for claim_id in baseline
+                  if claim_id not in ran]
+    return lines
+
+
+def write(path: str | Path, records: Sequence[Record], profile: str,
+          reasons: dict[str, str] | None = None) -> Path:
+    """Write the statuses of ``records`` as the baseline; the reason of a non-PASS claim is taken
+    from ``reasons`` (the earlier baseline's) or else the first line of its detail."""
+    from resharpen.experiments.core.io import atomic_write_text
+
+    reasons = reasons or {}
+    claims = {}
+    for r in sorted(records, key=lambda r: r.id):
+        reason = "" if r.status == "PASS" else (reasons.get(r.id) or r.detail.splitlines()[0][:200]
+                                                if r.detail else reasons.get(r.id, ""))
+        claims[r.id] = {"status": r.status, "reason": reason}
+    text = json.dumps({"profile": profile, "claims": claims}, indent=1, sort_keys=True) + "\n"
+    return atomic_write_text(path, text)
