@@ -21,6 +21,7 @@ FIGURES: dict[str, str] = {
     "fig_dyn_initial_velocity": "dynamics",
     "fig_dyn_mc_ratio": "dynamics",
     "fig_dyn_random_stacks": "dynamics",
+    "fig_fit_margins": "set_complement",
     "fig_langtrain_curves": "languages",
     "fig_langtrain_othello_study": "languages",
     "fig_sc_attn_out_sv": "set_complement",

@@ -7,6 +7,8 @@ The public API (imported on first use, so ``import resharpen`` is instant)::
     rows = rs.evaluate_lengths(built.model, vocab=16)                # exact metrics per length
     nonquery, query = rs.theory_margins(built, tokens)               # the theory's margins
     run = rs.load_run("out/runs/base")                                # a finished training run
+    model = run.model("raw")                                          # ... and its weights
+    report = rs.compare_run("out/runs/base")                          # trained vs the lemma's form
     record = rs.run_claim("sc.theorem.two_over_s")                    # one ledger claim
 
 The packages: ``resharpen.theory`` (sympy, no torch), ``resharpen.constructions`` (explicit
@@ -29,6 +31,8 @@ _API = {
     "evaluate_lengths": ("resharpen.experiments.set_complement.evaluate", "evaluate_lengths"),
     "load_run": ("resharpen.experiments.core.runs", "load_run"),
     "Run": ("resharpen.experiments.core.runs", "Run"),
+    "compare_run": ("resharpen.experiments.set_complement.compare", "compare_run"),
+    "fit_lemma": ("resharpen.experiments.set_complement.compare", "fit_lemma"),
     "run_claim": ("resharpen.api", "run_claim"),
     "all_claims": ("resharpen.claims", "all_claims"),
 }
@@ -42,6 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from resharpen.constructions.set_complement import load as load_construction
     from resharpen.constructions.set_complement import save as save_construction
     from resharpen.experiments.core.runs import Run, load_run
+    from resharpen.experiments.set_complement.compare import compare_run, fit_lemma
     from resharpen.experiments.set_complement.evaluate import evaluate_lengths
 
 

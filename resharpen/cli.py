@@ -36,6 +36,27 @@ def add_verify(sub) -> None:
                         "and of the theory and construction functions it uses; run nothing")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="run checks in this many processes (default 1; results do not depend on it)")
+    p.add_argument("--baseline", nargs="?", const="default", metavar="PATH",
+                   help="compare the statuses with a committed baseline (default "
+                        "experiments/configs/ledger/<profile>.json): exit 0 when every status "
+                        "matches it (known FAILs included), 1 and the differences when one changed")
+    p.add_argument("--write-baseline", metavar="PATH",
+                   help="write the statuses of this run as the baseline (reasons kept from the "
+                        "old baseline where it had one)")
+    p.add_argument("--mutate", action="store_true",
+                   help="the mutation test: run each check with each derivation it uses "
+                        "perturbed (x -> x(1+1e-3)+1e-3), print which claims a mutation kills "
+                        "(PASS -> FAIL/ERROR) and which survive; --json writes its results; one "
+                        "check at a time, each in a forked process (--workers does not apply)")
+    p.add_argument("--step", type=finite_float, default=1e-3, metavar="EPS",
+                   help="with --mutate: the perturbation x -> x(1+EPS)+EPS (default 1e-3; a "
+                        "larger one tells a loose tolerance from a circular check)")
+    p.add_argument("--max-seconds", type=finite_float, default=5.0, metavar="S",
+                   help="with --mutate: skip claims whose unmutated check takes over S seconds "
+                        "(default 5)")
+    p.add_argument("--timings", metavar="LEDGER_JSON",
+                   help="with --mutate: skip before running the claims a recorded ledger "
+                        "(`verify --json`) shows over --max-seconds")
     p.set_defaults(handler=run_verify)
 
 
@@ -46,13 +67,27 @@ def run_verify(args) -> int:
     from resharpen.claims import all_claims
     from resharpen.experiments.core import ledger
 
+    from resharpen.experiments.core import baseline as baselines
+
     with bad_input():
         chosen = ledger.select(all_claims(), args.only)
         if args.where:
             chosen = ledger.select(chosen, [args.where])
-        for target in (args.json, args.markdown):  # fail before the work, not after it
+        for target in (args.json, args.markdown, args.write_baseline):  # before the work
             if target and target != "-":
                 check_writable_target(Path(target).parent)
+        baseline_path = (baselines.default_path(args.profile) if args.baseline == "default"
+                         else args.baseline)
+        expected = baselines.read(baseline_path, args.profile) if args.baseline else None
+        if args.mutate and (args.baseline or args.write_baseline or args.markdown):
+            raise ValueError("--mutate writes only --json, not --baseline, --write-baseline or "
+                             "--markdown")
+        if args.timings and not args.mutate:
+            raise ValueError("--timings is an option of --mutate")
+        if not args.step > 0:
+            raise ValueError(f"--step must be > 0, got {args.step:g}")
+    if args.mutate and not (args.where or args.list):
+        return run_mutation_test(args, chosen)
     if args.where:
         for c in chosen:
             print(c.id)
@@ -78,7 +113,50 @@ def run_verify(args) -> int:
     bad = [r for r in records if r.status != "PASS"]
     for r in bad:
         print(f"{r.status} {r.id}: {r.detail}", file=sys.stderr)
+    if args.write_baseline:
+        old = {}
+        if baselines.default_path(args.profile).exists():
+            old = {k: v.get("reason", "") for k, v in
+                   baselines.read(baselines.default_path(args.profile), args.profile).items()}
+        print(f"baseline written: {baselines.write(args.write_baseline, records, args.profile, old)}",
+              file=sys.stderr)
+    if expected is not None:
+        changed = baselines.differences(records, expected, complete=not args.only)
+        if changed:
+            print(f"{len(changed)} status(es) differ from the baseline {baseline_path}:",
+                  file=sys.stderr)
+            for line in changed:
+                print(f"  {line}", file=sys.stderr)
+            return 1
+        print(f"every status matches the baseline {baseline_path} "
+              f"({len(bad)} known non-PASS)", file=sys.stderr)
+        return 0
     return 1 if bad else 0
+
+
+def run_mutation_test(args, chosen) -> int:
+    """``verify --mutate``: the table of the mutation test and its summary line; exit 0."""
+    from tqdm import tqdm
+
+    from resharpen.experiments.core import mutation
+    from resharpen.experiments.core.io import atomic_write_text
+
+    with bad_input():
+        timings = mutation.recorded_seconds(args.timings) if args.timings else None
+    with tqdm(total=len(chosen), desc="mutate", unit="claim", file=sys.stderr,
+              disable=None) as bar:
+        def done(result) -> None:
+            bar.set_postfix_str(result.id)
+            bar.update()
+
+        results = mutation.run_mutations(chosen, args.profile, step=args.step,
+                                         max_seconds=args.max_seconds, timings=timings,
+                                         on_done=done)
+    print(mutation.format_table(results))
+    if args.json:
+        text = mutation.to_json(results, args.profile, args.step)
+        print(text) if args.json == "-" else atomic_write_text(args.json, text)
+    return 0
 
 
 def format_ledger(records) -> str:
@@ -88,12 +166,14 @@ def format_ledger(records) -> str:
         status = r.status + ("*" if r.erratum else "")
         rows.append((r.id, r.source, r.measured, r.expected, status, f"{r.seconds:.1f}"))
     widths = [min(max(len(str(row[i])) for row in rows), cap)
-              for i, cap in enumerate((46, 30, 24, 24, 6, 6))]
+              for i, cap in enumerate((46, 30, 24, 24, 12, 6))]
     out = []
     for row in rows:
         out.append("  ".join(str(x)[:w].ljust(w) for x, w in zip(row, widths)))
     passed = sum(r.status == "PASS" for r in records)
-    out.append(f"{passed}/{len(records)} claims PASS"
+    others = ", ".join(f"{n} {status}" for status in ("FAIL", "INCONCLUSIVE", "ERROR")
+                       if (n := sum(r.status == status for r in records)))
+    out.append(f"{passed}/{len(records)} claims PASS" + (f" ({others})" if others else "")
                + ("  (* = erratum: PASS means the counterexample is reproduced)"
                   if any(r.erratum for r in records) else ""))
     return "\n".join(out)
@@ -213,6 +293,7 @@ def commands() -> list:
 
     return [add_verify, add_construct, add_derive, add_figs,
             sc_cli.add_train, sc_cli.add_sweep, partial(sc_cli.add_report, figures=sweep_figures),
+            sc_cli.add_compare,
             partial(languages_cli.add_langs, figures=grid_figures),
             languages_cli.add_tasks, dynamics_cli.add_dynamics, collapse_cli.add_collapse]
 

@@ -9,18 +9,23 @@
   <Y, U> = 0 row-wise, ||Y(eta)||^2 = ||Y||^2 + eta^2 ||U||^2 exactly.
 * :func:`gradient_flow`: in an exactly collapsed random-weight stack, per-sublayer gradient norms
   along the residual path. Post-Norm: ||dL/dX_k|| <= c_k ||dL/dX_{k+1}|| with
-  c_k = a_k max_i sqrt d/|y_i| (Theorem 3.6), a geometric decay; Pre-Norm: the skip path
-  bypasses the norm and gradients are not contracted.
+  c_k = a_k max_i sqrt d/|y_i| (Theorem 3.6), a geometric decay when every c_k < 1; Pre-Norm:
+  the skip path bypasses the norm and gradients are not contracted. Definition 3.5 takes a_k to
+  be the measured ratio ||dL/dX_k||/||dL/dY_k||, which makes the bound hold by construction;
+  :func:`sublayer_gain` estimates a_k independently of any gradient (the norm of the sublayer's
+  Jacobian on the gradients that pass the RMSNorm: Lanczos on torch.func jvp/vjp products).
 * :func:`collapsed_gradients` (Theorem 3.8(ii)): a collapsed Post-Norm stack whose head outputs
   p_freq at every position has every parameter gradient equal to zero.
 """
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.func import jvp, vjp
 
 from resharpen.experiments.collapse.stack import StackConfig, build_stack
 from resharpen.experiments.core.model import ModelConfig, Transformer
@@ -117,18 +122,73 @@ def norm_growth_step(sublayer: str = "attn", n: int = 16, d: int = 32, eta: floa
             "relative_error": abs(grown - predicted) / predicted, "update_error": update_err}
 
 
+def sublayer_gain(sublayer: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                  rtol: float = 1e-10, seed: int = 0) -> tuple[float, int]:
+    """a = sup ||J^T G||_F / ||G||_F over G in S, with J the Jacobian of Y = ``sublayer``(X) at
+    ``x`` and S = {G : every row G_i is orthogonal to y_i}; returns (a, operator applications).
+
+    In a Post-Norm stack dL/dY_k = J_RMS(y)^T dL/dX_{k+1} lies in S (J_RMS(y) y = 0 and J_RMS is
+    symmetric), so ||dL/dX_k|| = ||J^T dL/dY_k|| <= a ||dL/dY_k||: a bounds the gain of
+    Definition 3.5 without looking at any gradient. a^2 is the largest eigenvalue of the
+    symmetric operator G -> P_S J J^T P_S G (``torch.func.vjp`` for J^T, ``torch.func.jvp`` for
+    J), found by Lanczos iteration (``scipy.sparse.linalg.eigsh``, seeded start, relative
+    tolerance ``rtol``)."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    y, pullback = vjp(sublayer, x)
+    unit = (y / y.norm(dim=-1, keepdim=True)).detach()
+    shape, size, applied = y.shape, y.numel(), [0]
+
+    def project(g: torch.Tensor) -> torch.Tensor:  # onto S, row by row
+        return g - (g * unit).sum(-1, keepdim=True) * unit
+
+    def apply(vector: np.ndarray) -> np.ndarray:
+        applied[0] += 1
+        g = project(torch.as_tensor(np.asarray(vector).reshape(shape), dtype=y.dtype))
+        (back_g,) = pullback(g)
+        _, forward = jvp(sublayer, (x,), (back_g,))
+        return project(forward).reshape(-1).numpy()
+
+    start = project(torch.randn(shape, generator=torch.Generator().manual_seed(seed),
+                                dtype=y.dtype)).reshape(-1).numpy()
+    operator = LinearOperator((size, size), matvec=apply, dtype=np.float64)
+    (top,) = eigsh(operator, k=1, which="LA", v0=start, tol=rtol, return_eigenvectors=False)
+    return math.sqrt(max(float(top), 0.0)), applied[0]
+
+
 def gradient_flow(norm: str = "post", n: int = 32, d: int = 32, depth: int = 24,
-                  multiplier: float = 4.0, mlp: str | None = "swiglu", seed: int = 0) -> dict:
+                  multiplier: float = 4.0, mlp: str | None = "swiglu", seed: int = 0,
+                  independent_gain: bool = False, model: Transformer | None = None) -> dict:
     """Per-sublayer gradient norms along the residual path of an exactly collapsed stack.
 
     Returns arrays over sublayers k = 0..K-1 (attention, then FFN, per block, input side first):
     ``grad_x`` = ||dL/dX_k|| (the sublayer's residual input), ``grad_y`` = ||dL/dY_k||
-    (Y_k = X_k + f_k), ``gain`` a_k = grad_x / grad_y, ``jac`` = max_i sqrt d/|y_i| (Post-Norm)
-    and ``factor`` c_k = a_k jac, with ``grad_out`` = ||dL/dX_K|| at the stack output. The loss
-    is a fixed random linear readout of the output, so dL/dX_K is a random direction."""
+    (Y_k = X_k + f_k), ``gain`` a_k = grad_x / grad_y (Definition 3.5, measured),
+    ``jac`` = max_i sqrt d/|y_i| (Post-Norm) and ``factor`` c_k = a_k jac, with ``grad_out`` =
+    ||dL/dX_K|| at the stack output. The loss is a fixed random linear readout of the output, so
+    dL/dX_K is a random direction.
+
+    With ``independent_gain`` (Post-Norm only) also ``gain_bound`` = :func:`sublayer_gain` of each
+    sublayer Y = X + f(X) at its input, ``factor_bound`` = gain_bound * jac (Theorem 3.6's c_k
+    with a gain that no gradient decided), ``iterations`` (operator applications used) and
+    ``sublayer_error`` = max |X_k + f_k(X_k) - Y_k| (the sublayer functions re-evaluated against
+    the model's own captured Y_k).
+
+    ``model``: a stack to use instead of the random one of these settings (its width d, depth,
+    placement and MLP must be these), e.g. one with hand-set weights; the collapsed input is the
+    same."""
+    if independent_gain and norm != "post":
+        raise ValueError(f"independent_gain needs norm='post' (the gradients that reach Y_k pass "
+                         f"an RMSNorm), got norm={norm!r}")
     cfg = StackConfig(n=n, d=d, depth=depth, norm=norm, mlp=mlp, multiplier=multiplier,
                       t0=0.5, seed=seed)  # t0 unused: the input is exactly collapsed
-    model = build_stack(cfg)
+    if model is None:
+        model = build_stack(cfg)
+    else:
+        shape = (model.cfg.d_model, model.cfg.n_layers, model.cfg.norm, model.cfg.mlp)
+        if shape != (d, depth, norm, mlp):
+            raise ValueError(f"model has (d, depth, norm, mlp) = {shape}, "
+                             f"not {(d, depth, norm, mlp)}")
     sublayers = ("attn", "mlp") if mlp else ("attn",)
     residual_in = {"attn": "hook_resid_pre", "mlp": "hook_resid_mid"}  # X_k, what sublayer k reads
     points = ["blocks.*.hook_resid_*"]
@@ -155,8 +215,28 @@ def gradient_flow(norm: str = "post", n: int = 32, d: int = 32, depth: int = 24,
         jac = [1.0] * len(grad_x)
     grad_x, grad_y, jac = map(np.asarray, (grad_x, grad_y, jac))
     gain = grad_x / grad_y
-    return {"grad_x": grad_x, "grad_y": grad_y, "gain": gain, "jac": jac,
-            "factor": gain * jac, "grad_out": grad_out, "norm": norm}
+    result = {"grad_x": grad_x, "grad_y": grad_y, "gain": gain, "jac": jac,
+              "factor": gain * jac, "grad_out": grad_out, "norm": norm}
+    if independent_gain:
+        functions = [_sublayer_function(block, s) for block in model.blocks for s in sublayers]
+        bounds, steps, error = [], [], 0.0
+        for k, (function, x_k, y_k) in enumerate(zip(functions, xs, ys)):
+            x_k = x_k.detach()
+            with torch.no_grad():
+                error = max(error, float((function(x_k) - y_k.detach()).abs().max()))
+            a, used = sublayer_gain(function, x_k, seed=seed + k)
+            bounds.append(a)
+            steps.append(used)
+        result.update(gain_bound=np.asarray(bounds), factor_bound=np.asarray(bounds) * jac,
+                      iterations=np.asarray(steps), sublayer_error=error)
+    return result
+
+
+def _sublayer_function(block, sublayer: str) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Y = X + f(X) of one Post-Norm sublayer (what its output norm receives), eval mode."""
+    if sublayer == "attn":
+        return lambda x: x + block.attn(x)[0]
+    return lambda x: x + block.mlp(x)
 
 
 def collapsed_gradients(n: int = 12, d: int = 16, vocab: int = 5, n_layers: int = 2,

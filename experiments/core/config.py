@@ -8,15 +8,20 @@ its :class:`Schema`: the ``[model]`` and ``[train]`` keys are shared by every tr
 ``[eval]`` belong to the task.
 
 A config file (TOML) holds the sections, optional ``name``, ``base = "other.toml"`` (inherit,
-then override; the profile tables of the whole chain are merged too) and ``[profile.quick]`` /
-``[profile.full]`` tables of overrides. A config is made in this order, later winning:
+then override) and ``[profile.quick]`` / ``[profile.full]`` tables of overrides. A config is
+made in this order, later winning:
 
-    the schema's defaults  <  the file (its base chain first)  <  [profile.<profile>]  <  --set
+    the schema's defaults  <  base file  <  base's [profile.<profile>]
+                           <  the file   <  its own [profile.<profile>]  <  --set
+
+(a base of a base comes first the same way): a file's own value wins over the profile table of
+the file it inherits from, and its own profile table wins over both.
 
 ``--set section.key=value`` reads the value as a TOML scalar (``0.1``, ``true``, ``"post"``) and
 else as a bare string (``post``). Profiles are ``quick`` and ``full``
-(:data:`resharpen.experiments.core.profiles.PROFILES`); a profile table deep-merges over the
-file (:func:`apply_profile`, also how a language grid file applies its profiles).
+(:data:`resharpen.experiments.core.profiles.PROFILES`); a profile table merges over its own file
+(:func:`resolve`; a single file without a base chain, such as a language grid file, uses
+:func:`apply_profile`).
 
 A sweep file adds ``[sweep]`` (runs, seed, ensemble) and ``[search]``:
 ``"section.key" = {loguniform = [lo, hi]}``, ``{uniform = [lo, hi]}``, ``{randint = [lo, hi]}``
@@ -40,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from resharpen.experiments.core.names import check_name
 from resharpen.experiments.core.profiles import PROFILES, check_profile
 
 if sys.version_info >= (3, 11):
@@ -58,13 +64,13 @@ def output_folder(*parts: str) -> Path:
 
 
 def run_folder(name: str) -> Path:
-    """Default folder of one training run: ``out/runs/<name>``."""
-    return output_folder("runs", name)
+    """Default folder of one training run: ``out/runs/<name>`` (``name`` a safe name)."""
+    return output_folder("runs", check_name(name, "run name"))
 
 
 def sweep_folder(name: str) -> Path:
-    """Default folder of a sweep or grid: ``out/sweeps/<name>``."""
-    return output_folder("sweeps", name)
+    """Default folder of a sweep or grid: ``out/sweeps/<name>`` (``name`` a safe name)."""
+    return output_folder("sweeps", check_name(name, "sweep name"))
 
 
 # ----------------------------------------------------------------------------- TOML and --set
@@ -234,12 +240,20 @@ SWEEP_FIELDS = {"runs": Field(int, 16, 1, 10**6), "seed": Field(int, 0, 0, 2**63
 DISTRIBUTIONS = ("loguniform", "uniform", "randint", "choice", "grid")
 
 
-def resolve(path: str | Path, schema: Schema, seen: tuple = ()) -> dict:
+def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | None = None) -> dict:
     """Raw TOML of ``path`` with its ``base`` chain merged (later files override, section by
-    section; the ``[profile.*]`` tables of the chain merged the same way)."""
+    section; the ``[profile.*]`` tables of the chain merged the same way into ``profile``).
+
+    With ``profile``, each file's own ``[profile.<profile>]`` table is applied right after that
+    file's sections, so along the chain base < base's profile table < child < child's profile
+    table: a child's own value wins over its base's profile table (``long_runs_v32``'s
+    ``vocab = 32`` over ``long_runs``'s ``[profile.quick] task.vocab = 16``), and the child's own
+    profile table wins over both."""
     path = Path(path).resolve()
     if path in seen:
         raise ValueError(f"config base chain loops at {str(path)!r}")
+    if profile is not None:
+        check_profile(profile)
     data = read_toml(path)
     top_keys = {"name", "base", "profile", "sweep", "search", *schema.sections}
     unknown = set(data) - top_keys
@@ -248,18 +262,26 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = ()) -> dict:
                          f"allowed: {sorted(top_keys)}")
     merged: dict = {"profile": {}}
     if "base" in data:
-        merged = resolve(path.parent / data["base"], schema, seen + (path,))
+        merged = resolve(path.parent / data["base"], schema, seen + (path,), profile)
     for section, table in data.items():
         if section in schema.sections:
             if not isinstance(table, dict):
                 raise ValueError(f"{section} in {str(path)!r} must be a table")
             merged.setdefault(section, {}).update(table)
-    for profile, table in data.get("profile", {}).items():
-        if profile not in PROFILES:
-            raise ValueError(f"unknown profile {profile!r} in {str(path)!r}; allowed: "
+    tables = data.get("profile", {})
+    if not isinstance(tables, dict):
+        raise ValueError(f"profile in {str(path)!r} must be a table of [profile.<name>] tables")
+    for name, table in tables.items():
+        if name not in PROFILES:
+            raise ValueError(f"unknown profile {name!r} in {str(path)!r}; allowed: "
                              f"{', '.join(PROFILES)}")
+        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+            raise ValueError(f"profile.{name} in {str(path)!r} must be a table of section tables "
+                             "(e.g. task.vocab = 16)")
         for section, values in table.items():
-            merged["profile"].setdefault(profile, {}).setdefault(section, {}).update(values)
+            merged["profile"].setdefault(name, {}).setdefault(section, {}).update(values)
+            if name == profile:  # this file's profile table, over this file (and its base)
+                merged.setdefault(section, {}).update(values)
     for key in ("name", "sweep", "search"):
         if key in data:
             merged[key] = data[key]
@@ -269,15 +291,15 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = ()) -> dict:
 
 def load(path: str | Path, schema: Schema, overrides: list[str] | tuple[str, ...] = (),
          profile: str = "full") -> dict:
-    """A run config from a file: defaults < file (base chain) < ``[profile.<profile>]`` <
+    """A run config from a file, later winning: defaults < each file of the base chain, base
+    first, each followed by its own ``[profile.<profile>]`` table (:func:`resolve`) <
     ``--set`` overrides. Returns the validated sections and ``name`` (last)."""
     check_profile(profile)
-    raw = resolve(path, schema)
+    raw = resolve(path, schema, profile=profile)
     sections = {key: value for key, value in raw.items() if key in schema.sections}
-    sections = apply_profile({**sections, "profile": raw["profile"]}, profile, str(path))
     deep_merge(sections, parse_sets(overrides))
     config = schema.validate(sections)
-    config["name"] = raw["name"]
+    config["name"] = check_name(raw["name"], f"name in {str(path)!r}")
     return config
 
 

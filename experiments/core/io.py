@@ -1,12 +1,19 @@
 """Atomic file output: write to a temporary file in the same folder, then rename.
 
-A reader (or a crash) never sees a half-written file: either the old content or the new."""
+A reader (or a crash) never sees a half-written file: either the old content or the new. The
+temporary file of ``name`` is ``.<name>.resharpen-<random>.tmp`` (:data:`TEMP_MARK`), so that the
+clean-up after a killed writer (:func:`remove_stale_temporaries`) removes only files this package
+wrote, for the names it writes, in the folders it writes them to."""
 from __future__ import annotations
 
 import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Iterable
+
+TEMP_MARK = ".resharpen-"
+"""What every temporary file of this package has after its target's name: ``.<name>.resharpen-``."""
 
 
 def ensure_writable_dir(path: str | os.PathLike) -> Path:
@@ -43,7 +50,7 @@ def check_writable_target(path: str | os.PathLike) -> Path:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
     ensure_writable_dir(path.parent)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_MARK}", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -57,9 +64,41 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     return path
 
 
+def remove_stale_temporaries(folder: str | os.PathLike, names: Iterable[str]) -> list[Path]:
+    """Remove the temporary files a killed writer of ``folder/<name>`` left, for each of
+    ``names`` (``.<name>.resharpen-*.tmp``), in ``folder`` only (not below it). Nothing else is
+    touched, whoever wrote it. Returns what was removed."""
+    folder = Path(folder)
+    removed = []
+    if not folder.is_dir():
+        return removed
+    for name in names:
+        for stale in folder.glob(f".{glob_escape(name)}{TEMP_MARK}*.tmp"):
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink(missing_ok=True)
+                removed.append(stale)
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    """``name`` with glob metacharacters escaped (a file name used as a glob pattern)."""
+    import glob
+
+    return glob.escape(name)
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def atomic_write_json(path: str | os.PathLike, obj: object) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def atomic_write_weights(path: str | os.PathLike, tensors: dict, metadata: dict[str, str]
+                         ) -> Path:
+    """Tensors {name: torch.Tensor} as a safetensors file with string ``metadata``, written
+    atomically (safetensors' serialization, then :func:`atomic_write_bytes`)."""
+    from safetensors.torch import save
+
+    return atomic_write_bytes(path, save(tensors, metadata=metadata))

@@ -93,6 +93,7 @@ class ModelConfig:
     resid_dropout: float = 0.0
     eps: float = 1e-6  # norm epsilon; constructions use 0 for exact arithmetic
     init_std: float = 0.02
+    attn_out_scale: float = 1.0  # W_O's init is scaled by this (post: K = lambda/beta grows with it)
 
     def __post_init__(self) -> None:
         def need(ok: bool, message: str) -> None:
@@ -122,6 +123,8 @@ class ModelConfig:
             need(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value!r}")
         need(self.eps >= 0.0, f"eps must be >= 0, got {self.eps!r}")
         need(self.init_std > 0.0, f"init_std must be > 0, got {self.init_std!r}")
+        need(self.attn_out_scale > 0.0,
+             f"attn_out_scale must be > 0, got {self.attn_out_scale!r}")
 
     @property
     def head_width(self) -> int:
@@ -179,7 +182,10 @@ class Attention(nn.Module):
         self.W_Q = nn.Parameter(torch.randn(h, d, dk) * cfg.init_std)
         self.W_K = nn.Parameter(torch.randn(h, d, dk) * cfg.init_std)
         self.W_V = nn.Parameter(torch.randn(h, d, dv) * cfg.init_std)
-        self.W_O = nn.Parameter(torch.randn(h, dv, d) * cfg.init_std / math.sqrt(2 * cfg.n_layers))
+        W_O = torch.randn(h, dv, d) * cfg.init_std / math.sqrt(2 * cfg.n_layers)
+        if cfg.attn_out_scale != 1.0:  # the default leaves the init (and its numbers) unchanged
+            W_O = W_O * cfg.attn_out_scale
+        self.W_O = nn.Parameter(W_O)
         self.dropout = nn.Dropout(cfg.attn_dropout)
         self.scale = 1.0 / math.sqrt(dk)
         self.hook_pattern = HookPoint()

@@ -1,14 +1,25 @@
 """A finished run folder, read back: what :func:`resharpen.experiments.core.train.save_run` wrote.
 
 A run folder holds ``config.json`` (the validated config), ``metrics.jsonl`` (one row per logged
-step), ``per_length.json`` (the exact per-length evaluation of every weight set) and
-``summary.json`` (written last: its presence marks the run finished).
+step), ``per_length.json`` (the exact per-length evaluation of every weight set),
+``weights_raw.safetensors``, ``weights_ema.safetensors`` and ``weights_bema.safetensors`` (the
+trained weights, each with the model config in its metadata; :meth:`Run.model` rebuilds the
+Transformer) and ``summary.json`` (written last: its presence marks the run finished).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
+    from resharpen.experiments.core.model import Transformer
+
+WEIGHT_KINDS = ("raw", "ema", "bema")  # the weight sets of a run
+WEIGHTS_FILE = "weights_{}.safetensors"  # the file of one weight set in a run folder
 
 
 @dataclass(frozen=True)
@@ -20,6 +31,38 @@ class Run:
     summary: dict
     per_length: dict | list
     history: list[dict]
+
+    def weights_path(self, weights: str = "raw") -> Path:
+        """The safetensors file of weight set ``weights`` (raw, ema or bema)."""
+        if weights not in WEIGHT_KINDS:
+            raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_KINDS)}")
+        return self.folder / WEIGHTS_FILE.format(weights)
+
+    def model(self, weights: str = "raw", dtype: "torch.dtype | None" = None) -> "Transformer":
+        """The run's Transformer with its ``weights`` (raw, ema or bema) weights, in evaluation
+        mode, as float32 (as trained) or ``dtype`` (e.g. ``torch.float64`` for exact analysis).
+        ValueError if the folder keeps no such weights (runs saved before weights were kept)."""
+        from safetensors import SafetensorError, safe_open
+
+        from resharpen.experiments.core.model import ModelConfig, Transformer
+
+        path = self.weights_path(weights)
+        if not path.is_file():
+            kept = [k for k in WEIGHT_KINDS if self.weights_path(k).is_file()]
+            raise ValueError(f"run folder {str(self.folder)!r} has no {path.name} (weights kept: "
+                             f"{', '.join(kept) or 'none'})")
+        try:
+            with safe_open(str(path), framework="pt") as handle:
+                tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+                metadata = handle.metadata() or {}
+            cfg = ModelConfig.from_dict(json.loads(metadata["model_config"]))
+        except (SafetensorError, OSError, KeyError, ValueError, TypeError) as exc:
+            raise ValueError(f"{path} is not a weights file of a run: {exc!r}") from None
+        model = Transformer(cfg)
+        model.load_state_dict(tensors)
+        if dtype is not None:
+            model = model.to(dtype)
+        return model.eval()
 
 
 def _read_json(path: Path):

@@ -9,11 +9,17 @@ A comparison of two arms (say ``post`` and ``none``, or EMA and raw weights) is
 * **unpaired** otherwise: Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``), whose
   degrees of freedom (Welch-Satterthwaite) are reported.
 
+:func:`compare` chooses between them from the data: the arms are given as ``{key: value}`` (the
+key is the seed, or (task, seed)), and they are paired when every key of the smaller arm is also
+a key of the other (a grid over seeds), unpaired otherwise (seeds drawn per run).
+A monotone trend (say, more dropout with lower KL) is :func:`spearman`'s rank correlation.
+
 Every result names its test, n and p-value, so that a claim's detail can say exactly what decided
 it. A comparison is *inconclusive*, not failed, when the data cannot decide: fewer pairs (or runs
 per arm) than ``min_n``, or a standard error that is zero or not finite.
 
-Holm's step-down correction controls the family-wise error rate of m tests that share data:
+Holm's step-down correction controls the family-wise error rate of m tests that share data
+(:func:`family` adjusts a family's tests, :func:`verdict` decides a claim from its own):
 sort the p-values p_(1) <= ... <= p_(m); the adjusted p_(k) is max_{j <= k} min(1, (m - j + 1)
 p_(j)).
 """
@@ -21,12 +27,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Hashable, Mapping, Sequence, Union
 
 import numpy as np
 
 MIN_N = 5
 """The fewest pairs (or runs per arm) a comparison decides on; fewer is inconclusive."""
+ALPHA = 0.05
+"""The level at which an experiment claim decides, on its Holm-adjusted p-values."""
 
 
 @dataclass(frozen=True)
@@ -43,10 +51,12 @@ class Comparison:
     alternative: str  # "less" (a < b), "greater" or "two-sided"
     wilcoxon_p: float | None = None  # paired only
     inconclusive: str = ""  # why the data cannot decide, "" when it can
+    sizes: tuple[int, int] | None = None  # Welch only: the runs of arm a and of arm b
 
     def describe(self) -> str:
         """One line for a claim's detail: test, n, the difference and its p-value."""
-        text = (f"{self.test}, n={self.n}: mean diff {self.mean_diff:+.4g} (s.e. {self.se:.2g}), "
+        n = f"n={self.n}" if self.sizes is None else f"n={self.sizes[0]} vs {self.sizes[1]}"
+        text = (f"{self.test}, {n}: mean diff {self.mean_diff:+.4g} (s.e. {self.se:.2g}), "
                 f"t={self.statistic:.3g}, df={self.df:.3g}, p={self.p:.3g} ({self.alternative})")
         if self.wilcoxon_p is not None:
             text += f"; Wilcoxon p={self.wilcoxon_p:.3g}"
@@ -98,10 +108,60 @@ def welch(a: Sequence[float], b: Sequence[float], alternative: str = "less",
           if n > 1 and va + vb > 0 else math.nan)
     if reason:
         return Comparison("Welch t (scipy.stats.ttest_ind)", n, mean, se, math.nan, df, math.nan,
-                          alternative, None, reason)
+                          alternative, None, reason, (len(a), len(b)))
     t = stats.ttest_ind(a, b, equal_var=False, alternative=alternative)
     return Comparison("Welch t (scipy.stats.ttest_ind)", n, mean, se, float(t.statistic),
-                      float(df), float(t.pvalue), alternative)
+                      float(df), float(t.pvalue), alternative, sizes=(len(a), len(b)))
+
+
+def compare(a: Mapping[Hashable, float], b: Mapping[Hashable, float],
+            alternative: str = "less", min_n: int = MIN_N) -> Comparison:
+    """Arm a against arm b, each ``{key: value}``: paired on the shared keys when every key of
+    the smaller arm is in the other (both arms ran the same seeds), else Welch. Non-finite
+    values are dropped (with their partner when paired)."""
+    a = {k: float(v) for k, v in a.items() if math.isfinite(float(v))}
+    b = {k: float(v) for k, v in b.items() if math.isfinite(float(v))}
+    shared = [k for k in a if k in b]
+    if shared and len(shared) == min(len(a), len(b)):
+        return paired([a[k] for k in shared], [b[k] for k in shared], alternative, min_n)
+    return welch(list(a.values()), list(b.values()), alternative, min_n)
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """Spearman's rank correlation of x and y, with its one- or two-sided p-value."""
+
+    test: str
+    n: int
+    rho: float
+    p: float
+    alternative: str  # "less" (rho < 0), "greater" or "two-sided"
+    inconclusive: str = ""
+
+    def describe(self) -> str:
+        text = f"{self.test}, n={self.n}: rho={self.rho:+.3g}, p={self.p:.3g} ({self.alternative})"
+        return text + (f"; inconclusive: {self.inconclusive}" if self.inconclusive else "")
+
+
+def spearman(x: Sequence[float], y: Sequence[float], alternative: str = "less",
+             min_n: int = MIN_N) -> Correlation:
+    """Spearman's rank correlation (``scipy.stats.spearmanr``) over the finite (x, y) pairs;
+    inconclusive with fewer than ``min_n`` pairs or when x or y is constant."""
+    from scipy import stats
+
+    _check_alternative(alternative)
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(x) & np.isfinite(y)
+    x, y = x[keep], y[keep]
+    name = "Spearman rank correlation (scipy.stats.spearmanr)"
+    n = len(x)
+    if n < min_n:
+        return Correlation(name, n, math.nan, math.nan, alternative,
+                           f"{n} < {min_n} pairs")
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return Correlation(name, n, math.nan, math.nan, alternative, "a constant variable")
+    result = stats.spearmanr(x, y, alternative=alternative)
+    return Correlation(name, n, float(result.statistic), float(result.pvalue), alternative)
 
 
 def _too_little(n: int, se: float, min_n: int) -> str:
@@ -124,3 +184,37 @@ def holm(pvalues: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - k) * p[index]))
         adjusted[index] = running
     return adjusted.tolist()
+
+
+Result = Union[Comparison, Correlation]
+
+
+@dataclass(frozen=True)
+class FamilyTest:
+    """One test of a family: the claim it decides, what it compares, its result and its
+    Holm-adjusted p-value within the family."""
+
+    claim: str
+    label: str
+    result: Result
+    adjusted_p: float
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.result.describe()}; Holm-adjusted p={self.adjusted_p:.3g}"
+
+
+def family(tests: Sequence[tuple[str, str, Result]]) -> dict[str, list[FamilyTest]]:
+    """The (claim, label, result) tests of a family, Holm-adjusted together (the inconclusive
+    ones, whose p is NaN, are not counted), grouped by claim in the given order."""
+    adjusted = holm([result.p for _, _, result in tests])
+    by_claim: dict[str, list[FamilyTest]] = {}
+    for (claim, label, result), p in zip(tests, adjusted):
+        by_claim.setdefault(claim, []).append(FamilyTest(claim, label, result, p))
+    return by_claim
+
+
+def verdict(tests: Sequence[FamilyTest], alpha: float = ALPHA) -> tuple[bool, str]:
+    """(every test rejects at Holm-adjusted p < alpha, why the tests cannot decide or "")."""
+    unsure = "; ".join(f"{t.label}: {t.result.inconclusive}" for t in tests
+                       if t.result.inconclusive)
+    return bool(tests) and all(t.adjusted_p < alpha for t in tests), unsure

@@ -24,8 +24,15 @@ from pathlib import Path
 
 from resharpen.experiments.core.backends import run_tasks
 from resharpen.experiments.core.cli_args import UsageError
-from resharpen.experiments.core.io import atomic_write_json, atomic_write_text
-from resharpen.experiments.core.train import save_run
+from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
+                                           remove_stale_temporaries)
+from resharpen.experiments.core.train import WEIGHTS, WEIGHTS_FILE, save_run
+
+SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl")
+"""The files a sweep driver writes in the sweep folder itself."""
+RUN_FILES = ("config.json", "metrics.jsonl", "per_length.json", "summary.json",
+             *(WEIGHTS_FILE.format(kind) for kind in WEIGHTS))
+"""The files :func:`resharpen.experiments.core.train.save_run` writes in a run folder."""
 
 
 def run_each(run_fn, configs: list[dict]) -> list[dict]:
@@ -44,7 +51,9 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     with an unfinished run is run again whole (so a resumed sweep computes every run in the
     same company) and only its unfinished runs are written.
     Refuses a folder whose ``sweep.json`` holds another identity or whose run folder holds
-    another config; removes temporary files left by a killed writer; writes ``sweep.json``,
+    another config; removes the temporary files a killed writer left (only this package's, for
+    the files it writes: :data:`SWEEP_FILES` in ``root``, the run files in each planned run's
+    folder; nothing else, nowhere else); writes ``sweep.json``,
     then each finished run (:func:`resharpen.experiments.core.train.save_run`) and the table as results come
     back (only this driver writes, every file atomically)."""
     from tqdm import tqdm
@@ -54,8 +63,9 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     if path.exists() and json.loads(path.read_text()).get("identity") != identity:
         raise UsageError(f"{str(root)!r} holds a different {kind} (other configs, seed or "
                          "search space); choose another --out")
-    for stale in root.rglob(".*.tmp"):  # a temporary file left by a killed writer
-        stale.unlink(missing_ok=True)
+    remove_stale_temporaries(root, SWEEP_FILES)  # left by a killed writer: ours only
+    for config in configs:
+        remove_stale_temporaries(root / "runs" / config["name"], RUN_FILES)
     atomic_write_json(path, {"identity": identity, "runs": len(configs), **(marker or {})})
     finished = set()
     for index, config in enumerate(configs):

@@ -15,9 +15,11 @@ step k (0-based) is
     r + (1 - r) * shape(p),  p = (k - warmup) / (steps - warmup) clipped to [0, 1],
 
 with r = ``train.min_lr_ratio`` and shape(p) = (1 + cos(pi p)) / 2 (``cosine``) or 1 - p
-(``linear``); ``constant`` is 1 after the warm-up. Step: the mean next-token cross-entropy of
-sequences (B, S+1) (positions whose label is ``ignore`` left out), backward, gradient-norm
-clipping at ``train.grad_clip`` (0 = off), the optimizer, the schedule.
+(``linear``); ``constant`` is 1 after the warm-up. Step: the mean cross-entropy of a batch
+against its training target (``train.target``: the sampled next token, k sampled labels, or the
+soft target p*; :mod:`resharpen.experiments.core.targets`; positions whose label is ``ignore``
+left out), backward, gradient-norm clipping at ``train.grad_clip`` (0 = off), the optimizer, the
+schedule.
 
 Averaging: a run tracks raw, EMA and BEMA weights on the same trajectory
 (:mod:`resharpen.experiments.core.averaging`, ``train.ema_decay`` and ``train.bema_*``), or a
@@ -26,7 +28,13 @@ subset (``weights``).
 Loop (:func:`fit`): ``steps`` steps of ``next_batch(step)``; at the record steps (every
 ``every`` steps and the last) it calls ``record(step, loss)``, the evaluation / logging hook of
 the trainer, keeps the row it returns in the history, and asks the stopping rule ``stop(row)``
-whether to end the run there (default: never).
+whether to end the run there (default: never; the Set Complement trainer's
+``train.until_id_invalid_mass`` is such a rule, with ``train.steps`` the cap).
+
+Weights: :func:`weight_sets` copies a run's {raw, ema, bema} weights with the model config that
+rebuilds them, and :func:`save_run` writes each as ``weights_<kind>.safetensors``
+(:data:`WEIGHTS_FILE`) next to ``config.json``; ``resharpen.load_run(folder).model(kind)`` reads
+one back.
 """
 from __future__ import annotations
 
@@ -36,14 +44,15 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from resharpen.experiments.core.averaging import AVERAGING_KINDS, BEMAConfig, make_averager
 from resharpen.experiments.core.config import Field
 from resharpen.experiments.core.model import NORM_KINDS, NORM_PLACEMENTS, ModelConfig, Transformer
+from resharpen.experiments.core.runs import WEIGHT_KINDS, WEIGHTS_FILE
+from resharpen.experiments.core.targets import TARGETS, Batch, cross_entropy
 
-WEIGHTS = ("raw", "ema", "bema")
+WEIGHTS = WEIGHT_KINDS  # raw, ema, bema
 POSITIONAL = ("none", "learned")
 
 MODEL_FIELDS: dict[str, Field] = {
@@ -59,6 +68,7 @@ MODEL_FIELDS: dict[str, Field] = {
     "attn_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
     "resid_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
     "init_std": Field(float, 0.02, 0.0, None, lo_open=True),
+    "attn_out_scale": Field(float, 1.0, 0.0, None, lo_open=True),  # W_O init x this
 }
 """The ``[model]`` table, the same for every trainer (defaults differ)."""
 
@@ -85,6 +95,10 @@ TRAIN_FIELDS: dict[str, Field] = {
     "eval_every": Field(int, 0, 0, 10**8),  # evaluate the weights every k steps (0 = at the end)
     "log_every": Field(int, 50, 1, 10**8),  # a history row every k steps
     "threads": Field(int, 1, 0, 1024),  # torch threads (0 = leave torch's setting)
+    "target": Field(str, "sampled", choices=TARGETS),  # what a position is scored against
+    "labels_per_position": Field(int, 1, 1, 4096),  # k sampled labels (target = "sampled")
+    # the Set Complement stopping rule: stop at this in-distribution invalid mass (0 = off)
+    "until_id_invalid_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
 }
 """The ``[train]`` keys; each trainer reads the schedule and optimizer keys and those it uses."""
 
@@ -99,7 +113,7 @@ def model_config(config: dict, vocab: int, max_len: int) -> ModelConfig:
         mlp=None if m["mlp"] == "none" else m["mlp"], d_mlp=m["d_mlp"] or None,
         max_len=max_len if m["positional"] == "learned" else None,
         attn_dropout=m["attn_dropout"], resid_dropout=m["resid_dropout"],
-        init_std=m["init_std"])
+        init_std=m["init_std"], attn_out_scale=m.get("attn_out_scale", 1.0))
 
 
 def check_model_shape(config: dict) -> None:
@@ -151,25 +165,23 @@ def make_optimizer(model: nn.Module, train: dict) -> torch.optim.AdamW:
                              betas=(train["beta1"], train["beta2"]))
 
 
-def next_token_loss(model: nn.Module, seqs: torch.Tensor,
+def next_token_loss(model: nn.Module, batch: torch.Tensor | Batch,
                     ignore: int | None = None) -> torch.Tensor:
-    """Mean next-token cross-entropy over the positions of sequences (B, S+1); positions whose
-    label equals ``ignore`` (e.g. a PAD token) are left out of the mean."""
-    logits = model(seqs[:, :-1])
-    labels = seqs[:, 1:]
-    if ignore is not None:
-        labels = labels.masked_fill(labels == ignore, -100)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
-                           ignore_index=-100)
+    """Mean cross-entropy of the model on a batch against its training target
+    (:func:`resharpen.experiments.core.targets.cross_entropy`); a plain tensor (B, S+1) is
+    sequences scored against their next tokens. Positions whose label equals ``ignore`` (e.g. a
+    PAD token) are left out of the mean."""
+    batch = batch if isinstance(batch, Batch) else Batch(batch)
+    return cross_entropy(model(batch.inputs), batch, ignore)
 
 
-def train_step(model: nn.Module, optimizer, schedule, seqs: torch.Tensor, grad_clip: float,
-               ignore: int | None = None,
+def train_step(model: nn.Module, optimizer, schedule, batch: torch.Tensor | Batch,
+               grad_clip: float, ignore: int | None = None,
                after_backward: Callable[[], None] | None = None) -> float:
-    """One step on sequences (B, S+1): :func:`next_token_loss`, backward, ``after_backward()``
-    (to read the gradients before clipping), gradient-norm clipping, the optimizer, the
-    schedule. Returns the loss."""
-    loss = next_token_loss(model, seqs, ignore)
+    """One step on a batch (sequences (B, S+1) or a :class:`~resharpen.experiments.core.targets.Batch`):
+    :func:`next_token_loss`, backward, ``after_backward()`` (to read the gradients before
+    clipping), gradient-norm clipping, the optimizer, the schedule. Returns the loss."""
+    loss = next_token_loss(model, batch, ignore)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     if after_backward is not None:
@@ -262,12 +274,36 @@ def fit(state: TrainingState, train: dict, next_batch: Callable[[int], torch.Ten
     return history
 
 
+@dataclass
+class WeightSets:
+    """A run's weights to keep: ``model_config`` (``ModelConfig.to_dict()``, which rebuilds the
+    Transformer) and ``tensors`` {raw, ema, bema} -> state dict (CPU copies). Plain data, so a
+    sweep worker can send it back to the process that writes the run folder."""
+
+    model_config: dict
+    tensors: dict[str, dict[str, torch.Tensor]]
+
+
+def weight_sets(modules: dict[str, nn.Module]) -> WeightSets:
+    """Copies of the weights of ``modules`` ({raw, ema, bema} -> Transformer of one config)."""
+    configs = {kind: module.cfg for kind, module in modules.items()}
+    if not configs or len(set(configs.values())) != 1:
+        raise ValueError("weight_sets needs Transformers of one model config")
+    tensors = {kind: {name: t.detach().to("cpu", copy=True).contiguous()
+                      for name, t in module.state_dict().items()}
+               for kind, module in modules.items()}
+    return WeightSets(next(iter(configs.values())).to_dict(), tensors)
+
+
 def save_run(result: dict, folder: str | Path) -> Path:
     """Write a run folder atomically: config.json, metrics.jsonl (the history), per_length.json
-    (when the run has one) and summary.json (last: its presence marks the run finished)."""
+    (when the run has one), the weights (when the result has ``weights``, a :class:`WeightSets`:
+    ``weights_<kind>.safetensors`` per weight set, the model config in the file's metadata) and
+    summary.json (last: its presence marks the run finished)."""
     import json
 
-    from resharpen.experiments.core.io import atomic_write_json, atomic_write_text, ensure_writable_dir
+    from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
+                                               atomic_write_weights, ensure_writable_dir)
 
     folder = ensure_writable_dir(folder)
     atomic_write_json(folder / "config.json", result["config"])
@@ -275,5 +311,9 @@ def save_run(result: dict, folder: str | Path) -> Path:
                       "".join(json.dumps(row) + "\n" for row in result["history"]))
     if "per_length" in result:
         atomic_write_json(folder / "per_length.json", result["per_length"])
+    saved: WeightSets | None = result.get("weights")
+    for kind, tensors in (saved.tensors.items() if saved is not None else ()):
+        atomic_write_weights(folder / WEIGHTS_FILE.format(kind), tensors,
+                             {"model_config": json.dumps(saved.model_config), "weights": kind})
     atomic_write_json(folder / "summary.json", result["summary"])  # its presence = finished
     return folder

@@ -10,8 +10,10 @@ which is too small to say anything and says so in its detail. The Othello claim 
 CPU Othello study ``out/sweeps/othello`` (`resharpen langs run --grid
 experiments/configs/languages/othello.toml --profile full`). Every effect is a paired
 difference of the OOD illegal mass (mean over lengths L_train+1..L_eval): within a run for
-EMA/BEMA vs raw, at the same seed for placements. A direction the paper predicts but the runs
-do not show is a FAIL, reported as measured.
+EMA/BEMA vs raw, at the same task and seed for placements (raw weights). Each claim names its
+test (paired t, Wilcoxon beside it), n, p and its Holm-adjusted p over the claims that read the
+same grid, and decides at adjusted p < 0.05: a direction the paper predicts but the runs do not
+show is a FAIL, reported as measured; the tiny grid or too few pairs is INCONCLUSIVE.
 """
 from __future__ import annotations
 
@@ -19,8 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from resharpen.experiments.core import stats
 from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.core.provenance import describe_runs
 from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.core.stats import ALPHA
 
 PAPER = "arXiv 2510.08341"
 TINY = {"name": "langs-tiny", "tasks": ["dyck1", "othello"],
@@ -125,15 +130,6 @@ def check_eval_exact_and_uniform(profile: str) -> Outcome:
                           f"{count} sequences each")
 
 
-def paired_differences(rows: list[dict], tasks, weights: str, metric: str = "ood_illegal_mass"):
-    """Per run of ``tasks``: ``metric`` of the ``weights`` (ema | bema) minus that of the raw
-    weights, the non-finite differences dropped."""
-    by = {(r["run"], r["weights"]): r[metric] for r in rows}
-    runs = sorted({r["run"] for r in rows if r["task"] in tasks})
-    d = np.array([by[(run, weights)] - by[(run, "raw")] for run in runs], dtype=float)
-    return d[np.isfinite(d)]
-
-
 def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
     """The CPU Othello study (``out/sweeps/othello``, configs/languages/othello.toml) when it has
     finished runs, else the grid's Othello runs."""
@@ -146,33 +142,133 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
     return grid_rows(profile)
 
 
+# ----------------------------------------------------------------------------- statistics
+# The effects are paired (resharpen.experiments.core.stats): EMA/BEMA against the raw weights of
+# the same run, and a placement against the control at the same task and seed (raw weights),
+# every grid running each task with the same seeds for every placement. The claims that read
+# one grid form one family of tests, Holm-adjusted together; each decides at adjusted
+# p < ALPHA. The tiny grid, fewer than stats.MIN_N pairs, or a standard error that is not
+# finite make a claim INCONCLUSIVE, with the command that decides.
+METRIC = "ood_illegal_mass"
+"""The OOD illegal mass: mean over lengths L_train+1..L_eval of the mass on illegal tokens."""
+POST_NORMS = ("post", "attn_out")
+
+
+def averaged_tests(weights: str, othello_only: bool = False):
+    """rows -> the paired test (within each run) of ``weights`` (ema | bema) against raw."""
+    def tests(rows: list[dict]) -> list[tuple[str, object]]:
+        rows = [r for r in rows if r["task"] == "othello" or not othello_only]
+        by = {(r["run"], r["weights"]): r[METRIC] for r in rows}
+        runs = sorted({r["run"] for r in rows})
+        return [(f"{weights} - raw" + (" (Othello)" if othello_only else ""),
+                 stats.compare({run: by[(run, weights)] for run in runs},
+                               {run: by[(run, "raw")] for run in runs}, "less"))]
+
+    return tests
+
+
+def control_of(rows: list[dict]) -> str:
+    """The control placement: ``none`` when the grid has it, else ``pre`` (the grids' models
+    have 2-4 layers and MLPs, where pre is a Pre-Norm model, not a normalized readout)."""
+    return "none" if any(r["norm"] == "none" for r in rows) else "pre"
+
+
+def postnorm_tests(rows: list[dict]) -> list[tuple[str, object]]:
+    """Each Post-Norm placement against the control, paired by (task, seed), raw weights."""
+    raw = [r for r in rows if r["weights"] == "raw"]
+    control = control_of(raw)
+
+    def placement(norm: str) -> dict:
+        return {(r["task"], r["seed"]): r[METRIC] for r in raw if r["norm"] == norm}
+
+    return [(f"{norm} - {control}", stats.compare(placement(norm), placement(control), "less"))
+            for norm in POST_NORMS]
+
+
+FAMILY = {
+    "langtrain.ema.ood_illegal_mass": averaged_tests("ema"),
+    "langtrain.bema.ood_illegal_mass": averaged_tests("bema"),
+    "langtrain.postnorm.ood_illegal_mass": postnorm_tests,
+    "langtrain.othello.ema_ood": averaged_tests("ema", othello_only=True),
+}
+"""The experiment claims on the task-training grids and how each computes its tests."""
+
+
+def claim_data() -> dict[str, str]:
+    """The grid each experiment claim of this module decides on: the grid claims share one grid
+    by design (one family, Holm-adjusted together); the Othello claim reads the Othello study
+    (else the grid's Othello runs). tests/core/test_claim_data.py checks that distinct names are
+    distinct data."""
+    return {claim_id: "othello" if claim_id == "langtrain.othello.ema_ood" else "langs"
+            for claim_id in FAMILY}
+
+
+def _data(claim_id: str, profile: str) -> tuple[list[dict], Path, str]:
+    return othello_rows(profile) if claim_id == "langtrain.othello.ema_ood" else \
+        grid_rows(profile)
+
+
+def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
+    """The outcome of ``claim_id`` from its tests, Holm-adjusted with the tests of every claim
+    that reads the same grid: PASS when each has adjusted p < ALPHA; INCONCLUSIVE on the tiny
+    grid or when a test cannot decide; else FAIL."""
+    rows, root, which = _data(claim_id, profile)
+    members = [c for c in FAMILY if _data(c, profile)[1] == root]
+    tests = stats.family([(c, label, result) for c in members
+                          for label, result in FAMILY[c](_data(c, profile)[0])])
+    mine = tests.get(claim_id, [])
+    size = sum(len(t) for t in tests.values())
+    measured = "; ".join(f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g})"
+                         for t in mine)
+    detail = " | ".join([f"{which}, {root}", describe_runs(root)] + [t.describe() for t in mine]
+                        + ([extra] if extra else [])
+                        + [f"family: {size} tests of the {len(members)} langtrain claims on "
+                           f"this grid, Holm at alpha {ALPHA}"])
+    passed, unsure = stats.verdict(mine, ALPHA)
+    if "TINY" in which:
+        unsure = "the tiny grid (40 steps) gives no evidence either way" + \
+            (f" ({unsure})" if unsure else "")
+    if unsure:
+        unsure += ("; run `resharpen langs run --profile quick` (or --profile full) to decide"
+                   if profile == "quick" or "TINY" in which else
+                   "; run more seeds (`resharpen langs run --profile full`) to decide")
+    return Outcome(measured, f"< 0 at Holm-adjusted p < {ALPHA}", passed=passed, detail=detail,
+                   inconclusive=unsure)
+
+
+def per_task(rows: list[dict], weights: str, tasks) -> str:
+    """Mean paired difference (``weights`` - raw) per task, for the detail."""
+    by = {(r["run"], r["weights"]): r[METRIC] for r in rows}
+    out = []
+    for task in tasks:
+        runs = sorted({r["run"] for r in rows if r["task"] == task})
+        d = np.array([by[(run, weights)] - by[(run, "raw")] for run in runs], dtype=float)
+        out.append(f"{task} {np.nanmean(d) if len(d) else np.nan:+.3g}")
+    return "per task: " + ", ".join(out)
+
+
 def averaging_effect(profile: str, weights: str, othello_only: bool) -> Outcome:
     """Whether ``weights`` have lower OOD illegal mass than the raw weights of the same runs."""
-    rows, root, which = othello_rows(profile) if othello_only else grid_rows(profile)
-    tasks = sorted({r["task"] for r in rows})
-    if othello_only:
-        if "othello" not in tasks:
-            return Outcome(measured="no Othello runs", expected="< 0", passed=False,
-                           detail=f"{which} ({root}) has no Othello runs")
-        tasks = ["othello"]
-    d = paired_differences(rows, tasks, weights)
-    per_task = []
-    for task in tasks:
-        dt = paired_differences(rows, [task], weights)
-        per_task.append(f"{task} {dt.mean():+.3g}")
-    mean, frac = float(d.mean()), float((d < 0).mean())
-    se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")
-    return Outcome(measured=f"{mean:+.3g} ± {se:.2g} (SE); {frac:.0%} of runs < 0",
-                   expected="< 0 on average and in most runs",
-                   passed=mean < 0 and frac > 0.5,
-                   detail=f"{which}: {len(d)} runs in {root}; per task: " + ", ".join(per_task))
+    claim_id = "langtrain.othello.ema_ood" if othello_only else \
+        f"langtrain.{weights}.ood_illegal_mass"
+    rows, root, which = _data(claim_id, profile)
+    tasks = ["othello"] if othello_only else sorted({r["task"] for r in rows})
+    if othello_only and not any(r["task"] == "othello" for r in rows):
+        return Outcome(measured="no Othello runs", expected="< 0", passed=False,
+                       detail=f"{which} ({root}) has no Othello runs",
+                       inconclusive="no Othello runs; run `resharpen langs run --grid "
+                                    "experiments/configs/languages/othello.toml --profile full`")
+    return decide(claim_id, profile, extra=per_task(rows, weights, tasks))
 
 
 @claim("langtrain.ema.ood_illegal_mass",
        source=f"{PAPER} v1 abstract (EMA vs noisy updates), v2 (formal-language suite)",
        statement="EMA weights have lower OOD illegal mass than the raw weights of the same run "
-                 "(languages and Othello, every placement and seed)",
-       kind="experiment", tolerance="mean paired difference < 0 and negative in > 50% of runs")
+                 "(languages and Othello, every placement and seed; paired within each run)",
+       kind="experiment",
+       tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
+                 f"Holm-adjusted p < {ALPHA} over the grid's family; the tiny grid or < 5 runs "
+                 "is INCONCLUSIVE")
 def check_ema_ood_illegal_mass(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=False)
 
@@ -180,8 +276,11 @@ def check_ema_ood_illegal_mass(profile: str) -> Outcome:
 @claim("langtrain.bema.ood_illegal_mass",
        source=f"{PAPER} v1 (BEMA improves length generalization)",
        statement="BEMA weights have lower OOD illegal mass than the raw weights of the same run "
-                 "(languages and Othello, every placement and seed)",
-       kind="experiment", tolerance="mean paired difference < 0 and negative in > 50% of runs")
+                 "(languages and Othello, every placement and seed; paired within each run)",
+       kind="experiment",
+       tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
+                 f"Holm-adjusted p < {ALPHA} over the grid's family; the tiny grid or < 5 runs "
+                 "is INCONCLUSIVE")
 def check_bema_ood_illegal_mass(profile: str) -> Outcome:
     return averaging_effect(profile, "bema", othello_only=False)
 
@@ -189,34 +288,38 @@ def check_bema_ood_illegal_mass(profile: str) -> Outcome:
 @claim("langtrain.othello.ema_ood",
        source=f"{PAPER} v1 abstract: on OthelloGPT 'EMA again improves length generalization'",
        statement="on Othello trained to L_train moves, EMA weights have lower illegal mass "
-                 "after moves L_train+1..59 than the raw weights of the same run",
-       kind="experiment", tolerance="mean paired difference < 0 and negative in > 50% of runs")
+                 "after moves L_train+1..59 than the raw weights of the same run (paired "
+                 "within each run, every placement and seed)",
+       kind="experiment",
+       tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
+                 f"Holm-adjusted p < {ALPHA} over the family of the runs it reads; the tiny "
+                 "grid or < 5 runs is INCONCLUSIVE")
 def check_othello_ema_ood(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=True)
 
 
 @claim("langtrain.postnorm.ood_illegal_mass",
        source=f"{PAPER} v2 (Post-Norm resharpens attention)",
-       statement="Post-Norm placements (post, attn_out) have lower OOD illegal mass than Pre-Norm "
-                 "at the same task and seed (raw weights)",
-       kind="experiment", tolerance="mean paired difference < 0 and negative in > 50% of pairs")
+       statement="post and attn_out each have lower OOD illegal mass than the grid's control at "
+                 "the same task and seed (raw weights, paired by task and seed); the control is "
+                 "none when the grid has it, else Pre-Norm (the grids' 2-4 layer models with "
+                 "MLPs have no none arm)",
+       kind="experiment",
+       tolerance=f"paired t per placement (Wilcoxon reported), one-sided, Holm-adjusted "
+                 f"p < {ALPHA} over the grid's family; the tiny grid or < 5 pairs is "
+                 "INCONCLUSIVE")
 def check_postnorm_ood_illegal_mass(profile: str) -> Outcome:
-    rows, root, which = grid_rows(profile)
-    raw = {(r["task"], r["norm"], r["seed"]): r["ood_illegal_mass"] for r in rows
-           if r["weights"] == "raw"}
-    diffs, per = [], {}
-    for (task, norm, seed), value in raw.items():
-        if norm in ("post", "attn_out") and (task, "pre", seed) in raw:
-            d = value - raw[(task, "pre", seed)]
-            if np.isfinite(d):
-                diffs.append(d)
-                per.setdefault(f"{task}/{norm}", []).append(d)
-    if not diffs:
-        return Outcome(measured="no pairs", expected="< 0", passed=False,
-                       detail=f"{which} ({root}) has no pre vs post/attn_out pairs")
-    d = np.array(diffs)
-    mean, frac = float(d.mean()), float((d < 0).mean())
-    return Outcome(measured=f"{mean:+.3g}; {frac:.0%} of pairs < 0",
-                   expected="< 0 on average and in most pairs", passed=mean < 0 and frac > 0.5,
-                   detail=f"{which}: {len(d)} (task, placement, seed) pairs in {root}; "
-                          + ", ".join(f"{k} {np.mean(v):+.3g}" for k, v in sorted(per.items())))
+    rows, _, _ = grid_rows(profile)
+    raw = [r for r in rows if r["weights"] == "raw"]
+    control = control_of(raw)
+    means = []
+    for task in sorted({r["task"] for r in raw}):
+        for norm in POST_NORMS:
+            arm, base = ({r["seed"]: r[METRIC] for r in raw
+                          if r["task"] == task and r["norm"] == n} for n in (norm, control))
+            d = [arm[seed] - base[seed] for seed in arm if seed in base]
+            if d:
+                means.append(f"{task}/{norm} {np.nanmean(d):+.3g}")
+    return decide("langtrain.postnorm.ood_illegal_mass", profile,
+                  extra=f"per task and placement, mean of {'/'.join(POST_NORMS)} - {control}: "
+                        + ", ".join(means))

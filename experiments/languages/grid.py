@@ -40,6 +40,7 @@ import numpy as np
 from resharpen.experiments.core.config import (CONFIG_DIR, apply_profile, deep_merge, read_toml,
                                                sweep_folder)
 from resharpen.experiments.core.io import atomic_write_json, atomic_write_text, ensure_writable_dir
+from resharpen.experiments.core.names import check_name
 from resharpen.experiments.core.sweep import execute, load_runs, run_each, write_rows
 from resharpen.experiments.core.train import WEIGHTS
 from resharpen.experiments.languages.registry import TASKS
@@ -73,8 +74,7 @@ def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
     if len(set(grid["seeds"])) != len(grid["seeds"]):
         raise ValueError(f"grid seeds repeat: {grid['seeds']}")
     name = grid.get("name", "langs")
-    if not isinstance(name, str) or not name or "/" in name:
-        raise ValueError(f"grid name must be a non-empty string without '/', got {name!r}")
+    check_name(name, "grid name")
     base = grid.get("base", {})
     configs = []
     for task in grid["tasks"]:
@@ -93,7 +93,7 @@ def run_one(config: dict) -> dict:
     from resharpen.experiments.languages.train import train
 
     result = train(config, progress=False)
-    return {k: result[k] for k in ("config", "per_length", "summary", "history")}
+    return {k: result[k] for k in ("config", "per_length", "summary", "history", "weights")}
 
 
 def default_root(name: str) -> Path:

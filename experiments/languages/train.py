@@ -2,12 +2,16 @@
 
 Data. Every step draws ``train.batch_size`` fresh sequences of ``task.train_len + 1`` tokens from
 the task's own sampler (every token uniform over the legal-next set of its prefix) and trains
-the causal model on next-token cross-entropy at every position: the output at position i (the
-prefix of length i + 1) is scored against the token that actually comes next, a *sample* from
-the exact target p*(prefix), never the soft target. There is no BOS token, so the first token
-(drawn from N(empty)) is never predicted; prefix lengths 1..train_len are trained. For a task
-with a PAD token (Othello) the positions whose next token is PAD (game over) are ignored, as in
-OthelloGPT (``ignore_index=0``), when ``task.ignore_pad`` is true.
+the causal model on cross-entropy at every position: the output at position i (the prefix of
+length i + 1) is scored, by ``train.target`` (:mod:`resharpen.experiments.core.targets`),
+against the token that actually comes next, a *sample* from the exact target p*(prefix)
+(``sampled``, the default), that token and k - 1 more i.i.d. draws from p*
+(``train.labels_per_position = k``), or p* itself, H(p*, p) (``soft``); p*(prefix) is uniform on
+the task's exact legal-next set (:func:`next_token_targets`). There is no BOS token, so the first
+token (drawn from N(empty)) is never predicted; prefix lengths 1..train_len are trained. For a
+task with a PAD token (Othello) the positions whose next token is PAD (game over) are ignored,
+as in OthelloGPT (``ignore_index=0``), when ``task.ignore_pad`` is true (their p* is then the
+empty row: no target).
 
 Model. :class:`resharpen.experiments.core.model.Transformer`, decoder-only, any norm placement
 (the core's ``[model]`` table); positions are learned absolute embeddings of ``task.eval_len``
@@ -17,9 +21,12 @@ one-layer Set Complement theory).
 
 Optimization is the training core's (:mod:`resharpen.experiments.core.train`: AdamW with decay on
 matrices only, warm-up then cosine / linear / constant, gradient clipping; ``[train]`` without
-``ema`` and ``eval_every``, with ``log_every``: a history row every k steps). Raw, EMA
+``ema`` and ``eval_every``, with ``log_every``: a history row every k steps, and with
+``target``, ``labels_per_position``). Raw, EMA
 (``torch.optim.swa_utils``) and BEMA weights are tracked on the same trajectory
-(``resharpen.experiments.core.averaging``) and all three are evaluated, so the comparison is paired.
+(``resharpen.experiments.core.averaging``) and all three are evaluated, so the comparison is
+paired; all three are kept (``result["weights"]``, saved as safetensors by the core's
+``save_run``).
 
 Exact evaluation (float64), at every prefix length n = 1..eval_len, on ``eval.count`` sampled
 sequences of length ``eval_len`` (seed ``eval.seed``, the same for every run): with p the
@@ -48,8 +55,10 @@ import numpy as np
 import torch
 
 from resharpen.experiments.core.config import Field, Schema, pick_fields
+from resharpen.experiments.core.targets import (TrainingTarget, check_target, label_generator,
+                                                make_batch)
 from resharpen.experiments.core.train import (MODEL_FIELDS, TRAIN_FIELDS, check_model_shape,
-                                              fit, seeded_model, training_state)
+                                              fit, seeded_model, training_state, weight_sets)
 from resharpen.experiments.languages.registry import TASKS, get_task
 
 METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
@@ -71,7 +80,8 @@ SCHEMA = Schema({
         TRAIN_FIELDS, steps=2000, batch_size=32, lr=1e-3, min_lr_ratio=0.1, warmup=100,
         schedule="cosine", weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, seed=0,
         ema_decay=0.99, bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2,
-        bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0, threads=1, log_every=50),
+        bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0, threads=1, log_every=50,
+        target="sampled", labels_per_position=1),
     "eval": {
         "count": Field(int, 128, 1, 10**6),
         "seed": Field(int, 1234, 0, 2**63 - 1),
@@ -96,6 +106,7 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
     task.check_length(t["train_len"] + 1)
     task.check_length(t["eval_len"])
     check_model_shape(config)
+    check_target(config["train"])
     config["name"] = name or f"{t['name']}-{config['model']['norm']}-s{config['train']['seed']}"
     return config
 
@@ -135,19 +146,33 @@ def position_metrics(logits: torch.Tensor, legal) -> dict[str, torch.Tensor]:
     return {k: torch.where(empty, float("nan"), v) for k, v in out.items()}
 
 
+def target_sets(task, seqs: np.ndarray, ignore_pad: bool) -> np.ndarray:
+    """The legal-next sets (count, length, V) of sequences, emptied where the position has no
+    target (the game is over, PAD next, and ``ignore_pad``)."""
+    legal = task.legal_next(seqs)
+    pad = getattr(task, "pad", None)
+    if pad is not None and ignore_pad:
+        over = legal[..., pad]  # the game is over: the only legal token is PAD
+        legal = legal.copy()
+        legal[over] = False
+    return legal
+
+
+def next_token_targets(task, seqs: torch.Tensor, ignore_pad: bool) -> torch.Tensor:
+    """p* at every input position of training sequences (B, S+1): float64 (B, S, V), uniform on
+    the legal-next set of the prefix (:func:`target_sets`; a row of zeros: no target)."""
+    legal = torch.as_tensor(target_sets(task, seqs[:, :-1].numpy(), ignore_pad))
+    size = legal.sum(-1, keepdim=True).clamp_min(1)
+    return legal.to(torch.float64) / size
+
+
 def eval_sequences(config: dict, task=None) -> tuple[np.ndarray, np.ndarray]:
     """The fixed evaluation set: sequences (count, eval_len) and their legal-next sets
     (count, eval_len, V), with the legal set emptied where the position has no target (PAD next, if ignored)."""
     task = task or build_task(config)
     t, ev = config["task"], config["eval"]
     seqs = task.sample(ev["count"], t["eval_len"], ev["seed"])
-    legal = task.legal_next(seqs)
-    pad = getattr(task, "pad", None)
-    if pad is not None and t["ignore_pad"]:
-        over = legal[..., pad]  # the game is over: the only legal token is PAD
-        legal = legal.copy()
-        legal[over] = False
-    return seqs, legal
+    return seqs, target_sets(task, seqs, t["ignore_pad"])
 
 
 @torch.no_grad()
@@ -199,8 +224,8 @@ def summarize(records: list[dict], train_len: int, threshold: float) -> dict:
 # ------------------------------------------------------------------------- training
 def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | None = None,
           eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
-    """Train one model; return {config, per_length: {raw, ema, bema}, summary, history, model,
-    averaged}. ``summary`` holds the raw/EMA/BEMA summaries under ``by_weights`` and the run
+    """Train one model; return {config, per_length: {raw, ema, bema}, summary, history,
+    weights (a :class:`~resharpen.experiments.core.train.WeightSets`), model, averaged}. ``summary`` holds the raw/EMA/BEMA summaries under ``by_weights`` and the run
     time in ``seconds``; ``history`` one record (step, loss, smoothed loss, lr) every
     ``train.log_every`` steps."""
     start = time.perf_counter()
@@ -210,9 +235,13 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
     rng = np.random.default_rng([tr["seed"], 1_000_003])
     pad = getattr(task, "pad", None) if t["ignore_pad"] else None
     state = training_state(model, tr)
+    target = TrainingTarget.of(tr)
+    labels = label_generator(tr["seed"]) if target.labels > 1 else None
 
-    def next_batch(step: int) -> torch.Tensor:
-        return torch.as_tensor(task.sample(tr["batch_size"], t["train_len"] + 1, rng))
+    def next_batch(step: int):
+        seqs = torch.as_tensor(task.sample(tr["batch_size"], t["train_len"] + 1, rng))
+        return make_batch(seqs, target, lambda s: next_token_targets(task, s, t["ignore_pad"]),
+                          labels)
 
     def record(step: int, loss: float) -> dict:
         row = {"step": step, "loss": loss, "loss_smoothed": state.smoothed_loss, "lr": state.lr()}
@@ -232,8 +261,9 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
                "by_weights": summaries, "final_loss": history[-1]["loss_smoothed"],
                "seconds": time.perf_counter() - start}
     return {"config": config, "per_length": per_length, "summary": summary, "history": history,
-            "model": model, "averaged": weights}
+            "weights": weight_sets(weights), "model": model, "averaged": weights}
 
 
-__all__ = ["METRICS", "SCHEMA", "make_config", "position_metrics", "eval_sequences",
+__all__ = ["METRICS", "SCHEMA", "make_config", "position_metrics", "target_sets",
+           "next_token_targets", "eval_sequences",
            "evaluate", "summarize", "train"]

@@ -1,4 +1,5 @@
-"""Subcommands ``train``, ``sweep`` and ``report`` of the ``resharpen`` command line.
+"""Subcommands ``train``, ``sweep``, ``report`` and ``compare`` of the ``resharpen`` command
+line.
 
 Parsing imports nothing heavy: the handlers import torch, numpy and matplotlib."""
 from __future__ import annotations
@@ -94,6 +95,10 @@ def add_report(sub, figures: Callable[[Path], list[Path]] | None = None) -> None
     p = sub.add_parser("report", help="tables and figures of a finished sweep")
     p.add_argument("sweep", help="sweep folder, e.g. out/sweeps/random_search")
     p.add_argument("--no-figs", action="store_true", help="tables only")
+    p.add_argument("--fit-json", metavar="PATH",
+                   help="also write every run's per-length fit report (margins, s m_s, fitted "
+                        "closed form, effective K, attention uniformity, invalid mass; "
+                        "experiments/set_complement/fit_report.py) as JSON ('-' = stdout)")
     p.set_defaults(handler=partial(run_report, figures=figures))
 
 
@@ -104,6 +109,8 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
     with bad_input():
         if not read_table(args.sweep):
             raise UsageError(f"sweep {args.sweep!r} has no finished runs yet")
+    if args.fit_json:
+        write_fit_json(args.sweep, args.fit_json)
     text, paths = report(args.sweep)
     if figures is not None and not args.no_figs:
         paths += figures(Path(args.sweep))
@@ -111,3 +118,98 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def write_fit_json(sweep: str, target: str) -> None:
+    """The per-length fit reports (raw weights) of a sweep's runs, as JSON to ``target``."""
+    import json
+
+    from resharpen.experiments.core.io import atomic_write_text, check_writable_target
+    from resharpen.experiments.set_complement.fit_report import sweep_reports
+
+    with bad_input():
+        if target != "-":
+            check_writable_target(target)
+        text = json.dumps(sweep_reports(sweep, "raw"), indent=1)
+    if target == "-":
+        print(text)
+    else:
+        atomic_write_text(Path(target), text + "\n")
+        print(f"wrote {target}", file=sys.stderr)
+
+
+def add_compare(sub) -> None:
+    p = sub.add_parser("compare", help="hold a trained none-placement run against the lemma's "
+                                       "construction (fit of B and D, balance, margins)")
+    p.add_argument("run", help="finished run folder, e.g. out/runs/base")
+    p.add_argument("--weights", choices=("raw", "ema", "bema"), default=None,
+                   help="weight set (default: the run's primary weights)")
+    p.add_argument("--json", metavar="PATH",
+                   help="write the full comparison as JSON ('-' = stdout)")
+    p.add_argument("--count", type=positive_int, default=256,
+                   help="inputs per length (default 256)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampled inputs (default 0)")
+    p.set_defaults(handler=run_compare)
+
+
+def run_compare(args) -> int:
+    import json
+
+    from resharpen.experiments.core.io import atomic_write_text, check_writable_target
+    from resharpen.experiments.set_complement.compare import (check_comparable, compare_model,
+                                                              load_trained)
+
+    with bad_input():  # the run folder, its weights, its placement and the JSON target
+        if args.json and args.json != "-":
+            check_writable_target(Path(args.json).parent)
+        model, config, weights = load_trained(args.run, args.weights)
+        check_comparable(model)
+    record = {"run": str(args.run), "weights": weights,
+              **compare_model(model, config["task"]["train_len"], args.count, args.seed)}
+    if args.json:
+        text = json.dumps(record, indent=2, allow_nan=False)
+        print(text) if args.json == "-" else atomic_write_text(args.json, text + "\n")
+    print(format_comparison(record), file=sys.stderr if args.json == "-" else sys.stdout)
+    return 0
+
+
+def format_comparison(record: dict) -> str:
+    """A short table: the fit, the balance and, at a dozen lengths, trained next to fitted."""
+    def num(value, width: int = 10) -> str:
+        return f"{value:{width}.4g}" if value is not None else f"{'-':>{width}}"
+
+    v, L = record["vocab"], record["train_len"]
+    lam, beta, att = record["lambda"], record["beta"], record["attention"]
+    lines = [
+        f"{record['run']} ({record['weights']} weights): v={v}, L_train={L}, "
+        f"{record['inputs_per_length']} inputs per length",
+        f"lemma fit D[x] = u - lambda_x e_x, B[x] = -u - beta_x e_x (mod 1): relative residual "
+        f"{record['relative_residual']:.3g} (D {num(record['relative_residual_D'], 0).strip()}, "
+        f"B {num(record['relative_residual_B'], 0).strip()})",
+        f"lambda mean {lam['mean']:.4g} std {lam['std']:.3g} [{lam['min']:.4g}, {lam['max']:.4g}];"
+        f" beta mean {beta['mean']:.4g} std {beta['std']:.3g} [{beta['min']:.4g}, "
+        f"{beta['max']:.4g}]",
+        f"attention at lengths 2..{L} (0 = perfect): uniformity max_i |s w_i - 1| "
+        f"{num(att['uniformity_max'], 0).strip()}, displacement imbalance "
+        f"{num(att['imbalance_max'], 0).strip()}",
+    ]
+    if not record["lambdas_positive"]:
+        lines.append("some fitted lambda <= 0: no construction has these lambdas (its columns: -)")
+    lines.append("margins: smallest non-query (m_nq) and query (m_q), means over inputs; fit = "
+                 "fitted B, D with the model's attention; constr = balanced construction")
+    header = ("s", "inv trained", "inv constr", "m_nq trained", "m_nq fit", "m_nq constr",
+              "m_q trained", "m_q constr", "uniformity")
+    lines.append(f"{header[0]:>4} " + " ".join(f"{h:>12}" for h in header[1:]))
+    rows = {r["length"]: r for r in record["per_length"]}
+    shown = sorted({1, 2, L, min(L + 1, v - 1), v - 1}
+                   | {max(1, round((v - 1) ** (k / 8))) for k in range(9)})
+    for s in shown:
+        r = rows[s]
+        cells = (r["trained_invalid_mass"], r["construction_invalid_mass"],
+                 r["trained_margin_nonquery_min"], r["fit_margin_nonquery_min"],
+                 r["construction_margin_nonquery_min"], r["trained_margin_query"],
+                 r["construction_margin_query"], r["attention_uniformity"])
+        mark = "*" if s <= L else " "
+        lines.append(f"{s:>3}{mark} " + " ".join(num(c, 12) for c in cells))
+    lines.append("* = in distribution (s <= L_train); every length is in the JSON (--json)")
+    return "\n".join(lines)

@@ -5,8 +5,10 @@ initializes a run with seed ``seeds[k]`` (``torch.manual_seed(seed)`` then ``Tra
 draws its batches from its own generator (the trainer's), and gets its own learning rate, weight
 decay and dropout rates.
 The forward pass is :func:`resharpen.experiments.core.stacked_model.stacked_logits` (every op shared by the K
-models); the loss is the sum of the K mean cross-entropies, so each model's gradient is its
-own. Gradient clipping is per model, and AdamW is applied to the stacked tensors with per-model
+models); the loss is the sum of the K mean cross-entropies against the training target (sampled
+labels, k labels or the soft target p*: :func:`resharpen.experiments.core.targets.per_model_cross_entropy`,
+the same target as the trainer's, model k's extra labels drawn by its own run's generator), so
+each model's gradient is its own. Gradient clipping is per model, and AdamW is applied to the stacked tensors with per-model
 (lr, weight decay) in the same arithmetic as ``torch.optim.AdamW``; so a batched run equals the
 K runs done one at a time up to float32 rounding (tests/set_complement/test_ensemble.py checks it
 against the trainer). With dropout the masks are drawn for all models at once, so a batched run is a run of
@@ -27,12 +29,12 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-import torch.nn.functional as F
 
 from resharpen.experiments.core.model import ModelConfig, Transformer
 from resharpen.experiments.core.stacked_model import dropout_rates, stacked_logits
+from resharpen.experiments.core.targets import Batch, label_generator, per_model_cross_entropy
 from resharpen.experiments.core.train import fit, lr_factor, training_state
-from resharpen.experiments.set_complement.train import sample_sequences
+from resharpen.experiments.set_complement.train import sample_sequences, target_batches
 
 # Measured crossovers (benchmarks/bench_ensemble.py, 2 threads, v = 64, d = 64, L = 16): the
 # eager batched path wins up to 65536 tokens per step over all models (batch 64 x K 64) and
@@ -73,12 +75,16 @@ def _per_model(values, k: int, name: str) -> list[float]:
     return [float(v) for v in values]
 
 
-def next_token_losses(params: dict, cfg: ModelConfig, seqs: torch.Tensor, dropout) -> tuple:
-    """(sum over models, per-model (K,)) of each model's mean next-token cross-entropy on its
-    sequences seqs (K, B, S+1), in training mode (dropout at the per-model rates)."""
+def next_token_losses(params: dict, cfg: ModelConfig, seqs: torch.Tensor, dropout,
+                      extra_labels: torch.Tensor | None = None,
+                      soft: torch.Tensor | None = None) -> tuple:
+    """(sum over models, per-model (K,)) of each model's mean cross-entropy on its sequences
+    seqs (K, B, S+1) against its target (the next tokens, with ``extra_labels`` (K, B, S, k-1)
+    or the ``soft`` targets (K, B, S, v):
+    :func:`resharpen.experiments.core.targets.per_model_cross_entropy`), in training mode
+    (dropout at the per-model rates)."""
     logits = stacked_logits(params, cfg, seqs[..., :-1], training=True, dropout=dropout)
-    per = F.cross_entropy(logits.reshape(-1, cfg.vocab), seqs[..., 1:].reshape(-1),
-                          reduction="none").view(len(seqs), -1).mean(1)
+    per = per_model_cross_entropy(logits, seqs, extra_labels, soft)
     return per.sum(), per.detach()
 
 
@@ -152,10 +158,13 @@ class Ensemble:
         """tokens (K, B, S) -> logits (K, B, S, v), evaluation mode (no dropout)."""
         return stacked_logits(self.params, self.cfg, tokens)
 
-    def loss(self, seqs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sum over models of each model's mean next-token cross-entropy, and the K losses;
-        seqs (K, B, S+1)."""
-        return self._losses(self.params, self.cfg, seqs, self.dropout)
+    def loss(self, batch: torch.Tensor | Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sum over models of each model's mean cross-entropy, and the K losses; ``batch``:
+        sequences (K, B, S+1) scored against their next tokens, or a stacked
+        :class:`~resharpen.experiments.core.targets.Batch` with the training target."""
+        batch = batch if isinstance(batch, Batch) else Batch(batch)
+        return self._losses(self.params, self.cfg, batch.tokens, self.dropout,
+                            batch.extra_labels, batch.soft)
 
     @torch.no_grad()
     def step(self, lr_scale: float = 1.0) -> None:
@@ -189,7 +198,9 @@ def train_ensemble(cfg: ModelConfig, seeds: Sequence[int], *, train: dict, train
     """Train one model per seed (per-model lr / weight decay optional) on the trainer's data.
 
     ``train`` is a validated ``[train]`` table (steps, batch_size, warmup, schedule, betas,
-    grad_clip). ``path`` is one of :data:`PATHS` (``auto``: :func:`choose_path`). Returns the trained models (raw weights)."""
+    grad_clip, and the training target: ``target``, ``labels_per_position``; sampled with one
+    label where absent). ``path`` is one of :data:`PATHS` (``auto``: :func:`choose_path`).
+    Returns the trained models (raw weights)."""
     from tqdm import tqdm
 
     if path not in PATHS:
@@ -207,9 +218,9 @@ def train_ensemble(cfg: ModelConfig, seeds: Sequence[int], *, train: dict, train
                    compile=path == "compiled")
     gens = [torch.Generator().manual_seed(s + 1_000_003) for s in seeds]
     stream = data_stream(gens, cfg.vocab, train_len + 1, train["batch_size"], train["steps"])
+    batch = target_batches(cfg.vocab, train, [label_generator(s) for s in seeds])
     for step in tqdm(range(train["steps"]), desc=f"ensemble K={len(seeds)}", disable=not progress):
-        seqs = next(stream)
-        total, _ = ens.loss(seqs)
+        total, _ = ens.loss(batch(next(stream)))
         total.backward()
         ens.step(lr_factor(step, train))
     return [ens.model(i) for i in range(len(seeds))]
@@ -240,8 +251,9 @@ def _train_one(cfg: ModelConfig, seed: int, train: dict, train_len: int, lr: flo
     model = Transformer(cfg)
     gen = torch.Generator().manual_seed(seed + 1_000_003)
     tr = dict(train, lr=lr, weight_decay=weight_decay)
+    batch = target_batches(cfg.vocab, train, label_generator(seed))
     fit(training_state(model, tr, weights=("raw",)), tr,
-        lambda step: sample_sequences(cfg.vocab, train_len + 1, train["batch_size"], gen),
+        lambda step: batch(sample_sequences(cfg.vocab, train_len + 1, train["batch_size"], gen)),
         every=0, record=lambda step, loss: {}, progress=False)
     return model
 

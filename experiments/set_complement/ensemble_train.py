@@ -14,7 +14,18 @@ batches; its AdamW, clipping and learning-rate schedule are the trainer's, per m
 ``get_ema_multi_avg_fn``), its BEMA is :class:`resharpen.experiments.core.averaging.BEMA` on the stacked weights
 (BEMA is elementwise with a schedule shared by the group). So without dropout a grouped run
 equals the same run trained alone up to float32 rounding (tests/set_complement/test_ensemble_train.py); with
-dropout it is a run of the same distribution (the masks are drawn for the whole group).
+dropout it is a run of the same distribution (the masks are drawn for the whole group). The
+training target (``train.target``, ``train.labels_per_position``) is shared by the group; run
+k's extra labels come from its own run's label generator, so they are the lone run's labels.
+
+Stopping rule (``train.until_id_invalid_mass``, shared by the group). Each run has its own fit
+step: at every evaluation step the rule's measure (:func:`resharpen.experiments.set_complement.train.fit_measure`)
+of each run that has not yet reached its fit is taken; a run that reaches it keeps a snapshot
+of its raw, EMA and BEMA weights at that step and its history ends there. The ensemble trains
+on (the finished runs' stacked weights keep moving, unused) until every run has reached its fit
+or the cap. Each run is then evaluated, summarized and saved from its snapshot (from the
+weights at the cap if it never reached the fit): exactly what the run trained alone, which stops
+at its fit, gives; so runs are compared each at its own fit.
 """
 from __future__ import annotations
 
@@ -27,10 +38,13 @@ from torch.optim.swa_utils import AveragedModel
 
 from resharpen.experiments.core.averaging import BEMA
 from resharpen.experiments.core.model import Transformer
-from resharpen.experiments.core.train import bema_config, is_record_step, lr_factor
+from resharpen.experiments.core.targets import label_generator
+from resharpen.experiments.core.train import (bema_config, is_record_step, lr_factor,
+                                              weight_sets)
 from resharpen.experiments.set_complement.ensemble import Ensemble, choose_path, data_stream, unstack
-from resharpen.experiments.set_complement.train import (finish_run, history_row, sc_model_config,
-                                                        train)
+from resharpen.experiments.set_complement.train import (finish_run, fit_measure, fit_reached,
+                                                        history_row, sc_model_config,
+                                                        target_batches, train)
 
 PER_MODEL_KEYS = (("train", "seed"), ("train", "lr"), ("train", "weight_decay"),
                   ("train", "ema"), ("train", "ema_decay"), ("model", "attn_dropout"),
@@ -90,7 +104,9 @@ def per_model_ema(decays: torch.Tensor):
 
 def train_group(configs: list[dict], *, path: str = "auto", progress: bool = False) -> list[dict]:
     """Train runs with one :func:`group_key` as one ensemble; return each run's result as
-    :func:`resharpen.experiments.set_complement.train.train` would (without the module objects). ``path``: as
+    :func:`resharpen.experiments.set_complement.train.train` would (with its ``weights``,
+    without the module objects); under the stopping rule each run at its own fit (module
+    docstring). ``path``: as
     :func:`resharpen.experiments.set_complement.ensemble.choose_path` (``auto``) or forced ``batched`` / ``compiled``;
     a group of one, or ``sequential``, trains each run with the ordinary trainer."""
     if not configs:
@@ -103,7 +119,7 @@ def train_group(configs: list[dict], *, path: str = "auto", progress: bool = Fal
     if path == "auto":
         path = choose_path(tr["batch_size"], task["train_len"], k, tr["steps"])
     if path == "sequential" or k == 1:
-        keep = ("config", "per_length", "summary", "history")
+        keep = ("config", "per_length", "summary", "history", "weights")
         return [{key: r[key] for key in keep}
                 for r in (train(c, progress=False) for c in configs)]
     start = time.perf_counter()
@@ -123,7 +139,9 @@ def train_group(configs: list[dict], *, path: str = "auto", progress: bool = Fal
     bema = BEMA(stacked, bema_config(tr))
     gens = [torch.Generator().manual_seed(t["seed"] + 1_000_003) for t in trains]
     stream = data_stream(gens, cfg.vocab, task["train_len"] + 1, tr["batch_size"], tr["steps"])
+    batch = target_batches(cfg.vocab, tr, [label_generator(t["seed"]) for t in trains])
     histories: list[list[dict]] = [[] for _ in configs]
+    at_fit: dict[int, dict] = {}  # run index -> its weights at its fit step (stopping rule)
 
     def weights(index: int) -> dict:
         return {"raw": stacked.unstacked(cfg, index), "ema": ema.module.unstacked(cfg, index),
@@ -133,7 +151,7 @@ def train_group(configs: list[dict], *, path: str = "auto", progress: bool = Fal
 
     for step in tqdm(range(1, tr["steps"] + 1), desc=f"ensemble of {k}", unit="step",
                      disable=not progress or None, leave=False):
-        total, losses = ens.loss(next(stream))
+        total, losses = ens.loss(batch(next(stream)))
         total.backward()
         ens.step(lr_factor(step - 1, tr))
         ema.update_parameters(stacked)
@@ -141,11 +159,23 @@ def train_group(configs: list[dict], *, path: str = "auto", progress: bool = Fal
         if is_record_step(step, tr["eval_every"], tr["steps"]):
             evaluate = bool(tr["eval_every"]) or step == tr["steps"]
             for i, config in enumerate(configs):
-                histories[i].append(history_row(
-                    config, step, float(losses[i]), config["train"]["lr"] * lr_factor(step, tr),
-                    weights(i) if evaluate else None))
-    results = [finish_run(config, weights(i), histories[i], start, ensemble=k, path=path)
+                if i in at_fit:
+                    continue
+                modules = weights(i) if evaluate else None  # the rule implies evaluate
+                row = history_row(config, step, float(losses[i]),
+                                  config["train"]["lr"] * lr_factor(step, tr), modules)
+                if tr["until_id_invalid_mass"]:
+                    row["fit_id_invalid_mass"] = fit_measure(modules["raw"], config)
+                histories[i].append(row)
+                if fit_reached(config, row):
+                    at_fit[i] = modules
+            if len(at_fit) == k:
+                break
+    final = {i: at_fit.get(i) or weights(i) for i in range(k)}
+    results = [finish_run(config, final[i], histories[i], start, ensemble=k, path=path)
                for i, config in enumerate(configs)]
+    for i, result in enumerate(results):
+        result["weights"] = weight_sets(final[i])
     for result in results:  # the group's wall time, shared evenly
         result["summary"]["seconds"] = (time.perf_counter() - start) / k
     return results

@@ -5,7 +5,8 @@ Layout of ``out/sweeps/<name>`` (``<name>-quick`` for the quick profile; the cor
 :mod:`resharpen.experiments.core.sweep`)::
 
     sweep.json                 the sweep file, its base config, settings and search space
-    runs/<name>-<index>/       config.json, metrics.jsonl, per_length.json, summary.json
+    runs/<name>-<index>/       config.json, metrics.jsonl, per_length.json, summary.json,
+                               weights_{raw,ema,bema}.safetensors
     table.csv, table.jsonl     one row per finished run: searched factors + summaries
 
 Configs are drawn by ``random.Random(sweep.seed)`` run after run, so ``--runs 512`` extends a
@@ -16,6 +17,8 @@ With ``ensemble = K`` (``[sweep]`` table or ``--ensemble``), runs that differ on
 learning rate, weight decay, dropout or EMA are trained K at a time as one batched ensemble
 (:mod:`resharpen.experiments.set_complement.ensemble_train`), one task per group; the groups are
 a fixed function of the planned run list, so resuming and the backends still give the same table.
+Under the stopping rule (``train.until_id_invalid_mass``) every run, grouped or alone, is
+evaluated at its own fit step, and the table adds ``fit_reached`` and ``fit_step``.
 """
 from __future__ import annotations
 
@@ -93,6 +96,9 @@ def flatten(config: dict, summary: dict, factors) -> dict:
     for weights in WEIGHTS:
         for key in ("ood_invalid_mass", "ood_kl", "lg_score"):
             row[f"{weights}.{key}"] = summary["by_weights"][weights][key]
+    if "fit_reached" in summary:  # the stopping rule: each run at its own fit
+        row["fit_reached"] = summary["fit_reached"]
+        row["fit_step"] = summary["fit_step"]
     row["seconds"] = round(summary["seconds"], 3)
     return row
 

@@ -1,11 +1,30 @@
 """Training on the Set Complement Task as a language, with raw, EMA and BEMA weights side by side.
 
 Data: each training sequence is a uniformly random ordering of L_train + 1 distinct tokens of
-V = {0..v-1}; every position s = 1..L_train is a next-token example whose label is the token
-that actually comes next (a *sample* from p*(t_1..t_s), not the soft target: the label noise,
-trace 1 - 1/(v-s) per position, is the point). Loss: mean cross-entropy over all positions.
-Training itself is the core's (:mod:`resharpen.experiments.core.train`: AdamW, warm-up and
-decay, clipping, dropout from the model config, raw / EMA / BEMA weights on one trajectory).
+V = {0..v-1}; every position s = 1..L_train is a next-token example. What it is scored against
+is ``train.target`` (:mod:`resharpen.experiments.core.targets`, with p*(t_1..t_s) uniform on the
+v - s unseen tokens, :func:`next_token_targets`):
+
+    sampled (default)  the token that actually comes next, a *sample* from p*: the label noise,
+                       trace 1 - 1/(v-s) per position, is the point; with
+                       ``train.labels_per_position = k`` > 1, the mean cross-entropy over that
+                       token and k - 1 more i.i.d. draws from p* (label noise / k)
+    soft               H(p*, p), the exact expectation of the sampled loss (no label noise)
+
+Loss: the mean over all positions. Training itself is the core's
+(:mod:`resharpen.experiments.core.train`: AdamW, warm-up and decay, clipping, dropout from the
+model config, raw / EMA / BEMA weights on one trajectory).
+
+Stopping rule (``train.until_id_invalid_mass`` = m > 0, ``train.steps`` the cap; needs
+``train.eval_every`` > 0): at every evaluation step the raw weights' in-distribution invalid mass
+is measured exactly, on the run's evaluation inputs (``eval.per_length`` per length, seed
+``eval.seed``): the MEAN over the lengths s = 1..L_train of the mean invalid mass p(t) of the
+inputs of length s, the same number as the final summary's ``by_weights.raw.id_invalid_mass``
+(:func:`fit_measure`). Each history row holds it as ``fit_id_invalid_mass``; the run ends at the
+first step where it is <= m. The summary then records ``fit_target``, ``fit_reached``,
+``fit_step`` (the step that reached it, or null) and ``steps_trained``, and every weight set is
+evaluated at that step: runs are compared at their own fit. The learning-rate schedule spans
+the cap, so a run that stops early stops before its decay has ended.
 
 Config (TOML, ``experiments/configs/set_complement/``; :data:`SCHEMA`)::
 
@@ -13,7 +32,8 @@ Config (TOML, ``experiments/configs/set_complement/``; :data:`SCHEMA`)::
     [model]  the core's [model] table (learned positions: vocab slots)
     [train]  the core's [train] table without log_every; ema picks the *primary* weights,
              whose summary is the run's headline (and the factor a sweep varies);
-             eval_every: evaluate the three weight sets every k steps
+             eval_every: evaluate the three weight sets every k steps; target,
+             labels_per_position: the training target; until_id_invalid_mass: the stopping rule
     [eval]   per_length, seed, threshold
 
 Evaluation is exact (float64, p* known) at every length s = 1..v-1
@@ -40,15 +60,20 @@ import torch
 from resharpen.experiments.core import config as cfgmod
 from resharpen.experiments.core.config import Field, Schema, pick_fields
 from resharpen.experiments.core.model import ModelConfig
+from resharpen.experiments.core.set_complement_task import seen_mask
+from resharpen.experiments.core.targets import (Batch, TrainingTarget, check_target,
+                                                label_generator, make_batch)
 from resharpen.experiments.core.train import (MODEL_FIELDS, TRAIN_FIELDS, check_model_shape,
-                                              fit, model_config, seeded_model, training_state)
+                                              fit, model_config, seeded_model, training_state,
+                                              weight_sets)
 from resharpen.experiments.set_complement.evaluate import evaluate_lengths
 
 SUMMARY_METRICS = ("invalid_mass", "kl", "tv")
 
 
 def _rules(config: dict) -> None:
-    """train_len 0 -> vocab // 4 and at most vocab - 1; heads split d_model; warmup <= steps."""
+    """train_len 0 -> vocab // 4 and at most vocab - 1; heads split d_model; warmup <= steps;
+    a valid training target; the stopping rule needs evaluation steps."""
     v = config["task"]["vocab"]
     if config["task"]["train_len"] == 0:
         config["task"]["train_len"] = v // 4
@@ -59,6 +84,11 @@ def _rules(config: dict) -> None:
     if config["train"]["warmup"] > config["train"]["steps"]:
         raise ValueError(f"train.warmup = {config['train']['warmup']} exceeds train.steps = "
                          f"{config['train']['steps']}")
+    check_target(config["train"])
+    if config["train"]["until_id_invalid_mass"] > 0 and config["train"]["eval_every"] == 0:
+        raise ValueError(f"train.until_id_invalid_mass = "
+                         f"{config['train']['until_id_invalid_mass']} needs train.eval_every > 0 "
+                         "(the rule is checked at the evaluation steps)")
 
 
 SCHEMA = Schema({
@@ -69,13 +99,14 @@ SCHEMA = Schema({
     "model": pick_fields(
         MODEL_FIELDS, d_model=64, n_layers=1, n_heads=1, d_head=0, norm="none", norm_kind="rms",
         mlp="none", d_mlp=0, positional="none", attn_dropout=0.0, resid_dropout=0.0,
-        init_std=0.02),
+        init_std=0.02, attn_out_scale=1.0),
     "train": pick_fields(
         TRAIN_FIELDS, steps=3000, batch_size=32, lr=3e-3, min_lr_ratio=0.1, warmup=100,
         schedule="cosine", weight_decay=0.01, beta1=0.9, beta2=0.98, grad_clip=1.0, seed=0,
         ema="none", ema_decay=0.999, bema_update_freq=1, bema_ema_power=0.5,
         bema_bias_power=0.2, bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0,
-        eval_every=0, threads=1),
+        eval_every=0, threads=1, target="sampled", labels_per_position=1,
+        until_id_invalid_mass=0.0),
     "eval": {
         "per_length": Field(int, 64, 1, 10**6),
         "seed": Field(int, 1234, 0, 2**63 - 1),
@@ -100,6 +131,28 @@ def sc_model_config(config: dict) -> ModelConfig:
 def sample_sequences(vocab: int, length: int, count: int, generator: torch.Generator) -> torch.Tensor:
     """``count`` uniformly random orderings of ``length`` distinct tokens: LongTensor (count, length)."""
     return torch.rand(count, vocab, generator=generator).argsort(dim=1)[:, :length]
+
+
+def next_token_targets(seqs: torch.Tensor, vocab: int) -> torch.Tensor:
+    """p* at every input position of sequences (..., S+1) of distinct tokens: float64
+    (..., S, v), row i uniform on the v - i tokens not among t_1..t_i."""
+    inputs = seqs[..., :-1]
+    seen = seen_mask(inputs.reshape(-1, inputs.shape[-1]), vocab).view(*inputs.shape, vocab)
+    valid = (~seen).to(torch.float64)
+    return valid / valid.sum(-1, keepdim=True)
+
+
+def target_batches(vocab: int, train: dict, generators=None
+                   ) -> Callable[[torch.Tensor], Batch]:
+    """sequences (..., B, S+1) -> the training batch for ``train.target`` with p* of the Set
+    Complement Task (:func:`resharpen.experiments.core.targets.make_batch`). ``generators``:
+    the extra labels' generator, or one per model of a stack (default: the run's own,
+    :func:`~resharpen.experiments.core.targets.label_generator` of ``train.seed``)."""
+    target = TrainingTarget.of(train)
+    if generators is None and target.labels > 1:
+        generators = label_generator(train["seed"])
+    return lambda seqs: make_batch(seqs, target, lambda s: next_token_targets(s, vocab),
+                                   generators)
 
 
 def fit_exponent(lengths: np.ndarray, margins: np.ndarray) -> float:
@@ -149,33 +202,67 @@ def evaluate_weights(module: torch.nn.Module, config: dict, per_length: int | No
     return evaluate_lengths(module, v, None, per_length or ev["per_length"], ev["seed"])
 
 
+def fit_measure(module: torch.nn.Module, config: dict) -> float:
+    """The stopping rule's measure (module docstring): the mean over lengths 1..L_train of the
+    exact mean invalid mass of ``module`` on the run's evaluation inputs."""
+    task = config["task"]
+    records = evaluate_weights(module, config)
+    return summarize(records, task["vocab"], task["train_len"],
+                     config["eval"]["threshold"])["id_invalid_mass"]
+
+
+def fit_reached(config: dict, row: dict) -> bool:
+    """Whether a history row meets the stopping rule (False when the rule is off)."""
+    target = config["train"]["until_id_invalid_mass"]
+    return bool(target) and row.get("fit_id_invalid_mass", float("inf")) <= target
+
+
+def fit_summary(config: dict, history: list[dict]) -> dict:
+    """{fit_target, fit_reached, fit_step (the first history step meeting the rule, or None),
+    steps_trained} of a run under the stopping rule; {} when the rule is off."""
+    target = config["train"]["until_id_invalid_mass"]
+    if not target:
+        return {}
+    reached = [row["step"] for row in history if fit_reached(config, row)]
+    return {"fit_target": target, "fit_reached": bool(reached),
+            "fit_step": reached[0] if reached else None,
+            "steps_trained": history[-1]["step"] if history else 0}
+
+
 def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: bool = True,
           history_per_length: int = 16) -> dict:
-    """Train one model; return {config, per_length: {raw, ema, bema}, summary, history, model,
-    averaged}.
+    """Train one model; return {config, per_length: {raw, ema, bema}, summary, history,
+    weights (a :class:`~resharpen.experiments.core.train.WeightSets`), model, averaged}.
 
     ``log`` receives each history record (step, loss, lr and, every ``train.eval_every``
-    steps, the ID/OOD summary of each weight set) as it is made."""
+    steps, the ID/OOD summary of each weight set) as it is made. Under the stopping rule the run
+    ends at its fit (module docstring)."""
     start = time.perf_counter()
     task, tr = config["task"], config["train"]
     v, length = task["vocab"], task["train_len"]
     model = seeded_model(config, vocab=v, max_len=v)
     data = torch.Generator().manual_seed(tr["seed"] + 1_000_003)
+    batch = target_batches(v, tr)
     state = training_state(model, tr)
 
     def record(step: int, loss: float) -> dict:
         evaluate = bool(tr["eval_every"]) or step == tr["steps"]
         row = history_row(config, step, loss, state.lr(), state.weights() if evaluate else None,
                           history_per_length)
+        if tr["until_id_invalid_mass"]:
+            row["fit_id_invalid_mass"] = fit_measure(state.weights()["raw"], config)
         if log is not None:
             log(row)
         return row
 
-    history = fit(state, tr, lambda step: sample_sequences(v, length + 1, tr["batch_size"], data),
-                  every=tr["eval_every"], record=record, smoothing=0.02,
+    history = fit(state, tr,
+                  lambda step: batch(sample_sequences(v, length + 1, tr["batch_size"], data)),
+                  every=tr["eval_every"], record=record,
+                  stop=lambda row: fit_reached(config, row), smoothing=0.02,
                   name=config.get("name", ""), progress=progress)
     result = finish_run(config, state.weights(), history, start)
-    return {**result, "model": model, "averaged": state.weights()}
+    return {**result, "weights": weight_sets(state.weights()), "model": model,
+            "averaged": state.weights()}
 
 
 def history_row(config: dict, step: int, loss: float, lr: float, modules: dict | None,
@@ -196,19 +283,21 @@ def finish_run(config: dict, modules: dict, history: list[dict], start: float,
                **extra) -> dict:
     """{config, per_length, summary, history} of a finished run: every weight set of
     ``modules`` ({raw, ema, bema} -> module) evaluated exactly at every length and summarized;
-    the summary's headline is the primary weights (``train.ema``), its ``seconds`` the time
-    since ``start`` (``time.perf_counter``); ``extra`` goes into it."""
+    the summary's headline is the primary weights (``train.ema``), with the stopping rule's
+    fields (:func:`fit_summary`), its ``seconds`` the time since ``start``
+    (``time.perf_counter``); ``extra`` goes into it."""
     v, length = config["task"]["vocab"], config["task"]["train_len"]
     per_length = {kind: evaluate_weights(module, config) for kind, module in modules.items()}
     threshold = config["eval"]["threshold"]
     summaries = {kind: summarize(recs, v, length, threshold) for kind, recs in per_length.items()}
     primary = {"none": "raw", "ema": "ema", "bema": "bema"}[config["train"]["ema"]]
     summary = {"primary": primary, **summaries[primary], "by_weights": summaries,
-               "final_loss": history[-1]["loss"], **extra}
+               "final_loss": history[-1]["loss"], **fit_summary(config, history), **extra}
     summary["seconds"] = time.perf_counter() - start
     return {"config": config, "per_length": per_length, "summary": summary, "history": history}
 
 
 __all__ = ["SCHEMA", "SUMMARY_METRICS", "load_config", "sc_model_config", "sample_sequences",
-           "summarize", "evaluate_weights", "train", "history_row", "finish_run",
+           "next_token_targets", "target_batches", "summarize", "evaluate_weights", "fit_measure",
+           "fit_reached", "fit_summary", "train", "history_row", "finish_run",
            "attn_out_margin", "fit_exponent"]

@@ -2,7 +2,7 @@
 
 Curves: Delta_de(alpha) = (1-alpha)^2 s f1 / (1 + (1-alpha)^2 s f2) (Corollary 3.3) at n = 256
 for several t and s; points: Monte Carlo of one random Post-Norm attention layer at n = d = 256
-(mean +- 2 s.e. over independent draws of weights and input). Shows claims collapse.deaveraging and collapse.deaveraging_mc.
+(mean +- 2 s.e. over independent draws of weights and input). Shows claim collapse.deaveraging_mc.
 """
 from __future__ import annotations
 

@@ -62,12 +62,12 @@ def test_construct_writes_weights_config_and_report(capsys, tmp_path):
 
 
 def test_verify_runs_selected_claims_and_writes_reports(capsys, tmp_path):
-    code, out, err = run(["verify", "--only", "sc.readout.paper_numbers", "--only", "sc.lemma.*",
+    code, out, err = run(["verify", "--only", "sc.readout.reconstruction_regression", "--only", "sc.lemma.*",
                           "--json", str(tmp_path / "l.json"), "--markdown", str(tmp_path / "l.md")], capsys)
     assert code == 0, err
     ledger = json.loads((tmp_path / "l.json").read_text())
     assert ledger["summary"]["PASS"] == len(ledger["claims"]) == 3
-    assert "| sc.readout.paper_numbers |" in (tmp_path / "l.md").read_text()
+    assert "| sc.readout.reconstruction_regression |" in (tmp_path / "l.md").read_text()
 
 
 def test_derive_prints_the_key_results(capsys):

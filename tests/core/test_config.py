@@ -73,13 +73,40 @@ def test_file_then_base_chain_then_profile_then_set(tmp_path):
     assert full == {"task": {"vocab": 16}, "train": {"lr": 0.3, "steps": 20, "schedule": "cosine"},
                     "name": "child"}
     quick = C.load(tmp_path / "child.toml", SCHEMA, ["train.schedule=constant"], profile="quick")
-    assert quick["task"]["vocab"] == 4 and quick["train"] == {"lr": 0.5, "steps": 3,
+    # the child's own lr = 0.3 wins over its base's [profile.quick] lr = 0.5
+    assert quick["task"]["vocab"] == 4 and quick["train"] == {"lr": 0.3, "steps": 3,
                                                               "schedule": "constant"}
     with pytest.raises(ValueError, match="unknown section 'optim'"):
         C.load(tmp_path / "child.toml", SCHEMA, ["optim.lr=1"])
     (tmp_path / "loop.toml").write_text('base = "loop.toml"\n')
     with pytest.raises(ValueError, match="base chain loops"):
         C.load(tmp_path / "loop.toml", SCHEMA)
+
+
+def test_a_childs_own_value_wins_over_its_bases_profile_table(tmp_path):
+    """long_runs_v32 (vocab = 32, base long_runs with [profile.quick] task.vocab = 16) must run
+    at v = 32 in the quick profile, not as a copy of long_runs-quick."""
+    (tmp_path / "parent.toml").write_text(
+        "[task]\nvocab = 64\n[train]\nsteps = 100\n"
+        "[profile.quick]\ntask.vocab = 16\ntrain.steps = 5\n")
+    (tmp_path / "child.toml").write_text('base = "parent.toml"\n[task]\nvocab = 32\n')
+    parent = C.load(tmp_path / "parent.toml", SCHEMA, profile="quick")
+    child = C.load(tmp_path / "child.toml", SCHEMA, profile="quick")
+    assert parent["task"]["vocab"] == 16 and child["task"]["vocab"] == 32
+    assert child["train"]["steps"] == 5  # what the child does not set still follows the profile
+    assert C.load(tmp_path / "child.toml", SCHEMA)["task"]["vocab"] == 32  # full: no profile
+    # the child's own profile table wins over both
+    (tmp_path / "own.toml").write_text(
+        'base = "parent.toml"\n[task]\nvocab = 32\n[profile.quick]\ntask.vocab = 8\n')
+    assert C.load(tmp_path / "own.toml", SCHEMA, profile="quick")["task"]["vocab"] == 8
+    assert C.load(tmp_path / "own.toml", SCHEMA, ["task.vocab=12"], profile="quick")["task"] == \
+        {"vocab": 12}  # and --set over everything
+    # a grandchild: its base's own value wins over the grandparent's profile table
+    (tmp_path / "grandchild.toml").write_text('base = "child.toml"\n[train]\nlr = 0.5\n')
+    assert C.load(tmp_path / "grandchild.toml", SCHEMA, profile="quick")["task"]["vocab"] == 32
+    (tmp_path / "bad.toml").write_text('base = "parent.toml"\n[profile]\nquick = 3\n')
+    with pytest.raises(ValueError, match="must be a table of section tables"):
+        C.load(tmp_path / "bad.toml", SCHEMA, profile="quick")
 
 
 def test_every_result_goes_under_one_output_root():

@@ -2,7 +2,8 @@
 
 The statuses are those of the quick-profile ledger (``resharpen verify --profile quick``): every
 claim passes except the known findings in ``KNOWN_FAIL``, which are measured disagreements the
-ledger reports (a committed baseline tells a regression from a known finding). Claims whose
+ledger reports (a committed baseline tells a regression from a known finding), and the
+experiment claims in ``KNOWN_INCONCLUSIVE``, whose quick data are too few to decide. Claims whose
 quick check took more than ~3 s in that ledger (``make reproduce``: two workers on two cores),
 and the experiment claims that train or read sweeps, carry the ``slow`` marker; the rest add
 about 35 s to the default suite. The checks run in a scratch folder, so that the sweeps they train are
@@ -22,20 +23,29 @@ from resharpen.experiments.core import ledger
 CLAIMS = {c.id: c for c in all_claims()}
 
 KNOWN_FAIL = {
-    "collapse.stack_post_attention_x2", "collapse.stack_post_attention_x4",
-    "collapse.stack_post_swiglu_x2", "collapse.stack_post_swiglu_x4",
+    "collapse.gradient_contraction", "collapse.stack_post_attention_x2",
+    "collapse.stack_post_attention_x4", "collapse.stack_post_swiglu_x2",
+    "collapse.stack_post_swiglu_x4", "train.bema.ood_kl", "train.dropout.ood_kl", "train.ema.ood_kl", "train.ema.ood_kl.fixed",
+    "train.ema.ood_kl.long", "train.ema.ood_kl.long_v32",
+    "fit.dropout.ood", "fit.none.two_over_s", "fit.noise.ema_gain",  # measured findings
+}
+KNOWN_INCONCLUSIVE = {  # quick data too small to decide (docs/ledger.md)
     "langtrain.bema.ood_illegal_mass", "langtrain.ema.ood_illegal_mass",
     "langtrain.othello.ema_ood", "langtrain.postnorm.ood_illegal_mass",
-    "train.bema.ood_kl", "train.dropout.ood_kl", "train.ema.ood_kl", "train.ema.ood_kl.fixed",
-    "train.ema.ood_kl.long", "train.ema.ood_kl.long_v32", "train.postnorm.balanced_grid",
-    "train.postnorm.multi_layer", "train.postnorm.ood_invalid_mass",
-    "train.postnorm.random_search", "train.postnorm.random_search_v32",
+    "train.dispersion.margin_exponent", "train.postnorm.balanced_grid",
+    "train.postnorm.long_runs", "train.postnorm.long_runs_v32", "train.postnorm.multi_layer",
+    "train.postnorm.ood_invalid_mass", "train.postnorm.random_search",
+    "train.postnorm.random_search_v32",
 }
 SLOW = {
-    "collapse.attn_step_one_layer", "collapse.deaveraging", "collapse.ffn_step_one_layer",
+    "collapse.attn_step_one_layer", "collapse.contraction_bound", "collapse.ffn_step_one_layer",
+    "collapse.gradient_contraction",
     "collapse.prefix_averaging", "collapse.training_collapse", "dyn.stack.preln_norm",
     "sc.rank.below_bound", "sc.rank.symbolic", "train.noise.trace",
     # experiment claims that train (or read) sweeps and task grids
+    "fit.attn_out.closed_form_band", "fit.dropout.ood", "fit.none.lemma_residual",
+    "fit.none.two_over_s", "fit.noise.ema_gain", "fit.normalized_beat_none_ood",
+    "fit.post.approaches_attn_out",
     "langtrain.bema.ood_illegal_mass", "langtrain.ema.ood_illegal_mass",
     "langtrain.othello.ema_ood", "langtrain.postnorm.ood_illegal_mass",
     "train.bema.ood_kl", "train.bema.ood_kl.fixed", "train.bema.ood_kl.long",
@@ -65,7 +75,7 @@ def source_line(path: Path, number: int) -> str:
 
 
 def test_the_status_tables_name_registered_claims():
-    assert KNOWN_FAIL <= set(CLAIMS) and SLOW <= set(CLAIMS)
+    assert KNOWN_FAIL | KNOWN_INCONCLUSIVE <= set(CLAIMS) and SLOW <= set(CLAIMS)
     assert {i.split(".")[0] for i in CLAIMS} == set(PREFIX_MODULES)
 
 
@@ -101,12 +111,13 @@ def scratch_folder(tmp_path_factory):
 @pytest.mark.parametrize("claim_id", by_speed(sorted(CLAIMS)))
 def test_claim_quick_status_is_the_known_one(claim_id, scratch_folder):
     record = ledger.run_claim(CLAIMS[claim_id], "quick")
-    expected = "FAIL" if claim_id in KNOWN_FAIL else "PASS"
+    expected = "FAIL" if claim_id in KNOWN_FAIL else \
+        "INCONCLUSIVE" if claim_id in KNOWN_INCONCLUSIVE else "PASS"
     assert record.status == expected, record
 
 
 def test_where_names_the_derivations_a_check_uses():
-    readout = ledger.where(CLAIMS["sc.readout.paper_numbers"])
+    readout = ledger.where(CLAIMS["sc.readout.reconstruction_regression"])
     assert any(e.endswith("resharpen.theory.set_complement.formulas.readout_margins")
                and "theory/set_complement/formulas.py:" in e for e in readout), readout
     # a check made by a factory: the line with the id, the factory's check, and what the

@@ -47,3 +47,25 @@ def test_bad_alternative_and_shapes():
         stats.paired([1.0] * 5, [1.0] * 5, alternative="smaller")
     with pytest.raises(ValueError, match="equal length"):
         stats.paired([1.0] * 5, [1.0] * 4)
+
+
+def test_compare_pairs_shared_seeds_and_falls_back_to_welch():
+    a = {0: 1.0, 1: 2.0, 2: 3.5, 3: 4.0, 4: 5.5}
+    b = {4: 6.0, 3: 5.0, 2: 4.0, 1: 3.0, 0: 2.2}  # same seeds, another order
+    result = stats.compare(a, b)
+    assert result.test.startswith("paired") and result.n == 5
+    assert result.mean_diff == pytest.approx(np.mean([1.0 - 2.2, 2 - 3, 3.5 - 4, 4 - 5, 5.5 - 6]))
+    unpaired = stats.compare(a, {10 + k: v for k, v in b.items()})
+    assert unpaired.test.startswith("Welch")
+    with_nan = stats.compare({**a, 5: float("nan")}, {**b, 5: 1.0})
+    assert with_nan.test.startswith("paired") and with_nan.n == 5
+
+
+def test_spearman_and_its_inconclusive_cases():
+    x = [0.0, 0.1, 0.2, 0.3, 0.5, 0.5]
+    y = [1.0, 0.9, 0.8, 0.85, 0.5, 0.4]
+    result = stats.spearman(x, y, alternative="less")
+    assert result.rho < -0.8 and result.p < 0.05 and not result.inconclusive
+    assert "n=6" in result.describe()
+    assert stats.spearman(x[:3], y[:3]).inconclusive
+    assert stats.spearman([0.1] * 6, y).inconclusive

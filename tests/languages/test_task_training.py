@@ -190,6 +190,37 @@ def test_training_learns_the_legal_sets_and_is_seeded():
     assert again["summary"]["by_weights"] == twice["summary"]["by_weights"]
 
 
+def test_soft_and_k_label_targets_are_the_tasks_exact_targets(tmp_path):
+    from resharpen.experiments.core.runs import load_run
+    from resharpen.experiments.core.train import save_run
+    from resharpen.experiments.languages.train import next_token_targets
+
+    task = get_task("othello")
+    seqs = torch.as_tensor(task.sample(200, 60, 0))
+    p = next_token_targets(task, seqs, ignore_pad=True)
+    over = torch.as_tensor(task.legal_next(seqs[:, :-1].numpy()))[..., 0]  # PAD next: no target
+    assert over.any() and (p[over] == 0).all()
+    assert torch.allclose(p[~over].sum(-1), torch.ones(int((~over).sum()), dtype=torch.float64))
+    dyck = get_task("dyck2")
+    words = torch.as_tensor(dyck.sample(8, 13, 1))
+    assert torch.equal(next_token_targets(dyck, words, ignore_pad=True),
+                       torch.as_tensor(dyck.targets(words[:, :-1].numpy())))
+    with pytest.raises(ValueError, match="applies to train.target = 'sampled' only"):
+        make_config(tiny(target="soft", labels_per_position=2))
+    results = {}
+    for target, k in (("sampled", 1), ("sampled", 4), ("soft", 1)):
+        results[target, k] = train(make_config(tiny(steps=20, target=target,
+                                                    labels_per_position=k)), progress=False)
+    losses = {key: r["history"][-1]["loss"] for key, r in results.items()}
+    assert len({round(v, 6) for v in losses.values()}) == 3 and all(map(math.isfinite, losses.values()))
+    soft = results["soft", 1]
+    save_run(soft, tmp_path / "soft")
+    tokens = torch.as_tensor(dyck.sample(2, 12, 3)) % 3  # dyck1 tokens
+    with torch.no_grad():
+        assert torch.equal(load_run(tmp_path / "soft").model("ema")(tokens),
+                           soft["averaged"]["ema"].eval()(tokens))
+
+
 GRID = {"name": "t", "tasks": ["dyck1"], "norms": ["pre", "post"], "seeds": [0, 1],
         "base": {"task": {"train_len": 6, "eval_len": 12},
                  "model": {"d_model": 8, "n_layers": 1, "n_heads": 1},
@@ -220,7 +251,9 @@ def test_grid_runs_resumes_and_reports(tmp_path, monkeypatch):
     assert runs == ["dyck1-post-s0", "dyck1-post-s1", "dyck1-pre-s0", "dyck1-pre-s1"]
     for run in runs:
         names = {p.name for p in (root / "runs" / run).iterdir()}
-        assert names == {"config.json", "metrics.jsonl", "per_length.json", "summary.json"}
+        assert names == {"config.json", "metrics.jsonl", "per_length.json", "summary.json",
+                         "weights_raw.safetensors", "weights_ema.safetensors",
+                         "weights_bema.safetensors"}
     rows = table_rows(root)
     assert len(rows) == 12 and len((root / "table.jsonl").read_text().splitlines()) == 12
     # a rerun trains nothing

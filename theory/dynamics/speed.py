@@ -324,11 +324,6 @@ def terminal_exponent(scheme: str, alpha_schedule: str = "const") -> sp.Expr:
 
 
 # ----------------------------------------------------------------------------- radial bound
-def radial_lower_bound() -> sp.Expr:
-    """(e^beta - n + 1)/(n e^beta): the Corollary's bound on <theta_j, A_j>."""
-    return (sp.exp(beta_p) - n_p + 1) / (n_p * sp.exp(beta_p))
-
-
 def min_radial_velocity(beta_: float, n_: int) -> tuple[float, float]:
     """Exact min over configurations of <theta_j, A_j> (Q = K = V = I), and the minimizer x.
 

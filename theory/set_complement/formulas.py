@@ -9,14 +9,15 @@ input token a strictly lower one; the margin of input token i is m_i = f_valid -
 
 Contents
 - metric closed forms (invalid mass, TV, KL, cross-entropy) in terms of S = sum_j e^{-m_j};
-- the lemma's logit identity, the balanced-attention condition, the harmonic margin H/s and the
-  2/s law, the unbalanced (self-attention bias) variant and the negative-beta failure length;
+- the lemma's logit identity, the balanced-attention condition, the harmonic margin H/s, the
+  2/s law (derived from the lemma-form logits), the unbalanced (self-attention bias) variant and
+  the negative-beta failure length;
 - the rank bound rank D >= v-1 through the generalized matrix determinant lemma;
 - the margin of every readout of the tight / one-hot constructions (none, attn_out, post, pre)
   as a function of v, s, K = lambda/beta, beta, gain g and width d, derived on class-reduced
   vectors, with the attn_out minimum at s = v/2, the K -> oo limit of post and the K needed for a
   target margin;
-- the gradient-noise trace 1 - 1/(v-s).
+- the gradient-noise trace 1 - 1/(v-s), and the trace of the explicit covariance matrix.
 
 Class-reduced vectors. The constructions are symmetric under permutations that fix the query and
 the input set, so every vector over V that appears is constant on three classes: the query
@@ -127,9 +128,34 @@ def harmonic_margin(lambdas_of_input) -> np.ndarray:
     return 1.0 / (1.0 / np.asarray(lambdas_of_input, dtype=np.float64)).sum(-1)
 
 
-def two_over_s_ratio() -> sp.Expr:
-    """Symmetric balanced case: m_s / m_2 with m_s = lambda/s; equals 2/s."""
-    return sp.simplify((lam / s) / (lam / 2))
+def balanced_margin_ratios(vocab: int = 8) -> dict[int, sp.Expr]:
+    """m_s / m_2 for every s = 2..v-1, derived from the lemma-form logits (equal lambdas).
+
+    D[x] = u - lambda e_x and B[x] = -u - beta e_x with a symbolic vector u; balanced scores
+    A[q,k] = log(lambda_q / lambda_k) (:func:`balanced_score_difference`) give the softmax weights
+    w_i over the s input tokens t = (0, ..., s-1), query q = t_s; the logits are
+    f = B[q] + sum_i w_i D[t_i], and the non-query margin m_s is the logit of a valid token (s)
+    minus that of the non-query input token t_1. Nothing assumes m_s = lambda/s: the ratio is
+    whatever these logits give (2/s is the theorem's prediction)."""
+    if not isinstance(vocab, int) or vocab < 3:
+        raise ValueError(f"vocab must be an int >= 3 (lengths 2..v-1), got {vocab!r}")
+    u = sp.Matrix(sp.symbols(f"u0:{vocab}"))
+    lams = [lam] * vocab  # equal lambdas
+
+    def e(x: int) -> sp.Matrix:
+        return sp.Matrix([1 if j == x else 0 for j in range(vocab)])
+
+    D = [u - lams[x] * e(x) for x in range(vocab)]
+    B = [-u - beta * e(x) for x in range(vocab)]
+    margins = {}
+    for length in range(2, vocab):
+        tokens = list(range(length))
+        q = tokens[-1]
+        scores = [sp.log(lams[q] / lams[k]) for k in tokens]
+        weights = [sp.exp(a) / sum(sp.exp(b) for b in scores) for a in scores]
+        f = B[q] + sum((w * D[k] for w, k in zip(weights, tokens)), sp.zeros(vocab, 1))
+        margins[length] = sp.simplify(f[length] - f[tokens[0]])
+    return {length: sp.simplify(m_s / margins[2]) for length, m_s in margins.items()}
 
 
 a_self = sp.Symbol("a", real=True)
@@ -249,7 +275,7 @@ def readout_residual(readout: str, centred: bool) -> ClassVec:
 def readout_margin_exprs(readout: str, centred: bool = True) -> tuple[sp.Expr, sp.Expr]:
     """(non-query margin, query margin) = beta (z_o - z_val), beta (z_q - z_val)."""
     z = readout_residual(readout, centred)
-    tidy = _tidy if readout != "pre" else (lambda e: e)  # pre: see pre_equals_post_rescaled
+    tidy = _tidy if readout != "pre" else (lambda e: e)  # pre: left as the rescaled post form
     return tidy(beta * (z.o - z.val)), tidy(beta * (z.q - z.val))
 
 
@@ -258,32 +284,6 @@ def _tidy(expr: sp.Expr) -> sp.Expr:
     w, n = sp.symbols("w n", positive=True)
     tidy = sp.simplify(sp.factor(sp.simplify(expr.subs(v, s + n))))
     return sp.simplify(tidy.subs(n, v - s))
-
-
-def pre_equals_post_rescaled(centred: bool = True) -> bool:
-    """One layer: pre (N before attention, final N) is post with K -> K g sqrt(d) / |c(e_x)|.
-
-    The attention input norm only rescales the values (uniform attention), so the two readouts
-    normalize the same sum e_q + (K'/s) 1_t; checked as an identity of the derived margins."""
-    unit = sp.sqrt((v - 1) / v) if centred else sp.Integer(1)
-    rescaled = {K: K * g * sp.sqrt(d) / unit}
-    post = readout_margin_exprs("post", centred)
-    pre = readout_margin_exprs("pre", centred)
-    return all(_is_zero(a.subs(rescaled) - b) for a, b in zip(post, pre))
-
-
-def _is_zero(expr: sp.Expr, trials: int = 8) -> bool:
-    """Zero test of an algebraic expression by evaluation at random admissible rational points
-    with 50 significant digits (a non-zero algebraic function vanishes on no open set)."""
-    rng = np.random.default_rng(0)
-    for _ in range(trials):
-        vv = int(rng.integers(4, 40))
-        point = {v: vv, s: int(rng.integers(1, vv)), K: sp.Rational(int(rng.integers(1, 50)), 7),
-                 beta: sp.Rational(int(rng.integers(1, 20)), 3), g: sp.Rational(int(rng.integers(1, 20)), 5),
-                 d: vv - 1}
-        if abs(sp.N(expr.subs(point), 50)) > sp.Float("1e-40"):
-            return False
-    return True
 
 
 @lru_cache(maxsize=None)
@@ -347,13 +347,29 @@ def post_K_needed(vocab, length, target, beta_value=1.0, gain=1.0, width=None) -
 # ----------------------------------------------------------------------------- gradient noise
 
 
-def gradient_noise_trace() -> sp.Expr:
-    """tr Cov(p* - e_y), y ~ p*: tr(diag p* - p* p*^T) = sum p* - |p*|^2 with v-s entries 1/(v-s)."""
-    n = sp.Symbol("n", positive=True)  # v - s valid tokens
-    return (n * (1 / n) - n * (1 / n) ** 2).subs(n, v - s)
+GRADIENT_NOISE_TRACE = 1 - 1 / (v - s)
+"""The closed form of tr Cov(e_y - p*), y ~ p*, at length s (checked by
+:func:`gradient_noise_trace` against the covariance itself)."""
 
 
-gradient_noise_trace_fn = sp.lambdify((v, s), 1 - 1 / (v - s), "numpy")
+def gradient_noise_trace(vocab: int, length: int) -> sp.Rational:
+    """tr Cov(e_y - p*) with y ~ p*, from the definition, in exact rationals.
+
+    p* is uniform on the v - s valid tokens (the inputs are tokens 0..s-1); the covariance
+    sum_y p*(y) (e_y - p*)(e_y - p*)^T is built as an explicit v x v sympy matrix and its trace
+    taken. Nothing here uses the closed form :data:`GRADIENT_NOISE_TRACE`."""
+    if not (isinstance(vocab, int) and isinstance(length, int) and 1 <= length < vocab):
+        raise ValueError(f"need integers 1 <= length < vocab, got vocab={vocab!r}, "
+                         f"length={length!r}")
+    p_star = sp.Matrix([0 if y < length else sp.Rational(1, vocab - length) for y in range(vocab)])
+    cov = sp.zeros(vocab, vocab)
+    for y in range(vocab):
+        centred = sp.Matrix([1 if j == y else 0 for j in range(vocab)]) - p_star
+        cov += p_star[y] * centred * centred.T
+    return cov.trace()
+
+
+gradient_noise_trace_fn = sp.lambdify((v, s), GRADIENT_NOISE_TRACE, "numpy")
 
 
 # ----------------------------------------------------------------------------- derivations
@@ -369,7 +385,8 @@ def derivations(latex: bool = False) -> list[tuple[str, str]]:
         ("cross-entropy against p*", CROSS_ENTROPY),
         ("symmetric balanced invalid mass, margins lambda/s", SYMMETRIC_INVALID_MASS),
         ("balanced length-2 score gap A[y,x] - A[y,y]", balanced_score_difference()),
-        ("2/s law: m_s / m_2", two_over_s_ratio()),
+        ("2/s law: m_s / m_2 for s = 2..7 (lemma-form logits, balanced, v = 8)",
+         sp.Tuple(*balanced_margin_ratios(8).values())),
         ("unbalanced (self score a): m_s / m_2", unbalanced_ratio()),
         ("negative beta: the query wins for s greater than", negative_beta_crossover()),
         ("rank bound: M[1,0] = 1^T Lambda^-1 1 (v = 4)", prove_rank_bound(4)["M10"]),
@@ -378,7 +395,8 @@ def derivations(latex: bool = False) -> list[tuple[str, str]]:
     for readout in ("attn_out", "post"):
         rows.append((f"margin, {readout} (non-query, query), centred",
                      sp.Tuple(*readout_margin_exprs(readout, True))))
-    rows.append(("margin, pre = post with K -> K g sqrt(d v/(v-1)) (proved identity)",
+    rows.append(("margin, pre = post with K -> K g sqrt(d v/(v-1)) (by construction; the torch "
+                 "pre model is checked against it: sc.readout.pre)",
                  sp.Tuple(*(e.subs(K, K * g * sp.sqrt(d * v / (v - 1)))
                             for e in readout_margin_exprs("post", True)))))
     minimum = attn_out_minimum()
@@ -387,6 +405,6 @@ def derivations(latex: bool = False) -> list[tuple[str, str]]:
         ("attn_out margin: minimum", minimum["minimum"]),
         ("post margin as K -> oo", post_limit_large_K()),
         ("post: K reaching non-query margin m", sp.Tuple(*post_K_for_margin())),
-        ("gradient-noise trace tr(diag p* - p* p*^T)", gradient_noise_trace()),
+        ("gradient-noise trace tr Cov(e_y - p*), closed form", GRADIENT_NOISE_TRACE),
     ]
     return [(title, fmt(expr)) for title, expr in rows]

@@ -1,0 +1,190 @@
+"""Per-length report of a model trained to a fit, held against the theory's readout margins.
+
+For one run (a run folder of ``resharpen train`` / ``resharpen sweep``) and one weight set, per
+prefix length s = 1..v-1 (the exact evaluation stored in the run's ``per_length.json``):
+
+- ``margin``   m_s, the mean over inputs of the smallest non-query margin
+               min_{x in t, x != t_s} (mean valid logit - f_x)   (``metrics.complement_metrics``);
+- ``s_margin`` s * m_s, constant in s under the none placement's law m_s = lambda / s
+               (docs/theory.md: the tight construction has lambda = 2, the "2/s law");
+- ``invalid_mass`` the exact mean invalid mass sum_{x in t} p(x);
+- ``uniformity`` of the attention (``compare.balance``): max over inputs and positions of
+               |s w_i - 1|, 0 for uniform attention, the balance of the tight construction;
+- ``theory``   the placement's closed-form margin (``theory.set_complement.formulas.
+               readout_margins``) with its parameters fitted to the run's own in-distribution
+               margins (s = 2..L_train, least squares on log m_s), evaluated at every s:
+                   none      m_s = lambda / s                         (one parameter, lambda)
+                   attn_out  m_s = beta g sqrt(d v / (s (v - s)))     (one parameter, beta g)
+                   post      m_s = beta g sqrt(d) (K/s) / |c(e_q + (K/s) 1_t)|   (K, beta g)
+               with d = d_model; pre and peri have no fitted closed form here (None).
+               Past L_train the curve is a prediction: nothing out of distribution is fitted.
+
+The effective K = lambda / beta of the logit maps, read off the weights
+(:func:`effective_K`): the lemma fit (``compare.fit_lemma``) of the *gain-folded* matrices
+B' = W_E diag(g) W_U and D' = W_E W_V W_O diag(g) W_U, with g the gain of the norm that
+reaches the unembedding (post: the residual norm; attn_out: its branch norm, on D' only; none:
+g = 1). For post the logits are (B'[t_s] + sum_i w_i D'[t_i]) / rms(r) with r the residual, so
+the common factor 1/rms(r) does not change lambda/beta: K = median(lambda) / median(beta) is
+the theory's K (the construction's attention output (K/s) 1_t against the query's e_q). The
+relative residual of that fit says how far the weights are from the lemma's family.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import numpy as np
+import scipy.optimize
+import torch
+
+from resharpen.experiments.core.model import Transformer
+from resharpen.experiments.core.set_complement_task import sample_inputs
+from resharpen.experiments.set_complement.compare import PATTERN, WEIGHT_SETS, balance, fit_lemma
+from resharpen.theory.set_complement.formulas import readout_margins
+
+K_RANGE = (1e-3, 1e6)
+"""The range of post's fitted K (at the upper end the margins are the K -> oo limit, attn_out's)."""
+FITTED_READOUTS = ("none", "attn_out", "post")
+"""Placements whose closed-form margin is fitted (pre and peri have none here)."""
+
+
+@torch.no_grad()
+def gain_folded_matrices(model: Transformer) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B', D') of the one-layer model with the output norm's gain folded into W_U (see the
+    module docstring); the plain (B, D) for none. ValueError for pre and peri (their norm acts
+    before attention and again at the end: the logits are not of this form)."""
+    placement = model.cfg.norm
+    if placement not in FITTED_READOUTS:
+        raise ValueError(f"effective K is read off placements {', '.join(FITTED_READOUTS)}; "
+                         f"got {placement!r}")
+    B, D = model.logit_matrices()
+    if placement == "none":
+        return B.double(), D.double()
+    gain = model.blocks[0].attn_norm_out.gain.detach()
+    attn = model.blocks[0].attn
+    U_g = gain[:, None] * model.W_U
+    D_g = model.W_E @ attn.W_V[0] @ attn.W_O[0] @ U_g
+    B_g = model.W_E @ U_g if placement == "post" else B
+    return B_g.double(), D_g.double()
+
+
+@torch.no_grad()
+def effective_K(model: Transformer) -> dict:
+    """Two readings of K off the weights:
+
+    - ``K``: median(lambda) / median(beta) of the lemma fit of the gain-folded logit maps
+      (with the fit's relative residual and the medians);
+    - ``K_residual``: median_x |W_E W_V W_O [x]| / median_x |W_E[x]|, the attention output of
+      one token against the query's embedding in the residual stream, where the norm acts (in
+      the construction (K/s) 1_t against e_q: a ratio K / sqrt(s) at uniform attention)."""
+    B, D = gain_folded_matrices(model)
+    fit = fit_lemma(B.numpy(), D.numpy())
+    lam, beta = float(np.median(fit.lambdas)), float(np.median(fit.betas))
+    attn = model.blocks[0].attn
+    evo = (model.W_E @ attn.W_V[0] @ attn.W_O[0]).double()
+    residual = float(evo.norm(dim=1).median() / model.W_E.double().norm(dim=1).median())
+    return {"K": lam / beta if beta != 0 else math.inf, "lambda_median": lam,
+            "beta_median": beta, "relative_residual": fit.relative_residual,
+            "K_residual": residual}
+
+
+def theory_margins(placement: str, vocab: int, width: int, lengths: np.ndarray,
+                   params: dict) -> np.ndarray:
+    """The placement's closed-form non-query margin at ``lengths`` for fitted ``params``."""
+    s = np.asarray(lengths, dtype=np.float64)
+    if placement == "none":
+        return readout_margins("none", vocab, s, params["lambda"], 1.0, 1.0, width)[0]
+    if placement == "attn_out":
+        return readout_margins("attn_out", vocab, s, 1.0, params["beta_g"], 1.0, width)[0]
+    if placement == "post":
+        return readout_margins("post", vocab, s, params["K"] * params["beta_g"],
+                               params["beta_g"], 1.0, width)[0]
+    raise ValueError(f"no fitted closed form for placement {placement!r}; allowed: "
+                     f"{', '.join(FITTED_READOUTS)}")
+
+
+def fit_theory(placement: str, vocab: int, width: int, lengths, margins) -> dict | None:
+    """Least-squares fit (on log margins) of the placement's closed form to ``margins`` at
+    ``lengths`` (the in-distribution lengths 2..L_train); None for pre/peri or when a margin
+    is not positive (a log fit needs a model that separates)."""
+    s, m = np.asarray(lengths, dtype=np.float64), np.asarray(margins, dtype=np.float64)
+    if placement not in FITTED_READOUTS or not (np.isfinite(m).all() and (m > 0).all()):
+        return None
+    if placement == "none":  # log m = log lambda - log s: the mean of log(s m)
+        return {"lambda": float(np.exp(np.mean(np.log(s * m))))}
+    if placement == "attn_out":
+        shape = theory_margins("attn_out", vocab, width, s, {"beta_g": 1.0})
+        return {"beta_g": float(np.exp(np.mean(np.log(m / shape))))}
+
+    def residual(theta: np.ndarray) -> np.ndarray:
+        params = {"K": float(np.exp(theta[0])), "beta_g": float(np.exp(theta[1]))}
+        return np.log(theory_margins("post", vocab, width, s, params)) - np.log(m)
+
+    bounds = ([math.log(K_RANGE[0]), -math.inf], [math.log(K_RANGE[1]), math.inf])
+    best = min((scipy.optimize.least_squares(residual, [np.log(k0), 0.0], bounds=bounds)
+                for k0 in (1.0, 10.0, 100.0)), key=lambda r: r.cost)
+    return {"K": float(np.exp(best.x[0])), "beta_g": float(np.exp(best.x[1]))}
+
+
+@torch.no_grad()
+def attention_uniformity(model: Transformer, count: int = 128, seed: int = 0) -> list[float]:
+    """Per length s = 1..v-1: max over ``count`` inputs of max_i |s w_i - 1| (0 at s = 1)."""
+    model = copy.deepcopy(model).to(torch.float64).eval()
+    vocab = model.cfg.vocab
+    tokens = sample_inputs(vocab, vocab - 1, count, seed)
+    with model.capture(PATTERN) as cache:
+        model(tokens)
+    uniformity, _ = balance(cache[PATTERN][:, 0], tokens, None)
+    return [float(u) for u in uniformity]
+
+
+def run_report(folder: str | Path, weights: str = "raw") -> dict:
+    """The per-length report of one run folder's ``weights`` (raw, ema or bema); see the
+    module docstring. JSON-ready."""
+    from resharpen.experiments.core.runs import load_run
+
+    if weights not in WEIGHT_SETS:
+        raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_SETS)}")
+    run = load_run(folder)
+    config = run.config
+    vocab, train_len = config["task"]["vocab"], config["task"]["train_len"] or (
+        config["task"]["vocab"] // 4)
+    placement, width = config["model"]["norm"], config["model"]["d_model"]
+    rows = run.per_length[weights]
+    lengths = np.array([r["length"] for r in rows])
+    margin = np.array([np.nan if r["margin_nonquery_min"] is None else r["margin_nonquery_min"]
+                       for r in rows], dtype=np.float64)
+    in_dist = (lengths >= 2) & (lengths <= train_len)
+    params = fit_theory(placement, vocab, width, lengths[in_dist], margin[in_dist])
+    theory = (theory_margins(placement, vocab, width, lengths, params) if params
+              else np.full(len(lengths), np.nan))
+    model = run.model(weights)
+    uniformity = attention_uniformity(model)
+    K = effective_K(model) if placement in FITTED_READOUTS else None
+    past = (lengths > train_len) & np.isfinite(theory) & (theory > 0)
+    deviation = (float(np.max(np.abs(margin[past] / theory[past] - 1.0)))
+                 if params and past.any() else None)
+    summary = run.summary
+    return {
+        "run": str(folder), "weights": weights, "placement": placement, "vocab": vocab,
+        "train_len": train_len, "d_model": width, "seed": config["train"]["seed"],
+        "attn_out_scale": config["model"].get("attn_out_scale", 1.0),
+        "fit_reached": summary.get("fit_reached"), "fit_step": summary.get("fit_step"),
+        "id_invalid_mass": summary["by_weights"][weights]["id_invalid_mass"],
+        "ood_invalid_mass": summary["by_weights"][weights]["ood_invalid_mass"],
+        "theory_params": params, "effective_K": K,
+        "ood_margin_deviation_max": deviation,
+        "per_length": [
+            {"length": int(s), "margin": None if not np.isfinite(m) else float(m),
+             "s_margin": None if not np.isfinite(m) else float(s * m),
+             "theory_margin": None if s < 2 or not np.isfinite(t) else float(t),
+             "invalid_mass": r["invalid_mass"], "uniformity": u if s > 1 else None}
+            for s, m, t, r, u in zip(lengths, margin, theory, rows, uniformity)],
+    }
+
+
+def sweep_reports(root: str | Path, weights: str = "raw") -> list[dict]:
+    """:func:`run_report` of every finished run of a sweep folder (``runs/<name>``)."""
+    runs = sorted(p for p in (Path(root) / "runs").iterdir() if (p / "summary.json").exists())
+    return [run_report(p, weights) for p in runs]

@@ -1,0 +1,27 @@
+"""collapse.prefix_averaging decides only when its data can: a wrong reference C_n fails, too few
+stacks are INCONCLUSIVE (never FAIL), and the run that decides uses enough stacks."""
+import numpy as np
+import pytest
+import torch
+
+from resharpen.experiments.collapse import claims, stack
+from resharpen.theory.collapse.attention import prefix_average
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_too_few_stacks_are_inconclusive_not_fail():
+    outcome = claims.prefix_averaging_outcome(n=32, depth=3, batches=4, per_batch=4)
+    assert outcome.inconclusive and "resharpen verify" in outcome.inconclusive
+
+
+def test_a_wrong_reference_fails(monkeypatch):
+    monkeypatch.setattr(stack, "prefix_average", lambda n: 0.9 * prefix_average(n) + 0.1 * np.eye(n))
+    outcome = claims.prefix_averaging_outcome(n=32, depth=3, batches=4, per_batch=4)
+    assert not outcome.passed and not outcome.inconclusive, outcome

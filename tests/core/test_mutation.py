@@ -1,0 +1,204 @@
+"""The mutation test of the ledger (experiments/core/mutation.py): a circular check survives a
+mutation of its derivation, an honest one is killed, and the perturbation and its patching do
+what they say."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import textwrap
+import types
+from collections import namedtuple
+
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+from resharpen.cli import main
+from resharpen.experiments.core import mutation
+from resharpen.experiments.core.ledger import Claim
+
+FORMULAS = "resharpen.toy_mutation_formulas"
+CHECKS = "resharpen.toy_mutation_checks"
+FORMULAS_SOURCE = """
+import math
+
+def circle_area(r):
+    return math.pi * r * r
+
+def area_by_quadrature(r, n=4000):
+    h = 2 * r / n
+    return sum(2 * math.sqrt(max(r * r - (-r + (i + 0.5) * h) ** 2, 0.0)) * h for i in range(n))
+
+def label(r):
+    return f"circle of radius {r}"
+"""
+CHECKS_SOURCE = f"""
+import math
+
+from {FORMULAS} import area_by_quadrature, circle_area, label
+from resharpen.experiments.core.ledger import Outcome
+
+def check_circular(profile):
+    measured, expected = circle_area(2.0), circle_area(2.0)  # the same function twice
+    return Outcome(measured, expected, abs(measured - expected) < 1e-9)
+
+def check_honest(profile):
+    measured, expected = area_by_quadrature(2.0), circle_area(2.0)  # two routes
+    return Outcome(measured, expected, abs(measured / expected - 1) < 1e-4)
+
+def check_unmutable(profile):
+    return Outcome(label(2.0), "circle ...", label(2.0).startswith("circle"))
+
+def check_inconclusive_when_mutated(profile):
+    value = circle_area(1.0)
+    return Outcome(value, "pi", True, inconclusive="" if value == math.pi else "mutated")
+"""
+
+
+def _module(name: str, source: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    exec(compile(textwrap.dedent(source), f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+@pytest.fixture
+def toy():
+    formulas = _module(FORMULAS, FORMULAS_SOURCE)
+    checks = _module(CHECKS, CHECKS_SOURCE)
+
+    def claim(name: str, erratum: bool = False) -> Claim:
+        return Claim(f"toy.{name}", "toy", "toy", "numeric", "toy",
+                     getattr(checks, f"check_{name}"), erratum, CHECKS)
+
+    yield types.SimpleNamespace(formulas=formulas, checks=checks, claim=claim)
+    del sys.modules[FORMULAS], sys.modules[CHECKS]
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_a_circular_claim_survives_and_an_honest_one_is_killed(toy, isolate):
+    circular = mutation.mutate_claim(toy.claim("circular"), isolate=isolate)
+    assert circular.baseline == "PASS" and circular.verdict == "survives", circular
+    assert [m.target for m in circular.mutations] == [f"{FORMULAS}.circle_area"]
+    assert circular.tried == 1 and circular.mutations[0].perturbed == 2
+
+    honest = mutation.mutate_claim(toy.claim("honest"), isolate=isolate)
+    assert honest.verdict == "killed", honest
+    assert sorted(honest.killed_by) == [f"{FORMULAS}.area_by_quadrature (FAIL)",
+                                        f"{FORMULAS}.circle_area (FAIL)"]
+
+
+def test_a_claim_with_nothing_to_perturb_is_untested(toy):
+    result = mutation.mutate_claim(toy.claim("unmutable"), isolate=False)
+    assert result.verdict == "untested" and result.tried == 0 and "label" in result.note
+    table = mutation.format_table([result])
+    assert table.splitlines()[-1] == "0 of 1 claims killed, 0 survive, 1 untested"
+
+
+def test_an_erratum_is_killed_by_any_status_but_pass(toy):
+    """INCONCLUSIVE under a mutation does not kill a claim (only FAIL or ERROR do), but it
+    kills an erratum, which passes only when its counterexample is reproduced."""
+    assert mutation.mutate_claim(toy.claim("inconclusive_when_mutated"),
+                                 isolate=False).verdict == "survives"
+    assert mutation.mutate_claim(toy.claim("inconclusive_when_mutated", erratum=True),
+                                 isolate=False).verdict == "killed"
+
+
+def test_mutation_patches_every_binding_and_restores_them(toy):
+    original = toy.formulas.circle_area
+    [target] = [t for t in mutation.targets(toy.claim("honest")) if t.attribute == "circle_area"]
+    with mutation.mutated(target) as counter:
+        assert toy.formulas.circle_area is not original
+        assert toy.checks.circle_area is not original  # bound by `from ... import`
+        assert toy.checks.circle_area(1.0) == pytest.approx(np.pi * 1.001 + 0.001)
+        assert counter.perturbed == 1
+    assert toy.formulas.circle_area is original and toy.checks.circle_area is original
+
+
+def test_perturb_numbers_arrays_tensors_and_sympy():
+    assert mutation.perturb(2.0) == (pytest.approx(2.0 * 1.001 + 0.001), True)
+    assert mutation.perturb(2.0, step=0.1) == (pytest.approx(2.0 * 1.1 + 0.1), True)
+    assert mutation.perturb(3) == (4, True) and mutation.perturb(True) == (False, True)
+    a = np.array([1.0, 2.0], dtype=np.float32)
+    out, changed = mutation.perturb(a)
+    assert changed and out.dtype == np.float32 and np.allclose(out, a * 1.001 + 0.001)
+    assert a[0] == 1.0  # the input is not modified
+    assert mutation.perturb(np.array([1, 2]))[0].tolist() == [2, 3]
+    t = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
+    out, _ = mutation.perturb(t)
+    assert out.dtype == torch.float64 and out.requires_grad \
+        and float(out.detach()) == pytest.approx(1.002)
+    assert mutation.perturb(torch.tensor([True, False]))[0].tolist() == [False, True]
+    x = sp.Symbol("x")
+    out, _ = mutation.perturb(x ** 2)
+    assert sp.simplify(out - (x ** 2 * sp.Rational(1001, 1000) + sp.Rational(1, 1000))) == 0
+    assert mutation.perturb(sp.true) == (sp.false, True)
+
+
+def test_perturb_containers_and_objects():
+    Pair = namedtuple("Pair", "name value")
+    out, changed = mutation.perturb({"a": [1.0, "text"], "b": Pair("n", 2)})
+    assert changed and out == {"a": [pytest.approx(1.002), "text"], "b": Pair("n", 3)}
+    assert mutation.perturb("text") == ("text", False)
+    assert mutation.perturb(None) == (None, False)
+    assert mutation.perturb(("a", None)) == (("a", None), False)
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        name: str
+        scale: float
+
+    assert mutation.perturb(Config("c", 1.0))[0] == Config("c", pytest.approx(1.002))
+    layer = torch.nn.Linear(2, 2)
+    before = layer.weight.detach().clone()
+    copy, changed = mutation.perturb(layer)
+    assert changed and copy is not layer and torch.equal(layer.weight, before)
+    assert torch.allclose(copy.weight, before * 1.001 + 0.001)
+
+
+def test_targets_include_the_methods_of_a_derivation_class():
+    from resharpen.claims import all_claims
+
+    [c] = [c for c in all_claims() if c.id == "sc.model.decomposition"]
+    names = [t.name for t in mutation.targets(c)]
+    assert "resharpen.experiments.core.model.Transformer.forward" in names
+    assert "resharpen.experiments.core.set_complement_task.sample_inputs" in names
+    [postnorm] = [c for c in all_claims() if c.id == "train.postnorm.long_runs"]
+    names = [t.name for t in mutation.targets(postnorm)]
+    assert names and not [n for n in names if n.startswith(mutation.NOT_SUBJECTS)], names
+
+
+def test_verify_mutate_prints_the_table_and_summary(capsys, tmp_path):
+    code = main(["verify", "--mutate", "--only", "lang.dyck1.counts", "--only",
+                 "dyn.matrix_lemma", "--json", str(tmp_path / "m.json")])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0].split()[:4] == ["id", "tried", "killed", "by"]
+    assert any(line.startswith("lang.dyck1.counts") and "killed" in line for line in lines)
+    assert any(line.startswith("dyn.matrix_lemma") and "untested" in line for line in lines)
+    assert lines[-1] == "1 of 2 claims killed, 0 survive, 1 untested"
+    import json
+
+    data = json.loads((tmp_path / "m.json").read_text())
+    assert data["summary"]["killed"] == 1 and len(data["claims"]) == 2
+
+
+def test_verify_mutate_rejects_the_ledger_outputs(capsys):
+    assert main(["verify", "--mutate", "--markdown", "x.md"]) == 2
+    assert "--mutate writes only --json" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_independent_checks_of_the_ledger_are_killed():
+    """A handful of real claims whose checks compare two routes are killed by a mutation."""
+    from resharpen.claims import all_claims
+    from resharpen.experiments.core.ledger import select
+
+    chosen = select(all_claims(), ["lang.dyck2.oracle_agreement", "othello.perft",
+                                   "collapse.rms_jacobian_formula", "sc.model.decomposition",
+                                   "train.bema.limits"])
+    results = mutation.run_mutations(chosen, "quick", max_seconds=30)
+    assert [r.verdict for r in results] == ["killed"] * len(chosen), \
+        mutation.format_table(results)

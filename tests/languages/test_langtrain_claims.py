@@ -1,0 +1,74 @@
+"""The langtrain.* experiment claims: paired tests (EMA/BEMA within runs, placements by task and
+seed on the raw weights), Holm over the claims that read one grid, and INCONCLUSIVE on the tiny
+grid or too few pairs (planted grid rows, no training)."""
+import numpy as np
+import pytest
+
+from resharpen.claims import all_claims
+from resharpen.experiments.core.ledger import run_claim
+
+CLAIMS = {c.id: c for c in all_claims() if c.id.startswith("langtrain.")}
+
+
+def planted(tasks=("dyck2", "anbn", "othello"), norms=("pre", "post", "attn_out"), seeds=3,
+            ema=0.0, post=0.0):
+    """Grid rows: raw OOD illegal mass 0.3 + a placement effect + spread; EMA moves it by
+    ``ema``, BEMA by +0.05."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for task in tasks:
+        for norm in norms:
+            for seed in range(seeds):
+                raw = 0.3 + (post if norm in ("post", "attn_out") else 0.0) + 0.01 * rng.normal()
+                run = f"{task}-{norm}-s{seed}"
+                for weights, value in (("raw", raw), ("ema", raw + ema + 0.002 * rng.normal()),
+                                       ("bema", raw + 0.05 + 0.002 * rng.normal())):
+                    rows.append({"run": run, "task": task, "norm": norm, "seed": seed,
+                                 "weights": weights, "ood_illegal_mass": value})
+    return rows
+
+
+@pytest.fixture
+def grid(monkeypatch):
+    import resharpen.experiments.languages.claims_train as module
+
+    def use(rows, which="quick grid"):
+        data = (rows, module.Path("out/sweeps/langs-quick"), which)
+        monkeypatch.setattr(module, "grid_rows", lambda profile: data)
+        monkeypatch.setattr(module, "othello_rows", lambda profile: data)
+    return use
+
+
+def status(claim_id):
+    return run_claim(CLAIMS[claim_id], "quick")
+
+
+def test_averaged_weights_are_paired_within_runs_and_decided_after_holm(grid):
+    grid(planted(ema=-0.02))
+    ema, bema, othello = (status(f"langtrain.{x}") for x in
+                          ("ema.ood_illegal_mass", "bema.ood_illegal_mass", "othello.ema_ood"))
+    assert ema.status == "PASS" and "ema - raw: paired t" in ema.detail and "n=27" in ema.detail
+    assert bema.status == "FAIL"
+    assert othello.status == "PASS" and "n=9" in othello.detail
+    assert "family: 5 tests of the 4 langtrain claims" in ema.detail
+    assert "Holm-adjusted p=" in othello.detail
+
+
+def test_placements_are_paired_by_task_and_seed_against_the_control(grid):
+    grid(planted(post=-0.05))
+    record = status("langtrain.postnorm.ood_illegal_mass")
+    assert record.status == "PASS" and "post - pre: paired t" in record.detail
+    grid(planted(norms=("none", "pre", "post", "attn_out"), post=-0.05))
+    record = status("langtrain.postnorm.ood_illegal_mass")
+    assert record.status == "PASS" and "post - none: paired t" in record.detail
+    grid(planted(post=+0.05))
+    assert status("langtrain.postnorm.ood_illegal_mass").status == "FAIL"
+
+
+def test_the_tiny_grid_and_too_few_pairs_are_inconclusive(grid):
+    grid(planted(ema=-0.02), which="TINY grid (no evidence either way)")
+    record = status("langtrain.ema.ood_illegal_mass")
+    assert record.status == "INCONCLUSIVE" and "resharpen langs run" in record.detail
+    grid(planted(tasks=("dyck2",), seeds=1, post=-0.05))
+    record = status("langtrain.postnorm.ood_illegal_mass")
+    assert record.status == "INCONCLUSIVE" and "1 < 5" in record.detail
