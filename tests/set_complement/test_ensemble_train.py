@@ -7,16 +7,9 @@ import pytest
 from resharpen.experiments.set_complement import ensemble_train as G
 from resharpen.experiments.set_complement.train import load_config, train
 
-CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "set_complement"
+from tiny_configs import CONFIGS, tiny  # noqa: E402 (a sibling helper module)
 
 
-def tiny(name, **sets):
-    base = ["task.vocab=8", "model.d_model=8", "train.steps=12", "train.warmup=3",
-            "train.batch_size=8", "train.eval_every=6", "eval.per_length=8",
-            "train.bema_update_after=2"]
-    config = load_config(CONFIGS / "base.toml", base + [f"{k}={v}" for k, v in sets.items()])
-    config["name"] = name
-    return config
 
 
 def test_grouping_is_by_shared_config_and_deterministic():

@@ -18,7 +18,7 @@ from resharpen.experiments.set_complement import ensemble_train as G
 from resharpen.experiments.set_complement.train import (load_config, next_token_targets,
                                                         sample_sequences, train)
 
-CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "set_complement"
+from tiny_configs import CONFIGS, tiny  # noqa: E402 (a sibling helper module)
 Z_MAX = 5.0  # fixed before measuring: max |z| over the gradient's coordinates (~200 of them)
 
 
@@ -148,13 +148,6 @@ def test_one_sampled_label_is_the_plain_next_token_loss_and_labels_come_from_p_s
     assert torch.equal(both[1], sample_labels(p, 2, label_generator(9)))
 
 
-def tiny(name, **sets):
-    base = ["task.vocab=8", "model.d_model=8", "train.steps=12", "train.warmup=3",
-            "train.batch_size=8", "train.eval_every=6", "eval.per_length=8",
-            "train.bema_update_after=2"]
-    config = load_config(CONFIGS / "base.toml", base + [f"{k}={v}" for k, v in sets.items()])
-    config["name"] = name
-    return config
 
 
 def test_target_keys_are_validated():
