@@ -125,19 +125,27 @@ def deep_merge(into: dict, extra: dict) -> dict:
     return into
 
 
-def apply_profile(raw: dict, profile: str, where: str = "the config") -> dict:
-    """``raw`` without its ``profile`` tables, with ``[profile.<profile>]`` merged over it
-    (:func:`deep_merge`); ValueError for an unknown profile here or in ``raw``."""
-    check_profile(profile)
-    tables = raw.get("profile", {})
+def profile_tables(tables: object, where: str, sections: bool = False) -> dict:
+    """``tables`` if it is a table of ``[profile.<name>]`` tables with known names (and, when
+    ``sections``, each of those a table of section tables); ValueError naming ``where``."""
     if not isinstance(tables, dict):
         raise ValueError(f"profile in {where} must be a table of [profile.<name>] tables")
     for name, table in tables.items():
         if name not in PROFILES:
             raise ValueError(f"unknown profile {name!r} in {where}; allowed: "
                              f"{', '.join(PROFILES)}")
-        if not isinstance(table, dict):
-            raise ValueError(f"profile.{name} in {where} must be a table")
+        if not isinstance(table, dict) or (
+                sections and not all(isinstance(v, dict) for v in table.values())):
+            raise ValueError(f"profile.{name} in {where} must be a table"
+                             + (" of section tables (e.g. task.vocab = 16)" if sections else ""))
+    return tables
+
+
+def apply_profile(raw: dict, profile: str, where: str = "the config") -> dict:
+    """``raw`` without its ``profile`` tables, with ``[profile.<profile>]`` merged over it
+    (:func:`deep_merge`); ValueError for an unknown profile here or in ``raw``."""
+    check_profile(profile)
+    tables = profile_tables(raw.get("profile", {}), where)
     out = {key: copy.deepcopy(value) for key, value in raw.items() if key != "profile"}
     return deep_merge(out, tables.get(profile, {}))
 
@@ -268,16 +276,8 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | N
             if not isinstance(table, dict):
                 raise ValueError(f"{section} in {str(path)!r} must be a table")
             merged.setdefault(section, {}).update(table)
-    tables = data.get("profile", {})
-    if not isinstance(tables, dict):
-        raise ValueError(f"profile in {str(path)!r} must be a table of [profile.<name>] tables")
+    tables = profile_tables(data.get("profile", {}), repr(str(path)), sections=True)
     for name, table in tables.items():
-        if name not in PROFILES:
-            raise ValueError(f"unknown profile {name!r} in {str(path)!r}; allowed: "
-                             f"{', '.join(PROFILES)}")
-        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
-            raise ValueError(f"profile.{name} in {str(path)!r} must be a table of section tables "
-                             "(e.g. task.vocab = 16)")
         for section, values in table.items():
             merged["profile"].setdefault(name, {}).setdefault(section, {}).update(values)
             if name == profile:  # this file's profile table, over this file (and its base)
