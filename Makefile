@@ -15,12 +15,14 @@ $(STAMP): pyproject.toml
 # The ledger is compared with the committed baseline of statuses
 # (experiments/configs/ledger/quick.json): exit 0 when every status matches it, known FAILs
 # included; exit 1 with the differences when a status changed in either direction. The figures
-# are written either way, then that status is kept.
+# and the self-contained HTML report (out/report.html) are written either way, then that status
+# is kept.
 reproduce: $(STAMP)
 	@status=0; \
 	$(BIN)/resharpen verify --profile quick --workers 2 --json out/ledger.json --markdown out/ledger.md --baseline || status=$$?; \
 	$(BIN)/resharpen figs --profile quick || exit $$?; \
-	if [ $$status -ne 0 ]; then echo "reproduce: figures written; a claim's status differs from the baseline (see above; out/ledger.md)"; fi; \
+	$(BIN)/resharpen report --html out/report.html --ledger out/ledger.json --figs out/figs || exit $$?; \
+	if [ $$status -ne 0 ]; then echo "reproduce: figures and out/report.html written; a claim's status differs from the baseline (see above; out/ledger.md)"; fi; \
 	exit $$status
 
 test: $(STAMP)

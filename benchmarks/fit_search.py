@@ -10,10 +10,12 @@ Targets (``--target``): at position s (the prefix t_1..t_s) the exact next-token
 p* = uniform on V minus {t_1..t_s}.
     soft      cross-entropy against p*:  -sum_x p*(x) log p(x); the exact expectation of the
               sampled loss, no label noise.
-    k<N>      the mean cross-entropy over N labels drawn independently from p* at each position
-              (the label-noise variance is 1/N of the sampled case). All N are fresh draws
-              (generator seed + 2_000_003); the package instead uses the sequence's own next
-              token as label 1 and draws N-1 more, which has the same law, not the same numbers.
+    k<N>      the mean cross-entropy over N labels from p* at each position (the label-noise
+              variance is 1/N of the sampled case): the sequence's own next token and N-1
+              draws (generator seed + 2_000_003). The loss is the package's own
+              (core/targets.py), so these runs train exactly as ``train.target`` /
+              ``train.labels_per_position`` do. (The search's records were made with an earlier
+              version of this script that drew all N labels fresh: same law, other numbers.)
 
 Optimizer: the package's AdamW (``make_optimizer``: weight decay on matrices only, none on norm
 gains) and schedule (``lr_factor``: linear warm-up, then constant or cosine from lr to
@@ -54,17 +56,18 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 
 import torch
-import torch.nn.functional as F
 
 from resharpen.experiments.core.model import NORM_PLACEMENTS, ModelConfig, Transformer
 from resharpen.experiments.core.train import lr_factor, make_optimizer
+from resharpen.experiments.core.targets import (TrainingTarget, cross_entropy, label_generator,
+                                                make_batch)
 from resharpen.experiments.set_complement.evaluate import evaluate_lengths
+from resharpen.experiments.set_complement.train import next_token_targets
 
 BATCH = 64
 EVAL_PER_LENGTH = 64
 EVAL_SEED = 1234
 DATA_SEED_OFFSET = 1_000_003  # the package trainer's data generator: seed + 1_000_003
-LABEL_SEED_OFFSET = 2_000_003  # the package's label generator (core/targets.py): seed + 2_000_003
 
 
 @dataclass(frozen=True)
@@ -94,25 +97,18 @@ def default_fit(vocab: int) -> float:
     return 1e-3 if vocab <= 32 else 5e-3
 
 
-def target_distribution(inputs: torch.Tensor, vocab: int) -> torch.Tensor:
-    """p* at every position of inputs (B, L): (B, L, v), uniform on the tokens not yet seen."""
-    seen = F.one_hot(inputs, vocab).to(torch.float32).cumsum(1)
-    valid = 1.0 - seen
-    return valid / valid.sum(-1, keepdim=True)
+def training_target(target: str) -> TrainingTarget:
+    """``--target`` (soft | k<N>) as the package's training target."""
+    return TrainingTarget("soft") if target == "soft" else TrainingTarget("sampled", int(target[1:]))
 
 
-def loss_fn(logits: torch.Tensor, inputs: torch.Tensor, vocab: int, target: str,
+def loss_fn(model: Transformer, seqs: torch.Tensor, vocab: int, target: str,
             generator: torch.Generator) -> torch.Tensor:
-    """Training loss of logits (B, L, v) for inputs (B, L) under ``target`` (module docstring)."""
-    p_star = target_distribution(inputs, vocab)
-    if target == "soft":
-        return F.cross_entropy(logits.reshape(-1, vocab), p_star.reshape(-1, vocab))
-    k = int(target[1:])
-    labels = torch.multinomial(p_star.reshape(-1, vocab), k, replacement=True,
-                               generator=generator)  # (B L, k), independent draws from p*
-    counts = torch.zeros(labels.shape[0], vocab).scatter_add_(1, labels, torch.ones(labels.shape))
-    # mean of k cross-entropies = cross-entropy against the empirical law of the k labels
-    return F.cross_entropy(logits.reshape(-1, vocab), counts / k)
+    """The package's training loss (core/targets.py: :func:`make_batch`, :func:`cross_entropy`)
+    of ``model`` on sequences (B, L+1) under ``target`` (module docstring)."""
+    batch = make_batch(seqs, training_target(target),
+                       lambda tokens: next_token_targets(tokens, vocab), generator)
+    return cross_entropy(model(batch.inputs), batch)
 
 
 def in_distribution_fit(model: Transformer, vocab: int, train_len: int) -> tuple[float, float]:
@@ -137,13 +133,12 @@ def run(setting: Setting, placement: str, seed: int, vocab: int, fit: float, cap
     optimizer = make_optimizer(model, train)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda k: lr_factor(k, train))
     data = torch.Generator().manual_seed(seed + DATA_SEED_OFFSET)
-    labels = torch.Generator().manual_seed(seed + LABEL_SEED_OFFSET)
+    labels = label_generator(seed)
     start, cpu_start = time.perf_counter(), time.process_time()
     reached, current, ood, curve = None, float("nan"), float("nan"), []
     for step in range(1, cap + 1):
         seqs = torch.rand(BATCH, vocab, generator=data).argsort(1)[:, :train_len + 1]
-        inputs = seqs[:, :-1]
-        loss = loss_fn(model(inputs), inputs, vocab, setting.target, labels)
+        loss = loss_fn(model, seqs, vocab, setting.target, labels)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if setting.grad_clip > 0:

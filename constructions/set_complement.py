@@ -24,7 +24,8 @@ import numpy as np
 import torch
 
 from resharpen.constructions.set_complement_names import READOUT_NORMS, VARIANTS  # noqa: F401
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.core import limits
+from resharpen.experiments.core.model import ModelConfig, Norm, Transformer
 from resharpen.experiments.core.set_complement_task import check_vocab, validate_inputs
 from resharpen.theory.set_complement.formulas import harmonic_margin, readout_margins, unbalanced_margins
 
@@ -33,7 +34,13 @@ DTYPE = torch.float64
 
 @dataclass
 class Construction:
-    """A built model and the parameters that determine its theoretical margins."""
+    """A built model and the parameters that determine its theoretical margins.
+
+    ``model``: the float64 one-layer, one-head, attention-only Transformer; ``variant``, ``norm``
+    and ``norm_kind`` as given to :func:`build`; ``vocab`` v; ``lam`` lambda and ``beta`` the
+    displacement and direct-path scales (K = lambda / beta); ``gain`` g of the norm;
+    ``lambdas`` the per-token lambda_x (balanced variant); ``self_score`` the attention score on
+    the query (unbalanced variant); ``seed`` of the random lambdas."""
 
     model: Transformer
     variant: str
@@ -49,6 +56,7 @@ class Construction:
 
     @property
     def width(self) -> int:
+        """The residual width d (v - 1 for the tight construction, v for one_hot)."""
         return self.model.cfg.d_model
 
     @property
@@ -65,12 +73,17 @@ class Construction:
 def complement_basis(vocab: int) -> torch.Tensor:
     """Q: v x (v-1), orthonormal columns spanning 1-perp (Q^T Q = I, Q Q^T = I - 11^T/v).
 
-    Built from the Helmert contrasts, so it is deterministic and exact to float64 rounding."""
-    Q = torch.zeros(vocab, vocab - 1, dtype=DTYPE)
-    for k in range(1, vocab):
-        Q[:k, k - 1] = 1.0
-        Q[k, k - 1] = -float(k)
-        Q[:, k - 1] /= math.sqrt(k * (k + 1))
+    The Helmert contrasts, so it is deterministic and exact to float64 rounding: column k
+    (k = 1..v-1) is (1, ..., 1, -k, 0, ..., 0) / sqrt(k (k+1)) with k ones. Built in one
+    vectorized step (entries 1/sqrt(k(k+1)) above the diagonal of the (row, k) grid, -k/sqrt(k(k+1))
+    on it, 0 below; numpy's square root, which is correctly rounded where torch's vectorized one
+    is not, so the entries are the correctly rounded 1/sqrt(k(k+1)) and -k/sqrt(k(k+1)))."""
+    k = np.arange(1, vocab, dtype=np.float64)
+    root = np.sqrt(k * (k + 1.0))
+    rows = torch.arange(vocab)[:, None]
+    cols = torch.arange(1, vocab)[None, :]
+    Q = torch.where(rows < cols, torch.from_numpy(1.0 / root), 0.0)
+    Q.diagonal(offset=-1).copy_(torch.from_numpy(-k / root))
     return Q
 
 
@@ -91,25 +104,37 @@ def _check_scales(lam: float, beta: float, gain: float, norm: str, norm_kind: st
 
 def _model(vocab: int, d: int, d_head: int, d_value: int, norm: str, norm_kind: str,
            gain: float) -> Transformer:
+    """An uninitialized float64 model of these widths, norms set to gain g (bias 0).
+
+    Built on the meta device and then given float64 storage, so no random initial weights are
+    drawn or held (at v = 10^4 those would be 2.4 GB of float32 and their float64 copy); every
+    other parameter is written by :func:`_set`."""
     cfg = ModelConfig(vocab=vocab, d_model=d, d_head=d_head, d_value=d_value, norm=norm,
                       norm_kind=norm_kind, eps=0.0)
-    model = Transformer(cfg).to(DTYPE)
+    with torch.device("meta"):
+        model = Transformer(cfg)
+    model = model.to(DTYPE).to_empty(device="cpu")
     with torch.no_grad():
         for module in model.modules():
-            if hasattr(module, "gain") and isinstance(module.gain, torch.nn.Parameter):
+            if isinstance(module, Norm):
                 module.gain.fill_(gain)
+                if module.bias is not None:
+                    module.bias.zero_()
     return model
 
 
 def _set(model: Transformer, E, U, W_Q, W_K, W_V, W_O) -> Transformer:
+    """Write the weights; a number c in place of a square matrix stands for c I (0 for zero),
+    written in place without a temporary matrix."""
     attn = model.blocks[0].attn
     with torch.no_grad():
-        model.W_E.copy_(E)
-        model.W_U.copy_(U)
-        attn.W_Q.copy_(W_Q[None])
-        attn.W_K.copy_(W_K[None])
-        attn.W_V.copy_(W_V[None])
-        attn.W_O.copy_(W_O[None])
+        for param, value in ((model.W_E, E), (model.W_U, U), (attn.W_Q[0], W_Q),
+                             (attn.W_K[0], W_K), (attn.W_V[0], W_V), (attn.W_O[0], W_O)):
+            if isinstance(value, torch.Tensor):
+                param.copy_(value)
+            else:
+                param.zero_()
+                param.diagonal().fill_(float(value))
     return model
 
 
@@ -132,10 +157,8 @@ def tight(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_ki
                          "use --variant one_hot with --norm-kind layer, or --norm-kind rms")
     d = vocab - 1
     Q = complement_basis(vocab)
-    zero = torch.zeros(d, d, dtype=DTYPE)
-    eye = torch.eye(d, dtype=DTYPE)
     model = _model(vocab, d, d, d, norm, norm_kind, gain)
-    _set(model, Q, -beta * Q.T, zero, zero, (lam / beta) * eye, eye)
+    _set(model, Q, -beta * Q.T, 0.0, 0.0, lam / beta, 1.0)
     return Construction(model, "tight", vocab, norm, norm_kind, lam, beta, gain)
 
 
@@ -149,11 +172,9 @@ def one_hot(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_
     centred and the margins follow the uncentred formulas (attn_out: beta g sqrt(v / s))."""
     vocab = check_vocab(vocab)
     _check_scales(lam, beta, gain, norm, norm_kind)
-    eye = torch.eye(vocab, dtype=DTYPE)
-    P = eye - 1.0 / vocab
+    P = torch.eye(vocab, dtype=DTYPE) - 1.0 / vocab
     model = _model(vocab, vocab, vocab, vocab, norm, norm_kind, gain)
-    zero = torch.zeros(vocab, vocab, dtype=DTYPE)
-    _set(model, eye, -beta * P, zero, zero, (lam / beta) * eye, eye)
+    _set(model, 1.0, -beta * P, 0.0, 0.0, lam / beta, 1.0)
     return Construction(model, "one_hot", vocab, norm, norm_kind, lam, beta, gain)
 
 
@@ -203,8 +224,8 @@ def unbalanced(vocab: int, lam: float, beta: float = 1.0, self_score: float = 1.
     d = vocab - 1
     with torch.no_grad():
         attn = built.model.blocks[0].attn
-        attn.W_Q.copy_(self_score * math.sqrt(d) * torch.eye(d, dtype=DTYPE)[None])
-        attn.W_K.copy_(torch.eye(d, dtype=DTYPE)[None])
+        attn.W_Q[0].zero_().diagonal().fill_(self_score * math.sqrt(d))
+        attn.W_K[0].zero_().diagonal().fill_(1.0)
     built.variant, built.self_score = "unbalanced", float(self_score)
     return built
 
@@ -216,11 +237,25 @@ def random_lambdas(vocab: int, seed: int, low: float = 0.5, high: float = 2.0) -
 
 
 def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms", lam: float = 1.0,
-          beta: float = 1.0, gain: float = 1.0, seed: int = 0, self_score: float = 1.0) -> Construction:
-    """Build a construction by name (see VARIANTS)."""
+          beta: float = 1.0, gain: float = 1.0, seed: int = 0, self_score: float = 1.0,
+          max_memory: int | None = None) -> Construction:
+    """Build a construction by name: ``variant`` one of VARIANTS, ``norm`` one of READOUT_NORMS.
+
+    tight (d = d_v = v - 1, the dimension bound), one_hot (d = v), balanced (per-token
+    lambda_x = lam r_x, attention w_i ~ 1/lambda_{t_i}) and unbalanced (a score ``self_score`` on
+    the query) all realize the lemma's form D[x] = u - lambda_x e_x, B[x] = -u - beta e_x, so
+    f(t) = -beta e_q - sum_i w_i lambda_{t_i} e_{t_i} at every length s: with uniform attention
+    and no norm the non-query margin is lam / s. The readouts ``attn_out`` (x + N(o)), ``post``
+    (N(x + o)) and ``pre`` rescale the residual; see :func:`theory_margins` for the margins and
+    each builder's docstring for its proof. ValueError names a bad variant, vocab or scale, and
+    refuses, before allocating, a size whose weights and evaluation
+    (:func:`resharpen.experiments.core.limits.construct_bytes`) exceed ``max_memory`` bytes or,
+    when that is None, the memory the machine has available."""
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r} is not one of {', '.join(VARIANTS)}")
     check_vocab(vocab)
+    limits.require(limits.construct_bytes(variant, vocab),
+                   f"the {variant} construction at v = {vocab} (--vocab)", max_memory)
     if variant in ("balanced", "unbalanced") and norm != "none":
         raise ValueError(f"the {variant} construction has readout 'none' only, got norm={norm!r}")
     if variant == "tight":
@@ -236,7 +271,14 @@ def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms", 
 
 
 def theory_margins(built: Construction, tokens: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Predicted (non-query margin, query margin) for each input row of ``tokens`` (N, s)."""
+    """Predicted (non-query margin, query margin) for each input row of ``tokens`` (N, s): the
+    mean valid logit minus the logit of a seen non-query token t_i (i < s), and minus the logit
+    of the query t_s (resharpen.theory.set_complement.formulas.readout_margins).
+
+    With K = lam / beta: none, lam / s and beta + lam / s (the 2/s law: m_s = (2/s) m_2);
+    attn_out, beta g sqrt(d v / (s (v - s))), no 1/s decay, minimum 2 beta g sqrt(d / v) at
+    s = v/2; post tends to attn_out as K grows; pre is post with a rescaled K. balanced: the
+    harmonic margin H(t)/s with H(t) the harmonic mean of the lambdas of t."""
     validate_inputs(tokens, built.vocab)
     count, length = tokens.shape
     lengths = np.full(count, float(length))
@@ -251,16 +293,36 @@ def theory_margins(built: Construction, tokens: torch.Tensor) -> tuple[np.ndarra
                            built.width, built.centred)
 
 
+def theory_margins_by_length(built: Construction, tokens: torch.Tensor
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`theory_margins` of every prefix at once: (non-query, query) margins, each
+    (N, S), column s-1 for the input made of the first s tokens of each row of ``tokens`` (N, S).
+
+    The length-only variants' margins are evaluated on the vector of lengths 1..S; the balanced
+    variant's H(t_1..t_s)/s = 1 / sum_{i <= s} 1/lambda_{t_i} is a cumulative sum."""
+    validate_inputs(tokens, built.vocab)
+    count, longest = tokens.shape
+    if built.variant == "balanced":
+        h = 1.0 / np.cumsum(1.0 / np.asarray(built.lambdas)[tokens.numpy()], axis=1)
+        return h, built.beta + h
+    lengths = np.arange(1, longest + 1, dtype=np.float64)
+    if built.variant == "unbalanced":
+        nq, q = unbalanced_margins(built.vocab, lengths, built.lam, built.beta, built.self_score)
+    else:
+        nq, q = readout_margins(built.norm, built.vocab, lengths, built.lam, built.beta,
+                                built.gain, built.width, built.centred)
+    shape = (count, longest)
+    return (np.broadcast_to(np.asarray(nq, dtype=np.float64), shape).copy(),
+            np.broadcast_to(np.asarray(q, dtype=np.float64), shape).copy())
+
+
 def save(built: Construction, folder: str | Path) -> Path:
     """Write ``weights.pt`` (float64 state dict) and ``config.json`` (model config + parameters)."""
-    import io
-
-    from resharpen.experiments.core.io import atomic_write_bytes, atomic_write_json, ensure_writable_dir
+    from resharpen.experiments.core.io import atomic_write_json, atomic_write_with, ensure_writable_dir
 
     folder = ensure_writable_dir(folder)
-    buffer = io.BytesIO()
-    torch.save(built.model.state_dict(), buffer)
-    atomic_write_bytes(folder / "weights.pt", buffer.getvalue())
+    state = built.model.state_dict()
+    atomic_write_with(folder / "weights.pt", lambda handle: torch.save(state, handle))
     atomic_write_json(folder / "config.json", {"model": built.model.cfg.to_dict(),
                                                "construction": built.params()})
     return folder

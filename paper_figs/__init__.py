@@ -1,6 +1,8 @@
-"""One script per figure, grouped by slice. Each module ``<slice>/fig_*.py`` defines ``make(profile, outdir) -> list[Path]``
-(writing PNG and PDF with the Agg backend) and names, in its docstring, the claims it shows.
-`resharpen figs` runs them all."""
+"""One script per figure, grouped by slice. Each module ``<slice>/fig_*.py`` defines
+``make(profile, outdir) -> list[Path]`` (writing PNG and PDF with the Agg backend, in the one style
+of :mod:`resharpen.paper_figs.style`) and names, in its docstring, the claims it shows.
+`resharpen figs` runs them all. Figures never train: a figure whose results are missing raises
+:class:`MissingResults` with the one command that makes them, and is skipped."""
 from __future__ import annotations
 
 import fnmatch
@@ -10,6 +12,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+
+from resharpen.paper_figs import style  # noqa: E402 (after the backend is chosen)
+
+style.apply()
 
 
 FIGURES: dict[str, str] = {
@@ -37,6 +43,46 @@ FIGURES: dict[str, str] = {
 """Every figure module and the slice it belongs to (``paper_figs/<slice>/<module>.py``)."""
 
 
+LANGUAGE_TASKS = ("dyck1", "dyck2", "dyck3", "shuffle_dyck2", "anbn", "anbncn", "tomita3",
+                  "tomita5", "tomita7", "multiset_complement", "set_complement", "othello")
+"""The tasks of the language grid (experiments/configs/languages/grid.toml), one figure each."""
+
+OUTPUTS: dict[str, tuple[str, ...]] = {
+    "fig_collapse_deaveraging": ("fig_collapse_deaveraging",),
+    "fig_collapse_gradients": ("fig_collapse_gradients",),
+    "fig_collapse_similarity": ("fig_collapse_similarity",),
+    "fig_collapse_training": ("fig_collapse_training",),
+    "fig_dyn_gamma": ("fig_dyn_gamma",),
+    "fig_dyn_initial_velocity": ("fig_dyn_initial_velocity",),
+    "fig_dyn_mc_ratio": ("fig_dyn_mc_ratio",),
+    "fig_dyn_random_stacks": ("fig_dyn_random_stacks",),
+    "fig_fit_margins": ("fig_fit_margins",),
+    "fig_langtrain_curves": tuple(f"fig_langtrain_{task}" for task in LANGUAGE_TASKS),
+    "fig_langtrain_othello_study": ("fig_langtrain_study_othello",),
+    "fig_sc_attn_out_sv": ("sc_attn_out_over_sv",),
+    "fig_sc_invalid_mass": ("sc_invalid_mass",),
+    "fig_sc_margins": ("sc_margins",),
+    "fig_train_averaging": ("fig_train_averaging",),
+    "fig_train_dropout": ("fig_train_dropout",),
+    "fig_train_grids": ("fig_train_grid_placements", "fig_train_grid_margins",
+                        "fig_train_multi_layer_placements", "fig_train_multi_layer_margins"),
+    "fig_train_long_runs": ("fig_train_long_runs_averaging", "fig_train_long_runs_placements",
+                            "fig_train_long_runs_v32_averaging",
+                            "fig_train_long_runs_v32_placements"),
+    "fig_train_margins": ("fig_train_margins",),
+    "fig_train_placements": ("fig_train_placements",),
+}
+"""The stems of the files each figure module writes (``<stem>.png`` and ``<stem>.pdf``)."""
+
+
+class MissingResults(LookupError):
+    """A figure's results are not on disk; ``command`` makes them (figures never train)."""
+
+    def __init__(self, what: str, command: str):
+        super().__init__(f"{what}; make them with: {command}")
+        self.what, self.command = what, command
+
+
 def figure_modules() -> list[str]:
     return sorted(FIGURES)
 
@@ -47,18 +93,25 @@ def figure_module(name: str):
 
 
 def select_figures(only: list[str] | None = None) -> list[str]:
-    """The figure modules matching any glob in ``only`` (all when None or empty); ValueError
-    when none matches."""
+    """The figure modules matching any glob in ``only`` (all when None or empty). A glob matches
+    a module when it matches one of its output stems (``sc_margins``, ``fig_langtrain_dyck2``)
+    or its module name (``fig_sc_margins``). ValueError naming the stems when none matches."""
     names = figure_modules()
-    if only:
-        chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in only)]
-        if not chosen:
-            raise ValueError(f"no figure matches {only}; figures are {names}")
-        names = chosen
-    return names
+    if not only:
+        return names
+    chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p)
+                                      or any(fnmatch.fnmatchcase(stem, p) for stem in OUTPUTS[n])
+                                      for p in only)]
+    if not chosen:
+        stems = sorted(stem for n in names for stem in OUTPUTS[n])
+        raise ValueError(f"no figure matches {only}; figures (output stems) are {stems}")
+    return chosen
 
 
-def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[Path]:
+def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
+                report=print) -> tuple[list[Path], dict[str, str]]:
+    """Draw the selected figures into ``outdir``: (files written, {skipped module: the command
+    that makes its results}). A skipped figure is reported with ``report`` as it happens."""
     from tqdm import tqdm
 
     from resharpen.experiments.core.io import ensure_writable_dir
@@ -66,19 +119,34 @@ def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[P
     names = select_figures(only)
     ensure_writable_dir(outdir)
     written: list[Path] = []
+    skipped: dict[str, str] = {}
     for name in tqdm(names, desc="figs", unit="fig", disable=None):
-        written.extend(figure_module(name).make(profile, outdir))
-    return written
+        try:
+            written.extend(figure_module(name).make(profile, outdir))
+        except MissingResults as missing:
+            skipped[name] = missing.command
+            report(f"skipped {name}: {missing.what}; make them with: {missing.command}")
+    return written, skipped
 
 
-def save(fig, outdir: Path, stem: str) -> list[Path]:
-    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` in ``outdir`` (atomically) and close it."""
+def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[Path]:
+    """The files of :func:`run_figures` (skipped figures reported on stderr)."""
+    import sys
+
+    return run_figures(profile, outdir, only,
+                       report=lambda line: print(line, file=sys.stderr))[0]
+
+
+def save(fig, outdir: Path, stem: str, profile: str | None = None) -> list[Path]:
+    """Save ``fig`` as ``stem.png`` and ``stem.pdf`` in ``outdir`` (atomically) and close it;
+    ``profile="quick"`` stamps it as drawn from quick-profile data."""
     import io
 
     import matplotlib.pyplot as plt
 
     from resharpen.experiments.core.io import atomic_write_bytes
 
+    style.stamp(fig, profile)
     paths = []
     for ext in ("png", "pdf"):
         buffer = io.BytesIO()

@@ -6,12 +6,13 @@ The public API (imported on first use, so ``import resharpen`` is instant)::
     built = rs.build("tight", vocab=16, norm="attn_out", lam=32.0)   # explicit weights
     rows = rs.evaluate_lengths(built.model, vocab=16)                # exact metrics per length
     nonquery, query = rs.theory_margins(built, tokens)               # the theory's margins
-    run = rs.load_run("out/runs/base")                                # a finished training run
+    run = rs.train("experiments/configs/set_complement/base.toml")    # train, save to out/runs/base
+    run = rs.load_run("out/runs/base")                                # a finished run, read back
     model = run.model("raw")                                          # ... and its weights
     report = rs.compare_run("out/runs/base")                          # trained vs the lemma's form
     record = rs.run_claim("sc.theorem.two_over_s")                    # one ledger claim
 
-The packages: ``resharpen.theory`` (sympy, no torch), ``resharpen.constructions`` (explicit
+docs/api.md documents each name (generated from the docstrings). The packages: ``resharpen.theory`` (sympy, no torch), ``resharpen.constructions`` (explicit
 weights), ``resharpen.experiments`` (one sub-package per slice over a shared core) and
 ``resharpen.paper_figs``; docs/architecture.md walks them.
 """
@@ -34,13 +35,14 @@ _API = {
     "compare_run": ("resharpen.experiments.set_complement.compare", "compare_run"),
     "fit_lemma": ("resharpen.experiments.set_complement.compare", "fit_lemma"),
     "run_claim": ("resharpen.api", "run_claim"),
+    "train": ("resharpen.api", "train"),
     "all_claims": ("resharpen.claims", "all_claims"),
 }
 
 __all__ = sorted(_API)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
-    from resharpen.api import run_claim
+    from resharpen.api import run_claim, train
     from resharpen.claims import all_claims
     from resharpen.constructions.set_complement import Construction, build, theory_margins
     from resharpen.constructions.set_complement import load as load_construction

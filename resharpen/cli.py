@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from resharpen.experiments.core.cli_args import (EXIT_USAGE, UsageError, _Parser, bad_input,
-                                                  finite_float, positive_int)
+                                                  finite_float, positive_int, seed_int)
 
 EXIT_BUG = 1
 DEBUG_FLAG = "--debug"
@@ -63,7 +63,7 @@ def add_verify(sub) -> None:
 def run_verify(args) -> int:
     from tqdm import tqdm
 
-    from resharpen.experiments.core.io import atomic_write_text, check_writable_target
+    from resharpen.experiments.core.io import atomic_write_text, check_output_file
     from resharpen.claims import all_claims
     from resharpen.experiments.core import ledger
 
@@ -73,9 +73,10 @@ def run_verify(args) -> int:
         chosen = ledger.select(all_claims(), args.only)
         if args.where:
             chosen = ledger.select(chosen, [args.where])
-        for target in (args.json, args.markdown, args.write_baseline):  # before the work
+        for flag, target in (("--json", args.json), ("--markdown", args.markdown),
+                             ("--write-baseline", args.write_baseline)):  # before the work
             if target and target != "-":
-                check_writable_target(Path(target).parent)
+                check_output_file(target, flag)
         baseline_path = (baselines.default_path(args.profile) if args.baseline == "default"
                          else args.baseline)
         expected = baselines.read(baseline_path, args.profile) if args.baseline else None
@@ -184,25 +185,34 @@ def add_figs(sub) -> None:
     p = sub.add_parser("figs", help="regenerate every figure into out/figs (PNG and PDF)")
     p.add_argument("--profile", choices=("quick", "full"), default="quick")
     p.add_argument("--out", default="out/figs", help="output folder (default out/figs)")
-    p.add_argument("--only", action="append", metavar="GLOB", help="only figures matching")
+    p.add_argument("--only", action="append", metavar="GLOB",
+                   help="only figures whose output file stem (e.g. sc_margins, "
+                        "fig_langtrain_dyck2) or module name (fig_sc_margins) matches "
+                        "(repeatable); figures never train: one whose results are missing is "
+                        "skipped with the command that makes them")
     p.set_defaults(handler=run_figs)
 
 
 def run_figs(args) -> int:
     from resharpen.experiments.core.io import check_writable_target
-    from resharpen.paper_figs import run_all, select_figures
+    from resharpen.paper_figs import run_figures, select_figures
 
     with bad_input():
         select_figures(args.only)
         check_writable_target(args.out)
-    for path in run_all(args.profile, Path(args.out), args.only):
+    written, skipped = run_figures(args.profile, Path(args.out), args.only)
+    for path in written:
         print(path)
+    print(f"{len(written) // 2} figure file pairs written to {args.out}"
+          + (f"; skipped {len(skipped)} (results not on disk): " + ", ".join(skipped)
+             if skipped else ""))
     return 0
 
 
 # ----------------------------------------------------------------------------- construct
 def add_construct(sub) -> None:
     from resharpen.constructions.set_complement_names import READOUT_NORMS, VARIANTS
+    from resharpen.experiments.core.limits import add_max_memory
 
     p = sub.add_parser("construct", help="build a Set Complement construction, save it, report")
     p.add_argument("--vocab", type=positive_int, required=True, help="vocabulary size v >= 2")
@@ -213,29 +223,30 @@ def add_construct(sub) -> None:
                    help="displacement scale lambda > 0 (default 2 v)")
     p.add_argument("--beta", type=finite_float, default=1.0, help="direct-path scale beta != 0")
     p.add_argument("--gain", type=finite_float, default=1.0, help="norm gain g > 0")
-    p.add_argument("--seed", type=int, default=0, help="seed for the non-uniform lambdas")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed for the non-uniform lambdas")
     p.add_argument("--out", default=None, help="folder for weights, config and report")
     p.add_argument("--json", metavar="PATH", help="write the per-length report ('-' = stdout)")
+    add_max_memory(p)
     p.set_defaults(handler=run_construct)
 
 
 def run_construct(args) -> int:
-    import json
-
     from resharpen.constructions.set_complement import build, save
-    from resharpen.experiments.core.io import atomic_write_text, check_writable_target
+    from resharpen.experiments.core.io import (atomic_write_text, check_output_file,
+                                                check_writable_target, dumps_json)
     from resharpen.experiments.set_complement.report import construction_report
 
     with bad_input():
         if args.out:
-            check_writable_target(args.out)  # before any work, creating nothing
+            check_writable_target(args.out, "--out")  # before any work, creating nothing
         if args.json and args.json != "-":
-            check_writable_target(Path(args.json).parent)
+            check_output_file(args.json, "--json")
         lam = args.lam if args.lam is not None else 2.0 * args.vocab
         built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
-                      lam=lam, beta=args.beta, gain=args.gain, seed=args.seed)
+                      lam=lam, beta=args.beta, gain=args.gain, seed=args.seed,
+                      max_memory=args.max_memory)  # refuses a size that does not fit, first
     report = construction_report(built)
-    text = json.dumps(report, indent=2)
+    text = dumps_json(report)
     if args.out:
         save(built, args.out)
         atomic_write_text(Path(args.out) / "report.json", text + "\n")
@@ -243,26 +254,82 @@ def run_construct(args) -> int:
         print(text)
     elif args.json:
         atomic_write_text(args.json, text + "\n")
-    worst = max(row["abs_error_margin"] for row in report["lengths"])
-    print(f"built {args.variant} v={args.vocab} norm={args.norm}: max |margin - theory| = "
-          f"{worst:.3g} over s = 1..{args.vocab - 1}"
+    worst = max(row["rel_error_margin"] for row in report["lengths"])
+    print(f"built {args.variant} v={args.vocab} norm={args.norm}: max |margin - theory| / "
+          f"max(1, |theory|) = {worst:.3g} over s = 1..{args.vocab - 1} "
+          f"({report['per_length_inputs']} input(s) per length)"
           + (f"; saved to {args.out}" if args.out else ""), file=sys.stderr)
     return 0
 
 
 # ----------------------------------------------------------------------------- derive
 def add_derive(sub) -> None:
-    p = sub.add_parser("derive", help="print the symbolic derivations")
-    p.add_argument("--latex", action="store_true", help="print LaTeX instead of plain text")
+    p = sub.add_parser("derive", help="print the symbolic derivations, with a legend of their "
+                                      "symbols (each printed as soon as it is derived)")
+    p.add_argument("--only", action="append", metavar="GLOB",
+                   help="only derivations whose name matches (e.g. 'sc.margin.*'; repeatable)")
+    p.add_argument("--latex", metavar="FILE",
+                   help="also write a standalone LaTeX document (article, amsmath) to FILE")
     p.set_defaults(handler=run_derive)
 
 
 def run_derive(args) -> int:
-    from resharpen.theory.derivations import derivations
+    from resharpen.experiments.core.io import atomic_write_text, check_output_file
+    from resharpen.theory import derivations as D
 
-    for title, statement in derivations(latex=args.latex):
-        print(f"## {title}\n{statement}\n")
+    with bad_input():
+        chosen = D.select(args.only)
+        if args.latex:
+            check_output_file(args.latex, "--latex")
+    results: list = []
+    for piece in D.text_output(chosen, results):
+        print(piece, flush=True)
+    if args.latex:
+        atomic_write_text(args.latex, D.latex_document(results))
+        print(f"wrote {args.latex}", file=sys.stderr)
     return 0
+
+
+# ----------------------------------------------------------------------------- report
+def add_report(sub) -> None:
+    """``resharpen report``: a sweep's tables and figures (the Set Complement slice's command,
+    ``experiments/set_complement/cli.py``) and, with ``--html PATH``, the self-contained HTML
+    report of a ledger JSON and the figures (:mod:`resharpen.html_report`)."""
+    from functools import partial
+
+    from resharpen.experiments.set_complement import cli as sc_cli
+
+    sc_cli.add_report(sub, figures=sweep_figures)
+    p = sub.choices["report"]
+    p.description = ("A finished sweep's tables and figures (SWEEP), or with --html the "
+                     "self-contained HTML report of the claim ledger and the figures, or both.")
+    p.add_argument("--html", metavar="PATH",
+                   help="write the HTML report (ledger filterable by paper, status and text; "
+                        "figures embedded; environment): one file, no network")
+    p.add_argument("--ledger", default="out/ledger.json", metavar="JSON",
+                   help="with --html: the ledger (`resharpen verify --json JSON`; default "
+                        "out/ledger.json)")
+    p.add_argument("--figs", default="out/figs", metavar="DIR",
+                   help="with --html: the figures folder (`resharpen figs`; default out/figs)")
+    p.set_defaults(handler=partial(run_report, sweep=p.get_default("handler")))
+
+
+def run_report(args, sweep) -> int:
+    """The HTML report when ``--html`` is given, the sweep report when a sweep is named."""
+    from resharpen.experiments.core.io import check_writable_target
+
+    if args.html is None:
+        return sweep(args)
+    from resharpen.html_report import read_ledger, write_report
+
+    with bad_input():
+        read_ledger(args.ledger)
+        if Path(args.html).is_dir():
+            raise ValueError(f"--html {args.html!r} is a folder; name the file to write")
+        check_writable_target(Path(args.html).parent)
+    status = sweep(args) if args.sweep is not None else 0
+    print(f"wrote {write_report(args.html, args.ledger, args.figs)}", file=sys.stderr)
+    return status
 
 
 # ----------------------------------------------------------------------------- report figures
@@ -292,7 +359,7 @@ def commands() -> list:
     from resharpen.experiments.set_complement import cli as sc_cli
 
     return [add_verify, add_construct, add_derive, add_figs,
-            sc_cli.add_train, sc_cli.add_sweep, partial(sc_cli.add_report, figures=sweep_figures),
+            sc_cli.add_train, sc_cli.add_sweep, add_report,
             sc_cli.add_compare,
             partial(languages_cli.add_langs, figures=grid_figures),
             languages_cli.add_tasks, dynamics_cli.add_dynamics, collapse_cli.add_collapse]

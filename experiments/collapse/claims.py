@@ -19,7 +19,9 @@ import numpy as np
 import sympy as sp
 
 from resharpen.experiments.collapse import backward as back
-from resharpen.experiments.collapse.stack import (StackConfig, deaveraging_step, ffn_step,
+from resharpen.experiments.collapse.stack import (StackConfig, attention_steps,
+                                                  deaveraging_step, ffn_steps,
+                                                  input_similarities, one_layer_config,
                                                   prefix_averaging_error,
                                                   row_norms_after_attention, simulate)
 from resharpen.experiments.core.ledger import Outcome, claim
@@ -292,19 +294,40 @@ trajectory_claim("collapse.stack_pre_swiglu_x2", "pre_swiglu", 2.0)
 trajectory_claim("collapse.stack_pre_swiglu_x4", "pre_swiglu", 4.0)
 
 
-def one_layer_outcome(step, profile: str) -> Outcome:
-    """Monte Carlo one-layer steps against theory over k in {1, 2, 4}, t in {0.1, 0.5, 0.9}:
-    pass when |measured - theory| <= 0.10 |theory| + 3 s.e. everywhere."""
+ONE_LAYER_REL = 0.10
+"""Relative tolerance of the one-layer steps, fixed before measuring: Theorems 3.2 and 3.4 are
+closures (equal correlation kept, large n and d), so at n = d = 256 a bias of a few percent is
+expected; 0.10 allows it, and the Monte Carlo error is allowed for apart (3 s.e.)."""
+
+
+def one_layer_outcome(steps, theory, profile: str, mlp: str | None = None) -> Outcome:
+    """Monte Carlo one-layer steps against theory over k in {1, 2, 4}, t0 in {0.1, 0.5, 0.9}.
+
+    ``steps(cfg)`` gives the measured per-draw steps t_sim(Y) - t_sim(X) (the simulation,
+    experiments/collapse/stack.py); ``theory(cfg, t)`` the theorem's step at the draw's input
+    similarity t (theory/collapse, the only route of the expectation; t = t_sim(X) from
+    :func:`input_similarities`, which builds the inputs and no layer). With m the mean step,
+    th the mean theory and se = sd(steps)/sqrt(S), pass when everywhere
+
+        |m - th| <= ONE_LAYER_REL |th| + 3 se.
+
+    The rule is fixed before measuring, and the s.e. is computed here from the draws, not
+    returned by the simulation: a shift x -> x (1 + e) + e of every draw moves m by e (1 + m)
+    and multiplies se by 1 + e only (a constant drops out of a standard deviation), so no such
+    perturbation of the simulation widens the band by as much as it moves the measurement."""
     samples = pick(profile, quick=12, full=128)
     worst, parts = -np.inf, []
     for k in (1.0, 2.0, 4.0):
         for t0 in (0.1, 0.5, 0.9):
-            m, se, th = step(t0, k, samples, int(10 * k + 100 * t0))
+            cfg = one_layer_config(256, 256, t0, k, samples, int(10 * k + 100 * t0), mlp)
+            measured = np.asarray(steps(cfg), dtype=float).reshape(-1)
+            th = float(np.mean([theory(cfg, float(t)) for t in input_similarities(cfg)]))
+            m, se = float(measured.mean()), float(measured.std(ddof=1) / np.sqrt(samples))
             worst = max(worst, (abs(m - th) - 3 * se) / abs(th))
             parts.append(f"x{k:g},t={t0}: {m / th:.3f}")
-    return Outcome(measured=f"max (|err| - 3se)/|theory| {worst:.3f}", expected="<= 0.10",
-                   passed=bool(worst <= 0.10),
-                   detail=f"{samples} samples; measured/theory " + ", ".join(parts))
+    return Outcome(measured=f"max (|err| - 3se)/|theory| {worst:.3f}",
+                   expected=f"<= {ONE_LAYER_REL:.2f}", passed=bool(worst <= ONE_LAYER_REL),
+                   detail=f"{samples} draws per point; measured/theory " + ", ".join(parts))
 
 
 @claim("collapse.attn_step_one_layer", source=f"{SRC} Thm 3.2",
@@ -312,10 +335,14 @@ def one_layer_outcome(step, profile: str) -> Outcome:
                  "Delta_attn(s, t) for t in {0.1, 0.5, 0.9}, s = k^2/9, k in {1, 2, 4}",
        kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean")
 def check_attn_step_one_layer(profile: str) -> Outcome:
-    def attention(t0, k, samples, seed):
-        r = deaveraging_step([0.0], n=256, d=256, t0=t0, multiplier=k, samples=samples, seed=seed)
-        return float(r["measured"][0]), float(r["stderr"][0]), float(r["theory"][0])
-    return one_layer_outcome(attention, profile)
+    def attention(cfg):
+        return attention_steps(cfg, [0.0])[0]
+
+    def theorem_3_2(cfg, t):
+        return col.delta_attn(cfg.s, t, cfg.n)
+
+    with one_thread():
+        return one_layer_outcome(attention, theorem_3_2, profile)
 
 
 @claim("collapse.ffn_step_one_layer", source=f"{SRC} Thm 3.4",
@@ -323,10 +350,11 @@ def check_attn_step_one_layer(profile: str) -> Outcome:
                  "E t_sim(Y) - t_sim(X) = Delta_FFN(xi, t), t in {0.1, 0.5, 0.9}, k in {1, 2, 4}",
        kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean")
 def check_ffn_step_one_layer(profile: str) -> Outcome:
-    def swiglu(t0, k, samples, seed):
-        r = ffn_step(t0=t0, multiplier=k, samples=samples, seed=seed)
-        return r["measured"], r["stderr"], r["theory"]
-    return one_layer_outcome(swiglu, profile)
+    def theorem_3_4(cfg, t):
+        return ffn.delta_ffn(cfg.xi, t, cfg.n, v0=cfg.v0)
+
+    with one_thread():
+        return one_layer_outcome(ffn_steps, theorem_3_4, profile, mlp="swiglu")
 
 
 @claim("collapse.row_norms_after_attention", source=f"{SRC} Lemma C.5",
@@ -334,15 +362,26 @@ def check_ffn_step_one_layer(profile: str) -> Outcome:
                  "alpha = d + d^2 rho sigma_W^2, beta = d^2 sigma_W^2 (1 - rho) (n = d = 256)",
        kind="numeric", tolerance="rel 0.05 at every position (k = 1); k = 4 reported only")
 def check_row_norms_after_attention(profile: str) -> Outcome:
+    """The measurement is the simulation's sample mean of ||Y_i||^2; the expectation is Lemma
+    C.5's profile from theory/collapse at the input's design correlation rho = (n t0 - 1)/(n - 1)
+    and sigma_W^2 = s/d. The tolerance is a fixed relative 0.05, no standard error: at 8 draws
+    of n = d = 256 the sampling error of a position's mean is ~1-3 % (measured 0.027 at most)."""
     samples = pick(profile, quick=8, full=64)
-    r = row_norms_after_attention(samples=samples, seed=2)
-    err = float(np.max(np.abs(r["measured"] / r["theory"] - 1)))
-    sharp = row_norms_after_attention(multiplier=4.0, samples=samples, seed=2)
-    err4 = float(np.max(np.abs(sharp["measured"] / sharp["theory"] - 1)))
+
+    def error(k: float) -> tuple[float, np.ndarray, np.ndarray]:
+        cfg = one_layer_config(256, 256, 0.3, k, samples, seed=2)
+        measured = row_norms_after_attention(cfg)
+        theory = col.row_norm_profile(cfg.n, cfg.d, float(col.rho_of_t(cfg.t0, cfg.n)),
+                                      cfg.s / cfg.d)
+        return float(np.max(np.abs(measured / theory - 1))), measured, theory
+
+    with one_thread():
+        err, measured, theory = error(1.0)
+        err4, _, _ = error(4.0)
     return Outcome(measured=f"max rel err {err:.3f}", expected="<= 0.05", passed=bool(err <= 0.05),
-                   detail=f"{samples} samples; position 1: {r['measured'][0]:.1f} vs "
-                          f"{r['theory'][0]:.1f}, position n: {r['measured'][-1]:.1f} vs "
-                          f"{r['theory'][-1]:.1f}; at k = 4 (sharp attention, P far from C_n "
+                   detail=f"{samples} samples; position 1: {measured[0]:.1f} vs "
+                          f"{theory[0]:.1f}, position n: {measured[-1]:.1f} vs "
+                          f"{theory[-1]:.1f}; at k = 4 (sharp attention, P far from C_n "
                           f"per sample) the error is {err4:.3f}")
 
 

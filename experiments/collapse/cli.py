@@ -9,9 +9,10 @@ Parsing imports nothing heavy: the handlers import torch and numpy.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int
+from resharpen.experiments.core import limits
+from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int, seed_int
+from resharpen.experiments.core.limits import add_max_memory
 from resharpen.experiments.core.profiles import PROFILES
 
 
@@ -28,8 +29,9 @@ def add_collapse(sub) -> None:
     s.add_argument("--depth", type=positive_int, default=48)
     s.add_argument("--samples", type=positive_int, default=4)
     s.add_argument("--t0", type=finite_float, default=0.09, help="input t_sim in [1/n, 1)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=seed_int, default=0)
     s.add_argument("--json", metavar="PATH", help="write the per-layer table ('-' = stdout)")
+    add_max_memory(s)
     s.set_defaults(handler=run_stack)
 
     t = inner.add_parser("train", help="learning-rate sweep with collapse detection")
@@ -39,7 +41,7 @@ def add_collapse(sub) -> None:
                    help="change every run's config, e.g. --set train.steps=50 (repeatable; not "
                         "the swept model.norm, train.lr and train.seed)")
     t.add_argument("--out", default=None, help="results folder (default out/collapse_train)")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=seed_int, default=0)
     t.set_defaults(handler=run_train)
 
     d = inner.add_parser("detect", help="report the collapse step of a finished run folder")
@@ -52,16 +54,20 @@ def add_collapse(sub) -> None:
 
 def run_stack(args) -> int:
     from resharpen.experiments.collapse.stack import StackConfig, simulate
-    from resharpen.experiments.core.io import atomic_write_text, ensure_writable_dir
+    from resharpen.experiments.core.io import atomic_write_text, check_output_file
     from resharpen.theory.collapse.recursion import recursion
 
     with bad_input():  # the output folder and the stack's settings, before any sampling
         if args.json and args.json != "-":
-            ensure_writable_dir(Path(args.json).parent)
+            check_output_file(args.json, "--json")
         mlp = None if args.mlp == "none" else args.mlp
         cfg = StackConfig(n=args.n, d=args.d, depth=args.depth, norm=args.norm, mlp=mlp,
                           multiplier=args.multiplier, t0=args.t0, samples=args.samples,
                           seed=args.seed)
+        limits.require(limits.collapse_stack_bytes(cfg.n, cfg.d, cfg.depth,
+                                                   cfg.ffn_width if mlp else 0),
+                       f"collapse stack --n {cfg.n} --d {cfg.d} --depth {cfg.depth}",
+                       args.max_memory)
     r = simulate(cfg, progress=True)
     pred = recursion(cfg.n, cfg.depth, r["t0"], cfg.s, cfg.norm, xi=cfg.xi if mlp else None,
                      v0=cfg.v0)
@@ -73,19 +79,22 @@ def run_stack(args) -> int:
         print(f"{row['layer']:5d} {row['t_sim']:8.4f} {row['recursion']:9.4f} "
               f"{row['delta_attn']:8.4f} {row['theory_attn']:8.4f}")
     if args.json:
-        text = json.dumps({"config": r["config"], "t0": r["t0"], "layers": rows}, indent=2)
+        from resharpen.experiments.core.io import dumps_json
+
+        text = dumps_json({"config": r["config"], "t0": r["t0"], "layers": rows})
         print(text) if args.json == "-" else atomic_write_text(args.json, text + "\n")
     return 0
 
 
 def run_train(args) -> int:
-    from resharpen.experiments.collapse.train import OUT, sweep, sweep_configs
+    from resharpen.experiments.collapse.train import OUT, check_finished, sweep, sweep_configs
     from resharpen.experiments.core.io import check_writable_target
 
     out = args.out or OUT
     with bad_input():  # the sweep's configs (file, profile, --set) and the folder, before training
         sweep_configs(args.profile, args.seed, args.overrides)
-        check_writable_target(out)
+        check_writable_target(out, "--out" if args.out else "output folder")
+        check_finished(args.profile, out, args.seed, args.overrides)  # corrupt finished runs
     summaries = sweep(args.profile, out=out, seed=args.seed, overrides=args.overrides)
     print(f"{'run':40s} {'collapse step':>13} {'loss':>7} {'L_freq':>7} {'t_sim':>6} {'g1/gL':>8}")
     for s in summaries:
@@ -100,9 +109,9 @@ def run_train(args) -> int:
 def run_detect(args) -> int:
     from resharpen.experiments.collapse.detect import check_settings, detect_collapse, load_log
 
-    with bad_input():  # a collapse run folder and valid thresholds
-        log = load_log(args.run)
+    with bad_input():  # valid thresholds and a collapse run folder
         check_settings(args.t_threshold, args.loss_margin, args.patience)
+        log = load_log(args.run)
     det = detect_collapse(*log, t_threshold=args.t_threshold, loss_margin=args.loss_margin,
                           patience=args.patience)
     if det.collapsed:

@@ -20,7 +20,6 @@ goes through such a transient); only an unrecovered window counts as a collapse.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple, Sequence
@@ -102,11 +101,10 @@ def load_log(folder: str | Path) -> TrainingLog:
                                 "(a finished `resharpen collapse train` run)")
     hint = ("detect reads the run folders of `resharpen collapse train`, e.g. "
             "out/collapse_train/post_L24_d32_lr0.03_s0")
-    try:
-        summary = json.loads(summary_path.read_text())
-        metrics = [json.loads(line) for line in metrics_path.read_text().splitlines() if line]
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{str(folder)!r} holds a file that is not JSON ({exc}); {hint}") from None
+    from resharpen.experiments.core.io import read_json, read_jsonl
+
+    summary = read_json(summary_path, "run file")  # ValueError naming the file and line
+    metrics = read_jsonl(metrics_path, "run file")
     if not isinstance(summary, dict) or "l_freq_stream" not in summary:
         raise ValueError(f"{str(folder)!r} is not a collapse run: its summary.json has no "
                          f"l_freq_stream; {hint}")

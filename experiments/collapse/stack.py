@@ -243,60 +243,83 @@ def _one_layer_draws(cfg: StackConfig):
                equal_correlation_input(cfg.n, cfg.d, cfg.t0, 1, seed))
 
 
+def one_layer_config(n: int, d: int, t0: float, multiplier: float, samples: int, seed: int,
+                     mlp: str | None = None) -> StackConfig:
+    """The one-layer Post-Norm stack of the one-step checks (``samples`` independent draws)."""
+    return StackConfig(n=n, d=d, depth=1, norm="post", mlp=mlp, multiplier=multiplier, t0=t0,
+                       samples=samples, seed=seed)
+
+
+def input_similarities(cfg: StackConfig) -> np.ndarray:
+    """t_sim(X) of the input of each draw of :func:`_one_layer_draws` (samples,): the argument
+    t of the theory's step, computed from the inputs alone (no block is built or run)."""
+    return np.array([t_sim_torch(equal_correlation_input(cfg.n, cfg.d, cfg.t0, 1,
+                                                         _sample_seed(cfg, i))).item()
+                     for i in range(cfg.samples)])
+
+
 @torch.no_grad()
-def deaveraging_step(alphas, n: int = 64, d: int = 64, t0: float = 0.2, multiplier: float = 1.0,
-                     samples: int = 16, seed: int = 0) -> dict:
-    """Monte Carlo of Corollary 3.3 on the first Post-Norm attention layer: with the layer's own
-    softmax P, Y = X + (P - alpha C_n) X W_V W_O; returns E t_sim(Y) - t_sim(X) per alpha (mean
-    over independent draws of weights and input, and its standard error) and the theory
-    Delta_attn((1 - alpha)^2 s, t_sim(X)). At alpha = 0 this is Theorem 3.2's one-layer step."""
+def attention_steps(cfg: StackConfig, alphas) -> np.ndarray:
+    """Monte Carlo of Corollary 3.3 on the first Post-Norm attention layer, per draw: with the
+    layer's own softmax P, Y = X + (P - alpha C_n) X W_V W_O and the step t_sim(Y) - t_sim(X),
+    shape (alphas, samples). Measurements only: the theory is not computed here."""
     alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
-    cfg = StackConfig(n=n, d=d, depth=1, norm="post", multiplier=multiplier, t0=t0,
-                      samples=samples, seed=seed)
-    C = torch.as_tensor(prefix_average(n), dtype=torch.float64)
-    t_in, steps = [], []
+    C = torch.as_tensor(prefix_average(cfg.n), dtype=torch.float64)
+    steps = []
     for block, x in _one_layer_draws(cfg):
         _, probs = block.attn(x)
         values = x @ block.attn.W_V[0] @ block.attn.W_O[0]
         t = t_sim_torch(x)
-        t_in.append(t)
         steps.append(torch.stack([t_sim_torch(x + (probs[:, 0] - a * C) @ values) - t
                                   for a in alphas]))
-    t_in, steps = torch.cat(t_in), torch.cat(steps, dim=1)  # (samples,), (alphas, samples)
-    from resharpen.theory.collapse.attention import delta_deaveraged
-    theory = np.mean([delta_deaveraged(alphas, cfg.s, float(t), n) for t in t_in], axis=0)
-    return {"alpha": alphas, "measured": steps.mean(1).numpy(),
-            "stderr": (steps.std(1) / np.sqrt(samples)).numpy(), "theory": theory,
-            "t_in": float(t_in.mean()), "s": cfg.s}
+    return torch.cat(steps, dim=1).numpy()
 
 
 @torch.no_grad()
+def ffn_steps(cfg: StackConfig) -> np.ndarray:
+    """Monte Carlo of Theorem 3.4 on one Post-Norm SwiGLU sublayer (``cfg.mlp`` = "swiglu") fed
+    an equal-correlation state, per draw: t_sim(X + FFN(X)) - t_sim(X), shape (samples,).
+    Measurements only: the theory is not computed here."""
+    if cfg.mlp != "swiglu":
+        raise ValueError(f"ffn_steps needs a SwiGLU stack (mlp='swiglu'), got mlp={cfg.mlp!r}")
+    return np.array([(t_sim_torch(x + block.mlp(x)) - t_sim_torch(x)).item()
+                     for block, x in _one_layer_draws(cfg)])
+
+
+def deaveraging_step(alphas, n: int = 64, d: int = 64, t0: float = 0.2, multiplier: float = 1.0,
+                     samples: int = 16, seed: int = 0) -> dict:
+    """A summary of :func:`attention_steps` for figures: E t_sim(Y) - t_sim(X) per alpha (mean
+    over independent draws of weights and input, and its standard error) beside the theory
+    Delta_attn((1 - alpha)^2 s, t_sim(X)). At alpha = 0 this is Theorem 3.2's one-layer step.
+    (The ledger's checks take the theory from theory/collapse themselves.)"""
+    from resharpen.theory.collapse.attention import delta_deaveraged
+
+    alphas = np.atleast_1d(np.asarray(alphas, dtype=float))
+    cfg = one_layer_config(n, d, t0, multiplier, samples, seed)
+    steps, t_in = attention_steps(cfg, alphas), input_similarities(cfg)
+    theory = np.mean([delta_deaveraged(alphas, cfg.s, float(t), n) for t in t_in], axis=0)
+    return {"alpha": alphas, "measured": steps.mean(1),
+            "stderr": steps.std(1) / np.sqrt(samples), "theory": theory,
+            "t_in": float(t_in.mean()), "s": cfg.s}
+
+
 def ffn_step(n: int = 256, d: int = 256, t0: float = 0.5, multiplier: float = 1.0,
              samples: int = 8, seed: int = 0) -> dict:
-    """Monte Carlo of Theorem 3.4 on one Post-Norm SwiGLU sublayer fed an equal-correlation
-    state: E t_sim(X + FFN(X)) - t_sim(X) (mean, standard error) against Delta_FFN(xi, t)."""
+    """A summary of :func:`ffn_steps`: E t_sim(X + FFN(X)) - t_sim(X) (mean, standard error)
+    beside Delta_FFN(xi, t)."""
     from resharpen.theory.collapse.swiglu import delta_ffn
 
-    cfg = StackConfig(n=n, d=d, depth=1, norm="post", mlp="swiglu", multiplier=multiplier,
-                      t0=t0, samples=samples, seed=seed)
-    pairs = [(t_sim_torch(x), t_sim_torch(x + block.mlp(x))) for block, x in _one_layer_draws(cfg)]
-    t_in = torch.cat([a for a, _ in pairs])
-    steps = (torch.cat([b for _, b in pairs]) - t_in).numpy()
+    cfg = one_layer_config(n, d, t0, multiplier, samples, seed, mlp="swiglu")
+    steps, t_in = ffn_steps(cfg), input_similarities(cfg)
     theory = np.mean([delta_ffn(cfg.xi, float(t), n, v0=cfg.v0) for t in t_in])
     return {"measured": float(steps.mean()), "stderr": float(steps.std(ddof=1) / np.sqrt(samples)),
             "theory": float(theory), "t_in": float(t_in.mean()), "xi": cfg.xi}
 
 
 @torch.no_grad()
-def row_norms_after_attention(n: int = 256, d: int = 256, t0: float = 0.3,
-                              multiplier: float = 1.0, samples: int = 8, seed: int = 0) -> dict:
-    """E||Y_i||^2 by position i after one random causal attention layer (Lemma C.5), with the
-    theory alpha + beta / i at the input's correlation rho0 = (n t0 - 1)/(n - 1)."""
-    from resharpen.theory.collapse.attention import row_norm_profile
-
-    cfg = StackConfig(n=n, d=d, depth=1, norm="post", multiplier=multiplier, t0=t0,
-                      samples=samples, seed=seed)
+def row_norms_after_attention(cfg: StackConfig) -> np.ndarray:
+    """E||Y_i||^2 by position i after one random causal attention layer (the sample mean over
+    the draws of ``cfg``), Y = X + attention(X): the measurement of Lemma C.5 (its theory
+    alpha + beta / i is :func:`resharpen.theory.collapse.attention.row_norm_profile`)."""
     norms = torch.cat([(x + block.attn(x)[0]).pow(2).sum(-1) for block, x in _one_layer_draws(cfg)])
-    rho0 = (n * t0 - 1.0) / (n - 1.0)
-    return {"measured": norms.mean(0).numpy(),
-            "theory": row_norm_profile(n, d, rho0, cfg.s / d)}
+    return norms.mean(0).numpy()

@@ -280,6 +280,28 @@ def summarize(config: dict, history: list[dict], matrix: np.ndarray, seconds: fl
             "seconds": round(seconds, 2)}
 
 
+def read_finished(folder: Path) -> tuple[dict, dict, list] | None:
+    """(config, summary, history) of a finished run folder, None when it is not finished;
+    ValueError naming the file and line of a corrupt one."""
+    from resharpen.experiments.core.io import read_json, read_jsonl
+
+    if not ((folder / "summary.json").exists() and (folder / "config.json").exists()):
+        return None
+    config, summary = (read_json(folder / name, "run file")
+                       for name in ("config.json", "summary.json"))
+    if not isinstance(summary, dict):
+        raise ValueError(f"run file {str(folder / 'summary.json')!r} is not a JSON object")
+    return config, summary, read_jsonl(folder / "metrics.jsonl", "run file")
+
+
+def check_finished(profile: str, out: str | Path, seed: int = 0,
+                   overrides: list[str] | tuple[str, ...] = ()) -> None:
+    """Read every finished run folder of the sweep under ``out`` (before any work): ValueError
+    naming a corrupt file and its line."""
+    for config in sweep_configs(profile, seed, overrides):
+        read_finished(Path(out) / config["name"])
+
+
 def run(config: dict, out: str | Path | None = None, progress: bool = True) -> dict:
     """Train, or load a finished run from ``out/<name>/summary.json``; write results atomically
     (:func:`resharpen.experiments.core.train.save_run`)."""
@@ -289,12 +311,12 @@ def run(config: dict, out: str | Path | None = None, progress: bool = True) -> d
     if folder is not None:
         ensure_writable_dir(folder)
         summary_path = folder / "summary.json"
-        if summary_path.exists() and (folder / "config.json").exists():
-            if json.loads((folder / "config.json").read_text()) == json.loads(json.dumps(config)):
-                history = [json.loads(line) for line in
-                           (folder / "metrics.jsonl").read_text().splitlines() if line]
+        finished = read_finished(folder)
+        if finished is not None:
+            if finished[0] == json.loads(json.dumps(config)):
+                history = finished[2]
                 # the summary is derived data: recompute it so detection follows the code
-                seconds = json.loads(summary_path.read_text()).get("seconds", 0.0)
+                seconds = finished[1].get("seconds", 0.0)
                 t = config["task"]
                 summary = summarize(config, history, zipf_markov_matrix(
                     t["vocab"], t["zipf"], seed=config["train"]["seed"]), seconds)

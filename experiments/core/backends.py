@@ -70,6 +70,87 @@ def run_ray(fn: Callable, args: Sequence[tuple], address: str | None, workers: i
         raise
 
 
+PROBE_SECONDS = 3.0
+"""How long :func:`check_ray_address` waits for a TCP connection to a Ray address."""
+LOCALHOST = ("localhost", "127.0.0.1", "::1")
+
+
+def check_backend(backend: str, address: str | None = None) -> None:
+    """ValueError unless ``backend`` can run with ``address``: a known backend, an address only
+    for Ray, Ray installed, and a given Ray address answering (:func:`check_ray_address`). Made
+    before a sweep writes anything; takes a few seconds at most."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
+    if backend == "local":
+        if address is not None:
+            raise ValueError(f"--address {address!r} is only for the ray backend "
+                             "(add --backend ray, or drop --address)")
+        return
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise ValueError("the ray backend needs ray: pip install 'resharpen[distributed]' "
+                         "(or 'ray[default]')")
+    check_ray_address(address)
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    text = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = text.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"--address {address!r} is not host:port, ray://host:port, 'auto' or "
+                         "'local' (e.g. 10.0.0.1:6379)")
+    return host, int(port)
+
+
+def _unreachable(host: str, port: int) -> str | None:
+    """Why a TCP connection to ``host:port`` fails within :data:`PROBE_SECONDS`, or None."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_SECONDS):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+
+
+def _ray_resolved(address: str) -> str:
+    """The host:port Ray itself would connect to for ``address`` (RAY_ADDRESS, the last
+    ``ray start``, localhost as the node's address); ValueError when it finds no cluster."""
+    from ray._private.services import canonicalize_bootstrap_address
+
+    try:
+        return canonicalize_bootstrap_address(address) or ""
+    except (ConnectionError, ValueError) as exc:
+        raise ValueError(f"--address {address!r}: {str(exc).splitlines()[0]}") from None
+
+
+def check_ray_address(address: str | None) -> None:
+    """ValueError (one line) unless the Ray cluster at ``address`` accepts a TCP connection
+    within :data:`PROBE_SECONDS`; ``None`` and ``'local'`` start a cluster and pass. Probed with a
+    socket before ``ray.init``, which would retry for tens of seconds and log every attempt."""
+    import os
+
+    if address is None or address == "local":
+        return
+    if address == "auto" or (os.environ.get("RAY_ADDRESS") and "://" not in address):
+        target = _ray_resolved(address)  # Ray's own rules: RAY_ADDRESS, the last `ray start`
+        if not target:
+            return
+        host, port = _host_port(target)
+    else:
+        host, port = _host_port(address)
+    why = _unreachable(host, port)
+    if why and host in LOCALHOST and "://" not in address:
+        other = _ray_resolved(address)  # Ray connects to the node's address, not loopback
+        if other:
+            why = _unreachable(*_host_port(other))
+    if why:
+        raise ValueError(f"cannot reach Ray at --address {address!r} ({host}:{port}: {why}); "
+                         "is the cluster up (`ray status`)?")
+
+
 def run_tasks(fn: Callable, args: Sequence[tuple], backend: str = "local", workers: int = 1,
               address: str | None = None) -> Iterator[tuple[int, object]]:
     """Yield ``(index, fn(*args[index]))`` as tasks finish on the chosen backend."""

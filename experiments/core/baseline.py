@@ -71,7 +71,7 @@ def write(path: str | Path, records: Sequence[Record], profile: str,
           reasons: dict[str, str] | None = None) -> Path:
     """Write the statuses of ``records`` as the baseline; the reason of a non-PASS claim is taken
     from ``reasons`` (the earlier baseline's) or else the first line of its detail."""
-    from resharpen.experiments.core.io import atomic_write_text
+    from resharpen.experiments.core.io import atomic_write_text, dumps_json
 
     reasons = reasons or {}
     claims = {}
@@ -79,5 +79,5 @@ def write(path: str | Path, records: Sequence[Record], profile: str,
         reason = "" if r.status == "PASS" else (reasons.get(r.id) or r.detail.splitlines()[0][:200]
                                                 if r.detail else reasons.get(r.id, ""))
         claims[r.id] = {"status": r.status, "reason": reason}
-    text = json.dumps({"profile": profile, "claims": claims}, indent=1, sort_keys=True) + "\n"
+    text = dumps_json({"profile": profile, "claims": claims}, indent=1, sort_keys=True) + "\n"
     return atomic_write_text(path, text)

@@ -12,6 +12,7 @@ This module is imported when the command line is parsed, so it imports nothing h
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -22,7 +23,17 @@ class UsageError(ValueError):
     """Bad input from the user: an argument, a config value, an input or output path."""
 
 
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$|^-nan$", re.I)
+"""What a negative number looks like on the command line (``-1``, ``-1.5``, ``-1e3``, ``-.5``):
+such an argument is a value, never an option, so ``--beta -1e3`` parses (argparse's own rule
+misses exponents before Python 3.13)."""
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER  # argparse's hook for this rule
+
     def error(self, message: str):  # one line, exit 2, never the usage block
         raise UsageError(message)
 
@@ -58,4 +69,19 @@ def finite_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if value != value or value in (float("inf"), float("-inf")):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+SEED_MAX = 2**63 - 1
+
+
+def seed_int(text: str) -> int:
+    """A seed: an integer in [0, 2**63 - 1] (what numpy, torch and ``random`` all accept)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"a seed must be an integer in [0, 2**63 - 1], "
+                                         f"got {value}")
     return value

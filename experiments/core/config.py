@@ -77,6 +77,8 @@ def sweep_folder(name: str) -> Path:
 def read_toml(path: str | Path, what: str = "config file") -> dict:
     """The TOML file ``path`` as a dict; FileNotFoundError or ValueError naming it (``what``)."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder; name a TOML file")
     if not path.is_file():
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
     try:
@@ -84,6 +86,11 @@ def read_toml(path: str | Path, what: str = "config file") -> dict:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{what} {str(path)!r} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (a binary file?): byte "
+                         f"{exc.object[exc.start]:#04x} at offset {exc.start}") from None
+    except OSError as exc:
+        raise ValueError(f"{what} {str(path)!r} cannot be read: {exc.strerror}") from None
 
 
 def parse_value(text: str) -> Any:
@@ -268,23 +275,32 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | N
     if unknown:
         raise ValueError(f"unknown top-level keys {sorted(unknown)} in {str(path)!r}; "
                          f"allowed: {sorted(top_keys)}")
+    for key in ("sweep", "search"):
+        if key in data and not isinstance(data[key], dict):
+            raise ValueError(f"{key} in {str(path)!r} must be a table ([{key}]), got "
+                             f"{type(data[key]).__name__} {data[key]!r}")
     merged: dict = {"profile": {}}
     if "base" in data:
+        if not isinstance(data["base"], str):
+            raise ValueError(f"base in {str(path)!r} must be a string naming a TOML file "
+                             f"(base = \"base.toml\"), got {type(data['base']).__name__} "
+                             f"{data['base']!r}")
         merged = resolve(path.parent / data["base"], schema, seen + (path,), profile)
     for section, table in data.items():
         if section in schema.sections:
             if not isinstance(table, dict):
                 raise ValueError(f"{section} in {str(path)!r} must be a table")
             merged.setdefault(section, {}).update(table)
+    for key in ("name", "sweep", "search"):
+        if key in data:
+            merged[key] = copy.deepcopy(data[key])
     tables = profile_tables(data.get("profile", {}), repr(str(path)), sections=True)
     for name, table in tables.items():
         for section, values in table.items():
             merged["profile"].setdefault(name, {}).setdefault(section, {}).update(values)
-            if name == profile:  # this file's profile table, over this file (and its base)
+            if name == profile:  # this file's profile table, over this file (and its base);
+                # a sweep file's profile may also set sweep.* and replace search entries
                 merged.setdefault(section, {}).update(values)
-    for key in ("name", "sweep", "search"):
-        if key in data:
-            merged[key] = data[key]
     merged.setdefault("name", path.stem)
     return merged
 
@@ -305,7 +321,7 @@ def load(path: str | Path, schema: Schema, overrides: list[str] | tuple[str, ...
 
 def load_sweep(path: str | Path, schema: Schema, profile: str = "full") -> tuple[dict, dict, dict]:
     """(base config, sweep settings, search space) of a sweep file, all validated."""
-    raw = resolve(path, schema)
+    raw = resolve(path, schema, profile=profile)
     base = load(path, schema, profile=profile)
     settings = {k: f.default for k, f in SWEEP_FIELDS.items()}
     for key, value in raw.get("sweep", {}).items():

@@ -16,44 +16,107 @@ TEMP_MARK = ".resharpen-"
 """What every temporary file of this package has after its target's name: ``.<name>.resharpen-``."""
 
 
-def ensure_writable_dir(path: str | os.PathLike) -> Path:
-    """Create ``path`` (and parents) if needed; ValueError if it cannot be a writable folder."""
+def ensure_writable_dir(path: str | os.PathLike, what: str = "output folder",
+                        try_write: bool = True) -> Path:
+    """Create ``path`` (and parents) if needed; ValueError if it cannot be a writable folder
+    (writability is tried with a temporary file, not ``os.access``, which is true for root;
+    ``try_write=False`` when the caller writes there at once anyway)."""
     path = Path(path)
+    check_names(path, what)
     try:
         path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ValueError(f"{what} {str(path)!r} exists and is not a folder") from None
     except OSError as exc:
-        raise ValueError(f"output folder {str(path)!r} cannot be created: {exc.strerror}") from None
+        raise ValueError(f"{what} {str(path)!r} cannot be created: {exc.strerror}") from None
     if not path.is_dir():
-        raise ValueError(f"output path {str(path)!r} exists and is not a folder")
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ValueError(f"output folder {str(path)!r} is not writable")
+        raise ValueError(f"{what} {str(path)!r} exists and is not a folder")
+    if try_write:
+        try_writing(path, f"{what} {str(path)!r}")
     return path
 
 
-def check_writable_target(path: str | os.PathLike) -> Path:
-    """ValueError unless ``path`` could be created as (or is) a writable folder; creates nothing.
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError:  # a name too long, a symlink loop: nothing that exists
+        return False
+
+
+def check_names(path: Path, what: str) -> None:
+    """ValueError if a component of ``path`` is longer than the file system allows."""
+    probe = Path(path)
+    while not _exists(probe) and probe.parent != probe:
+        probe = probe.parent
+    try:
+        name_max = os.pathconf(probe if _exists(probe) else ".", "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    for part in Path(path).parts:
+        if len(os.fsencode(part)) > name_max:
+            raise ValueError(f"{what} {_short(str(path), 60)}: the name {_short(part, 24)} has "
+                             f"{len(os.fsencode(part))} bytes; the file system allows {name_max}")
+
+
+def _short(text: str, width: int) -> str:
+    return repr(text) if len(text) <= width else repr(text[:width]) + "..."
+
+
+def try_writing(folder: Path, what: str) -> None:
+    """ValueError naming ``what`` unless a file can be created in the existing ``folder``: a
+    temporary file is created and removed at once (``os.access`` would not do: it is true for
+    root everywhere, and false on some writable network file systems)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".probe{TEMP_MARK}", suffix=".tmp")
+    except OSError as exc:
+        raise ValueError(f"{what} is not writable ({str(folder)!r}: {exc.strerror})") from None
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def check_writable_target(path: str | os.PathLike, what: str = "output path") -> Path:
+    """ValueError unless ``path`` could be created as (or is) a writable folder; creates nothing
+    that stays (writability is tried with a temporary file in the nearest existing folder).
 
     Used before long work so that a bad --out fails first, without leaving empty folders."""
     path = Path(path)
+    check_names(path, what)
     probe = path
-    while not probe.exists():
+    while not _exists(probe):
         if probe.parent == probe:
             break
         probe = probe.parent
-    if probe.exists() and not probe.is_dir():
-        raise ValueError(f"output path {str(path)!r} is blocked: {str(probe)!r} is not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise ValueError(f"output path {str(path)!r} is not writable ({str(probe)!r} is read-only)")
+    if _exists(probe) and not probe.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is blocked: {str(probe)!r} is not a folder")
+    try_writing(probe, f"{what} {str(path)!r}")
+    return path
+
+
+def check_output_file(path: str | os.PathLike, what: str = "output file") -> Path:
+    """ValueError unless a file could be written at ``path`` (atomically: its folder must be
+    creatable and writable, and ``path`` must not be a folder); creates nothing that stays.
+    ``what`` names the flag or file in the message (e.g. ``"--json"``)."""
+    path = Path(path)
+    check_names(path, what)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder; name the file to write")
+    check_writable_target(path.parent, f"{what} {str(path)!r}: its folder")
     return path
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    return atomic_write_with(path, lambda handle: handle.write(data))
+
+
+def atomic_write_with(path: str | os.PathLike, write) -> Path:
+    """Atomic write whose content ``write(handle)`` streams into the temporary file (a binary
+    file object), so a large file (a construction's weights) needs no copy in memory."""
     path = Path(path)
-    ensure_writable_dir(path.parent)
+    ensure_writable_dir(path.parent, try_write=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_MARK}", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -80,6 +143,48 @@ def remove_stale_temporaries(folder: str | os.PathLike, names: Iterable[str]) ->
     return removed
 
 
+def read_json(path: str | os.PathLike, what: str = "file") -> object:
+    """The JSON document in ``path``; ValueError naming the file (and the line) when it is not
+    valid JSON or UTF-8, FileNotFoundError when it is missing."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist") from None
+    except IsADirectoryError:
+        raise ValueError(f"{what} {str(path)!r} is a folder, not a JSON file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (corrupt?)") from None
+    try:
+        return loads_json(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} {str(path)!r} is corrupt: line {exc.lineno}: {exc.msg}"
+                         ) from None
+
+
+def read_jsonl(path: str | os.PathLike, what: str = "file") -> list:
+    """The JSON lines of ``path`` (blank lines skipped), each checked; ValueError naming the file
+    and the line of the first bad one, FileNotFoundError when it is missing."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist") from None
+    except IsADirectoryError:
+        raise ValueError(f"{what} {str(path)!r} is a folder, not a JSON lines file") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (corrupt?)") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(loads_json(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{what} {str(path)!r} is corrupt: line {number}: {exc.msg}"
+                                 ) from None
+    return rows
+
+
 def glob_escape(name: str) -> str:
     """``name`` with glob metacharacters escaped (a file name used as a glob pattern)."""
     import glob
@@ -91,8 +196,90 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: str | os.PathLike, obj: object) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+NONFINITE_SUFFIX = "_nonfinite"
+_NONFINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def strict_json_value(obj: object) -> object:
+    """``obj`` with every non-finite float (NaN, inf, -inf) replaced by None and the reason kept
+    beside it: in a dict, key ``k`` gets a sibling ``k_nonfinite``, ``"nan"``, ``"inf"`` or
+    ``"-inf"``, or for a list value {index: reason} (nested lists nest), e.g.
+    ``{"b": [1.0, inf]}`` -> ``{"b": [1.0, null], "b_nonfinite": {"1": "inf"}}``. Strict JSON has
+    no NaN or Infinity tokens, and a reader must still tell a missing value from an overflow;
+    :func:`loads_json` restores the floats."""
+    value, _ = _strict(obj)
+    return value
+
+
+def _strict(obj: object) -> tuple[object, object]:
+    if isinstance(obj, float):
+        if obj != obj:
+            return None, "nan"
+        return (obj, None) if abs(obj) != float("inf") else (None, "inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        out = {}
+        for key, item in obj.items():
+            out[key], reason = _strict(item)
+            if reason is not None:
+                out[f"{key}{NONFINITE_SUFFIX}"] = reason
+        return out, None
+    if isinstance(obj, (list, tuple)):
+        items, reasons = [], {}
+        for index, item in enumerate(obj):
+            clean, reason = _strict(item)
+            items.append(clean)
+            if reason is not None:
+                reasons[str(index)] = reason
+        return items, (reasons or None)
+    return obj, None
+
+
+def restore_nonfinite(obj: object) -> object:
+    """Inverse of :func:`strict_json_value`: null values with a ``k_nonfinite`` reason become
+    the float NaN, inf or -inf again (and the reason keys go)."""
+    if isinstance(obj, dict):
+        out = {}
+        for key, item in obj.items():
+            if key.endswith(NONFINITE_SUFFIX) and key[:-len(NONFINITE_SUFFIX)] in obj:
+                continue
+            reason = obj.get(f"{key}{NONFINITE_SUFFIX}")
+            out[key] = _put_back(restore_nonfinite(item), reason)
+        return out
+    if isinstance(obj, list):
+        return [restore_nonfinite(item) for item in obj]
+    return obj
+
+
+def _put_back(value: object, reason: object) -> object:
+    if reason is None:
+        return value
+    if value is None and isinstance(reason, str):
+        return _NONFINITE.get(reason, value)
+    if isinstance(value, list) and isinstance(reason, dict):
+        return [_put_back(item, reason.get(str(i))) for i, item in enumerate(value)]
+    return value
+
+
+def loads_json(text: str) -> object:
+    """The one JSON reader of run files: ``json.loads`` and :func:`restore_nonfinite` (files
+    written before strict JSON, with NaN tokens, still read)."""
+    return restore_nonfinite(json.loads(text))
+
+
+def dumps_json(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
+    """The one JSON writer of the package: strict JSON (``allow_nan=False``) of
+    :func:`strict_json_value` (obj), so NaN and inf are written as null with a reason field."""
+    return json.dumps(strict_json_value(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+def dumps_jsonl(rows: Iterable[object]) -> str:
+    """JSON Lines: one :func:`dumps_json` object per line."""
+    return "".join(dumps_json(row, indent=None) + "\n" for row in rows)
+
+
+def atomic_write_json(path: str | os.PathLike, obj: object, indent: int | None = 2,
+                      sort_keys: bool = False) -> Path:
+    return atomic_write_text(path, dumps_json(obj, indent, sort_keys) + "\n")
 
 
 def atomic_write_weights(path: str | os.PathLike, tensors: dict, metadata: dict[str, str]

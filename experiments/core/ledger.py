@@ -338,7 +338,9 @@ def run_claims(claims: Sequence[Claim], profile: str, workers: int = 1,
 
 def to_json(records: Sequence[Record], profile: str) -> str:
     summary = {s: sum(r.status == s for r in records) for s in STATUSES}
-    return json.dumps({"profile": profile, "summary": summary,
+    from resharpen.experiments.core.io import dumps_json
+
+    return dumps_json({"profile": profile, "summary": summary,
                        "claims": [asdict(r) for r in records]}, indent=2)
 
 

@@ -35,6 +35,13 @@ that no cache carries a mutated value into another run. A claim is
 
 A survivor is a prompt to read the check, not a verdict of circularity; the diagnosis of each
 survivor is in docs/ledger.md.
+
+The committed *record* (``experiments/configs/ledger/mutation.json``, :func:`read_record`) holds
+the expected verdict of every claim at the default step, the seconds its unmutated quick check
+took, and for each survivor its diagnosis. :func:`against_record` turns a run into regressions:
+a claim the record has killed that now survives (or that no mutation perturbs any more), and a
+survivor the record gives no diagnosis. tests/core/test_mutation_record.py runs it over the
+registry (the cheap claims by default, every claim in the ``slow`` test).
 """
 from __future__ import annotations
 
@@ -49,9 +56,11 @@ import types
 import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from resharpen.experiments.core.ledger import Claim, _derivations, format_value, run_claim
+from resharpen.experiments.core.io import dumps_json
+from resharpen.experiments.core.ledger import Claim, _derivations, run_claim
 
 STEP = 1e-3
 """The perturbation x -> x (1 + STEP) + STEP of a float (integers move by 1), the default of
@@ -61,6 +70,8 @@ VERDICTS = ("killed", "survives", "untested", "skipped")
 KILLING = ("FAIL", "ERROR", "TIMEOUT")
 """Statuses under a mutation that kill a (non-erratum) claim; an erratum is killed by any
 status but PASS."""
+RECORD = Path(__file__).resolve().parents[1] / "configs" / "ledger" / "mutation.json"
+"""The committed record of the expected verdict per claim (quick profile, step STEP)."""
 NOT_SUBJECTS = ("resharpen.experiments.core.stats",)
 """Modules whose functions a check uses to decide, not to derive: a mutated p-value or verdict
 says nothing about whether the check's measurement and expectation are independent."""
@@ -426,7 +437,9 @@ def _isolated(c: Claim, profile: str, target: Target | None, step: float,
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads: the child
-        process = context.Process(target=child, daemon=True)  # runs only this check
+        # runs only this check; not a daemon, so that a check may start its own process pool
+        # (a quick sweep it trains); the child is killed and joined below in any case
+        process = context.Process(target=child, daemon=False)
         process.start()
     send.close()
     try:
@@ -576,8 +589,66 @@ def _short(name: str) -> str:
 
 def to_json(results: Sequence[MutationResult], profile: str, step: float = STEP) -> str:
     count = {v: sum(r.verdict == v for r in results) for v in VERDICTS}
-    return json.dumps({"profile": profile, "perturbation": f"x -> x (1 + {step:g}) + {step:g}; "
+    return dumps_json({"profile": profile, "perturbation": f"x -> x (1 + {step:g}) + {step:g}; "
                                                            "int + 1; bool negated",
                        "summary": {**count, "line": summary(results)},
                        "claims": [{**asdict(r), "tried": r.tried} for r in results]},
-                      indent=2, default=format_value)
+                      indent=2)
+
+
+# ----------------------------------------------------------------------------- the record
+def read_record(path: str | Path = RECORD) -> dict[str, dict]:
+    """The record's ``{id: {"verdict", "seconds", "diagnosis"}}``; ValueError naming the file
+    when it is not a record: a verdict not in VERDICTS, seconds that are not a number, or a
+    survivor without a diagnosis."""
+    path = Path(path)
+    try:
+        claims = json.loads(path.read_text())["claims"]
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not a mutation record ({type(exc).__name__}: {exc})") \
+            from None
+    for claim_id, entry in claims.items():
+        if not isinstance(entry, dict) or entry.get("verdict") not in VERDICTS \
+                or not isinstance(entry.get("seconds"), (int, float)):
+            raise ValueError(f"{path}: claim {claim_id!r} needs a verdict (one of {VERDICTS}) "
+                             "and the seconds of its unmutated quick check")
+        if entry["verdict"] == "survives" and not entry.get("diagnosis", "").strip():
+            raise ValueError(f"{path}: survivor {claim_id!r} has no diagnosis")
+    return claims
+
+
+def against_record(results: Sequence[MutationResult], record: dict[str, dict]) -> list[str]:
+    """One line per regression of ``results`` against the record: a claim recorded ``killed``
+    that survives, or whose unmutated check passes but no mutation perturbs a value any more;
+    a survivor without a recorded diagnosis (a new survivor). Skipped claims, and claims whose
+    unmutated check does not PASS (the status baseline's business), are not compared."""
+    lines = []
+    for r in results:
+        entry = record.get(r.id, {})
+        was, diagnosis = entry.get("verdict"), entry.get("diagnosis", "").strip()
+        if r.verdict == "survives" and was == "killed":
+            lines.append(f"{r.id}: killed -> survives (every mutation of "
+                         f"{', '.join(m.target for m in r.mutations if m.perturbed)} passes)")
+        elif r.verdict == "survives" and not diagnosis:
+            lines.append(f"{r.id}: survives, and the record has no diagnosis (was "
+                         f"{was or 'not recorded'})")
+        elif r.verdict == "untested" and r.baseline == "PASS" and was == "killed":
+            lines.append(f"{r.id}: killed -> untested ({r.note})")
+    return lines
+
+
+def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = None) -> str:
+    """The record (JSON text) of a run: each claim's verdict and unmutated seconds, the note of
+    an untested or skipped claim, and the diagnosis kept from ``old`` (of a survivor: empty for
+    a new one, fill it in by hand; of a skipped claim that survives when it is run)."""
+    old = old or {}
+    claims = {}
+    for r in sorted(results, key=lambda r: r.id):
+        entry = {"verdict": r.verdict, "seconds": round(float(r.baseline_seconds), 3)}
+        if r.note:
+            entry["note"] = r.note
+        if r.verdict == "survives" or old.get(r.id, {}).get("diagnosis"):
+            entry["diagnosis"] = old.get(r.id, {}).get("diagnosis", "")
+        claims[r.id] = entry
+    return dumps_json({"profile": "quick", "step": STEP, "summary": summary(results),
+                       "claims": claims}, indent=1, sort_keys=False) + "\n"

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from resharpen.experiments.core.io import loads_json
+
 if TYPE_CHECKING:
     import torch
 
@@ -67,7 +69,7 @@ class Run:
 
 def _read_json(path: Path):
     try:
-        return json.loads(path.read_text())
+        return loads_json(path.read_text())
     except FileNotFoundError:
         raise ValueError(f"{path.parent} is not a finished run folder ({path.name} is missing)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -88,7 +90,7 @@ def load_run(folder: str | Path) -> Run:
         for number, line in enumerate(metrics.read_text().splitlines(), start=1):
             if line.strip():
                 try:
-                    history.append(json.loads(line))
+                    history.append(loads_json(line))
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{metrics}:{number} is not valid JSON: {exc}") from None
     return Run(folder, config, summary, per_length, history)

@@ -17,15 +17,16 @@ runs in flight and leaves no half-written file. The Set Complement random search
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 from pathlib import Path
 
-from resharpen.experiments.core.backends import run_tasks
-from resharpen.experiments.core.cli_args import UsageError
-from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
-                                           remove_stale_temporaries)
+from resharpen.experiments.core.backends import check_backend, run_tasks
+from resharpen.experiments.core.cli_args import UsageError, bad_input
+from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text, dumps_jsonl,
+                                           read_json, read_jsonl, remove_stale_temporaries)
 from resharpen.experiments.core.train import WEIGHTS, WEIGHTS_FILE, save_run
 
 SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl")
@@ -56,29 +57,36 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     folder; nothing else, nowhere else); writes ``sweep.json``,
     then each finished run (:func:`resharpen.experiments.core.train.save_run`) and the table as results come
     back (only this driver writes, every file atomically)."""
-    from tqdm import tqdm
+    from resharpen.experiments.core.progress import Progress, bar as progress_bar
 
     identity = json.loads(json.dumps(identity))
     path = root / "sweep.json"
-    if path.exists() and json.loads(path.read_text()).get("identity") != identity:
-        raise UsageError(f"{str(root)!r} holds a different {kind} (other configs, seed or "
-                         "search space); choose another --out")
+    with bad_input():  # every check before the first write: a refused resume changes nothing
+        check_backend(backend, address)
+        if path.exists():
+            old = read_json(path, f"the {kind} file")
+            if not isinstance(old, dict) or old.get("identity") != identity:
+                raise UsageError(f"{str(root)!r} holds a different {kind} (other configs, seed "
+                                 "or search space); choose another --out")
+        finished = set()
+        for index, config in enumerate(configs):
+            folder = root / "runs" / config["name"]
+            if (folder / "summary.json").exists():
+                read_json(folder / "summary.json", "run file")
+                if read_json(folder / "config.json", "run file") != json.loads(json.dumps(config)):
+                    raise UsageError(f"run folder {str(folder)!r} holds another config; "
+                                     "choose another --out")
+                finished.add(index)
     remove_stale_temporaries(root, SWEEP_FILES)  # left by a killed writer: ours only
     for config in configs:
         remove_stale_temporaries(root / "runs" / config["name"], RUN_FILES)
     atomic_write_json(path, {"identity": identity, "runs": len(configs), **(marker or {})})
-    finished = set()
-    for index, config in enumerate(configs):
-        folder = root / "runs" / config["name"]
-        if (folder / "summary.json").exists():
-            if json.loads((folder / "config.json").read_text()) != json.loads(json.dumps(config)):
-                raise UsageError(f"run folder {str(folder)!r} holds another config; "
-                                 "choose another --out")
-            finished.add(index)
     groups = [[i] for i in range(len(configs))] if groups is None else groups
     pending = [g for g in groups if not set(g) <= finished]
-    bar = tqdm(total=len(configs), initial=len(finished), desc=desc, unit="run",
-               disable=not progress or None)
+    bar = progress_bar(total=len(configs), initial=len(finished), desc=desc, unit="run",
+                       enabled=progress, leave=True)
+    lines = Progress(desc, len(configs), unit="run", enabled=progress)
+    done = len(finished)
     try:
         tasks = [([configs[i] for i in group],) for group in pending]
         for task, results in run_tasks(run_fn, tasks, backend, workers, address):
@@ -86,6 +94,8 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
                 if index not in finished:
                     save_run(result, root / "runs" / configs[index]["name"])
                     bar.update(1)
+                    done += 1
+                    lines.line(done, finished=configs[index]["name"])
             write_table_fn()
     finally:
         bar.close()
@@ -98,14 +108,14 @@ def load_runs(root: str | Path) -> list[dict]:
     for folder in sorted((Path(root) / "runs").glob("*")):
         if (folder / "summary.json").exists():
             runs.append({"folder": folder,
-                         "config": json.loads((folder / "config.json").read_text()),
-                         "summary": json.loads((folder / "summary.json").read_text())})
+                         "config": read_json(folder / "config.json", "run file"),
+                         "summary": read_json(folder / "summary.json", "run file")})
     return runs
 
 
 def write_rows(root: Path, rows: list[dict]) -> list[dict]:
     """The sweep table: ``table.jsonl`` and ``table.csv`` in ``root``, each written atomically."""
-    atomic_write_text(root / "table.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    atomic_write_text(root / "table.jsonl", dumps_jsonl(rows))
     buffer = io.StringIO()
     if rows:
         writer = csv.DictWriter(buffer, fieldnames=list(rows[0]))
@@ -119,4 +129,25 @@ def read_table(root: str | Path) -> list[dict]:
     path = Path(root) / "table.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{str(path)!r} does not exist: is {str(root)!r} a sweep folder?")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(path, "sweep table")
+
+
+LOCK_FILE = ".lock"
+"""The lock file :func:`exclusive` holds in a sweep folder while one process drives it."""
+
+
+@contextlib.contextmanager
+def exclusive(root: str | Path):
+    """Hold an exclusive POSIX lock (``fcntl.flock``) on ``root/.lock`` for the block: ledger
+    checks running in parallel workers that need the same quick sweep then train it once (the
+    second waits, then finds every run finished) instead of twice side by side."""
+    import fcntl
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / LOCK_FILE, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield root
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

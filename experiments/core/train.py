@@ -246,14 +246,16 @@ def fit(state: TrainingState, train: dict, next_batch: Callable[[int], torch.Ten
     step (:func:`is_record_step` with ``every``) ``record(step, loss)`` evaluates / logs and
     returns the history row, and the run ends there if ``stop(row)`` says so (the stopping
     rule; None = never). ``raise_on_nonfinite``: a ValueError naming the step when a loss is
-    not finite."""
-    from tqdm import tqdm
+    not finite. ``progress``: a bar on a terminal, a line per record step otherwise
+    (:mod:`resharpen.experiments.core.progress`)."""
+    from resharpen.experiments.core.progress import Progress, bar as progress_bar, fit_of
 
     model, steps = state.model, train["steps"]
     history: list[dict] = []
     model.train()
-    bar = tqdm(range(1, steps + 1), desc=f"train {name}".strip(), unit="step",
-               disable=not progress or None, leave=False)
+    desc = f"train {name}".strip()
+    bar = progress_bar(range(1, steps + 1), desc=desc, unit="step", enabled=progress)
+    lines = Progress(desc, steps, enabled=progress)
     for step in bar:
         value = train_step(model, state.optimizer, state.schedule, next_batch(step),
                            train["grad_clip"], ignore, after_backward)
@@ -268,6 +270,7 @@ def fit(state: TrainingState, train: dict, next_batch: Callable[[int], torch.Ten
             bar.set_postfix(loss=f"{state.smoothed_loss:.4f}")
         if is_record_step(step, every, steps):
             history.append(record(step, value))
+            lines.line(step, loss=state.smoothed_loss, **{"ID invalid mass": fit_of(history[-1])})
             if stop is not None and stop(history[-1]):
                 break
     bar.close()
@@ -303,12 +306,12 @@ def save_run(result: dict, folder: str | Path) -> Path:
     import json
 
     from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
-                                               atomic_write_weights, ensure_writable_dir)
+                                               atomic_write_weights, dumps_jsonl,
+                                               ensure_writable_dir)
 
     folder = ensure_writable_dir(folder)
     atomic_write_json(folder / "config.json", result["config"])
-    atomic_write_text(folder / "metrics.jsonl",
-                      "".join(json.dumps(row) + "\n" for row in result["history"]))
+    atomic_write_text(folder / "metrics.jsonl", dumps_jsonl(result["history"]))
     if "per_length" in result:
         atomic_write_json(folder / "per_length.json", result["per_length"])
     saved: WeightSets | None = result.get("weights")

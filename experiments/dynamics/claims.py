@@ -633,9 +633,14 @@ def check_discrete_convergence(profile: str) -> Outcome:
 # ----------------------------------------------------------------------------- random stacks
 @claim("dyn.stack.qualitative", source=f"{SRC} Sec. 5 random-weight stacks (secondary summary; setup reconstructed)",
        statement="d=512, beta=sqrt d, fresh random QKV per layer: Peri-LN and nGPT move tokens >= 5x more "
-                 "than Post-/Pre-LN in layer 1; Post-LN collapses (cos > 0.99 by layer 32) faster than Pre-LN",
+                 "than Post-/Pre-LN in layer 1; Post-LN collapses faster than Pre-LN: at layer 32 "
+                 "the mean pairwise cosine is > 0.99 for Post-LN and < 0.99 for Pre-LN",
        kind="experiment", tolerance="ratios and thresholds as stated; seed 0, n = 32")
 def check_stack_qualitative(profile: str) -> Outcome:
+    """Three inequalities, each able to fail: min(Peri-LN, nGPT) layer-1 step >= 5 max(Post-LN,
+    Pre-LN) step; Post-LN cosine at layer 32 > 0.99; Pre-LN cosine at layer 32 < 0.99 (the
+    threshold separates collapsed from not yet collapsed, as the statement says). The
+    thresholds are the statement's, fixed beforehand; no theory value enters."""
     n, layers = pick(profile, quick=(32, 32), full=(128, 128))
     runs = run_stacks(("postln", "preln", "periln", "ngpt"), n=n, d=512, layers=layers, seed=0)
     step1 = {s: r.cosine[1] - r.cosine[0] for s, r in runs.items()}
@@ -644,7 +649,7 @@ def check_stack_qualitative(profile: str) -> Outcome:
     post, pre = runs["postln"].cosine[32], runs["preln"].cosine[32]
     return Outcome(measured=f"layer-1 d cos: fast {fast:.3f} vs slow {slow:.3f}; layer-32 cos post {post:.4f} "
                             f"pre {pre:.4f}", expected="fast >= 5 slow; post > 0.99 > pre",
-                   passed=fast >= 5 * slow and post > 0.99 and pre < post,
+                   passed=fast >= 5 * slow and post > 0.99 > pre,
                    detail=", ".join(f"{k} {v:.3f}" for k, v in step1.items()))
 
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int
+from resharpen.experiments.core import limits
+from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int, seed_int
+from resharpen.experiments.core.limits import add_max_memory
 from resharpen.theory.dynamics.schemes import SCHEMES
 
 STARTS = ("uniform", "orthonormal", "gaussian")
+MAX_SIMULATE_T_END = 1e6
+"""The longest ``dynamics simulate --t-end``: the particles have clustered long before, and the
+constant-speed schemes (postln, ngpt) take solver steps in proportion to t_end (1e4: seconds)."""
 
 
 def add_dynamics(sub) -> None:
@@ -41,18 +45,20 @@ def add_dynamics(sub) -> None:
                    help="Q = K = V = I, or random N(0, 1/d) matrices (seeded)")
     s.add_argument("--tau", type=finite_float, default=2.0, help="Mix-LN switch time")
     s.add_argument("--alpha0", type=finite_float, default=1.0, help="nGPT alpha")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=seed_int, default=0)
     s.add_argument("--samples", type=positive_int, default=11, help="output times")
     s.add_argument("--json", metavar="PATH", help="write the trajectory summary as JSON ('-' = stdout)")
+    add_max_memory(s)
     s.set_defaults(handler=run_simulate)
 
     k = dsub.add_parser("stacks", help="random-weight stacks: cosine similarity per layer")
     k.add_argument("--n", type=positive_int, default=32)
     k.add_argument("--d", type=positive_int, default=512)
     k.add_argument("--layers", type=positive_int, default=64)
-    k.add_argument("--seed", type=int, default=0)
+    k.add_argument("--seed", type=seed_int, default=0)
     k.add_argument("--tied", action="store_true", help="Q = K = V = I in every layer")
     k.add_argument("--json", metavar="PATH", help="write per-layer curves as JSON ('-' = stdout)")
+    add_max_memory(k)
     k.set_defaults(handler=run_stacks_cmd)
 
 
@@ -60,16 +66,18 @@ def _emit(obj, target) -> None:
     from resharpen.experiments.core.io import atomic_write_json
 
     if target == "-":
-        print(json.dumps(obj, indent=2))
+        from resharpen.experiments.core.io import dumps_json
+
+        print(dumps_json(obj))
     elif target:
         atomic_write_json(target, obj)
 
 
 def _check_target(target) -> None:
-    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.core.io import check_output_file
 
     if target and target != "-":
-        ensure_writable_dir(Path(target).parent)
+        check_output_file(target, "--json")
 
 
 def run_ode(args) -> int:
@@ -82,6 +90,11 @@ def run_ode(args) -> int:
         nd.check_beta(args.beta), nd.check_n(args.n), nd.check_horizon(args.t_end)
         nd.check_positive("r0", args.r0)
         _check_target(args.json)
+        g0 = float(nd.G_num(0.0, args.beta, args.n))  # s gamma'(0) ~ -exp(-beta): representable?
+        if not abs(g0) >= sys.float_info.min:
+            raise ValueError(f"--beta {args.beta:g} is too large for the symmetric ODE in float64: "
+                             f"gamma'(0) ~ exp(-beta) underflows ({g0:.3g}), so gamma never "
+                             "moves; use a smaller --beta (at most about 700)")
     rows = []
     for scheme in nd.SCHEMES:
         horizon = args.t_end
@@ -124,7 +137,14 @@ def run_simulate(args) -> int:
 
     with bad_input():  # the set-up checks every argument; none of it simulates
         check_n(args.n), check_d(args.d), check_horizon(args.t_end)
+        if args.t_end > MAX_SIMULATE_T_END:
+            raise ValueError(f"--t-end {args.t_end:g} is too long: at most "
+                             f"{MAX_SIMULATE_T_END:g} (the particles cluster long before; the "
+                             "postln and ngpt schemes take time in proportion to t_end)")
         _check_target(args.json)
+        limits.require(limits.simulate_bytes(args.n, args.d, args.samples, args.qkv == "random"),
+                       f"dynamics simulate --n {args.n} --d {args.d} --samples {args.samples}",
+                       args.max_memory)
         theta0, r0 = _start(args.start, args.n, args.d, args.seed)
         Q = K = V = None
         if args.qkv == "random":
@@ -152,6 +172,8 @@ def run_stacks_cmd(args) -> int:
     with bad_input():
         check_n(args.n), check_d(args.d)
         _check_target(args.json)
+        limits.require(limits.stacks_bytes(args.n, args.d),
+                       f"dynamics stacks --n {args.n} --d {args.d}", args.max_memory)
     runs = run_stacks(n=args.n, d=args.d, layers=args.layers, seed=args.seed, tied=args.tied,
                       progress=True)
     marks = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, args.layers} & set(range(args.layers + 1)))

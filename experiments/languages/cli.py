@@ -15,7 +15,9 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from resharpen.experiments.core.cli_args import UsageError, bad_input, positive_int
+from resharpen.experiments.core import limits
+from resharpen.experiments.core.cli_args import UsageError, bad_input, positive_int, seed_int
+from resharpen.experiments.core.limits import add_max_memory
 from resharpen.experiments.core.profiles import PROFILES
 
 
@@ -50,17 +52,21 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
     if args.action == "train":
         return _train(args)
     if args.action == "run":
+        from resharpen.experiments.core.backends import check_backend
+        from resharpen.experiments.core.config import sweep_folder
         from resharpen.experiments.core.io import check_writable_target
-        from resharpen.experiments.languages.grid import GRID_DIR, load_grid, run_grid
 
-        grid = args.grid or GRID_DIR / "grid.toml"
-        with bad_input():  # the grid file, --only and --out, before any run
+        with bad_input():  # the backend, the grid file, --only and --out, before any write
+            check_backend(args.backend, args.address)
+            from resharpen.experiments.languages.grid import GRID_DIR, load_grid, run_grid
+
+            grid = args.grid or GRID_DIR / "grid.toml"
             planned = load_grid(grid, args.profile)
             unknown = sorted(set(args.only or ()) - {c["task"]["name"] for c in planned["configs"]})
             if unknown:
                 raise UsageError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
-            if args.out:
-                check_writable_target(args.out)
+            check_writable_target(args.out or sweep_folder(planned["name"]),
+                                  "--out" if args.out else "grid folder")
         root = run_grid(grid, out=args.out, workers=args.workers,
                         backend=args.backend, address=args.address, profile=args.profile,
                         only=args.only)
@@ -72,9 +78,19 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
 
 
 def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
+    from resharpen.experiments.core.io import read_json
     from resharpen.experiments.languages.grid import report, table_rows
 
-    if not table_rows(root):
+    with bad_input():  # a grid folder (its sweep.json says so), its runs readable
+        marker = root / "sweep.json"
+        if marker.is_file():
+            kind = read_json(marker, "grid file")
+            if not isinstance(kind, dict) or kind.get("kind") != "task_grid":
+                raise UsageError(f"{str(root)!r} is not a task grid folder (its sweep.json is "
+                                 "another kind of sweep: a Set Complement sweep is reported by "
+                                 "`resharpen report`)")
+        rows = table_rows(root)
+    if not rows:
         raise UsageError(f"{str(root)!r} holds no finished runs: is it a grid folder? "
                          "(run: resharpen langs run)")
     text, _ = report(root)
@@ -124,17 +140,19 @@ def add_tasks(sub) -> None:
     s.add_argument("name", help="task name (see `resharpen tasks list`)")
     s.add_argument("--count", type=int, default=4)
     s.add_argument("--length", type=int, default=16)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=seed_int, default=0)
     s.add_argument("--param", action="append", default=[], metavar="KEY=INT",
                    help="task parameter, e.g. vocab=32 (repeatable)")
     s.add_argument("--sets", action="store_true", help="also print the legal-next set per prefix")
+    add_max_memory(s)
     q = actions.add_parser("perft", help="Othello perft from the initial position")
     q.add_argument("--depth", type=int, default=6)
     g = actions.add_parser("games", help="write random Othello games (int8, PAD = 0) to .npy")
     g.add_argument("--count", type=int, default=100_000)
     g.add_argument("--length", type=int, default=60)
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=seed_int, default=0)
     g.add_argument("--out", required=True, help="output .npy file")
+    add_max_memory(g)
     p.set_defaults(handler=run_tasks)
 
 
@@ -180,6 +198,9 @@ def run_tasks(args) -> int:
         with bad_input():  # the task, its parameters, the count, length and seed
             task = get_task(args.name, **_parse_params(args.param))
             _check_sample_args(task, args.count, args.length, args.seed)
+            limits.require(limits.sample_bytes(args.count, args.length, task.size, args.sets),
+                           f"tasks sample --count {args.count} --length {args.length}",
+                           args.max_memory)
         seqs = task.sample(args.count, args.length, args.seed)
         masks = task.legal_next(seqs) if args.sets else None
         for b, row in enumerate(seqs):
@@ -200,12 +221,14 @@ def run_tasks(args) -> int:
         print(f"perft({args.depth}) = {leaves}  ({time.perf_counter() - start:.2f} s)")
         return 0
     # games
-    from resharpen.experiments.core.io import atomic_write_bytes, ensure_writable_dir
+    from resharpen.experiments.core.io import atomic_write_bytes, check_output_file
 
     task = get_task("othello")
     with bad_input():  # the output folder, the count, length and seed, before the games
-        ensure_writable_dir(Path(args.out).parent)
+        check_output_file(args.out, "--out")
         _check_sample_args(task, args.count, args.length, args.seed)
+        limits.require(limits.sample_bytes(args.count, args.length, task.size),
+                       f"tasks games --count {args.count} --length {args.length}", args.max_memory)
     start = time.perf_counter()
     games = task.sample(args.count, args.length, args.seed).astype(np.int8)
     seconds = time.perf_counter() - start

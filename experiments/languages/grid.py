@@ -37,9 +37,11 @@ from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.core.config import (CONFIG_DIR, apply_profile, deep_merge, read_toml,
-                                               sweep_folder)
-from resharpen.experiments.core.io import atomic_write_json, atomic_write_text, ensure_writable_dir
+from resharpen.experiments.core.backends import check_backend
+from resharpen.experiments.core.config import (CONFIG_DIR, apply_profile, deep_merge,
+                                               profile_tables, read_toml, sweep_folder)
+from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
+                                           ensure_writable_dir, loads_json)
 from resharpen.experiments.core.names import check_name
 from resharpen.experiments.core.sweep import execute, load_runs, run_each, write_rows
 from resharpen.experiments.core.train import WEIGHTS
@@ -56,6 +58,13 @@ def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
     """{name, profile, configs}: the validated run configs of a grid file (or dict) for a
     profile, in a fixed order (task, norm, seed)."""
     raw = copy.deepcopy(path) if isinstance(path, dict) else read_toml(path, "grid file")
+    where_file = "the grid" if isinstance(path, dict) else f"grid file {str(path)!r}"
+    profile_tables(raw.get("profile", {}), where_file)
+    for key in ("base", "override"):  # tables of config sections
+        table = raw.get(key, {})
+        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+            raise ValueError(f"{key} in {where_file} must be a table of tables ([{key}.<name>])"
+                             f", got {table!r}"[:200])
     for where, table in [("", raw)] + [(f"profile.{k}.", v) for k, v in
                                        raw.get("profile", {}).items()]:
         unknown = sorted(set(table) - GRID_KEYS - ({"profile"} if not where else set()))
@@ -111,6 +120,7 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
         unknown = sorted(set(only) - {c["task"]["name"] for c in planned["configs"]})
         if unknown:
             raise ValueError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
+    check_backend(backend, address)  # before the folder exists
     root = ensure_writable_dir(Path(out) if out else default_root(planned["name"]))
     identity = {"name": planned["name"], "profile": profile, "configs": planned["configs"]}
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
@@ -268,7 +278,7 @@ def per_length_curves(root: str | Path) -> dict:
     out: dict = {}
     for run in load_runs(root):
         c = run["config"]
-        per = json.loads((run["folder"] / "per_length.json").read_text())
+        per = loads_json((run["folder"] / "per_length.json").read_text())
         for weights, records in per.items():
             lines = out.setdefault(c["task"]["name"], {})
             slot = lines.setdefault((c["model"]["norm"], weights),

@@ -9,7 +9,9 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from resharpen.experiments.core.cli_args import UsageError, bad_input, positive_int
+from resharpen.experiments.core.cli_args import UsageError, bad_input, positive_int, seed_int
+from resharpen.experiments.core import limits
+from resharpen.experiments.core.limits import add_max_memory
 from resharpen.experiments.core.profiles import PROFILES
 
 
@@ -20,6 +22,7 @@ def add_train(sub) -> None:
                    help="override a config value, e.g. --set model.norm=post (repeatable)")
     p.add_argument("--profile", choices=PROFILES, default="full")
     p.add_argument("--out", default=None, help="run folder (default out/runs/<name>)")
+    add_max_memory(p)
     p.set_defaults(handler=run_train)
 
 
@@ -31,6 +34,10 @@ def run_train(args) -> int:
 
     with bad_input():  # the config file, the overrides and the run folder, before training
         config = load_config(args.config, args.overrides, profile=args.profile)
+        limits.require(limits.set_complement_training_bytes(config),
+                       f"train (vocab {config['task']['vocab']}, d_model "
+                       f"{config['model']['d_model']}, batch {config['train']['batch_size']})",
+                       args.max_memory)
         folder = Path(args.out) if args.out else run_folder(config["name"])
         ensure_writable_dir(folder)
     result = train(config)
@@ -67,18 +74,29 @@ def add_sweep(sub) -> None:
                    help="train up to this many runs that differ only in seed, lr, weight decay, "
                         "dropout or EMA as one batched ensemble (default: the file's "
                         "sweep.ensemble, 1 = every run alone)")
+    add_max_memory(p)
     p.set_defaults(handler=run_sweep_cli)
 
 
 def run_sweep_cli(args) -> int:
+    from resharpen.experiments.core.backends import check_backend
+    from resharpen.experiments.core.config import sweep_folder
     from resharpen.experiments.core.io import check_writable_target
-    from resharpen.experiments.core.sweep import read_table
-    from resharpen.experiments.set_complement.sweep import plan, run_sweep
 
-    with bad_input():  # the sweep file, --runs and --out, before any run
-        plan(args.config, args.runs, args.profile)
-        if args.out:
-            check_writable_target(args.out)
+    with bad_input():  # the backend, the sweep file, --runs and --out, before any write
+        check_backend(args.backend, args.address)
+        from resharpen.experiments.core.sweep import read_table
+        from resharpen.experiments.set_complement.sweep import plan, run_sweep
+
+        planned = plan(args.config, args.runs, args.profile)
+        parallel = min(args.workers, len(planned["configs"])) * (
+            args.ensemble or planned["settings"]["ensemble"] or 1)
+        limits.require(parallel * max(map(limits.set_complement_training_bytes,
+                                          planned["configs"])),
+                       f"sweep ({len(planned['configs'])} runs, {parallel} trained at a time)",
+                       args.max_memory)
+        check_writable_target(args.out or sweep_folder(planned["name"]),
+                              "--out" if args.out else "sweep folder")
     root = run_sweep(args.config, out=args.out, runs=args.runs, workers=args.workers,
                      backend=args.backend, address=args.address, profile=args.profile,
                      ensemble=args.ensemble)
@@ -93,7 +111,7 @@ def add_report(sub, figures: Callable[[Path], list[Path]] | None = None) -> None
     and returns the files written. The front (:mod:`resharpen.cli`) passes it: the figures
     belong to paper_figs, which the experiments do not import."""
     p = sub.add_parser("report", help="tables and figures of a finished sweep")
-    p.add_argument("sweep", help="sweep folder, e.g. out/sweeps/random_search")
+    p.add_argument("sweep", nargs="?", help="sweep folder, e.g. out/sweeps/random_search")
     p.add_argument("--no-figs", action="store_true", help="tables only")
     p.add_argument("--fit-json", metavar="PATH",
                    help="also write every run's per-length fit report (margins, s m_s, fitted "
@@ -106,12 +124,30 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
     from resharpen.experiments.core.sweep import read_table
     from resharpen.experiments.set_complement.sweep_report import report
 
+    from resharpen.experiments.core.io import check_output_file, read_json
+
     with bad_input():
+        if args.sweep is None:
+            raise UsageError("name a sweep folder, e.g. out/sweeps/random_search")
+        if args.fit_json and args.fit_json != "-":
+            check_output_file(args.fit_json, "--fit-json")
+        marker = Path(args.sweep) / "sweep.json"
+        if marker.is_file():
+            kind = read_json(marker, "sweep file")
+            if isinstance(kind, dict) and kind.get("kind") == "task_grid":
+                raise UsageError(f"{args.sweep!r} is a task grid folder: report it with "
+                                 "`resharpen langs report`")
         if not read_table(args.sweep):
             raise UsageError(f"sweep {args.sweep!r} has no finished runs yet")
     if args.fit_json:
         write_fit_json(args.sweep, args.fit_json)
     text, paths = report(args.sweep)
+    if any(row.get("fit_reached") is not None for row in read_table(args.sweep)):
+        from resharpen.experiments.set_complement.fit_report import fit_table, sweep_reports
+
+        text += ("\n\n## Trained to the fit: per placement (raw weights; "
+                 "experiments/set_complement/fit_report.py)\n\n"
+                 + fit_table(sweep_reports(args.sweep, "raw")))
     if figures is not None and not args.no_figs:
         paths += figures(Path(args.sweep))
     print(text)
@@ -124,13 +160,13 @@ def write_fit_json(sweep: str, target: str) -> None:
     """The per-length fit reports (raw weights) of a sweep's runs, as JSON to ``target``."""
     import json
 
-    from resharpen.experiments.core.io import atomic_write_text, check_writable_target
+    from resharpen.experiments.core.io import atomic_write_text, check_output_file, dumps_json
     from resharpen.experiments.set_complement.fit_report import sweep_reports
 
     with bad_input():
         if target != "-":
-            check_writable_target(target)
-        text = json.dumps(sweep_reports(sweep, "raw"), indent=1)
+            check_output_file(target, "--fit-json")
+        text = dumps_json(sweep_reports(sweep, "raw"), indent=1)
     if target == "-":
         print(text)
     else:
@@ -148,26 +184,28 @@ def add_compare(sub) -> None:
                    help="write the full comparison as JSON ('-' = stdout)")
     p.add_argument("--count", type=positive_int, default=256,
                    help="inputs per length (default 256)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sampled inputs (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0, help="seed of the sampled inputs (default 0)")
     p.set_defaults(handler=run_compare)
 
 
 def run_compare(args) -> int:
     import json
 
-    from resharpen.experiments.core.io import atomic_write_text, check_writable_target
+    from resharpen.experiments.core.io import atomic_write_text, check_output_file
     from resharpen.experiments.set_complement.compare import (check_comparable, compare_model,
                                                               load_trained)
 
     with bad_input():  # the run folder, its weights, its placement and the JSON target
         if args.json and args.json != "-":
-            check_writable_target(Path(args.json).parent)
+            check_output_file(args.json, "--json")
         model, config, weights = load_trained(args.run, args.weights)
         check_comparable(model)
     record = {"run": str(args.run), "weights": weights,
               **compare_model(model, config["task"]["train_len"], args.count, args.seed)}
     if args.json:
-        text = json.dumps(record, indent=2, allow_nan=False)
+        from resharpen.experiments.core.io import dumps_json
+
+        text = dumps_json(record)
         print(text) if args.json == "-" else atomic_write_text(args.json, text + "\n")
     print(format_comparison(record), file=sys.stderr if args.json == "-" else sys.stdout)
     return 0

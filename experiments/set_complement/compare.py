@@ -69,7 +69,7 @@ class LemmaFit:
         return -shared - np.diag(self.betas), shared - np.diag(self.lambdas)
 
 
-def fit_lemma(B, D) -> LemmaFit:
+def fit_lemma(B: np.ndarray | torch.Tensor, D: np.ndarray | torch.Tensor) -> LemmaFit:
     """Least-squares fit of the rows of D and B by the lemma's family, modulo the ones vector.
 
     Problem: minimize over u, lambda, beta in R^v and shifts c, d in R^v

@@ -147,10 +147,11 @@ def train_group(configs: list[dict], *, path: str = "auto", progress: bool = Fal
         return {"raw": stacked.unstacked(cfg, index), "ema": ema.module.unstacked(cfg, index),
                 "bema": bema.module().unstacked(cfg, index)}
 
-    from tqdm import tqdm
+    from resharpen.experiments.core.progress import Progress, bar
 
-    for step in tqdm(range(1, tr["steps"] + 1), desc=f"ensemble of {k}", unit="step",
-                     disable=not progress or None, leave=False):
+    desc = f"ensemble of {k}"
+    lines = Progress(desc, tr["steps"], enabled=progress)
+    for step in bar(range(1, tr["steps"] + 1), desc=desc, unit="step", enabled=progress):
         total, losses = ens.loss(batch(next(stream)))
         total.backward()
         ens.step(lr_factor(step - 1, tr))
@@ -169,6 +170,11 @@ def train_group(configs: list[dict], *, path: str = "auto", progress: bool = Fal
                 histories[i].append(row)
                 if fit_reached(config, row):
                     at_fit[i] = modules
+            fits = [h[-1].get("fit_id_invalid_mass", h[-1].get("raw", {}).get(
+                "id_invalid_mass")) for h in histories if h]
+            lines.line(step, **{"mean loss": float(losses.mean()),
+                                "worst ID invalid mass": max(fits) if fits else None,
+                                "at the fit": f"{len(at_fit)}/{k}"})
             if len(at_fit) == k:
                 break
     final = {i: at_fit.get(i) or weights(i) for i in range(k)}

@@ -2,7 +2,10 @@
 
 One forward pass scores every length: ``per_length`` random permutations of V are truncated to
 length L = max(lengths) <= v-1, and the logits at position s-1 are the model's prediction for
-the input made of the first s tokens (the model is causal). Every prefix of a uniformly random
+the input made of the first s tokens (the model is causal). When the inputs' float64 activations
+exceed :data:`resharpen.experiments.core.limits.EVAL_CHUNK_BYTES` the pass runs in chunks of
+inputs (each row's numbers are the same either way, to rounding), so memory stays bounded at
+any v; below that size (every training run and claim today) the pass is the single one it was. Every prefix of a uniformly random
 permutation is a uniformly random ordered s-subset, so each length is sampled exactly as
 ``sample_inputs`` would sample it.
 """
@@ -13,6 +16,7 @@ from typing import Sequence
 
 import torch
 
+from resharpen.experiments.core.limits import evaluation_bytes_per_input, evaluation_chunk_inputs
 from resharpen.experiments.set_complement.metrics import METRICS, complement_metrics
 from resharpen.experiments.core.set_complement_task import check_length, check_vocab, sample_inputs
 
@@ -27,18 +31,42 @@ def per_position_metrics(model: torch.nn.Module, vocab: int, max_length: int, pe
         model = copy.deepcopy(model).to(dtype)
     was_training = model.training
     model.eval()
+    chunk = evaluation_chunk_inputs(bytes_per_input(model, vocab, max_length), per_length)
     try:
-        logits = model(tokens)
+        parts = [complement_metrics(model(rows), rows, vocab) for rows in tokens.split(chunk)]
     finally:
         model.train(was_training)
-    return complement_metrics(logits, tokens, vocab), tokens
+    if len(parts) == 1:
+        return parts[0], tokens
+    return {name: torch.cat([part[name] for part in parts]) for name in parts[0]}, tokens
+
+
+def bytes_per_input(model: torch.nn.Module, vocab: int, length: int) -> int:
+    """Float64 memory of one input in :func:`per_position_metrics`
+    (:func:`resharpen.experiments.core.limits.evaluation_bytes_per_input`, plus the attention
+    pattern 8 S^2 of every layer and head); 0 for a model without a core ``cfg``."""
+    cfg = getattr(model, "cfg", None)
+    if cfg is None or not hasattr(cfg, "d_model"):
+        return 0
+    heads = cfg.n_heads
+    return (evaluation_bytes_per_input(vocab, cfg.d_model, heads * cfg.head_width,
+                                       heads * cfg.value_width, length)
+            + 8 * cfg.n_layers * heads * length * length)
 
 
 def evaluate_lengths(model: torch.nn.Module, vocab: int, lengths: Sequence[int] | None = None,
                      per_length: int = 64, seed: int = 0,
                      dtype: torch.dtype = torch.float64) -> list[dict]:
     """One record per length s: the mean of every metric over ``per_length`` inputs, plus the
-    worst case (max invalid mass, min margin). Lengths default to 1..v-1."""
+    worst case (max invalid mass, min margin). Lengths default to 1..v-1.
+
+    Exact, against the known target: for an input t of s distinct tokens, p* is uniform on the
+    v - s unseen tokens; the metrics (``metrics.METRICS``) of the model's p = softmax(f(t)) are
+    the invalid mass sum_{x in t} p_x, TV and KL(p* || p), the cross-entropy, whether the top-1
+    token is invalid, and the margins mean_{y valid} f_y - f_x of the seen tokens x: the
+    smallest (``margin_min``), the query's x = t_s (``margin_query``) and the smallest and
+    largest over the other seen tokens (``margin_nonquery_min``, ``_max``). The inputs are seeded prefixes of random orderings,
+    evaluated in ``dtype`` (float64 by default)."""
     check_vocab(vocab)
     lengths = list(range(1, vocab)) if lengths is None else sorted(set(int(s) for s in lengths))
     for s in lengths:

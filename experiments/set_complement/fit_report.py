@@ -188,3 +188,57 @@ def sweep_reports(root: str | Path, weights: str = "raw") -> list[dict]:
     """:func:`run_report` of every finished run of a sweep folder (``runs/<name>``)."""
     runs = sorted(p for p in (Path(root) / "runs").iterdir() if (p / "summary.json").exists())
     return [run_report(p, weights) for p in runs]
+
+
+def _cell(values) -> str:
+    a = np.asarray([x for x in values if x is not None], dtype=float)
+    a = a[np.isfinite(a)]
+    if not a.size:
+        return "—"
+    return f"{a.mean():.3g} ± {a.std(ddof=1) if a.size > 1 else 0.0:.2g}"
+
+
+def _margin_exponent(report: dict) -> float:
+    """a of m_s ~ s^-a, least squares of log m_s on log s over s = 2..L_train."""
+    rows = [r for r in report["per_length"] if 2 <= r["length"] <= report["train_len"]
+            and r["margin"] is not None and r["margin"] > 0]
+    if len(rows) < 2:
+        return math.nan
+    s, m = zip(*((r["length"], r["margin"]) for r in rows))
+    return float(-np.polyfit(np.log(s), np.log(m), 1)[0])
+
+
+def _s_margin_spread(report: dict) -> float:
+    values = [r["s_margin"] for r in report["per_length"]
+              if 2 <= r["length"] <= report["train_len"] and r["s_margin"]]
+    return max(values) / min(values) if values and min(values) > 0 else math.nan
+
+
+def fit_table(reports: list[dict]) -> str:
+    """Markdown: one row per (placement, attn_out_scale) of a fit sweep's reports (one weight
+    set): runs that reached the fit, fit step (median, range), ID / OOD invalid mass, the margin
+    exponent a (m_s ~ s^-a on s = 2..L_train), max/min of s m_s there, the fitted closed form's
+    parameters and K read off the weights (mean ± sd over the runs)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in reports:
+        groups.setdefault((r["placement"], r["attn_out_scale"]), []).append(r)
+    head = ("| placement | reached | fit step (median, range) | ID inv. mass | OOD inv. mass | "
+            "margin exponent a | s·m_s max/min | fitted closed form | K (residual) | "
+            "K (logit maps) |")
+    lines = [head, "|" + "---|" * 10]
+    for (placement, scale), reps in groups.items():
+        steps = sorted(r["fit_step"] for r in reps if r["fit_step"] is not None)
+        step = (f"{int(np.median(steps))} ({steps[0]}-{steps[-1]})" if steps else "—")
+        params = [r["theory_params"] for r in reps if r["theory_params"]]
+        fitted = ", ".join(f"{key} {_cell(p[key] for p in params)}"
+                           for key in (params[0] if params else {}) if key != "residual")
+        Ks = [r["effective_K"] for r in reps if r["effective_K"]]
+        name = placement + (f" (attn_out_scale {scale:g})" if scale != 1.0 else "")
+        lines.append(
+            f"| {name} | {sum(bool(r['fit_reached']) for r in reps)}/{len(reps)} | {step} | "
+            f"{_cell(r['id_invalid_mass'] for r in reps)} | "
+            f"{_cell(r['ood_invalid_mass'] for r in reps)} | "
+            f"{_cell(map(_margin_exponent, reps))} | {_cell(map(_s_margin_spread, reps))} | "
+            f"{fitted or '—'} | {_cell(k.get('K_residual') for k in Ks)} | "
+            f"{_cell(k.get('K') for k in Ks)} |")
+    return "\n".join(lines)

@@ -7,7 +7,8 @@ For logits f over V and an input t of length s (invalid set [t], valid set V min
     KL(p* || p)    = [log mean_{valid} e^{f_j - fbar}] + softplus(x),  fbar = mean valid logit
     cross-entropy  = log(v - s) + KL
     margin m_i     = fbar - f_i for i in [t]
-    valid spread   = max_{valid} p / min_{valid} p
+    valid spread   = max_{valid} p / min_{valid} p  (its log, max_{valid} f - min_{valid} f,
+                     is returned too: finite where the ratio overflows)
     top-1 invalid  = 1 if max_{[t]} f >= max_{valid} f (ties count against the model)
 When all valid logits are equal the first KL term is exactly 0, so TV = invalid mass and
 KL = -log(1 - invalid mass): the closed forms of resharpen.theory.set_complement.formulas. Written this way every
@@ -69,6 +70,7 @@ def complement_metrics(logits: torch.Tensor, tokens: torch.Tensor, vocab: int) -
         "cross_entropy": kl + torch.log(n_valid.to(torch.float64)),
         "top1_invalid": (max_inv >= max_val).to(torch.float64),
         "valid_spread": torch.exp(max_val - min_val),
+        "log_valid_spread": max_val - min_val,  # finite where exp overflows (not in METRICS)
         "margin_min": torch.where(invalid, margins, float("inf")).amin(-1),
         "margin_query": margin_query,
         "margin_nonquery_min": _nan_reduce(nq, torch.amin),

@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from resharpen.experiments.core import config as cfgmod
+from resharpen.experiments.core.backends import check_backend
 from resharpen.experiments.core.io import ensure_writable_dir
 from resharpen.experiments.core.sweep import execute, load_runs, write_rows
 from resharpen.experiments.core.train import WEIGHTS
@@ -75,6 +76,7 @@ def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | No
     planned = plan(path, runs, profile)
     size = planned["settings"]["ensemble"] if ensemble is None else ensemble
     groups = group_runs(planned["configs"], size)
+    check_backend(backend, address)  # before the folder exists
     root = ensure_writable_dir(Path(out) if out else cfgmod.sweep_folder(planned["name"]))
     execute(root, _identity(planned, size), planned["configs"], run_group,
             lambda: write_table(root, planned["space"]), groups=groups,

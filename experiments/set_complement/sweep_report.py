@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from resharpen.experiments.core.io import loads_json
 from resharpen.experiments.core.sweep import load_runs, read_table
 
 OOD_METRICS = ("ood_invalid_mass", "ood_kl", "lg_score")
@@ -161,7 +162,8 @@ def analyse(root: str | Path) -> dict:
     return {
         "sweep": str(root), "runs": len(rows), "factors": factors,
         "budget": {"steps": base["train"]["steps"], "batch_size": base["train"]["batch_size"],
-                   "vocab": base["task"]["vocab"], "train_len": base["task"]["train_len"]},
+                   "vocab": base["task"]["vocab"], "train_len": base["task"]["train_len"],
+                   "fit": base["train"].get("until_id_invalid_mass", 0.0)},
         "effects": {m: factor_effects(rows, factors, m, categorical) for m in OOD_METRICS},
         "rank_regression": {m: rank_regression(rows, factors, m) for m in OOD_METRICS},
         "postnorm": postnorm_comparison(rows),
@@ -177,8 +179,11 @@ def _fmt(s: dict) -> str:
 def to_markdown(a: dict) -> str:
     b = a["budget"]
     lines = [f"# Sweep {a['sweep']}: {a['runs']} finished runs",
-             f"v = {b['vocab']}, L_train = {b['train_len']}, {b['steps']} steps of batch "
-             f"{b['batch_size']} for every run (matched budget); "
+             f"v = {b['vocab']}, L_train = {b['train_len']}, "
+             + (f"each run stopped at its first check with raw ID invalid mass <= {b['fit']:g} "
+                f"(cap {b['steps']} steps, batch {b['batch_size']}; matched fit); "
+                if b.get("fit") else f"{b['steps']} steps of batch {b['batch_size']} for every "
+                                     "run (matched budget); ") +
              f"{a['seconds_per_run']['mean']:.1f} s per run on average.",
              "Cells: mean ± std (sample std over runs) (max over runs, n runs). "
              "OOD = lengths L_train+1..v-1; primary weights of each run (train.ema).", ""]
@@ -224,8 +229,8 @@ def runs_with_data(root: str | Path) -> list[dict]:
     training history (the data the sweep's figures draw)."""
     runs = load_runs(root)
     for run in runs:
-        run["per_length"] = json.loads((run["folder"] / "per_length.json").read_text())
-        run["history"] = [json.loads(line) for line in
+        run["per_length"] = loads_json((run["folder"] / "per_length.json").read_text())
+        run["history"] = [loads_json(line) for line in
                           (run["folder"] / "metrics.jsonl").read_text().splitlines() if line]
     return runs
 

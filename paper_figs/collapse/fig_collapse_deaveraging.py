@@ -12,7 +12,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from resharpen.experiments.core.profiles import pick
-from resharpen.paper_figs import save
+from resharpen.paper_figs import save, style
+
+
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.collapse.stack import deaveraging_step
     from resharpen.theory.collapse.attention import delta_deaveraged
@@ -21,7 +23,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     points = np.linspace(0, 1, 6)
     samples = pick(profile, quick=8, full=64)
     fig, ax = plt.subplots(figsize=(6, 4))
-    for k, color in ((1.0, "tab:blue"), (2.0, "tab:red")):
+    for k, color in zip((1.0, 2.0), style.sequence_colors(2)):
         s = k * k / 9
         for t, ls in ((0.1, ":"), (0.3, "-"), (0.6, "--")):
             ax.plot(alphas, delta_deaveraged(alphas, s, t, 256), color=color, ls=ls,
@@ -29,10 +31,10 @@ def make(profile: str, outdir: Path) -> list[Path]:
         r = deaveraging_step(points, n=256, d=256, t0=0.3, multiplier=k, samples=samples, seed=1)
         ax.errorbar(points, r["measured"], yerr=2 * r["stderr"], fmt="o", color=color, ms=4,
                     capsize=2, label=f"MC s={s:.2g}, t={r['t_in']:.2f}")
-    ax.axhline(0, color="grey", lw=0.6)
+    style.hline(ax, 0, color=style.MUTED)
     ax.set_xlabel(r"de-averaging strength $\alpha$")
     ax.set_ylabel(r"$\Delta t_{sim}$ of one attention layer")
     ax.set_title("De-averaging removes the similarity step (n = d = 256)", fontsize=10)
-    ax.legend(fontsize=7)
+    ax.legend()
     fig.tight_layout()
-    return save(fig, outdir, "fig_collapse_deaveraging")
+    return save(fig, outdir, "fig_collapse_deaveraging", profile)

@@ -6,7 +6,8 @@ c_j = a_j sqrt(d)/|y_j|, and the Pre-Norm stack with the same weights' law. Righ
 residual gradient norms at the end of training (relative to the last layer) for the runs of
 fig_collapse_training: the collapsed Post-Norm run against the stable ones; third panel, the
 per-sublayer factors c_k of Theorem 3.6 in the trained Post-Norm runs (median over the last 10%
-of steps; c_k < 1 contracts). Shows claims
+of steps; c_k < 1 contracts). The trained panels need the sweep of fig_collapse_training on
+disk (never trained here: skipped with the command otherwise). Shows claims
 collapse.contraction_bound and collapse.training_collapse.
 """
 from __future__ import annotations
@@ -16,13 +17,17 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from resharpen.paper_figs import save
+from resharpen.paper_figs import save, style
+
+
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.collapse.backward import gradient_flow
-    from resharpen.paper_figs.collapse.fig_collapse_training import runs
+    from resharpen.paper_figs.collapse.fig_collapse_training import line_style, run_label, runs
 
+    trained = runs(profile)  # first: a missing sweep skips the figure before any work
     fig, (left, right, third) = plt.subplots(1, 3, figsize=(16, 4))
-    for norm, color in (("post", "tab:red"), ("pre", "tab:blue")):
+    for norm in ("post", "pre"):
+        color = style.placement_color(norm)
         r = gradient_flow(norm, n=64, d=64, depth=24, multiplier=4.0, mlp=None)
         k = np.arange(1, len(r["grad_x"]) + 1)
         left.semilogy(k, r["grad_x"] / r["grad_out"], color=color, marker=".",
@@ -33,28 +38,27 @@ def make(profile: str, outdir: Path) -> list[Path]:
     left.set_xlabel("sublayer k")
     left.set_ylabel(r"$\|\partial L/\partial X_k\| / \|\partial L/\partial X_{out}\|$")
     left.set_title("exactly collapsed random stack (x4)", fontsize=10)
-    left.legend(fontsize=7)
-    for res in runs(profile):
+    left.legend()
+    for res in trained:
         s = res["summary"]
         tail = res["history"][-max(1, len(res["history"]) // 10):]
         g = np.mean([np.asarray(x["resid_grad"]) / max(x["resid_grad"][-1], 1e-300)
                      for x in tail], axis=0)
-        right.semilogy(np.arange(1, len(g) + 1), np.maximum(g, 1e-16),
-                       ls="-" if s["norm"] == "post" else "--", marker=".",
-                       label=f"{s['norm']} lr={s['lr']:g}" + (" collapsed" if s["collapsed"] else ""))
+        kw = line_style(trained, res)
+        right.semilogy(np.arange(1, len(g) + 1), np.maximum(g, 1e-16), marker=".",
+                       label=run_label(s), **kw)
         tail_c = [x["contraction"] for x in tail if x.get("contraction")]
         if tail_c:
             c = np.nanmedian(np.asarray(tail_c, dtype=float), axis=0)
-            third.semilogy(np.arange(1, len(c) + 1), c, marker=".",
-                           label=f"lr={s['lr']:g}" + (" collapsed" if s["collapsed"] else ""))
-    third.axhline(1.0, color="grey", lw=0.8)
+            third.semilogy(np.arange(1, len(c) + 1), c, marker=".", label=run_label(s), **kw)
+    style.hline(third, 1.0, lw=0.8)
     third.set_xlabel("Post-Norm sublayer k (attention, SwiGLU alternating)")
     third.set_ylabel(r"$c_k = a_k\,|g|_{max}\sqrt{d}/\min_i|y_i|$ (end of training)")
     third.set_title("Theorem 3.6 factors in training", fontsize=10)
-    third.legend(fontsize=7)
+    third.legend()
     right.set_xlabel("layer l")
     right.set_ylabel(r"$\|\partial L/\partial X_l\| / \|\partial L/\partial X_L\|$ (end of training)")
     right.set_title("trained decoders (floored at 1e-16)", fontsize=10)
-    right.legend(fontsize=7)
+    right.legend()
     fig.tight_layout()
-    return save(fig, outdir, "fig_collapse_gradients")
+    return save(fig, outdir, "fig_collapse_gradients", profile)

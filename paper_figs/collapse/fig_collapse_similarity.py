@@ -13,9 +13,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from resharpen.experiments.core.profiles import pick
-from resharpen.paper_figs import save
+from resharpen.paper_figs import save, style
+
 MULTIPLIERS = (1.0, 2.0, 4.0)
-COLORS = {1.0: "tab:blue", 2.0: "tab:orange", 4.0: "tab:red"}
+COLORS = dict(zip(MULTIPLIERS, style.sequence_colors(len(MULTIPLIERS))))
 
 
 def data(profile: str) -> dict:
@@ -40,14 +41,14 @@ def make(profile: str, outdir: Path) -> list[Path]:
                 ax.plot(layers, r[f"delta_{key}"], color=COLORS[k], label=f"x{k:g} measured")
                 ax.plot(layers, r[f"theory_{key}"], color=COLORS[k], ls="--", lw=1.2,
                         label=f"x{k:g} theory")
-            ax.axhline(0, color="grey", lw=0.6)
+            style.hline(ax, 0, color=style.MUTED)
             ax.set_title(f"{'Post' if norm == 'post' else 'Pre'}-Norm, {title} step")
             ax.set_ylabel(r"$\Delta t_{sim}$ per layer")
             if row == 1:
                 ax.set_xlabel("layer")
-    axes[0, 0].legend(fontsize=7, ncol=2)
+    axes[0, 0].legend(ncol=2)
     cfg = results[("post", 1.0)]["config"]
     fig.suptitle(f"Similarity step at init (n = d = {cfg['n']}, {cfg['samples']} sample(s)); "
                  "dashed: theory at the measured t", fontsize=10)
     fig.tight_layout()
-    return save(fig, outdir, "fig_collapse_similarity")
+    return save(fig, outdir, "fig_collapse_similarity", profile)

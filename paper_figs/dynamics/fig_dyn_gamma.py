@@ -13,9 +13,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from resharpen.experiments.core.profiles import pick
-from resharpen.paper_figs import save
+from resharpen.paper_figs import save, style
 from resharpen.theory.dynamics import speed as nd
 from resharpen.theory.dynamics import ode
+
 BETA, N = 5.0, 256
 CURVES = [(s, "const") for s in nd.SCHEMES] + [("ngpt", "inverse")]
 
@@ -23,10 +24,11 @@ CURVES = [(s, "const") for s in nd.SCHEMES] + [("ngpt", "inverse")]
 def curves(horizon: float):
     t_eval = np.unique(np.concatenate([[0.0], np.geomspace(1e-2, horizon, 600)]))
     out = {}
-    for scheme, schedule in CURVES:
+    for scheme, schedule in CURVES:  # label -> (scheme, solution)
         label = nd.SCHEME_LABELS[scheme] + (r", $\alpha_t=1/(t+1)$" if schedule == "inverse" else
                                             (r", $\alpha\equiv 1$" if scheme == "ngpt" else ""))
-        out[label] = ode.solve_symmetric(scheme, BETA, N, horizon, alpha_schedule=schedule, t_eval=t_eval)
+        out[label] = scheme, ode.solve_symmetric(scheme, BETA, N, horizon, alpha_schedule=schedule,
+                                                 t_eval=t_eval)
     return out
 
 
@@ -35,23 +37,21 @@ def make(profile: str, outdir: Path) -> list[Path]:
     sols = curves(horizon)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
     styles = dict(zip(sols, ["-", "--", "-.", ":", "-", "--", (0, (5, 1, 1, 1))]))
-    for (label, sol), color in zip(sols.items(), plt.cm.tab10.colors):
-        ls = styles[label]
+    for label, (scheme, sol) in sols.items():
+        ls, color = styles[label], style.SCHEME_COLORS[scheme]
         axes[0].semilogx(sol.t[1:], sol.gamma[1:], ls=ls, color=color, label=label)
         axes[1].loglog(sol.t[1:], sol.gamma_dot[1:], ls=ls, color=color)
         keep = sol.t <= 40
         axes[2].semilogy(sol.t[keep], sol.gamma_dot[keep], ls=ls, color=color)
     t = np.geomspace(50, horizon, 10)
-    axes[1].loglog(t, 3e3 * t**-3.0, color="k", lw=3, alpha=0.25, label=r"$\propto t^{-3}$")
+    style.reference(axes[1], t, 3e3 * t**-3.0, lw=3, alpha=0.25, label=r"$\propto t^{-3}$")
     axes[1].set_ylim(1e-12, 1)
     axes[2].set_ylim(1e-16, 1)
     axes[0].set(xlabel="t (depth)", ylabel=r"$\gamma(t)=\langle\theta_j,\theta_k\rangle$",
                 title=rf"symmetric start, $\beta={BETA:g}$, $n={N}$")
     axes[1].set(xlabel="t", ylabel=r"$\dot\gamma(t)$", title="log-log: power laws are lines")
     axes[2].set(xlabel="t", ylabel=r"$\dot\gamma(t)$", title="semi-log: exponentials are lines")
-    axes[0].legend(fontsize=8, loc="upper left")
-    axes[1].legend(fontsize=8, loc="lower left")
-    for ax in axes:
-        ax.grid(alpha=0.3, which="both")
+    axes[0].legend(loc="upper left")
+    axes[1].legend(loc="lower left")
     fig.tight_layout()
-    return save(fig, outdir, "fig_dyn_gamma")
+    return save(fig, outdir, "fig_dyn_gamma", profile)

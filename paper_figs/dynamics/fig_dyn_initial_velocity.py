@@ -14,8 +14,9 @@ import numpy as np
 
 from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.dynamics import particles as P
-from resharpen.paper_figs import save
+from resharpen.paper_figs import save, style
 from resharpen.theory.dynamics import speed as nd
+
 N = 256
 R0, ALPHA0 = 2.0, 0.25
 
@@ -28,7 +29,8 @@ def make(profile: str, outdir: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     markers = dict(zip(nd.SCHEMES, "os^vDx"))
     styles = dict(zip(nd.SCHEMES, ["-", "-", "--", "-", "-", ":"]))
-    for scheme, color in zip(nd.SCHEMES, plt.cm.tab10.colors):
+    for scheme in nd.SCHEMES:
+        color = style.SCHEME_COLORS[scheme]
         exact = [nd.gamma_dot0_num(scheme, b, N, R0, ALPHA0) for b in betas]
         ax.semilogy(betas, exact, color=color, lw=2 if styles[scheme] == "-" else 2.5,
                     ls=styles[scheme], label=nd.SCHEME_LABELS[scheme])
@@ -39,7 +41,6 @@ def make(profile: str, outdir: Path) -> list[Path]:
     ax.set(xlabel=r"$\beta$", ylabel=r"$\dot\gamma(0)$",
            title=rf"initial velocity, orthonormal start, $n={N}$, $r_0={R0:g}$, $\alpha_0={ALPHA0:g}$"
                  "\nlines: Thm 4.1 closed form; markers: particle vector field")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    ax.legend()
     fig.tight_layout()
-    return save(fig, outdir, "fig_dyn_initial_velocity")
+    return save(fig, outdir, "fig_dyn_initial_velocity", profile)

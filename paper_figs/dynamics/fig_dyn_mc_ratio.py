@@ -13,7 +13,9 @@ import numpy as np
 
 from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.dynamics.initial_velocity import initial_velocity_grid
-from resharpen.paper_figs import save
+from resharpen.paper_figs import save, style
+
+
 def make(profile: str, outdir: Path) -> list[Path]:
     ns = [64, 128, 256, 512, 1024] + pick(profile, quick=[], full=[2048, 4096])
     ds = [32, 64, 128, 256, 512] + pick(profile, quick=[], full=[1024, 2048])
@@ -27,12 +29,14 @@ def make(profile: str, outdir: Path) -> list[Path]:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
     for ax, data, title, vmax in [(axes[0], ratio, r"$\mathrm{max}_j\,\|A_j(0)\|\,/\,(\sqrt{\log n/n}+\log n/d)$", None),
                                   (axes[1], proj, r"mean $\|PA\|$ / mean $\|A\|$", 1.0)]:
-        im = ax.imshow(data, origin="lower", cmap="viridis", vmin=0, vmax=vmax, aspect="auto")
+        im = ax.imshow(data, origin="lower", vmin=0, vmax=vmax, aspect="auto")
+        ax.grid(False)
         for i in range(len(ns)):
             for j in range(len(ds)):
                 if not np.isnan(data[i, j]):
                     ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                            color="w" if data[i, j] < 0.6 * np.nanmax(data) else "k")
+                            color=style.ON_DARK if data[i, j] < 0.6 * np.nanmax(data)
+                            else style.REFERENCE)
         ax.set_xticks(range(len(ds)), ds)
         ax.set_yticks(range(len(ns)), ns)
         ax.set(xlabel="d", ylabel="n")
@@ -40,4 +44,4 @@ def make(profile: str, outdir: Path) -> list[Path]:
         fig.colorbar(im, ax=ax)
     fig.suptitle(r"Thm 4.2 Monte Carlo, $\beta=1$, $Q=K=V=I$ (blank: outside $e^{\sqrt{d}}\geq n\log n\geq d$)")
     fig.tight_layout()
-    return save(fig, outdir, "fig_dyn_mc_ratio")
+    return save(fig, outdir, "fig_dyn_mc_ratio", profile)

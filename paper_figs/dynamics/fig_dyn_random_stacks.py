@@ -14,8 +14,10 @@ import numpy as np
 
 from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent, run_stacks
-from resharpen.paper_figs import save
+from resharpen.paper_figs import save, style
 from resharpen.theory.dynamics import speed as nd
+
+
 def make(profile: str, outdir: Path) -> list[Path]:
     n, layers = pick(profile, quick=(32, 64), full=(128, 256))
     runs = run_stacks(nd.SCHEMES, n=n, d=512, layers=layers, seed=0, progress=True)
@@ -23,22 +25,22 @@ def make(profile: str, outdir: Path) -> list[Path]:
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
     ell = np.arange(layers + 1)
     styles = {"postln": dict(lw=3.5, alpha=0.6), "mixln": dict(ls="--", lw=1.5)}
-    for (scheme, run), color in zip(runs.items(), plt.cm.tab10.colors):
-        axes[0].plot(ell, run.cosine, color=color, label=nd.SCHEME_LABELS[scheme],
+    for scheme, run in runs.items():
+        axes[0].plot(ell, run.cosine, color=style.SCHEME_COLORS[scheme],
+                     label=nd.SCHEME_LABELS[scheme],
                      **styles.get(scheme, dict(lw=1.5)))
     axes[0].set(xlabel="layer", ylabel="mean pairwise cosine similarity",
                 title=rf"random stacks: $d=512$, $n={n}$, $\beta=\sqrt{{d}}$, fresh QKV per layer"
                       + f"\n(Mix-LN = Post-LN for the first {layers // 4} layers)")
-    axes[0].legend(fontsize=8)
-    for run, label, color in [(runs["preln"], "fresh random weights", "C1"),
-                              (tied, "tied Q=K=V=I", "C7")]:
+    axes[0].legend()
+    for run, label, color in [(runs["preln"], "fresh random weights", style.SCHEME_COLORS["preln"]),
+                              (tied, "tied Q=K=V=I", style.MUTED)]:
         slope = norm_growth_exponent(run.norm, layers // 4)
         axes[1].loglog(ell[1:], run.norm[1:], color=color, label=f"{label}: slope {slope:.2f}")
-    axes[1].loglog(ell[1:], np.sqrt(ell[1:]), "k:", label=r"$\sqrt{\ell}$")
-    axes[1].loglog(ell[1:], ell[1:], "k--", alpha=0.5, label=r"$\ell$")
+    style.reference(axes[1], ell[1:], np.sqrt(ell[1:]), ls=":", label=r"$\sqrt{\ell}$")
+    style.reference(axes[1], ell[1:], ell[1:], ls="--", alpha=0.5, label=r"$\ell$")
+    axes[1].set(xscale="log", yscale="log")
     axes[1].set(xlabel="layer", ylabel="Pre-LN mean token norm", title="Pre-LN norm growth")
-    axes[1].legend(fontsize=8)
-    for ax in axes:
-        ax.grid(alpha=0.3, which="both")
+    axes[1].legend()
     fig.tight_layout()
-    return save(fig, outdir, "fig_dyn_random_stacks")
+    return save(fig, outdir, "fig_dyn_random_stacks", profile)

@@ -2,71 +2,91 @@
 placement and raw / EMA / BEMA weights.
 Claims shown: langtrain.ema.ood_illegal_mass, langtrain.postnorm.ood_illegal_mass.
 
-One figure per task of the task-training grid (``fig_langtrain_<task>.png/.pdf``): three panels
-(mean illegal mass and mean KL against the uniform-over-legal target, log scale; the fraction of
-sequences whose top-1 token is illegal, linear), colour = norm
-placement, line style = raw / EMA / BEMA weights, each line the mean over seeds with a band from
-the smallest to the largest seed; the dashed vertical line is L_train.
+One figure per task of the task-training grid (``fig_langtrain_<task>.png/.pdf``), as small
+multiples: a row per metric (mean illegal mass and mean KL against the uniform-over-legal target,
+log scale; the fraction of sequences whose top-1 token is illegal, linear), a column per norm
+placement (its colour), and in each panel three lines, raw / EMA / BEMA weights (line style),
+each the mean over seeds, with a band from the smallest to the largest seed (raw weights); the
+dashed vertical line is L_train. The x-axis is the prefix length, the move index for Othello.
 
-Reads out/sweeps/langs (full profile: run `resharpen langs run --profile full` first), else
+Reads out/sweeps/langs (full profile: `resharpen langs run --profile full`), else (quick)
 out/sweeps/langs-quick when complete (`resharpen langs run --profile quick`, ~9 min on 2 cores),
-else (quick profile) the tiny grid of the claims, trained here in about half a minute.
+else the tiny grid the claims train (out/sweeps/langs-tiny). Never trains: with none of them on
+disk the figure is skipped with the command.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-COLORS = {"none": "tab:gray", "pre": "tab:blue", "post": "tab:red", "attn_out": "tab:green",
-          "peri": "tab:purple"}
-STYLES = {"raw": "-", "ema": "--", "bema": ":"}
+METRICS = (("illegal_mass", "illegal mass p(V \\ N(prefix))", True),
+           ("kl", "KL(p* || p)", True), ("top1_illegal", "top-1 illegal rate", False))
 
 
-def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_") -> list[Path]:
-    """Write one figure per task of the grid folder ``root`` into ``outdir`` as
-    ``<prefix><task>.png/.pdf``."""
+def x_label(task: str) -> str:
+    return "move index (moves played)" if task == "othello" else "prefix length n"
+
+
+def task_figure(task: str, lines: dict, grid: str):
+    """The small multiples of one task: rows = metrics, columns = placements."""
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.languages.grid import per_length_curves
-    from resharpen.paper_figs import save
-    ensure_writable_dir(outdir)
-    written: list[Path] = []
-    for task, lines in sorted(per_length_curves(root).items()):
-        fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
-        train_len = next(iter(lines.values()))["train_len"]
-        for (norm, weights), slot in sorted(lines.items()):
-            x = slot["length"]
-            for ax, metric in zip(axes, ("illegal_mass", "kl", "top1_illegal")):
-                values = slot[metric]
-                if metric != "top1_illegal":
-                    values = np.clip(values, 1e-8, None)
+    from resharpen.paper_figs import style
+
+    norms = sorted({norm for norm, _ in lines}, key=list(style.PLACEMENT_COLORS).index)
+    train_len = next(iter(lines.values()))["train_len"]
+    fig, axes = plt.subplots(len(METRICS), len(norms), figsize=(3.4 * len(norms), 7.2),
+                             sharex=True, sharey="row", squeeze=False)
+    for col, norm in enumerate(norms):
+        colour = style.placement_color(norm)
+        for weights, ls in style.WEIGHT_STYLES.items():
+            slot = lines.get((norm, weights))
+            if slot is None:
+                continue
+            for row, (metric, _, log) in enumerate(METRICS):
+                values = np.clip(slot[metric], 1e-8, None) if log else slot[metric]
                 with np.errstate(all="ignore"):
                     mean = np.nanmean(values, axis=0)
                     lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
-                ax.plot(x, mean, STYLES.get(weights, "-"), color=COLORS.get(norm, "k"),
-                        lw=1.2, label=f"{norm} {weights} (n={len(values)})")
+                ax = axes[row, col]
+                ax.plot(slot["length"], mean, ls=ls, color=colour,
+                        label=f"{weights} (n={len(values)})")
                 if weights == "raw":
-                    ax.fill_between(x, lo, hi, color=COLORS.get(norm, "k"), alpha=0.12, lw=0)
-        labels = ("illegal mass  p(V \\ N(prefix))", "KL(p* || p)", "top-1 illegal rate")
-        for ax, label in zip(axes, labels):
-            ax.axvline(train_len, color="k", ls="--", lw=0.8)
-            if ax is not axes[2]:
+                    ax.fill_between(slot["length"], lo, hi, color=colour, alpha=0.15, lw=0)
+        axes[0, col].set_title(norm)
+        axes[-1, col].set_xlabel(x_label(task))
+    for row, (_, label, log) in enumerate(METRICS):
+        axes[row, 0].set_ylabel(label)
+        for ax in axes[row]:
+            style.vline(ax, train_len)
+            if log:
                 ax.set_yscale("log")
-            ax.set_xlabel("prefix length n (move index for Othello)")
-            ax.set_ylabel(label)
-            ax.grid(alpha=0.3)
-        axes[2].legend(fontsize=6, ncol=3, loc="best")
-        fig.suptitle(f"{task} ({Path(root).name}): mean over seeds (band: min-max over seeds, raw weights); "
-                     f"dashed line: L_train = {train_len}", fontsize=9)
-        written.extend(save(fig, outdir, f"{prefix}{task}"))
+    axes[0, 0].legend()
+    fig.suptitle(f"{task} ({grid}): mean over seeds, band min-max over seeds (raw weights); "
+                 f"dashed: L_train = {train_len}")
+    fig.tight_layout()
+    return fig
+
+
+def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_",
+               profile: str | None = None) -> list[Path]:
+    """Write one figure per task of the grid folder ``root`` into ``outdir`` as
+    ``<prefix><task>.png/.pdf`` (stamped when the grid is a quick or tiny one)."""
+    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.languages.grid import per_length_curves
+    from resharpen.paper_figs import save
+
+    ensure_writable_dir(outdir)
+    quick = profile == "quick" or Path(root).name.endswith(("-quick", "-tiny"))
+    written: list[Path] = []
+    for task, lines in sorted(per_length_curves(root).items()):
+        fig = task_figure(task, lines, Path(root).name)
+        written.extend(save(fig, outdir, f"{prefix}{task}", "quick" if quick else None))
     return written
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    """The best finished grid for the profile (the claims' choice: full, else a complete quick
-    grid, else the tiny grid trained in seconds), so `make reproduce` stays short."""
-    from resharpen.experiments.languages.claims_train import grid_rows
+    """The best finished grid for the profile (:func:`resharpen.paper_figs.results.language_grid`)."""
+    from resharpen.paper_figs.results import language_grid
 
-    _, root, _ = grid_rows(profile)
-    return figures_of(root, Path(outdir))
+    return figures_of(language_grid(profile), Path(outdir), profile=profile)

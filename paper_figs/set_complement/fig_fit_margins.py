@@ -4,10 +4,14 @@ a fit with soft targets (mean ± sd over the 8 seeds, raw weights), over the the
 in-distribution margins (:mod:`resharpen.experiments.set_complement.fit_report`: none lambda/s,
 attn_out beta g sqrt(d v/(s(v-s))), post with its fitted K and beta g; the curve drawn is the
 mean over seeds of the per-seed curves). Left of the dashed line (L_train) the curve is fitted,
-right of it predicted. pre and peri: trained margins only (no fitted closed form). The last panel
-is the large-K post arm (``model.attn_out_scale`` = 70). Data: the sweeps
-fit_placements_v32 and fit_post_large_k_v32 (quick profile: their v = 16 quick sweeps, stamped).
-Claims shown: fit.none.two_over_s, fit.attn_out.closed_form_band, fit.post.approaches_attn_out.
+right of it predicted. pre and peri: trained margins only (no fitted closed form). The last column
+is the large-K post arm (``model.attn_out_scale`` = 70).
+
+One row per vocabulary: v = 32 (sweeps fit_placements_v32 and fit_post_large_k_v32; quick profile:
+their v = 16 quick sweeps, stamped) and, in the full profile when out/sweeps/fit_placements_v64
+exists, v = 64 (no large-K arm at v = 64). Never trains: a missing v = 32 sweep skips the figure
+with the command that runs it. Claims shown: fit.none.two_over_s, fit.attn_out.closed_form_band,
+fit.post.approaches_attn_out.
 """
 from __future__ import annotations
 
@@ -16,9 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
-ARMS = (("none", "fit_placements_v32"), ("pre", "fit_placements_v32"),
-        ("post", "fit_placements_v32"), ("attn_out", "fit_placements_v32"),
-        ("peri", "fit_placements_v32"), ("post", "fit_post_large_k_v32"))
+from resharpen.paper_figs import MissingResults
+
+COLUMNS = (("none", ""), ("pre", ""), ("post", ""), ("attn_out", ""), ("peri", ""),
+           ("post", "large_k"))
+ROWS = {32: {"": "fit_placements_v32", "large_k": "fit_post_large_k_v32"},
+        64: {"": "fit_placements_v64"}}
+"""Per vocabulary, the sweep of each arm kind ('' = the placements sweep)."""
 
 
 def _curve(reports: list[dict], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -31,42 +39,74 @@ def _curve(reports: list[dict], key: str) -> tuple[np.ndarray, np.ndarray, np.nd
                                                 if len(reports) > 1 else np.zeros(len(s)))
 
 
+def rows(profile: str) -> dict[int, dict[str, Path]]:
+    """{v: {arm kind: finished sweep folder}}: v = 32 always (MissingResults when its placements
+    sweep is absent; the large-K panel is left out, with a note, when only that sweep is), v = 64
+    in the full profile when its sweep is on disk."""
+    from resharpen.paper_figs.results import set_complement_sweep
+
+    def present(vocab: int) -> dict[str, Path]:
+        out = {}
+        for kind, name in ROWS[vocab].items():
+            try:
+                out[kind] = set_complement_sweep(name, profile)
+            except MissingResults as missing:
+                if not kind:  # the placements sweep decides whether the row is drawn
+                    raise
+                print(f"fig_fit_margins: no v = {vocab} {kind} panel: {missing}")
+        return out
+
+    found = {32: present(32)}
+    if profile == "full":
+        try:
+            found[64] = present(64)
+        except MissingResults:
+            pass
+    return found
+
+
+def _panel(ax, group: list[dict], placement: str, placement_colour) -> None:
+    from resharpen.paper_figs import style
+
+    s, mean, sd = _curve(group, "margin")
+    ax.plot(s, mean, "o", ms=3, color=placement_colour, label=f"trained (n={len(group)})")
+    ax.fill_between(s, mean - sd, mean + sd, color=placement_colour, alpha=0.2)
+    if group[0]["theory_params"]:
+        _, theory, _ = _curve(group, "theory_margin")
+        style.reference(ax, s, theory, label="closed form, fitted on s <= L_train")
+    style.vline(ax, group[0]["train_len"], color=style.MUTED)
+    ax.legend()
+
+
 def make(profile: str, outdir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.set_complement.claims_fit import reports, sweep_root
-    from resharpen.paper_figs import save
+    from resharpen.experiments.set_complement.fit_report import sweep_reports
+    from resharpen.paper_figs import save, style
 
-    roots = {name: sweep_root(name, profile) for _, name in ARMS}
-    absent = [name for name, root in roots.items() if root is None]
-    if absent:
-        raise ValueError(f"no finished full sweep {absent[0]}; run `resharpen sweep "
-                         f"experiments/configs/set_complement/{absent[0]}.toml --workers 2`")
+    found = rows(profile)
     ensure_writable_dir(outdir)
-    fig, axes = plt.subplots(2, 3, figsize=(12.0, 7.0), sharex=True)
-    for ax, (placement, name) in zip(axes.ravel(), ARMS):
-        group = [r for r in reports(roots[name]) if r["placement"] == placement
-                 and r["fit_reached"]]
-        if not group:
-            ax.set_title(f"{placement}: no run reached the fit")
-            continue
-        s, mean, sd = _curve(group, "margin")
-        line, = ax.plot(s, mean, "o", ms=3, label=f"trained (n={len(group)})")
-        ax.fill_between(s, mean - sd, mean + sd, color=line.get_color(), alpha=0.2)
-        if group[0]["theory_params"]:
-            _, theory, _ = _curve(group, "theory_margin")
-            ax.plot(s, theory, "k-", lw=1.0, label="closed form, fitted on s <= L_train")
-        first = group[0]
-        ax.axvline(first["train_len"], color="gray", lw=0.8, ls="--")
-        large = " (large K, attn_out_scale %g)" % first["attn_out_scale"] \
-            if first["attn_out_scale"] != 1.0 else ""
-        ax.set(title=f"{placement}{large}", yscale="log", xlabel="input length s",
-               ylabel="smallest non-query margin m_s")
-        ax.legend(fontsize=7)
-    v = first["vocab"]
-    stamp = " — QUICK PROFILE (v = 16 quick sweeps)" if profile == "quick" else ""
-    fig.suptitle(f"Learned margins at the fit, v = {v}, mean ± sd over seeds; dashed = L_train"
-                 + stamp, color="red" if stamp else "black")
+    fig, axes = plt.subplots(len(found), len(COLUMNS), figsize=(3.2 * len(COLUMNS), 3.4 * len(found)),
+                             squeeze=False)
+    reports = {root: sweep_reports(root, "raw") for roots in found.values() for root in roots.values()}
+    for row, (vocab, roots) in zip(axes, found.items()):
+        for ax, (placement, kind) in zip(row, COLUMNS):
+            if kind not in roots:
+                ax.set_visible(False)
+                continue
+            group = [r for r in reports[roots[kind]] if r["placement"] == placement
+                     and r["fit_reached"]]
+            if not group:
+                ax.set_title(f"{placement}: no run reached the fit")
+                continue
+            _panel(ax, group, placement, style.placement_color(placement))
+            large = (f" (large K, attn_out_scale {group[0]['attn_out_scale']:g})"
+                     if group[0]["attn_out_scale"] != 1.0 else "")
+            ax.set(title=f"v = {group[0]['vocab']}: {placement}{large}", yscale="log",
+                   xlabel="input length s")
+        row[0].set_ylabel("smallest non-query margin m_s")
+    fig.suptitle("Learned margins at the fit, mean ± sd over seeds; grey dashed = L_train "
+                 "(fitted left of it, predicted right of it)")
     fig.tight_layout()
-    return save(fig, outdir, "fig_fit_margins")
+    return save(fig, outdir, "fig_fit_margins", profile)

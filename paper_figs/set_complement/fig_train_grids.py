@@ -6,8 +6,9 @@
 - ``fig_train_multi_layer_*``: the multi-layer model (2 layers, 4 heads, GELU MLPs, learned
   positions; out/sweeps/placements_multi_layer; claim train.postnorm.multi_layer).
 
-Full profile: run `resharpen sweep experiments/configs/set_complement/<name>.toml` first; quick
-profile: the ``-quick`` sweeps, run here if absent (under a minute each).
+Reads out/sweeps/<name> (full profile) or out/sweeps/<name>-quick (quick profile); never trains:
+skipped with the command (`resharpen sweep experiments/configs/set_complement/<name>.toml
+--profile <profile>`) when a sweep is not on disk.
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ vs input length. Claims shown: train.postnorm.long_runs*, train.{ema,bema}.ood_k
 
 Reads out/sweeps/long_runs and out/sweeps/long_runs_v32 (full profile; run
 `resharpen sweep experiments/configs/set_complement/long_runs.toml --workers 2` and the same
-with long_runs_v32.toml first, a few minutes each) or their -quick versions (quick profile;
-run here if absent, under a minute each).
+with long_runs_v32.toml first, a few minutes each) or their -quick versions (quick profile).
+Never trains: skipped with the command when a sweep is not on disk.
 """
 from __future__ import annotations
 

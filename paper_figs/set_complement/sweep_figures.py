@@ -13,7 +13,7 @@ from resharpen.experiments.core.io import ensure_writable_dir
 from resharpen.experiments.core.sweep import read_table
 from resharpen.experiments.set_complement.sweep_report import runs_with_data, summary_stats
 from resharpen.experiments.set_complement.train import attn_out_margin
-from resharpen.paper_figs import save
+from resharpen.paper_figs import save, style
 
 
 def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
@@ -27,14 +27,15 @@ def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
         curves = np.array([[x[metric] for x in r["per_length"][p]] for r, p in zip(group, primary)])
         s = [x["length"] for x in group[0]["per_length"]["raw"]]
         mean, sd = _mean_sd(curves)
-        line, = ax.plot(s, mean, label=f"{norm} (n={len(group)})")
-        ax.fill_between(s, mean - sd, mean + sd, color=line.get_color(), alpha=0.15)
+        colour = style.placement_color(norm)
+        ax.plot(s, mean, color=colour, label=f"{norm} (n={len(group)})")
+        ax.fill_between(s, mean - sd, mean + sd, color=colour, alpha=0.15)
     c = runs[0]["config"]["task"]
-    ax.axvline(c["train_len"], color="k", lw=0.8, ls="--")
-    ax.plot(s, np.array(s) / c["vocab"], color="gray", lw=0.8, ls=":", label="s / v (no signal)")
+    style.vline(ax, c["train_len"])
+    style.reference(ax, s, np.array(s) / c["vocab"], lw=0.8, ls=":", label="s / v (no signal)")
     ax.set(xlabel="input length s", ylabel=f"{metric.replace('_', ' ')} (exact)",
            title=f"v = {c['vocab']}: mean ± std over the runs of a placement; dashed = L_train")
-    ax.legend(fontsize=8)
+    ax.legend()
     return fig
 
 
@@ -43,7 +44,8 @@ def fig_dropout(rows: list[dict]):
 
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     rng = np.random.default_rng(0)
-    for kind, colour in (("none", "C0"), ("ema", "C1"), ("bema", "C2")):
+    for kind, colour in (("none", style.WEIGHT_COLORS["raw"]), ("ema", style.WEIGHT_COLORS["ema"]),
+                         ("bema", style.WEIGHT_COLORS["bema"])):
         sel = [r for r in rows if r.get("train.ema", r["primary"].replace("raw", "none")) == kind]
         if not sel:
             continue
@@ -52,7 +54,7 @@ def fig_dropout(rows: list[dict]):
                    color=colour, alpha=0.7, label=f"{kind} (n={len(sel)})")
     ax.set(xlabel="attention dropout (jittered)", ylabel="OOD KL(p* || p)", yscale="log",
            title="dropout vs OOD KL, coloured by the primary weights")
-    ax.legend(fontsize=8)
+    ax.legend()
     return fig
 
 
@@ -68,20 +70,21 @@ def fig_margins(runs: list[dict]):
         m = np.array([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
                        if x["length"] >= 2] for r in group], dtype=float)
         a = summary_stats([r["summary"]["margin_exponent"] for r in group])["mean"]
-        ax.plot(s, np.nanmean(m, 0), label=f"learned, {norm} (fitted a = {a:.2f})")
+        ax.plot(s, np.nanmean(m, 0), color=style.placement_color(norm),
+                label=f"learned, {norm} (fitted a = {a:.2f})")
     m2 = float(np.nanmean([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
                             if x["length"] == 2][0] for r in runs]))
-    ax.plot(s, m2 * 2 / s, "k--", lw=1,
-            label=f"construction / theory, no norm: m_2 (2/s), m_2 = {m2:.2f}, a = 1")
+    style.reference(ax, s, m2 * 2 / s, ls="--",
+                    label=f"construction / theory, no norm: m_2 (2/s), m_2 = {m2:.2f}, a = 1")
     shape = attn_out_margin(v, s.astype(float))
-    ax.plot(s, m2 * shape / shape[0], "k:", lw=1.2, label="attn_out theory, same m_2")
+    style.reference(ax, s, m2 * shape / shape[0], ls=":", lw=1.2, label="attn_out theory, same m_2")
     ax.set_xscale("log")
     ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set( xlabel="input length s", ylabel="mean min non-query margin",
            title="learned margins vs the construction and the theory")
-    ax.axhline(0, color="gray", lw=0.5)
-    ax.legend(fontsize=7)
+    style.hline(ax, 0, color=style.MUTED)
+    ax.legend()
     return fig
 
 
@@ -107,7 +110,7 @@ def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
                      for r in runs if r["config"]["model"]["norm"] == norm}
         steps, _ = Counter(schedules.values()).most_common(1)[0]
         group = [r for r in runs if schedules.get(id(r)) == steps]
-        for kind, colour in (("raw", "C0"), ("ema", "C1"), ("bema", "C2")):
+        for kind, colour in style.WEIGHT_COLORS.items():
             curves = np.array([[h[kind][metric] for h in r["history"] if "raw" in h]
                                for r in group])
             mean, sd = _mean_sd(curves)
@@ -116,7 +119,7 @@ def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
         left_out = len(schedules) - len(group)
         ax.set(xlabel="step", title=norm + (f" ({left_out} runs on other schedules left out)"
                                             if left_out else ""))
-        ax.legend(fontsize=7)
+        ax.legend()
     axes[0][0].set_ylabel(metric.replace("_", " "))
     fig.suptitle("raw vs EMA vs BEMA weights over training (mean ± sample std over the runs "
                  "of a placement)", fontsize=9)
@@ -126,9 +129,10 @@ def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
 
 def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "margins",
                                                     "averaging"),
-                 prefix: str = "fig_train") -> list[Path]:
+                 prefix: str = "fig_train", profile: str | None = None) -> list[Path]:
     """Draw the figures ``names`` of the sweep folder ``root`` into ``outdir`` as
-    ``<prefix>_<name>.png/.pdf``; return the files."""
+    ``<prefix>_<name>.png/.pdf``; return the files. A quick sweep (``profile="quick"`` or a
+    ``*-quick`` folder) is stamped as such."""
     ensure_writable_dir(outdir)
     runs = runs_with_data(Path(root))
     rows = read_table(root)
@@ -136,25 +140,20 @@ def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "marg
                 "margins": lambda: fig_margins(runs), "averaging": lambda: fig_averaging(runs)}
     paths = []
     for name in names:
-        paths += save(builders[name](), outdir, f"{prefix}_{name}")
+        quick = profile == "quick" or Path(root).name.endswith("-quick")
+        paths += save(builders[name](), outdir, f"{prefix}_{name}", "quick" if quick else None)
     return paths
 
 
 def sweep_figures(profile: str, outdir: Path, sweep: str, names: tuple[str, ...],
-                  prefix: str = "fig_train", runs_quick: int = 10) -> list[Path]:
-    """The figures ``names`` of the sweep ``experiments/configs/set_complement/<sweep>.toml``.
+                  prefix: str = "fig_train") -> list[Path]:
+    """The figures ``names`` of the finished sweep ``experiments/configs/set_complement/<sweep>.toml``
+    (``out/sweeps/<sweep>``, or ``<sweep>-quick`` in the quick profile, as the claims run it).
+    Never trains: MissingResults with the command when the sweep is not on disk."""
+    from resharpen.paper_figs.results import set_complement_sweep
 
-    Full profile: reads ``out/sweeps/<sweep>`` (run ``resharpen sweep
-    experiments/configs/set_complement/<sweep>.toml --workers 2`` first). Quick profile: reads
-    ``out/sweeps/<sweep>-quick``, running its first ``runs_quick`` runs here if absent (under a
-    minute)."""
-    from resharpen.experiments.set_complement.sweep_report import ensure_sweep
-
-    if sweep == "random_search":
-        root = ensure_sweep(profile)
-    else:
-        root = ensure_sweep(profile, runs_quick=runs_quick, name=sweep)
-    return make_figures(root, Path(outdir), names=names, prefix=prefix)
+    root = set_complement_sweep(sweep, profile)
+    return make_figures(root, Path(outdir), names=names, prefix=prefix, profile=profile)
 
 
 def report_figures(root: Path) -> list[Path]:

@@ -73,7 +73,7 @@ def test_verify_runs_selected_claims_and_writes_reports(capsys, tmp_path):
 def test_derive_prints_the_key_results(capsys):
     code, out, _ = run(["derive"], capsys)
     assert code == 0 and "2/s" in out and "log(lambda_y/lambda_x)" in out
-    assert "2510.22026 Post-LN: speed factor" in out and "2608.09417 f1(t)" in out
+    assert "Post-LN: speed factor" in out and "collapse.f1: f1(t)" in out
 
 
 def test_module_entry_point():

@@ -28,6 +28,7 @@ KNOWN_FAIL = {
     "collapse.stack_post_swiglu_x4", "train.bema.ood_kl", "train.dropout.ood_kl", "train.ema.ood_kl", "train.ema.ood_kl.fixed",
     "train.ema.ood_kl.long", "train.ema.ood_kl.long_v32",
     "fit.dropout.ood", "fit.none.two_over_s", "fit.noise.ema_gain",  # measured findings
+    "fit.noise.bema_gain",
 }
 KNOWN_INCONCLUSIVE = {  # quick data too small to decide (docs/ledger.md)
     "langtrain.bema.ood_illegal_mass", "langtrain.ema.ood_illegal_mass",
@@ -44,7 +45,8 @@ SLOW = {
     "sc.rank.below_bound", "sc.rank.symbolic", "train.noise.trace",
     # experiment claims that train (or read) sweeps and task grids
     "fit.attn_out.closed_form_band", "fit.dropout.ood", "fit.none.lemma_residual",
-    "fit.none.two_over_s", "fit.noise.ema_gain", "fit.normalized_beat_none_ood",
+    "fit.none.two_over_s", "fit.noise.ema_gain", "fit.noise.bema_gain",
+    "fit.normalized_beat_none_ood",
     "fit.post.approaches_attn_out",
     "langtrain.bema.ood_illegal_mass", "langtrain.ema.ood_illegal_mass",
     "langtrain.othello.ema_ood", "langtrain.postnorm.ood_illegal_mass",

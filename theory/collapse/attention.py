@@ -266,15 +266,38 @@ def row_norm_profile(n: int, d: int, rho: float, sigma_w2: float) -> np.ndarray:
     return alpha + beta / np.arange(1, n + 1)
 
 
-def derivations(latex: bool = False) -> list[tuple[str, str]]:
-    """The printed derivations of `resharpen derive` (2608.09417 part): the attention step
-    Delta_attn = s f1/(1 + s f2) from the equal-correlation closure and its properties."""
-    fmt = sp.latex if latex else sp.sstr
-    step = derive_delta_attn()
-    props = derive_attn_properties()
-    rows = [("2608.09417 Delta_attn(s, t) from the closure (H = H_n)", step["delta"]),
-            ("2608.09417 f1(t)", step["f1"]), ("2608.09417 f2(t)", step["f2"]),
-            ("2608.09417 Delta_attn - s f1/(1 + s f2) (residual)", step["residual"])]
-    rows += [(f"2608.09417 {key}", value) for key, value in props.items()
-             if isinstance(value, sp.Basic)]
-    return [(title, fmt(expr)) for title, expr in rows]
+DERIVATION_SYMBOLS: dict[str, str] = {
+    "n": "number of tokens (sequence length)",
+    "t": "token similarity t_sim(X) = |Pi_1 X|^2 / |X|^2 of the layer input",
+    "s": "amount of attention n d^2 sigma_W^2 / |X|^2",
+    "H_n": "harmonic number 1 + 1/2 + ... + 1/n",
+    "alpha": "de-averaging strength (P -> P - alpha C_n)",
+}
+"""The legend of the symbols printed by :func:`derivations` (one symbol per quantity)."""
+
+
+def derivations() -> list[tuple[str, str, object]]:
+    """(name, title, compute) of the printed derivations of `resharpen derive` (2608.09417 part):
+    the attention step Delta_attn = s f1/(1 + s f2) from the equal-correlation closure and its
+    properties."""
+    def step(key: str):
+        return lambda: derive_delta_attn()[key]
+
+    def prop(key: str):
+        return lambda: derive_attn_properties()[key]
+
+    return [
+        ("collapse.delta_attn", "Delta_attn(s, t) from the closure", step("delta")),
+        ("collapse.f1", "f1(t)", step("f1")),
+        ("collapse.f2", "f2(t)", step("f2")),
+        ("collapse.delta_residual", "Delta_attn - s f1/(1 + s f2) (residual)", step("residual")),
+        ("collapse.dDelta_ds", "d Delta_attn / ds", prop("dDelta_ds")),
+        ("collapse.dDelta_ds_residual", "d Delta_attn / ds - f1/(1 + s f2)^2 (residual)",
+         prop("dDelta_ds_residual")),
+        ("collapse.f2_at_1_over_n", "f2(1/n)", prop("f2_at_1_over_n")),
+        ("collapse.argmax_f1", "stationary point of f1 in t",
+         lambda: sp.Tuple(*derive_attn_properties()["argmax_f1"])),
+        ("collapse.f1_second", "d^2 f1 / dt^2 (negative: f1 has a maximum)", prop("f1_second")),
+        ("collapse.de_averaged", "de-averaged step Delta_attn((1 - alpha)^2 s, t)", prop("de_avg")),
+        ("collapse.de_averaged_dalpha", "d/dalpha of the de-averaged step", prop("de_avg_dalpha")),
+    ]

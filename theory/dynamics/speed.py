@@ -367,16 +367,35 @@ def usa_G_twin():
     return sp.lambdify((gamma, beta, n), sp.simplify(-usa_F() / (1 - gamma)), "numpy")
 
 
-def derivations(latex: bool = False) -> list[tuple[str, str]]:
-    """The printed derivations of `resharpen derive` (2510.22026 part): the symmetric-start
-    velocity F(gamma), and per scheme the speed factor, radial velocity, gamma'(0) and the
-    linearized terminal speed."""
-    fmt = sp.latex if latex else sp.sstr
-    rows = [("2510.22026 symmetric start: gamma' = F(gamma)/s, F derived", derived_F())]
+DERIVATION_SYMBOLS: dict[str, str] = {
+    "gamma": "inner product <theta_j, theta_k> of two tokens at the symmetric start",
+    "beta": "inverse temperature of the attention",
+    "n": "number of tokens",
+    "t": "time (depth)",
+    "tau": "Mix-LN switch time (Post-LN before, Pre-LN after)",
+    "r": "token radius r_j = |x_j|",
+    "r_0": "initial token radius",
+    "A_norm": "|A_j|, the norm of token j's attention vector",
+    "theta_A": "<theta_j, A_j>, the radial part of token j's attention vector",
+    "alpha_t": "nGPT step size at time t",
+    "alpha_0": "nGPT step size at t = 0",
+}
+"""The legend of the symbols printed by :func:`derivations` (one symbol per quantity)."""
+
+
+def derivations() -> list[tuple[str, str, object]]:
+    """(name, title, compute) of the printed derivations of `resharpen derive` (2510.22026 part):
+    the symmetric-start velocity F(gamma), and per scheme the speed factor s_j, radial velocity,
+    gamma'(0) and the linearized terminal speed."""
+    rows = [("dyn.F", "symmetric start: gamma' = F(gamma)/s_j, F derived", derived_F)]
     for scheme in SCHEMES:
         label = SCHEME_LABELS[scheme]
-        rows += [(f"2510.22026 {label}: speed factor s_j", speed_factor(scheme)),
-                 (f"2510.22026 {label}: radial velocity r_j'", radial_velocity(scheme)),
-                 (f"2510.22026 {label}: gamma'(0) (symmetric start)", derived_gamma_dot0(scheme)),
-                 (f"2510.22026 {label}: terminal speed (linearized)", terminal_speed(scheme))]
-    return [(title, fmt(expr)) for title, expr in rows]
+        rows += [(f"dyn.{scheme}.speed_factor", f"{label}: speed factor s_j",
+                  lambda scheme=scheme: speed_factor(scheme)),
+                 (f"dyn.{scheme}.radial_velocity", f"{label}: radial velocity r_j'",
+                  lambda scheme=scheme: radial_velocity(scheme)),
+                 (f"dyn.{scheme}.gamma_dot0", f"{label}: gamma'(0) (symmetric start)",
+                  lambda scheme=scheme: derived_gamma_dot0(scheme)),
+                 (f"dyn.{scheme}.terminal_speed", f"{label}: terminal speed factor (linearized)",
+                  lambda scheme=scheme: terminal_speed(scheme))]
+    return rows

@@ -173,12 +173,28 @@ def unbalanced_ratio() -> sp.Expr:
 
 def negative_beta_crossover() -> sp.Expr:
     """With beta < 0 the query margin beta + lambda/s is negative exactly for s > lambda/(-beta)."""
-    b = sp.Symbol("b", negative=True)
-    (root,) = sp.solve(sp.Eq(b + lam / s, 0), s)
+    negative = sp.Symbol("beta", negative=True)  # beta itself, here below zero
+    (root,) = sp.solve(sp.Eq(negative + lam / s, 0), s)
     return root
 
 
 # ----------------------------------------------------------------------------- rank bound
+
+
+def _rank_bound_matrices(vocab: int):
+    """(lambdas, u, c, 1, Lambda, X, Y, M = Y^T Lambda^-1 X) of :func:`prove_rank_bound`."""
+    lams = sp.symbols(f"lambda0:{vocab}", positive=True)
+    u = sp.Matrix(sp.symbols(f"u0:{vocab}"))
+    c = sp.Matrix(sp.symbols(f"c0:{vocab}"))
+    one = sp.ones(vocab, 1)
+    Lam = sp.diag(*lams)
+    X, Y = one.row_join(c), u.row_join(one)
+    return lams, u, c, one, Lam, X, Y, Y.T * Lam.inv() * X
+
+
+def rank_bound_M10(vocab: int = 4) -> sp.Expr:
+    """M[1,0] = 1^T Lambda^-1 1 of :func:`prove_rank_bound` alone (no determinants: fast)."""
+    return sp.simplify(_rank_bound_matrices(vocab)[-1][1, 0])
 
 
 def prove_rank_bound(vocab: int = 4) -> dict[str, object]:
@@ -188,13 +204,7 @@ def prove_rank_bound(vocab: int = 4) -> dict[str, object]:
     and nullity(Lambda - X Y^T) = nullity(I_2 - M), M = Y^T Lambda^-1 X. Nullity 2 would need
     M = I_2, but M[1,0] = 1^T Lambda^-1 1 = sum_x 1/lambda_x > 0. So nullity <= 1: rank D >= v-1,
     hence d >= v-1 and d_v >= v-1 (rank D <= min(d, d_v))."""
-    lams = sp.symbols(f"lambda0:{vocab}", positive=True)
-    u = sp.Matrix(sp.symbols(f"u0:{vocab}"))
-    c = sp.Matrix(sp.symbols(f"c0:{vocab}"))
-    one = sp.ones(vocab, 1)
-    Lam = sp.diag(*lams)
-    X, Y = one.row_join(c), u.row_join(one)
-    M = Y.T * Lam.inv() * X
+    lams, u, c, one, Lam, X, Y, M = _rank_bound_matrices(vocab)
     lhs = (Lam - X * Y.T).det()
     rhs = Lam.det() * (sp.eye(2) - M).det()
     D = one * u.T - Lam + c * one.T
@@ -301,6 +311,7 @@ def readout_margins(readout: str, vocab, length, lam_value, beta_value, gain, wi
     return np.broadcast_to(nq, length.shape).astype(np.float64), np.broadcast_to(q, length.shape).astype(np.float64)
 
 
+@lru_cache(maxsize=None)
 def attn_out_minimum() -> dict[str, sp.Expr]:
     """The attn_out non-query margin beta g sqrt(d v / (s (v - s))) is minimal at s = v/2."""
     margin, _ = readout_margin_exprs("attn_out", True)
@@ -374,37 +385,58 @@ gradient_noise_trace_fn = sp.lambdify((v, s), GRADIENT_NOISE_TRACE, "numpy")
 
 # ----------------------------------------------------------------------------- derivations
 
+DERIVATION_SYMBOLS: dict[str, str] = {
+    "v": "vocabulary size",
+    "s": "input length (number of distinct input tokens, the query last)",
+    "S": "sum over the input tokens of exp(-m_i), m_i the margin of input token i",
+    "m": "a target non-query margin",
+    "lambda": "displacement scale of the construction (equal for every token)",
+    "lambda_x": "displacement of token x", "lambda_y": "displacement of token y",
+    **{f"lambda{i}": f"displacement of token {i}" for i in range(4)},
+    "beta": "direct-path scale (the query's own logit weight)",
+    "a": "attention score of the query on itself (0 elsewhere)",
+    "K": "lambda/beta, the attention-path to direct-path ratio",
+    "g": "norm gain",
+    "d": "model width",
+}
+"""The legend of the symbols printed by :func:`derivations` (one symbol per quantity)."""
 
-def derivations(latex: bool = False) -> list[tuple[str, str]]:
-    """The printed derivations of `resharpen derive` (Set Complement part)."""
-    fmt = sp.latex if latex else sp.sstr
-    none_nq, none_q = readout_margin_exprs("none", True)
-    rows = [
-        ("invalid mass (margins m_i, S = sum e^{-m_i})", INVALID_MASS),
-        ("KL(p* || p) = -log(1 - invalid mass)", KL),
-        ("cross-entropy against p*", CROSS_ENTROPY),
-        ("symmetric balanced invalid mass, margins lambda/s", SYMMETRIC_INVALID_MASS),
-        ("balanced length-2 score gap A[y,x] - A[y,y]", balanced_score_difference()),
-        ("2/s law: m_s / m_2 for s = 2..7 (lemma-form logits, balanced, v = 8)",
-         sp.Tuple(*balanced_margin_ratios(8).values())),
-        ("unbalanced (self score a): m_s / m_2", unbalanced_ratio()),
-        ("negative beta: the query wins for s greater than", negative_beta_crossover()),
-        ("rank bound: M[1,0] = 1^T Lambda^-1 1 (v = 4)", prove_rank_bound(4)["M10"]),
-        ("margin, no norm (non-query, query), K = lambda/beta", sp.Tuple(none_nq, none_q)),
+
+def derivations() -> list[tuple[str, str, object]]:
+    """(name, title, compute) of every printed derivation of `resharpen derive` (Set Complement
+    part); ``compute()`` returns the sympy expression, derived when called."""
+    def margins(readout: str):
+        return lambda: sp.Tuple(*readout_margin_exprs(readout, True))
+
+    def pre_margins():
+        return sp.Tuple(*(e.subs(K, K * g * sp.sqrt(d * v / (v - 1)))
+                          for e in readout_margin_exprs("post", True)))
+
+    return [
+        ("sc.invalid_mass", "invalid mass of margins m_i (S = sum_i exp(-m_i))",
+         lambda: INVALID_MASS),
+        ("sc.kl", "KL(p* || p) = -log(1 - invalid mass)", lambda: KL),
+        ("sc.cross_entropy", "cross-entropy against p*", lambda: CROSS_ENTROPY),
+        ("sc.symmetric_invalid_mass", "invalid mass, balanced, margins lambda/s",
+         lambda: SYMMETRIC_INVALID_MASS),
+        ("sc.score_gap", "balanced length-2 score gap A[y,x] - A[y,y]", balanced_score_difference),
+        ("sc.two_over_s", "2/s law: m_s / m_2 for s = 2..7 (lemma-form logits, balanced, v = 8)",
+         lambda: sp.Tuple(*balanced_margin_ratios(8).values())),
+        ("sc.unbalanced", "unbalanced (self score a): m_s / m_2", unbalanced_ratio),
+        ("sc.negative_beta", "beta < 0: the query margin is negative for s greater than",
+         negative_beta_crossover),
+        ("sc.rank_bound", "rank bound: M[1,0] = 1^T Lambda^-1 1 (v = 4)", lambda: rank_bound_M10(4)),
+        ("sc.margin.none", "margin, no norm (non-query, query)", margins("none")),
+        ("sc.margin.attn_out", "margin, attn_out (non-query, query), centred", margins("attn_out")),
+        ("sc.margin.post", "margin, post (non-query, query), centred", margins("post")),
+        ("sc.margin.pre", "margin, pre = post with K -> K g sqrt(d v/(v-1)) (by construction; the "
+         "torch pre model is checked against it: sc.readout.pre)", pre_margins),
+        ("sc.attn_out.argmin", "attn_out margin: argmin over s",
+         lambda: attn_out_minimum()["argmin"]),
+        ("sc.attn_out.minimum", "attn_out margin: minimum", lambda: attn_out_minimum()["minimum"]),
+        ("sc.post.large_K", "post margin as K -> oo", post_limit_large_K),
+        ("sc.post.K_for_margin", "post: K reaching non-query margin m (both roots)",
+         lambda: sp.Tuple(*post_K_for_margin())),
+        ("sc.noise_trace", "gradient-noise trace tr Cov(e_y - p*), closed form",
+         lambda: GRADIENT_NOISE_TRACE),
     ]
-    for readout in ("attn_out", "post"):
-        rows.append((f"margin, {readout} (non-query, query), centred",
-                     sp.Tuple(*readout_margin_exprs(readout, True))))
-    rows.append(("margin, pre = post with K -> K g sqrt(d v/(v-1)) (by construction; the torch "
-                 "pre model is checked against it: sc.readout.pre)",
-                 sp.Tuple(*(e.subs(K, K * g * sp.sqrt(d * v / (v - 1)))
-                            for e in readout_margin_exprs("post", True)))))
-    minimum = attn_out_minimum()
-    rows += [
-        ("attn_out margin: argmin over s", minimum["argmin"]),
-        ("attn_out margin: minimum", minimum["minimum"]),
-        ("post margin as K -> oo", post_limit_large_K()),
-        ("post: K reaching non-query margin m", sp.Tuple(*post_K_for_margin())),
-        ("gradient-noise trace tr Cov(e_y - p*), closed form", GRADIENT_NOISE_TRACE),
-    ]
-    return [(title, fmt(expr)) for title, expr in rows]

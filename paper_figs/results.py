@@ -1,0 +1,67 @@
+"""Where the figures find their trained results, without training: each function returns the
+folder of finished results or raises :class:`~resharpen.paper_figs.MissingResults` with the one
+command that makes them."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from resharpen.paper_figs import MissingResults
+
+
+def set_complement_sweep(name: str, profile: str) -> Path:
+    """The finished sweep ``experiments/configs/set_complement/<name>.toml`` of ``profile``
+    (``out/sweeps/<name>``, or ``<name>-quick`` for the quick profile)."""
+    from resharpen.experiments.core.config import CONFIG_DIR, sweep_folder
+    from resharpen.experiments.core.sweep import read_table
+
+    root = sweep_folder(name + ("-quick" if profile == "quick" else ""))
+    if (root / "table.jsonl").exists() and read_table(root):
+        return root
+    path = CONFIG_DIR / "set_complement" / f"{name}.toml"
+    raise MissingResults(f"no finished sweep in {root}",
+                         f"resharpen sweep {_relative(path)} --profile {profile} --workers 2")
+
+
+def language_grid(profile: str) -> Path:
+    """The best finished language grid, as the claims choose it: the full grid, else (quick) a
+    complete quick grid, else the tiny grid the claims train."""
+    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.languages.grid import default_root, grid_file, load_grid
+
+    full = default_root("langs")
+    if full.exists() and load_runs(full):
+        return full
+    if profile == "quick":
+        planned = load_grid(grid_file("quick"), "quick")
+        quick = default_root(planned["name"])
+        if quick.exists() and len(load_runs(quick)) >= len(planned["configs"]):
+            return quick
+        tiny = default_root("langs-tiny")
+        if tiny.exists() and load_runs(tiny):
+            return tiny
+    raise MissingResults(f"no finished language grid for the {profile} profile",
+                         f"resharpen langs run --profile {profile}")
+
+
+def collapse_runs(profile: str) -> list[dict]:
+    """The finished runs of the collapse learning-rate sweep (out/collapse_train), loaded."""
+    import json
+
+    from resharpen.experiments.collapse.train import OUT, run, sweep_configs
+
+    configs = sweep_configs(profile)
+    for config in configs:
+        folder = Path(OUT) / config["name"]
+        done = (folder / "summary.json").exists() and (folder / "config.json").exists()
+        if not done or (json.loads((folder / "config.json").read_text())
+                        != json.loads(json.dumps(config))):
+            raise MissingResults(f"no finished collapse run {folder}",
+                                 f"resharpen collapse train --profile {profile}")
+    return [run(config, OUT) for config in configs]  # every one finished: loads, never trains
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

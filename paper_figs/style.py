@@ -1,0 +1,100 @@
+"""The one style of every figure: the placement-to-colour map and the other colour tables, the
+matplotlib style file ``resharpen.mplstyle`` (applied when ``resharpen.paper_figs`` is imported),
+reference lines drawn above the data, and the quick-profile stamp.
+
+Every colour a figure uses comes from here (tests/core/test_figs.py checks that no figure module
+writes a colour of its own)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+STYLE_FILE = Path(__file__).with_name("resharpen.mplstyle")
+
+PLACEMENT_COLORS: dict[str, str] = {
+    "none": "#0072B2",      # blue
+    "pre": "#009E73",       # green
+    "post": "#D55E00",      # vermillion
+    "attn_out": "#882E72",  # purple
+    "peri": "#E69F00",      # orange
+}
+"""Norm placement -> colour, the same in every figure (colour-blind safe: Okabe-Ito and Tol)."""
+
+SCHEME_COLORS: dict[str, str] = {
+    "postln": PLACEMENT_COLORS["post"], "preln": PLACEMENT_COLORS["pre"],
+    "periln": PLACEMENT_COLORS["peri"], "mixln": "#56B4E9", "ngpt": "#6E6E6E",
+    "sqrt": "#8C564B",
+}
+"""The normalization schemes of arXiv 2510.22026: Post-, Pre- and Peri-LN share their
+placement's colour."""
+
+WEIGHT_COLORS: dict[str, str] = {"raw": "#6E6E6E", "ema": "#56B4E9", "bema": "#8C564B"}
+"""Weight set (raw, EMA, BEMA) -> colour, for figures whose lines are weight sets."""
+
+WEIGHT_STYLES: dict[str, str] = {"raw": "-", "ema": "--", "bema": ":"}
+"""Weight set -> line style, for figures whose colours are placements."""
+
+REFERENCE = "black"
+"""Reference lines and laws (1/s, 2/s, L_train, bounds): black, drawn above the data."""
+
+MUTED = "#9E9E9E"
+"""Secondary data (a batch's own L_freq, zero lines)."""
+
+ON_DARK = "white"
+"""Text on the dark end of a colour map (the reference colour on the light end)."""
+
+QUICK_STAMP = "QUICK PROFILE: reduced sizes, not the paper's numbers"
+STAMP_COLOR = "#C00000"
+REFERENCE_ZORDER = 5
+
+
+def placement_color(norm: str) -> str:
+    """The colour of a norm placement; KeyError naming the known ones."""
+    try:
+        return PLACEMENT_COLORS[norm]
+    except KeyError:
+        raise KeyError(f"no colour for placement {norm!r}; known: {sorted(PLACEMENT_COLORS)}")
+
+
+def sequence_colors(count: int) -> list:
+    """``count`` ordered colours (a dose: multipliers, learning rates, vocabulary sizes)."""
+    import numpy as np
+
+    return list(matplotlib.colormaps["viridis"](np.linspace(0.0, 0.85, max(count, 1))))
+
+
+def reference(ax, x, y, **kwargs):
+    """Draw a reference curve (a law, a bound) in black above the data."""
+    kwargs.setdefault("color", REFERENCE)
+    kwargs.setdefault("lw", 1.0)
+    return ax.plot(x, y, zorder=REFERENCE_ZORDER, **kwargs)
+
+
+def vline(ax, x, **kwargs):
+    """A vertical marker (L_train, a collapse step) above the data."""
+    kwargs.setdefault("color", REFERENCE)
+    kwargs.setdefault("lw", 0.8)
+    kwargs.setdefault("ls", "--")
+    return ax.axvline(x, zorder=REFERENCE_ZORDER, **kwargs)
+
+
+def hline(ax, y, **kwargs):
+    """A horizontal reference (zero, a threshold) above the data."""
+    kwargs.setdefault("color", REFERENCE)
+    kwargs.setdefault("lw", 0.6)
+    return ax.axhline(y, zorder=REFERENCE_ZORDER, **kwargs)
+
+
+def stamp(fig, profile: str | None) -> None:
+    """Mark a figure drawn from quick-profile data (no mark for the full profile or None)."""
+    if profile == "quick":
+        fig.text(0.995, 0.005, QUICK_STAMP, ha="right", va="bottom", fontsize=8,
+                 color=STAMP_COLOR)
+
+
+def apply() -> None:
+    """Make ``resharpen.mplstyle`` matplotlib's current style."""
+    import matplotlib.style
+
+    matplotlib.style.use(STYLE_FILE)

@@ -1,0 +1,510 @@
+"""The bad-input suite (issue 16, requirement 7): every bad argument, value, config file or
+input folder of every subcommand ends in one line ``error: ...`` naming the problem, exit status
+2, and writes nothing.
+
+Each case is a row of :data:`CASES`: the command's arguments, the files to create first (in a
+fresh temporary folder that is also the working directory, so the CLI's output root ``out/``
+lands there), and a regular expression the one stderr line must match. Every case runs the CLI
+in process (``resharpen.cli.main``) and compares a snapshot of the folder (every path, and each
+file's bytes, inode and modification time) before and after: nothing created, changed or
+removed, not even an empty folder or a rewritten ``sweep.json``.
+
+In a row, ``{BASE}``, ``{RS}`` and ``{GRID}`` stand for the shipped Set Complement base config,
+random-search sweep file and language grid; in a file's content ``{BASE}`` too. A file's content
+``None`` makes a folder, bytes are written as they are.
+"""
+from __future__ import annotations
+
+import json
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from resharpen.cli import main
+
+CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs"
+PLACES = {"{BASE}": str(CONFIGS / "set_complement" / "base.toml"),
+          "{RS}": str(CONFIGS / "set_complement" / "random_search.toml"),
+          "{GRID}": str(CONFIGS / "languages" / "grid.toml")}
+SECONDS = 20  # a case that runs longer has started the work: a failure, not a hang
+
+LONG = "x" * 300  # longer than any file system's 255-byte name limit
+BASED = 'base = "{BASE}"\n'
+SEARCH = '[search]\n"train.lr" = {loguniform = [1e-3, 1e-2]}\n'
+DIR = None  # a file's content None: make a folder
+
+# A Set Complement sweep folder and a task-grid folder, as the drivers write them (enough of
+# them for the checks): sweep.json and a table.
+SC_SWEEP = {"s/sweep.json": json.dumps({"identity": {"name": "x"}, "runs": 1, "file": "x.toml"}),
+            "s/table.jsonl": '{"run": "x-0000"}\n'}
+GRID_DIR = {"g/sweep.json": json.dumps({"identity": {"name": "g"}, "runs": 1,
+                                        "kind": "task_grid"}),
+            "g/table.jsonl": '{"run": "g-0000"}\n'}
+# The first run folder of the quick random_search sweep (runs are named <name>-<index:04d>).
+RUN0 = "s/runs/random_search-0000"
+# A finished run folder that is not a collapse run (a Set Complement run's files).
+SC_RUN = {"r/summary.json": '{"seconds": 1.0, "primary": "raw"}',
+          "r/metrics.jsonl": '{"step": 0, "loss": 1.0}\n',
+          "r/config.json": "{}", "r/per_length.json": "[]"}
+
+
+def case(args, pattern, files=None, id=None):
+    return pytest.param(args, files or {}, pattern, id=id or " ".join(args)[:70])
+
+
+def cfg(text):  # a config file c.toml
+    return {"c.toml": text}
+
+
+CASES = [
+    # ------------------------------------------------------------------ the command line itself
+    case([], r"the following arguments are required: command", id="no command"),
+    case(["frobnicate"], r"invalid choice: 'frobnicate'"),
+    case(["--bogus", "derive"], r"unrecognized arguments: --bogus"),
+    case(["derive", "--bogus"], r"unrecognized arguments: --bogus"),
+    # ------------------------------------------------------------------ verify
+    case(["verify", "--profile", "huge"], r"argument --profile: invalid choice: 'huge'"),
+    case(["verify", "--only", "no.such.claim*"], r"no\.such\.claim\*.*matches no claim"),
+    case(["verify", "--where", "no.such.claim"], r"matches no claim"),
+    case(["verify", "--workers", "0"], r"argument --workers: expected a positive integer, got 0"),
+    case(["verify", "--workers", "two"], r"argument --workers: expected an integer, got 'two'"),
+    case(["verify", "--step", "nan"], r"argument --step: expected a finite number"),
+    case(["verify", "--step", "-1", "--only", "sc.lemma.*"], r"--step must be > 0, got -1"),
+    case(["verify", "--json", "d", "--only", "sc.lemma.*"], r"--json 'd' is a folder",
+         {"d": DIR}),
+    case(["verify", "--markdown", "d", "--only", "sc.lemma.*"], r"--markdown 'd' is a folder",
+         {"d": DIR}),
+    case(["verify", "--write-baseline", "d", "--only", "sc.lemma.*"],
+         r"--write-baseline 'd' is a folder", {"d": DIR}),
+    case(["verify", "--json", "blocker/l.json", "--only", "sc.lemma.*"],
+         r"--json 'blocker/l.json'.* is blocked: 'blocker' is not a folder",
+         {"blocker": "a file"}),
+    case(["verify", "--json", LONG, "--only", "sc.lemma.*"],
+         r"--json 'x+'\.\.\.: the name 'x+'\.\.\. has 300 bytes; the file system allows"),
+    case(["verify", "--mutate", "--markdown", "m.md", "--only", "sc.lemma.*"],
+         r"--mutate writes only --json"),
+    case(["verify", "--timings", "t.json", "--only", "sc.lemma.*"],
+         r"--timings is an option of --mutate"),
+    case(["verify", "--baseline", "missing.json", "--only", "sc.lemma.*"], r"missing\.json"),
+    # ------------------------------------------------------------------ construct
+    case(["construct"], r"the following arguments are required: --vocab"),
+    case(["construct", "--vocab", "1"], r"vocabulary size must be >= 2"),
+    case(["construct", "--vocab", "0"], r"argument --vocab: expected a positive integer, got 0"),
+    case(["construct", "--vocab", "abc"], r"argument --vocab: expected an integer, got 'abc'"),
+    case(["construct", "--vocab", "2.5"], r"argument --vocab: expected an integer, got '2\.5'"),
+    case(["construct", "--vocab", "8", "--norm", "sideways"], r"norm 'sideways' is not one of"),
+    case(["construct", "--vocab", "8", "--norm-kind", "weird"], r"weird"),
+    case(["construct", "--vocab", "8", "--variant", "magic"], r"variant 'magic' is not one of"),
+    case(["construct", "--vocab", "8", "--lam", "-2"], r"must be a finite number > 0"),
+    case(["construct", "--vocab", "8", "--lam", "nan"], r"argument --lam: expected a finite number"),
+    case(["construct", "--vocab", "8", "--gain", "0"], r"gain must be a finite number > 0"),
+    case(["construct", "--vocab", "8", "--gain", "inf"], r"argument --gain: expected a finite"),
+    case(["construct", "--vocab", "8", "--beta", "0"], r"beta"),
+    # a negative number is a value, not an option: the error is the gain's, not --beta's
+    case(["construct", "--vocab", "8", "--beta", "-1e3", "--gain", "0"],
+         r"gain must be a finite number > 0", id="construct --beta -1e3 parses"),
+    case(["construct", "--vocab", "8", "--beta=-1e3", "--gain", "-1"],
+         r"gain must be a finite number > 0", id="construct --beta=-1e3 parses"),
+    case(["construct", "--vocab", "8", "--seed", "-1", "--out", "o"],
+         r"argument --seed: a seed must be an integer in \[0, 2\*\*63 - 1\], got -1"),
+    case(["construct", "--vocab", "8", "--seed", "1.5"], r"argument --seed: expected an integer"),
+    case(["construct", "--vocab", "8", "--seed", str(2**64)], r"argument --seed: a seed must be"),
+    case(["construct", "--vocab", "8", "--out", "blocker/c"],
+         r"--out 'blocker/c' is blocked: 'blocker' is not a folder", {"blocker": "a file"}),
+    case(["construct", "--vocab", "8", "--out", LONG], r"--out .*has 300 bytes"),
+    case(["construct", "--vocab", "8", "--out", f"o/{LONG}/c"], r"--out .*has 300 bytes"),
+    case(["construct", "--vocab", "8", "--json", "d"], r"--json 'd' is a folder", {"d": DIR}),
+    case(["construct", "--vocab", "8", "--json", LONG], r"--json .*has 300 bytes"),
+    case(["construct", "--vocab", "8", "--json", "blocker/r.json"], r"is blocked",
+         {"blocker": "a file"}),
+    # ------------------------------------------------------------------ derive
+    case(["derive", "--only", "no.such.derivation*"], r"no\.such\.derivation"),
+    case(["derive", "--latex", "d"], r"--latex 'd' is a folder", {"d": DIR}),
+    case(["derive", "--latex", "blocker/d.tex"], r"is blocked", {"blocker": "a file"}),
+    # ------------------------------------------------------------------ figs
+    case(["figs", "--profile", "huge"], r"argument --profile: invalid choice: 'huge'"),
+    case(["figs", "--only", "no_such_figure*"], r"no_such_figure"),
+    case(["figs", "--out", "blocker/f"], r"is blocked: 'blocker' is not a folder",
+         {"blocker": "a file"}),
+    case(["figs", "--out", LONG], r"has 300 bytes"),
+    # ------------------------------------------------------------------ train: the config file
+    case(["train", "missing.toml"], r"config file '.*missing\.toml' does not exist"),
+    case(["train", "cdir"], r"config file '.*cdir' is a folder", {"cdir": DIR}),
+    case(["train", "c.toml"], r"config file '.*c\.toml' is not UTF-8 text",
+         cfg(b"\x00\x01\xff\xfe\x80 binary"), id="train binary config"),
+    case(["train", "c.toml"], r"config file '.*c\.toml' is not UTF-8 text",
+         cfg("name = 'caf\xe9'\n".encode("latin-1")), id="train latin-1 config"),
+    case(["train", "c.toml"], r"config file '.*c\.toml' is not valid TOML", cfg("x = [\n"),
+         id="train invalid TOML"),
+    case(["train", "c.toml"], r"profile in .*c\.toml.* must be a table", cfg("profile = 5\n"),
+         id="train profile = 5"),
+    case(["train", "c.toml"], r"search in .*c\.toml.* must be a table", cfg("search = 5\n"),
+         id="train search = 5"),
+    case(["train", "c.toml"], r"sweep in .*c\.toml.* must be a table", cfg("sweep = 5\n"),
+         id="train sweep = 5"),
+    case(["train", "c.toml"], r"base in .*c\.toml.* must be a string .*got int 123",
+         cfg("base = 123\n"), id="train base = 123"),
+    case(["train", "c.toml"], r"name in .*c\.toml.* must be a string, got int 5",
+         cfg(BASED + "name = 5\n"), id="train name = 5"),
+    case(["train", "c.toml"], r"task in .*c\.toml.* must be a table", cfg(BASED + "task = 5\n"),
+         id="train task = 5"),
+    case(["train", "c.toml"], r"name in .*must have 1 to 120 characters, got 300",
+         cfg(BASED + f'name = "{LONG}"\n'), id="train name too long"),
+    case(["train", "c.toml"], r"name in .*c\.toml.* '\.\./\.\./x' may hold only",
+         cfg(BASED + 'name = "../../x"\n'), id="train name escapes"),
+    case(["train", "c.toml"], r"name in .*c\.toml.* '/tmp/x' may hold only", cfg(BASED + 'name = "/tmp/x"\n'),
+         id="train absolute name"),
+    case(["train", "c.toml"], r"must have 1 to 120 characters, got 0",
+         cfg(BASED + 'name = ""\n'), id="train empty name"),
+    case(["train", "c.toml"], r"unknown top-level keys \['foo'\]", cfg(BASED + "foo = 1\n"),
+         id="train unknown top-level key"),
+    case(["train", "c.toml"], r"unknown key task\.bogus", cfg(BASED + "[task]\nbogus = 1\n"),
+         id="train unknown key"),
+    case(["train", "c.toml"], r"model\.norm = 'sideways' is not allowed",
+         cfg(BASED + '[model]\nnorm = "sideways"\n'), id="train bad choice"),
+    case(["train", "c.toml"], r"train\.lr = -1\.0 is out of range",
+         cfg(BASED + "[train]\nlr = -1\n"), id="train out of range"),
+    case(["train", "c.toml"], r"train\.steps = 'many' has the wrong type",
+         cfg(BASED + '[train]\nsteps = "many"\n'), id="train wrong type"),
+    case(["train", "c.toml"], r"eval\.threshold = nan is not finite",
+         cfg(BASED + "[eval]\nthreshold = nan\n"), id="train nan value"),
+    case(["train", "c.toml"], r"unknown profile 'huge'",
+         cfg(BASED + "[profile.huge]\ntask.vocab = 8\n"), id="train unknown profile"),
+    case(["train", "c.toml"], r"profile\.quick in .* must be a table",
+         cfg(BASED + "[profile]\nquick = 5\n"), id="train profile.quick = 5"),
+    case(["train", "c.toml"], r"base\.toml' does not exist", cfg('base = "base.toml"\n'),
+         id="train missing base"),
+    case(["train", "a.toml"], r"config base chain loops",
+         {"a.toml": 'base = "b.toml"\n', "b.toml": 'base = "a.toml"\n'}, id="train base loop"),
+    case(["train", "{BASE}", "--set", "model.norm=sideways"], r"model\.norm = 'sideways'"),
+    case(["train", "{BASE}", "--set", "nonsense"], r"--set 'nonsense' is not of the form"),
+    case(["train", "{BASE}", "--set", "a.b.c=1"], r"--set key 'a\.b\.c' must be section\.key"),
+    case(["train", "{BASE}", "--set", "bogus.key=1"], r"unknown section 'bogus'"),
+    case(["train", "{BASE}", "--set", "task.vocab=1"], r"task\.vocab = 1"),
+    case(["train", "{BASE}", "--profile", "huge"], r"argument --profile: invalid choice"),
+    case(["train", "{BASE}", "--out", "blocker/r"], r"'blocker/r'.*(not a folder|Not a directory)",
+         {"blocker": "a file"}),
+    case(["train", "{BASE}", "--out", "f"], r"'f' exists and is not a folder", {"f": "a file"}),
+    case(["train", "{BASE}", "--out", LONG], r"has 300 bytes"),
+    case(["train"], r"the following arguments are required: config"),
+    # ------------------------------------------------------------------ sweep
+    case(["sweep", "{RS}", "--runs", "0"], r"argument --runs: expected a positive integer"),
+    case(["sweep", "{RS}", "--workers", "0"], r"argument --workers: expected a positive integer"),
+    case(["sweep", "{RS}", "--ensemble", "0"], r"argument --ensemble: expected a positive"),
+    case(["sweep", "{RS}", "--backend", "slurm"], r"argument --backend: invalid choice"),
+    case(["sweep", "{RS}", "--profile", "quick", "--address", "auto"],
+         r"--address 'auto' is only for the ray backend", id="sweep --address auto, local"),
+    case(["sweep", "{RS}", "--profile", "quick", "--address", "auto", "--out", "s"],
+         r"--address 'auto' is only for the ray backend", id="sweep --address auto --out"),
+    case(["sweep", "{RS}", "--profile", "quick", "--backend", "ray", "--address", "127.0.0.2:1"],
+         r"cannot reach Ray at --address '127\.0\.0\.2:1'", id="sweep unreachable ray"),
+    case(["sweep", "{RS}", "--profile", "quick", "--backend", "ray", "--address", "nonsense"],
+         r"--address 'nonsense' is not host:port"),
+    case(["sweep", "{RS}", "--profile", "huge"], r"argument --profile: invalid choice"),
+    case(["sweep", "cdir"], r"config file '.*cdir' is a folder", {"cdir": DIR}),
+    case(["sweep", "missing.toml"], r"'.*missing\.toml' does not exist"),
+    case(["sweep", "{BASE}", "--profile", "quick"], r"has no \[search\] table"),
+    case(["sweep", "c.toml"], r"search in .* must be a table", cfg(BASED + "search = 5\n"),
+         id="sweep search = 5"),
+    case(["sweep", "c.toml"], r"sweep in .* must be a table", cfg(BASED + "sweep = 5\n" + SEARCH),
+         id="sweep sweep = 5"),
+    case(["sweep", "c.toml"], r"profile in .* must be a table",
+         cfg(BASED + "profile = 5\n" + SEARCH), id="sweep profile = 5"),
+    case(["sweep", "c.toml"], r"unknown key sweep\.bogus",
+         cfg(BASED + "[sweep]\nbogus = 1\n" + SEARCH), id="sweep unknown sweep key"),
+    case(["sweep", "c.toml"], r"sweep\.runs = 0 is out of range",
+         cfg(BASED + "[sweep]\nruns = 0\n" + SEARCH), id="sweep runs = 0"),
+    case(["sweep", "c.toml"], r"search key 'train\.bogus' is not a config key",
+         cfg(BASED + '[search]\n"train.bogus" = {choice = [1]}\n'), id="sweep bad search key"),
+    case(["sweep", "c.toml"], r"search\.train\.lr must be one of",
+         cfg(BASED + '[search]\n"train.lr" = {normal = [0, 1]}\n'), id="sweep bad distribution"),
+    case(["sweep", "c.toml"], r"search\.train\.lr must be one of",
+         cfg(BASED + '[search]\n"train.lr" = 5\n'), id="sweep search entry = 5"),
+    case(["sweep", "c.toml"], r"loguniform needs lo > 0",
+         cfg(BASED + '[search]\n"train.lr" = {loguniform = [0, 1]}\n'), id="sweep loguniform 0"),
+    case(["sweep", "c.toml"], r"uniform needs \[lo, hi\] with lo <= hi",
+         cfg(BASED + '[search]\n"train.lr" = {uniform = [1, 0]}\n'), id="sweep uniform hi < lo"),
+    case(["sweep", "c.toml"], r"grid needs a non-empty list",
+         cfg(BASED + '[search]\n"train.lr" = {grid = []}\n'), id="sweep empty grid"),
+    case(["sweep", "c.toml"], r"grid values repeat",
+         cfg(BASED + '[search]\n"train.lr" = {grid = [0.1, 0.1]}\n'), id="sweep grid repeats"),
+    case(["sweep", "c.toml"], r"model\.norm = 'sideways' is not allowed",
+         cfg(BASED + '[search]\n"model.norm" = {choice = ["sideways"]}\n'),
+         id="sweep bad choice value"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "blocker/s"], r"is blocked",
+         {"blocker": "a file"}),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", LONG], r"has 300 bytes"),
+    # resuming a sweep folder whose files are corrupt or another sweep's: nothing rewritten
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"sweep file 's/sweep\.json' is corrupt: line 2", {"s/sweep.json": '{\n  "identity": '},
+         id="sweep corrupt sweep.json"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"], r"'s' holds a different sweep",
+         {"s/sweep.json": json.dumps({"identity": {"name": "other"}, "runs": 3})},
+         id="sweep another sweep's folder"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"], r"'s' holds a different sweep",
+         {"s/sweep.json": "[1, 2]"}, id="sweep sweep.json a list"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"run file '.*random_search-0000/config\.json' is corrupt: line 1",
+         {f"{RUN0}/summary.json": "{}", f"{RUN0}/config.json": "{oops"},
+         id="sweep corrupt config.json"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"run file '.*random_search-0000/summary\.json' is corrupt: line 3",
+         {f"{RUN0}/summary.json": '{\n "a": 1,\n oops', f"{RUN0}/config.json": "{}"},
+         id="sweep corrupt summary.json"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"run folder '.*random_search-0000' holds another config",
+         {f"{RUN0}/summary.json": "{}", f"{RUN0}/config.json": "{}"},
+         id="sweep run folder of another config"),
+    # ------------------------------------------------------------------ report
+    case(["report"], r"name a sweep folder"),
+    case(["report", "nowhere"], r"'nowhere/table\.jsonl' does not exist"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl' is corrupt: line 2",
+         {"s/table.jsonl": '{"run": "a"}\n{"run": \n'}, id="report corrupt table.jsonl"),
+    case(["report", "s"], r"sweep 's' has no finished runs yet", {"s/table.jsonl": ""},
+         id="report empty table"),
+    case(["report", "g"], r"'g' is a task grid folder: report it with `resharpen langs report`",
+         GRID_DIR, id="report on a task grid"),
+    case(["report", "s"], r"sweep file 's/sweep\.json' is corrupt",
+         {"s/sweep.json": "{", "s/table.jsonl": ""}, id="report corrupt sweep.json"),
+    case(["report", "s", "--fit-json", "d"], r"--fit-json 'd' is a folder",
+         {**SC_SWEEP, "d": DIR}),
+    # ------------------------------------------------------------------ compare
+    case(["compare", "nowhere"], r"nowhere"),
+    case(["compare", "r"], r"summary\.json.*(not valid JSON|corrupt)",
+         {**SC_RUN, "r/summary.json": "{oops"}, id="compare corrupt summary.json"),
+    case(["compare", "r", "--weights", "bogus"], r"argument --weights: invalid choice"),
+    case(["compare", "r", "--count", "0"], r"argument --count: expected a positive integer"),
+    case(["compare", "r", "--seed", "-5"], r"argument --seed: a seed must be"),
+    case(["compare", "r", "--json", "d"], r"--json 'd' is a folder", {"d": DIR}),
+    # ------------------------------------------------------------------ langs
+    case(["langs"], r"the following arguments are required: action"),
+    case(["langs", "train", "nosuchtask"], r"task\.name = 'nosuchtask' is not allowed"),
+    case(["langs", "train", "dyck2", "--set", "model.norm=sideways"], r"model\.norm = 'sideways'"),
+    case(["langs", "train", "dyck2", "--set", "nonsense"], r"--set 'nonsense' is not of the form"),
+    case(["langs", "train", "dyck2", "--out", "blocker/x"], r"'blocker/x'",
+         {"blocker": "a file"}),
+    case(["langs", "run", "--grid", "missing.toml"], r"grid file 'missing\.toml' does not exist"),
+    case(["langs", "run", "--grid", "cdir"], r"grid file 'cdir' is a folder", {"cdir": DIR}),
+    case(["langs", "run", "--grid", "c.toml"], r"grid file '.*c\.toml' is not UTF-8",
+         cfg(b"\xff\xfe"), id="langs run binary grid"),
+    case(["langs", "run", "--grid", "c.toml"], r"profile in .*c\.toml.* must be a table",
+         cfg("profile = 5\n"), id="langs run profile = 5"),
+    case(["langs", "run", "--grid", "c.toml"], r"base in .*c\.toml.* must be a table of tables",
+         cfg('tasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0]\nbase = 5\n'),
+         id="langs run base = 5"),
+    case(["langs", "run", "--grid", "c.toml"], r"grid key 'tasks' must be a non-empty list",
+         cfg('tasks = []\nnorms = ["pre"]\nseeds = [0]\n'), id="langs run empty tasks"),
+    case(["langs", "run", "--grid", "c.toml"], r"grid name '\.\./x' may hold only",
+         cfg('name = "../x"\ntasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0]\n'),
+         id="langs run name escapes"),
+    case(["langs", "run", "--grid", "c.toml"], r"unknown grid key bogus",
+         cfg('bogus = 1\ntasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0]\n'),
+         id="langs run unknown key"),
+    case(["langs", "run", "--grid", "c.toml"], r"grid seeds repeat",
+         cfg('tasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0, 0]\n'), id="langs run seeds repeat"),
+    case(["langs", "run", "--only", "nosuchtask"], r"--only 'nosuchtask' is not a task of grid"),
+    case(["langs", "run", "--address", "auto"], r"--address 'auto' is only for the ray backend"),
+    case(["langs", "run", "--backend", "ray", "--address", "127.0.0.2:1"],
+         r"cannot reach Ray at --address '127\.0\.0\.2:1'"),
+    case(["langs", "run", "--workers", "0"], r"argument --workers: expected a positive integer"),
+    case(["langs", "run", "--profile", "huge"], r"argument --profile: invalid choice"),
+    case(["langs", "run", "--out", "blocker/g"], r"is blocked", {"blocker": "a file"}),
+    case(["langs", "report", "s"], r"'s' is not a task grid folder", SC_SWEEP,
+         id="langs report on a Set Complement sweep"),
+    case(["langs", "report", "empty"], r"'empty' holds no finished runs", {"empty": DIR}),
+    case(["langs", "report", "g"], r"run file '.*summary\.json' is corrupt: line 1",
+         {**GRID_DIR, "g/runs/g-0000/summary.json": "{oops", "g/runs/g-0000/config.json": "{}"},
+         id="langs report corrupt summary.json"),
+    case(["langs", "report", "g"], r"grid file 'g/sweep\.json' is corrupt",
+         {"g/sweep.json": "{"}, id="langs report corrupt sweep.json"),
+    # ------------------------------------------------------------------ tasks
+    case(["tasks"], r"the following arguments are required: action"),
+    case(["tasks", "sample", "nosuchtask"], r"unknown task 'nosuchtask'"),
+    case(["tasks", "sample", "dyck2", "--count", "0"], r"count"),
+    case(["tasks", "sample", "dyck2", "--length", "-1"], r"length"),
+    case(["tasks", "sample", "dyck2", "--seed", "-1"], r"argument --seed: a seed must be"),
+    case(["tasks", "sample", "dyck2", "--param", "vocab"], r"--param expects KEY=INT"),
+    case(["tasks", "sample", "set_complement", "--param", "vocab=x"],
+         r"--param vocab expects an integer, got 'x'"),
+    case(["tasks", "sample", "dyck2", "--param", "bogus=3"], r"has no parameter 'bogus'"),
+    case(["tasks", "perft", "--depth", "-1"], r"depth"),
+    case(["tasks", "games"], r"the following arguments are required: --out"),
+    case(["tasks", "games", "--out", "d"], r"--out 'd' is a folder", {"d": DIR}),
+    case(["tasks", "games", "--out", "blocker/g.npy"], r"is blocked", {"blocker": "a file"}),
+    case(["tasks", "games", "--out", "g.npy", "--count", "0"], r"count"),
+    case(["tasks", "games", "--out", "g.npy", "--seed", "-1"], r"argument --seed: a seed must"),
+    # ------------------------------------------------------------------ dynamics
+    case(["dynamics"], r"the following arguments are required: dynamics_command"),
+    case(["dynamics", "ode", "--beta", "1e3"], r"--beta 1000 is too large for the symmetric ODE"),
+    case(["dynamics", "ode", "--beta", "0"], r"beta must be a finite number > 0, got 0"),
+    case(["dynamics", "ode", "--beta", "-1"], r"beta must be a finite number > 0, got -1"),
+    case(["dynamics", "ode", "--beta", "inf"], r"argument --beta: expected a finite number"),
+    case(["dynamics", "ode", "--n", "1"], r"\bn\b.*got 1|got 1"),
+    case(["dynamics", "ode", "--t-end", "0"], r"horizon t_end must be a finite number > 0"),
+    case(["dynamics", "ode", "--r0", "0"], r"r0"),
+    case(["dynamics", "ode", "--json", "d"], r"--json 'd' is a folder", {"d": DIR}),
+    case(["dynamics", "simulate"], r"the following arguments are required: --scheme"),
+    case(["dynamics", "simulate", "--scheme", "bogus"], r"bogus"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--t-end", "1e300"],
+         r"--t-end 1e\+300 is too long"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--start", "bogus"],
+         r"unknown start 'bogus'"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--qkv", "bogus"],
+         r"argument --qkv: invalid choice"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--seed", "-1"], r"argument --seed"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--d", "0"], r"argument --d: expected a"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--json", "d"], r"--json 'd' is a folder",
+         {"d": DIR}),
+    case(["dynamics", "stacks", "--n", "1"], r"got 1"),
+    case(["dynamics", "stacks", "--seed", "-1"], r"argument --seed: a seed must be"),
+    case(["dynamics", "stacks", "--json", "d"], r"--json 'd' is a folder", {"d": DIR}),
+    # ------------------------------------------------------------------ collapse
+    case(["collapse"], r"the following arguments are required: collapse_command"),
+    case(["collapse", "stack", "--norm", "bogus"], r"bogus"),
+    case(["collapse", "stack", "--mlp", "bogus"], r"bogus"),
+    case(["collapse", "stack", "--multiplier", "0"], r"multiplier"),
+    case(["collapse", "stack", "--t0", "2"], r"t0"),
+    case(["collapse", "stack", "--n", "1"], r"\bn\b"),
+    case(["collapse", "stack", "--seed", "-1"], r"argument --seed: a seed must be"),
+    case(["collapse", "stack", "--json", "d"], r"--json 'd' is a folder", {"d": DIR}),
+    case(["collapse", "train", "--profile", "huge"], r"argument --profile: invalid choice"),
+    case(["collapse", "train", "--set", "bogus"], r"--set 'bogus' is not of the form"),
+    case(["collapse", "train", "--set", "model.bogus=1"], r"model\.bogus"),
+    case(["collapse", "train", "--seed", "-1"], r"argument --seed: a seed must be"),
+    case(["collapse", "train", "--out", "blocker/c"], r"is blocked", {"blocker": "a file"}),
+    case(["collapse", "train", "--out", "c"],
+         r"run file 'c/post_L24_d32_lr0\.003_s0/metrics\.jsonl' is corrupt: line 2",
+         {"c/post_L24_d32_lr0.003_s0/config.json": "{}",
+          "c/post_L24_d32_lr0.003_s0/summary.json": "{}",
+          "c/post_L24_d32_lr0.003_s0/metrics.jsonl": "{}\n{oops\n"},
+         id="collapse train resume, corrupt metrics.jsonl"),
+    case(["collapse", "detect", "nowhere"], r"'nowhere' has no metrics\.jsonl and summary\.json"),
+    case(["collapse", "detect", "r"], r"'r' is not a collapse run", SC_RUN,
+         id="collapse detect on a Set Complement run"),
+    case(["collapse", "detect", "r"], r"run file 'r/metrics\.jsonl' is corrupt: line 2",
+         {"r/summary.json": '{"l_freq_stream": 1.0}',
+          "r/metrics.jsonl": '{"step": 0, "t_sim": 0.1, "loss": 1.0}\n{oops\n'},
+         id="collapse detect corrupt metrics.jsonl"),
+    case(["collapse", "detect", "r"], r"run file 'r/summary\.json' is corrupt: line 1",
+         {"r/summary.json": "{oops", "r/metrics.jsonl": ""}, id="collapse detect corrupt summary"),
+    case(["collapse", "detect", "r", "--patience", "0"], r"argument --patience"),
+    case(["collapse", "detect", "r", "--t-threshold", "2"], r"t_threshold|t-threshold", SC_RUN),
+]
+
+
+def snapshot(root: Path) -> dict:
+    """Every path under ``root``: a folder, or a file's bytes, inode and modification time (a
+    rewrite, even with the same bytes, changes the inode: files are replaced atomically)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        stat = path.lstat()
+        out[str(path.relative_to(root))] = ("dir" if path.is_dir() else
+                                            (path.read_bytes(), stat.st_ino, stat.st_mtime_ns))
+    return out
+
+
+def _fill(text: str) -> str:
+    for key, value in PLACES.items():
+        text = text.replace(key, value)
+    return text
+
+
+def _timeout(signum, frame):
+    raise TimeoutError(f"the case ran over {SECONDS} s: it started the work")
+
+
+@pytest.mark.parametrize("args, files, pattern", CASES)
+def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # the output root out/ is relative: it lands here
+    for name, content in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if content is None:
+            path.mkdir(exist_ok=True)
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(_fill(content))
+    before = snapshot(tmp_path)
+    previous = signal.signal(signal.SIGALRM, _timeout)
+    signal.alarm(SECONDS)
+    try:
+        code = main([_fill(a) for a in args])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, f"exit {code}; stderr:\n{err}"
+    assert len(lines) == 1 and lines[0].startswith("error: "), f"not one line:\n{err}"
+    assert re.search(pattern, lines[0]), f"{lines[0]!r} does not match {pattern!r}"
+    assert snapshot(tmp_path) == before, "the command wrote, changed or removed a file"
+
+
+def test_the_table_is_broad():
+    """Every subcommand is in the table, and it has well over a hundred cases."""
+    commands = {c.values[0][0] for c in CASES if c.values[0]}
+    assert commands >= {"verify", "construct", "derive", "figs", "train", "sweep", "report",
+                        "compare", "langs", "tasks", "dynamics", "collapse"}
+    assert len(CASES) >= 100
+
+
+# ---------------------------------------------------------------------- the checks themselves
+def test_writability_is_tried_not_asked(tmp_path, monkeypatch):
+    """A folder is writable when a file can be created in it: ``os.access`` is not consulted
+    (it is true for root everywhere), and a refused creation is one ValueError naming the path."""
+    import os
+
+    from resharpen.experiments.core import io
+
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # not asked
+    io.check_writable_target(tmp_path / "new" / "folder")
+    io.check_output_file(tmp_path / "r.json", "--json")
+    assert list(tmp_path.iterdir()) == []  # the probe file is gone
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(io.tempfile, "mkstemp", refuse)
+    with pytest.raises(ValueError, match=r"--out '.*new' is not writable .*Permission denied"):
+        io.check_writable_target(tmp_path / "new", "--out")
+    with pytest.raises(ValueError, match=r"output folder '.*o' is not writable"):
+        io.ensure_writable_dir(tmp_path / "o")
+
+
+def test_json_readers_name_the_file_and_line(tmp_path):
+    from resharpen.experiments.core.io import read_json, read_jsonl
+
+    (tmp_path / "t.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n{"a": \n')
+    with pytest.raises(ValueError, match=r"table '.*t\.jsonl' is corrupt: line 4"):
+        read_jsonl(tmp_path / "t.jsonl", "table")
+    (tmp_path / "s.json").write_bytes(b'{"a": "\xff"}')
+    with pytest.raises(ValueError, match=r"'.*s\.json' is not UTF-8"):
+        read_json(tmp_path / "s.json")
+    with pytest.raises(FileNotFoundError, match=r"'.*none\.json' does not exist"):
+        read_json(tmp_path / "none.json")
+    (tmp_path / "t.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert read_jsonl(tmp_path / "t.jsonl", "table") == [{"a": 1}, {"a": 2}]
+
+
+def test_backend_checks_come_before_any_folder(tmp_path):
+    """A sweep refused for its backend or address leaves no folder and no sweep.json, from
+    Python as from the command line; an unreachable Ray address fails at once."""
+    import time
+
+    from resharpen.experiments.core.backends import PROBE_SECONDS, check_backend
+    from resharpen.experiments.set_complement.sweep import run_sweep
+
+    with pytest.raises(ValueError, match="only for the ray backend"):
+        run_sweep(PLACES["{RS}"], out=tmp_path / "s", profile="quick", address="auto")
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=r"cannot reach Ray at --address '127\.0\.0\.2:1'"):
+        run_sweep(PLACES["{RS}"], out=tmp_path / "s", profile="quick", backend="ray",
+                  address="127.0.0.2:1")
+    assert time.perf_counter() - start < PROBE_SECONDS + 5
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="backend 'slurm' is not one of local, ray"):
+        check_backend("slurm")
+    check_backend("local")

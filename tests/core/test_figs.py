@@ -1,0 +1,137 @@
+"""`resharpen figs`: one style for every figure, selection by output stem, and never training."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from resharpen.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+FIGS = ROOT / "paper_figs"
+
+# A colour written in a figure module instead of taken from paper_figs/style.py: a colour
+# keyword with a string literal, a Matplotlib cycle or named colour map, a format string with a
+# colour letter ("k--"), a tab: colour.
+OWN_COLOUR = re.compile(r"""(colou?r\s*=\s*["'])|(["']C\d["'])|(["']tab:)|(plt\.cm\.)|"""
+                        r"""(cmap\s*=)|(["'][bgrcmykw](--|-\.|-|:|o|\.)["'])""")
+
+TRAINED = ["fig_train_*", "fig_fit_margins", "fig_langtrain_*", "fig_collapse_training",
+           "fig_collapse_gradients"]
+"""The figures drawn from trained results (every other figure computes its data)."""
+
+
+def figure_sources() -> dict[str, str]:
+    return {str(p.relative_to(ROOT)): p.read_text() for p in FIGS.rglob("*.py")
+            if p.name != "style.py"}
+
+
+def test_no_figure_writes_a_colour_of_its_own():
+    found = {path: m.group(0) for path, text in figure_sources().items()
+             for m in [OWN_COLOUR.search(text)] if m}
+    assert not found, f"colours outside paper_figs/style.py: {found}"
+
+
+def test_every_figure_module_draws_through_the_style():
+    from resharpen.paper_figs import FIGURES
+
+    for name, slice_ in FIGURES.items():
+        text = (FIGS / slice_ / f"{name}.py").read_text()
+        assert re.search(r"\bstyle\b|sweep_figures|figures_of", text), name
+        assert "Claims shown" in text or "claim" in text.lower(), f"{name}: docstring names no claim"
+
+
+def test_the_style_file_is_applied_on_import():
+    import matplotlib
+
+    from resharpen.paper_figs import style
+
+    assert style.STYLE_FILE.is_file()
+    assert matplotlib.rcParams["axes.spines.top"] is False
+    assert matplotlib.rcParams["legend.fontsize"] == 7
+    assert set(style.PLACEMENT_COLORS) == {"none", "pre", "post", "attn_out", "peri"}
+    assert len(set(style.PLACEMENT_COLORS.values())) == 5
+
+
+def test_outputs_list_every_module_and_every_grid_task():
+    import tomllib
+
+    from resharpen.paper_figs import FIGURES, LANGUAGE_TASKS, OUTPUTS
+
+    assert set(OUTPUTS) == set(FIGURES)
+    grid = tomllib.loads((ROOT / "experiments/configs/languages/grid.toml").read_text())
+    assert set(LANGUAGE_TASKS) == set(grid["tasks"])
+
+
+@pytest.mark.parametrize("only, chosen", [
+    (["sc_margins"], ["fig_sc_margins"]),
+    (["fig_sc_margins"], ["fig_sc_margins"]),
+    (["sc_attn_out_over_sv"], ["fig_sc_attn_out_sv"]),
+    (["fig_langtrain_dyck2"], ["fig_langtrain_curves"]),
+    (["fig_langtrain_study_othello"], ["fig_langtrain_othello_study"]),
+    (["fig_train_grid_*"], ["fig_train_grids"]),
+    (["sc_*"], ["fig_sc_attn_out_sv", "fig_sc_invalid_mass", "fig_sc_margins"]),
+])
+def test_only_selects_by_output_stem_or_module(only, chosen):
+    from resharpen.paper_figs import select_figures
+
+    assert select_figures(only) == chosen
+
+
+def test_only_matching_nothing_is_a_usage_error(capsys, tmp_path):
+    code = main(["figs", "--only", "no_such_figure", "--out", str(tmp_path / "f")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and "sc_margins" in err
+    assert not (tmp_path / "f").exists()
+
+
+def test_figs_only_stem_draws_placements_in_their_colours(capsys, tmp_path, monkeypatch):
+    """`figs --only sc_margins` writes sc_margins.png/.pdf; every placement's lines are drawn in
+    the colour of the one table."""
+    from matplotlib.colors import to_hex
+
+    from resharpen.paper_figs import style
+
+    drawn = []
+    stamp = style.stamp
+    monkeypatch.setattr(style, "stamp", lambda fig, profile: (drawn.append(fig), stamp(fig, profile)))
+    assert main(["figs", "--only", "sc_margins", "--out", str(tmp_path)]) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"sc_margins.png", "sc_margins.pdf"}
+    (fig,) = drawn
+    lines = [line for line in fig.axes[0].lines if not line.get_label().startswith("_")]
+    for line in lines:
+        norm = line.get_label().split(":")[0].split(",")[0]
+        if norm in style.PLACEMENT_COLORS:
+            assert to_hex(line.get_color()) == style.PLACEMENT_COLORS[norm].lower(), norm
+        else:  # the 1/s and 2/s laws: black, above the data
+            assert line.get_zorder() > max(x.get_zorder() for x in lines
+                                           if x.get_label().split(":")[0] in style.PLACEMENT_COLORS)
+
+
+def test_figs_never_trains_and_lists_the_skipped(capsys, tmp_path, monkeypatch):
+    """On an empty output root the figures drawn from trained results are skipped, each with the
+    command that makes its results, and the summary names them; nothing trains."""
+    import resharpen.experiments.collapse.train as collapse_train
+    import resharpen.experiments.languages.grid as grid
+    import resharpen.experiments.set_complement.sweep as sc_sweep
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("figs must not train")
+
+    monkeypatch.setattr(sc_sweep, "run_sweep", refuse)
+    monkeypatch.setattr(grid, "run_grid", refuse)
+    monkeypatch.setattr(collapse_train, "train", refuse)
+    monkeypatch.chdir(tmp_path)
+    code = main(["figs", *sum((["--only", p] for p in TRAINED), []), "--out", "figs"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    from resharpen.paper_figs import select_figures
+
+    skipped = select_figures(TRAINED)
+    assert len(skipped) == 11
+    for name in skipped:
+        assert re.search(rf"skipped {name}: .*make them with: resharpen ", out), (name, out)
+    summary = out.strip().splitlines()[-1]
+    assert f"skipped {len(skipped)}" in summary and all(name in summary for name in skipped)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("summary.json"))

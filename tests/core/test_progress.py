@@ -1,0 +1,47 @@
+"""Long work reports progress: a line per evaluation when stderr is not a terminal (step, loss,
+in-distribution invalid mass, ETA), nothing extra on a terminal (the tqdm bar shows it)."""
+from __future__ import annotations
+
+import re
+
+from resharpen.experiments.core import progress
+
+
+def test_a_line_per_call_off_a_terminal(capsys, monkeypatch):
+    monkeypatch.setattr(progress, "on_terminal", lambda: False)
+    lines = progress.Progress("train x", 100)
+    lines.line(25, loss=2.5, **{"ID invalid mass": 1.2e-3, "skipped": None})
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert re.fullmatch(r"train x: step 25/100 \(25%\), loss 2\.5000, ID invalid mass 1\.20e-03, "
+                        r"ETA \d+:\d\d:\d\d", err[0]), err[0]
+
+
+def test_silent_on_a_terminal_and_when_disabled(capsys, monkeypatch):
+    monkeypatch.setattr(progress, "on_terminal", lambda: True)
+    progress.Progress("train x", 10).line(5, loss=1.0)
+    monkeypatch.setattr(progress, "on_terminal", lambda: False)
+    progress.Progress("train x", 10, enabled=False).line(5, loss=1.0)
+    assert capsys.readouterr().err == ""
+
+
+def test_fit_of_reads_the_rows_of_every_trainer():
+    assert progress.fit_of({"fit_id_invalid_mass": 0.1, "raw": {"id_invalid_mass": 0.2}}) == 0.1
+    assert progress.fit_of({"raw": {"id_invalid_mass": 0.2}}) == 0.2
+    assert progress.fit_of({"id_illegal_mass": 0.3}) == 0.3
+    assert progress.fit_of({"loss": 1.0}) is None
+
+
+def test_training_prints_a_line_per_evaluation_off_a_terminal(capsys, monkeypatch):
+    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.set_complement.train import load_config, train
+
+    monkeypatch.setattr(progress, "on_terminal", lambda: False)
+    config = load_config(CONFIG_DIR / "set_complement" / "base.toml", [
+        "task.vocab=8", "model.d_model=8", "train.steps=20", "train.warmup=3",
+        "train.batch_size=8", "train.eval_every=10", "eval.per_length=8",
+        "train.bema_update_after=2"])
+    train(config, progress=True)
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("train")]
+    assert [re.search(r"step (\d+)/20", line).group(1) for line in err] == ["10", "20"]
+    assert all("ID invalid mass" in line and "ETA" in line for line in err)

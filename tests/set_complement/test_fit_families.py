@@ -1,0 +1,71 @@
+"""The fit.* claims that read the same runs are decided as one Holm family (in_family): a test
+that passes alone at p < 0.05 fails when its family makes the adjusted p too large; a member
+without data adds no tests; pre's tests are reported, not deciding."""
+from __future__ import annotations
+
+import pytest
+
+from resharpen.experiments.core import stats
+from resharpen.experiments.core.ledger import Outcome
+from resharpen.experiments.set_complement import claims_fit
+
+
+def part(*diffs, reported=()):
+    """A Part whose tests are paired comparisons of arms that differ by ``diffs`` (n = 8)."""
+    noise = [0.01, -0.02, 0.015, -0.005, 0.02, -0.01, 0.005, -0.015]
+
+    def test(diff):
+        return stats.paired([diff + e for e in noise], [0.0] * 8, "less")
+
+    return claims_fit.Part([(f"d={d}", test(d)) for d in diffs], "m", "e", ["note"], "run it",
+                           [(f"pre d={d}", test(d)) for d in reported])
+
+
+@pytest.fixture
+def family(monkeypatch):
+    members = {}
+    monkeypatch.setattr(claims_fit, "FAMILIES", {"toy": members})
+    return members
+
+
+def test_a_test_alone_passes_but_fails_in_a_family_of_many(family):
+    family["a"] = lambda profile: part(-0.012)
+    alone = claims_fit.in_family("a", "quick")
+    assert alone.passed
+    for i in range(30):  # as weak as a: Holm multiplies the smallest of 31 equal p by 31
+        family[f"weak{i}"] = lambda profile: part(-0.012)
+    crowded = claims_fit.in_family("a", "quick")
+    assert not crowded.passed and "31 tests of 31 claims" in crowded.detail
+
+
+def test_a_member_without_data_adds_no_tests_and_reports_its_own_outcome(family):
+    missing = Outcome("no data", "x", passed=False, inconclusive="run the sweep")
+    family["a"] = lambda profile: part(-1.0)
+    family["b"] = lambda profile: missing
+    assert claims_fit.in_family("b", "quick") is missing
+    outcome = claims_fit.in_family("a", "quick")
+    assert outcome.passed and "1 tests of 1 claims (a)" in outcome.detail
+
+
+def test_reported_tests_do_not_decide(family):
+    family["a"] = lambda profile: part(-1.0, reported=(+1.0,))
+    outcome = claims_fit.in_family("a", "quick")
+    assert outcome.passed and "reported, not deciding: pre d=1.0" in outcome.detail
+
+
+def test_every_fit_claim_belongs_to_exactly_one_family():
+    from resharpen.claims import all_claims
+
+    ids = {c.id for c in all_claims() if c.id.startswith("fit.")}
+    members = [cid for family in claims_fit.FAMILIES.values() for cid in family]
+    assert sorted(members) == sorted(ids)
+
+
+def test_the_noise_claims_are_inconclusive_when_an_arm_is_short_of_the_matched_fit(monkeypatch):
+    row = {"k": 1, "schedule": "constant", "seed": 0, "vocab": 32, "level": 3e-2, "steps": 2000,
+           "reached": False, "raw.id_invalid_mass": 0.05}
+    monkeypatch.setattr(claims_fit, "noise_rows", lambda profile: ([row], []))
+    for make in (claims_fit.noise_ema_gain_tests, claims_fit.noise_bema_gain_tests):
+        outcome = make("full")
+        assert isinstance(outcome, Outcome) and not outcome.passed
+        assert "raise train.steps" in outcome.inconclusive and "0.05 > 0.03" in outcome.detail
