@@ -143,18 +143,24 @@ def remove_stale_temporaries(folder: str | os.PathLike, names: Iterable[str]) ->
     return removed
 
 
-def read_json(path: str | os.PathLike, what: str = "file") -> object:
-    """The JSON document in ``path``; ValueError naming the file (and the line) when it is not
-    valid JSON or UTF-8, FileNotFoundError when it is missing."""
+def read_text_file(path: str | os.PathLike, what: str, kind: str) -> str:
+    """The UTF-8 text of ``path``; FileNotFoundError when it is missing, ValueError naming the
+    file (``what``) when it is a folder or not UTF-8 (``kind``: what it should be)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist") from None
     except IsADirectoryError:
-        raise ValueError(f"{what} {str(path)!r} is a folder, not a JSON file") from None
+        raise ValueError(f"{what} {str(path)!r} is a folder, not a {kind}") from None
     except UnicodeDecodeError:
         raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (corrupt?)") from None
+
+
+def read_json(path: str | os.PathLike, what: str = "file") -> object:
+    """The JSON document in ``path``; ValueError naming the file (and the line) when it is not
+    valid JSON or UTF-8, FileNotFoundError when it is missing."""
+    text = read_text_file(path, what, "JSON file")
     try:
         return loads_json(text)
     except json.JSONDecodeError as exc:
@@ -165,15 +171,7 @@ def read_json(path: str | os.PathLike, what: str = "file") -> object:
 def read_jsonl(path: str | os.PathLike, what: str = "file") -> list:
     """The JSON lines of ``path`` (blank lines skipped), each checked; ValueError naming the file
     and the line of the first bad one, FileNotFoundError when it is missing."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist") from None
-    except IsADirectoryError:
-        raise ValueError(f"{what} {str(path)!r} is a folder, not a JSON lines file") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (corrupt?)") from None
+    text = read_text_file(path, what, "JSON lines file")
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resharpen.experiments.core.io import loads_json
+from resharpen.experiments.core.io import read_json, read_jsonl
 
 if TYPE_CHECKING:
     import torch
@@ -68,12 +68,12 @@ class Run:
 
 
 def _read_json(path: Path):
+    """A run file's JSON (:func:`~resharpen.experiments.core.io.read_json`: a corrupt file is
+    named with its line); a missing one means the folder is not a finished run."""
     try:
-        return loads_json(path.read_text())
+        return read_json(path, "run file")
     except FileNotFoundError:
         raise ValueError(f"{path.parent} is not a finished run folder ({path.name} is missing)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
 
 
 def load_run(folder: str | Path) -> Run:
@@ -84,13 +84,6 @@ def load_run(folder: str | Path) -> Run:
     summary = _read_json(folder / "summary.json")
     config = _read_json(folder / "config.json")
     per_length = _read_json(folder / "per_length.json")
-    history = []
     metrics = folder / "metrics.jsonl"
-    if metrics.exists():
-        for number, line in enumerate(metrics.read_text().splitlines(), start=1):
-            if line.strip():
-                try:
-                    history.append(loads_json(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{metrics}:{number} is not valid JSON: {exc}") from None
+    history = read_jsonl(metrics, "run history") if metrics.exists() else []
     return Run(folder, config, summary, per_length, history)

@@ -183,12 +183,14 @@ FAMILIES: dict[str, dict[str, Callable[[str], "Part | Outcome"]]] = {}
 """family name -> {claim id -> its test maker}: the claims that read the same runs."""
 
 
-def in_family(claim_id: str, profile: str) -> Outcome:
-    """The outcome of ``claim_id``: the tests of every claim of its family (the claims that
-    decide on the same runs) Holm-adjusted together; PASS when each of this claim's tests has
-    adjusted p < ALPHA, INCONCLUSIVE when one cannot decide, else FAIL. A member that has no
-    data (an Outcome) adds no tests."""
-    name, members = next((n, m) for n, m in FAMILIES.items() if claim_id in m)
+def in_family(maker: Callable[[str], "Part | Outcome"], profile: str) -> Outcome:
+    """The outcome of the claim whose tests ``maker`` makes: the tests of every claim of its
+    family (the claims that decide on the same runs) Holm-adjusted together; PASS when each of
+    this claim's tests has adjusted p < ALPHA, INCONCLUSIVE when one cannot decide, else FAIL.
+    A member that has no data (an Outcome) adds no tests. (A check names its own maker, so
+    that ``verify --where`` and the mutation test follow it to the derivations it uses.)"""
+    name, members = next((n, m) for n, m in FAMILIES.items() if maker in m.values())
+    claim_id = next(cid for cid, make in members.items() if make is maker)
     parts = {cid: make(profile) for cid, make in members.items()}
     mine = parts[claim_id]
     if isinstance(mine, Outcome):
@@ -232,7 +234,7 @@ def _run_full(name: str) -> str:
                  "family, alpha 0.05")
 def check_none_two_over_s(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`none_two_over_s_tests`."""
-    return in_family("fit.none.two_over_s", profile)
+    return in_family(none_two_over_s_tests, profile)
 
 
 def none_two_over_s_tests(profile: str) -> Part | Outcome:
@@ -268,7 +270,7 @@ def none_two_over_s_tests(profile: str) -> Part | Outcome:
                  "fit_placements family, alpha 0.05")
 def check_attn_out_band(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`attn_out_band_tests`."""
-    return in_family("fit.attn_out.closed_form_band", profile)
+    return in_family(attn_out_band_tests, profile)
 
 
 def attn_out_band_tests(profile: str) -> Part | Outcome:
@@ -328,7 +330,7 @@ def profile_distance(post: dict, ref: dict) -> float:
                  "alpha 0.05")
 def check_post_approaches(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`post_approaches_tests`."""
-    return in_family("fit.post.approaches_attn_out", profile)
+    return in_family(post_approaches_tests, profile)
 
 
 def post_approaches_tests(profile: str) -> Part | Outcome:
@@ -384,7 +386,7 @@ NORMALIZED = ("attn_out", "post", "peri")
        kind="experiment", tolerance="paired t, Holm over the fit_placements family, alpha 0.05")
 def check_normalized_beat_none(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`normalized_beat_none_tests`."""
-    return in_family("fit.normalized_beat_none_ood", profile)
+    return in_family(normalized_beat_none_tests, profile)
 
 
 def normalized_beat_none_tests(profile: str) -> Part | Outcome:
@@ -415,7 +417,7 @@ def normalized_beat_none_tests(profile: str) -> Part | Outcome:
                  "fit_placements family, alpha 0.05")
 def check_lemma_residual(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`lemma_residual_tests`."""
-    return in_family("fit.none.lemma_residual", profile)
+    return in_family(lemma_residual_tests, profile)
 
 
 def lemma_residual_tests(profile: str) -> Part | Outcome:
@@ -549,7 +551,7 @@ def gain_trend_tests(rows: list[dict], weights: str) -> list[tuple[str, object]]
                  "family, alpha 0.05")
 def check_noise_ema_gain(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`noise_ema_gain_tests`."""
-    return in_family("fit.noise.ema_gain", profile)
+    return in_family(noise_ema_gain_tests, profile)
 
 
 def noise_ema_gain_tests(profile: str) -> Part | Outcome:
@@ -590,7 +592,7 @@ def noise_ema_gain_tests(profile: str) -> Part | Outcome:
        kind="experiment", tolerance="paired t, alpha 0.05")
 def check_dropout_ood(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`dropout_ood_tests`."""
-    return in_family("fit.dropout.ood", profile)
+    return in_family(dropout_ood_tests, profile)
 
 
 def dropout_ood_tests(profile: str) -> Part | Outcome:
@@ -631,7 +633,7 @@ def dropout_ood_tests(profile: str) -> Part | Outcome:
        kind="experiment", tolerance="Spearman per schedule, Holm over the fit_noise family, alpha 0.05")
 def check_noise_bema_gain(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`noise_bema_gain_tests`."""
-    return in_family("fit.noise.bema_gain", profile)
+    return in_family(noise_bema_gain_tests, profile)
 
 
 def noise_bema_gain_tests(profile: str) -> Part | Outcome:

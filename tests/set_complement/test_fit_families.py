@@ -30,11 +30,11 @@ def family(monkeypatch):
 
 def test_a_test_alone_passes_but_fails_in_a_family_of_many(family):
     family["a"] = lambda profile: part(-0.012)
-    alone = claims_fit.in_family("a", "quick")
+    alone = claims_fit.in_family(family["a"], "quick")
     assert alone.passed
     for i in range(30):  # as weak as a: Holm multiplies the smallest of 31 equal p by 31
         family[f"weak{i}"] = lambda profile: part(-0.012)
-    crowded = claims_fit.in_family("a", "quick")
+    crowded = claims_fit.in_family(family["a"], "quick")
     assert not crowded.passed and "31 tests of 31 claims" in crowded.detail
 
 
@@ -42,14 +42,14 @@ def test_a_member_without_data_adds_no_tests_and_reports_its_own_outcome(family)
     missing = Outcome("no data", "x", passed=False, inconclusive="run the sweep")
     family["a"] = lambda profile: part(-1.0)
     family["b"] = lambda profile: missing
-    assert claims_fit.in_family("b", "quick") is missing
-    outcome = claims_fit.in_family("a", "quick")
+    assert claims_fit.in_family(family["b"], "quick") is missing
+    outcome = claims_fit.in_family(family["a"], "quick")
     assert outcome.passed and "1 tests of 1 claims (a)" in outcome.detail
 
 
 def test_reported_tests_do_not_decide(family):
     family["a"] = lambda profile: part(-1.0, reported=(+1.0,))
-    outcome = claims_fit.in_family("a", "quick")
+    outcome = claims_fit.in_family(family["a"], "quick")
     assert outcome.passed and "reported, not deciding: pre d=1.0" in outcome.detail
 
 
