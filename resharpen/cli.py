@@ -61,8 +61,6 @@ def add_verify(sub) -> None:
 
 
 def run_verify(args) -> int:
-    from tqdm import tqdm
-
     from resharpen.experiments.core.io import atomic_write_text, check_output_file
     from resharpen.claims import all_claims
     from resharpen.experiments.core import ledger
@@ -99,10 +97,15 @@ def run_verify(args) -> int:
         for c in chosen:
             print(f"{c.id:48s} {c.kind:10s} {c.source}")
         return 0
-    with tqdm(total=len(chosen), desc="verify", unit="claim", file=sys.stderr, disable=None) as bar:
+    from resharpen.experiments.core.progress import Progress, bar as progress_bar
+
+    lines, finished = Progress("verify", len(chosen), unit="claim"), []
+    with progress_bar(total=len(chosen), desc="verify", unit="claim", leave=True) as bar:
         def done(record) -> None:
             bar.set_postfix_str(record.id)
             bar.update()
+            finished.append(record)
+            lines.line(len(finished), **{record.id: f"{record.status} ({record.seconds:.1f} s)"})
 
         records = ledger.run_claims(chosen, args.profile, args.workers, on_done=done)
     print(format_ledger(records))
@@ -137,18 +140,20 @@ def run_verify(args) -> int:
 
 def run_mutation_test(args, chosen) -> int:
     """``verify --mutate``: the table of the mutation test and its summary line; exit 0."""
-    from tqdm import tqdm
-
     from resharpen.experiments.core import mutation
     from resharpen.experiments.core.io import atomic_write_text
 
     with bad_input():
         timings = mutation.recorded_seconds(args.timings) if args.timings else None
-    with tqdm(total=len(chosen), desc="mutate", unit="claim", file=sys.stderr,
-              disable=None) as bar:
+    from resharpen.experiments.core.progress import Progress, bar as progress_bar
+
+    lines, finished = Progress("mutate", len(chosen), unit="claim"), []
+    with progress_bar(total=len(chosen), desc="mutate", unit="claim", leave=True) as bar:
         def done(result) -> None:
             bar.set_postfix_str(result.id)
             bar.update()
+            finished.append(result)
+            lines.line(len(finished), **{result.id: result.verdict})
 
         results = mutation.run_mutations(chosen, args.profile, step=args.step,
                                          max_seconds=args.max_seconds, timings=timings,

@@ -119,12 +119,20 @@ def atomic_write_with(path: str | os.PathLike, write) -> Path:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return path
+
+
+def _umask() -> int:
+    """The process's file-creation mask (read by setting it and putting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def remove_stale_temporaries(folder: str | os.PathLike, names: Iterable[str]) -> list[Path]:

@@ -9,15 +9,16 @@ Statistics, stated where they are printed:
   standardized ranks of the numeric factors (learning rate, dropouts, weight decay, width,
   EMA decay) and one-hot placement / EMA-kind indicators; a coefficient is the change of the
   metric's standardized rank per standardized rank of the factor (or vs the baseline level);
-- Post-Norm (post, attn_out) vs none/pre at matched budget (every run of a sweep has the same
-  steps and batch size): difference of means ± its standard error (Welch);
+- each placement against none, the control (pre, a normalized readout in one layer, is its own
+  arm): ``placement - none`` paired by seed where the arms ran the same seeds, else Welch
+  (``core/stats.compare``, scipy), with the test, n and p; at matched budget, or at matched fit
+  for a sweep under the stopping rule;
 - averaging: per run, ood(EMA) - ood(raw) and ood(BEMA) - ood(raw), mean ± std over runs and
   the fraction of runs where the average is better.
 """
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +27,7 @@ from resharpen.experiments.core.io import loads_json
 from resharpen.experiments.core.sweep import load_runs, read_table
 
 OOD_METRICS = ("ood_invalid_mass", "ood_kl", "lg_score")
-POST = ("post", "attn_out")
-NOT_POST = ("none", "pre")
+PLACEMENT_ORDER = ("none", "pre", "post", "attn_out", "peri")
 
 
 def summary_stats(values) -> dict:
@@ -115,26 +115,41 @@ def rank_regression(rows: list[dict], factors: list[str], metric: str) -> dict:
     return {"n": int(len(y)), "coefficients": dict(zip(names, map(float, coef[1:]))), "r2": r2}
 
 
-def welch(a, b) -> dict:
-    a, b = (np.asarray(v, dtype=float) for v in (a, b))
-    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
-    if not len(a) or not len(b):
-        return {"diff": float("nan"), "se": float("nan"), "t": float("nan")}
-    diff = float(a.mean() - b.mean())
-    if len(a) < 2 or len(b) < 2:
-        return {"diff": diff, "se": float("nan"), "t": float("nan")}
-    se = math.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
-    return {"diff": diff, "se": se, "t": diff / se if se > 0 else float("nan")}
+def placement_comparison(rows: list[dict]) -> dict:
+    """Each placement against ``none``, the control without a normalized readout (in one layer
+    ``pre`` with its final norm is a normalized readout too, so it is its own arm): per OOD
+    metric and placement, the arm's summary and ``placement - none`` by
+    :func:`resharpen.experiments.core.stats.compare` (paired by seed where both arms ran the
+    same seeds, else Welch), two-sided."""
+    import dataclasses
 
+    from resharpen.experiments.core import stats
 
-def postnorm_comparison(rows: list[dict]) -> dict:
-    out = {}
+    seeded = _seeded(rows)
+
+    def arm(placement: str, metric: str) -> dict:
+        """{seed (or row index when arms do not pair): value} of one placement."""
+        return {(r["train.seed"] if seeded else i): r[metric] for i, r in enumerate(rows)
+                if r.get("model.norm") == placement}
+
+    placements = [p for p in PLACEMENT_ORDER if any(r.get("model.norm") == p for r in rows)]
+    out: dict = {}
     for metric in OOD_METRICS:
-        post = [r[metric] for r in rows if r.get("model.norm") in POST]
-        base = [r[metric] for r in rows if r.get("model.norm") in NOT_POST]
-        out[metric] = {"post_attn_out": summary_stats(post), "none_pre": summary_stats(base),
-                       "post_minus_none_pre": welch(post, base)}
+        none = arm("none", metric)
+        out[metric] = {}
+        for placement in placements if none else ():
+            if placement != "none":
+                test = stats.compare(arm(placement, metric), none, "two-sided")
+                out[metric][placement] = {
+                    "arm": summary_stats(list(arm(placement, metric).values())),
+                    "minus_none": {**dataclasses.asdict(test), "describe": test.describe()}}
     return out
+
+
+def _seeded(rows: list[dict]) -> bool:
+    """Whether every placement of the sweep ran one seed at most once (arms pair by seed)."""
+    seen = [(r.get("model.norm"), r.get("train.seed")) for r in rows]
+    return all(s is not None for _, s in seen) and len(set(seen)) == len(seen)
 
 
 def averaging_comparison(rows: list[dict]) -> dict:
@@ -166,7 +181,7 @@ def analyse(root: str | Path) -> dict:
                    "fit": base["train"].get("until_id_invalid_mass", 0.0)},
         "effects": {m: factor_effects(rows, factors, m, categorical) for m in OOD_METRICS},
         "rank_regression": {m: rank_regression(rows, factors, m) for m in OOD_METRICS},
-        "postnorm": postnorm_comparison(rows),
+        "placements": placement_comparison(rows),
         "averaging": averaging_comparison(rows),
         "seconds_per_run": summary_stats([r["seconds"] for r in rows]),
     }
@@ -187,13 +202,13 @@ def to_markdown(a: dict) -> str:
              f"{a['seconds_per_run']['mean']:.1f} s per run on average.",
              "Cells: mean ± std (sample std over runs) (max over runs, n runs). "
              "OOD = lengths L_train+1..v-1; primary weights of each run (train.ema).", ""]
-    pn = a["postnorm"]
-    lines += ["## Post-Norm (post, attn_out) vs none/pre", "",
-              "| metric | post, attn_out | none, pre | difference ± s.e. |", "|---|---|---|---|"]
-    for m, e in pn.items():
-        d = e["post_minus_none_pre"]
-        lines.append(f"| {m} | {_fmt(e['post_attn_out'])} | {_fmt(e['none_pre'])} | "
-                     f"{d['diff']:+.4g} ± {d['se']:.2g} |")
+    lines += ["## Each placement against none (the control; pre is its own arm)", "",
+              "| metric | placement | arm | placement - none | test |", "|---|---|---|---|---|"]
+    for m, by_placement in a["placements"].items():
+        for placement, e in by_placement.items():
+            d = e["minus_none"]
+            lines.append(f"| {m} | {placement} | {_fmt(e['arm'])} | {d['mean_diff']:+.4g} ± "
+                         f"{d['se']:.2g} | {d['describe']} |")
     lines += ["", "## Raw vs EMA vs BEMA (paired within runs; negative = average better)", "",
               "| metric | EMA - raw | EMA better | BEMA - raw | BEMA better |", "|---|---|---|---|---|"]
     for m, e in a["averaging"].items():

@@ -124,3 +124,17 @@ def test_no_json_writer_bypasses_the_strict_one():
                                                                   for a in ALLOWED):
                     offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_written_files_get_the_usual_mode_not_mkstemps_0600(tmp_path):
+    import os
+    import stat
+
+    from resharpen.experiments.core.io import atomic_write_text
+
+    mask = os.umask(0o022)
+    try:
+        path = atomic_write_text(tmp_path / "report.html", "<html></html>")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644

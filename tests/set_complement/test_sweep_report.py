@@ -40,8 +40,10 @@ def test_rank_regression_and_groups_recover_planted_effects():
     assert drop["0.0"]["mean"] > drop["0.2"]["mean"] > drop["0.5"]["mean"]
     assert len(effects["train.lr"]) == 3  # terciles, a partition of the runs
     assert sum(g["n"] for g in effects["train.lr"].values()) == len(rows)
-    pn = R.postnorm_comparison(rows)["ood_kl"]
-    assert pn["post_minus_none_pre"]["diff"] < -0.2
+    by_placement = R.placement_comparison(rows)["ood_kl"]
+    assert "none" not in by_placement and {"post", "attn_out"} <= set(by_placement)
+    assert by_placement["post"]["minus_none"]["mean_diff"] < -0.2  # against none alone
+    assert by_placement["post"]["minus_none"]["test"].startswith("Welch")  # random seeds
     av = R.averaging_comparison(rows)["ood_kl"]
     assert av["ema_better_fraction"] == 1.0 and av["bema_better_fraction"] == 0.0
     assert av["ema_minus_raw"]["mean"] == pytest.approx(-0.01)
@@ -56,7 +58,7 @@ def test_report_on_a_real_tiny_sweep_writes_tables_and_figures(tmp_path):
                      progress=False)
     assert main(["report", str(root)]) == 0
     text = (root / "report.md").read_text()
-    assert "4 finished runs" in text and "Post-Norm (post, attn_out) vs none/pre" in text
+    assert "4 finished runs" in text and "Each placement against none" in text
     report = json.loads((root / "report.json").read_text())
     assert report["runs"] == 4 and "train.seed" not in report["factors"]
     for name in ("placements", "dropout", "margins", "averaging"):
