@@ -46,12 +46,17 @@ def fit_of(row: dict) -> float | None:
 
 class Progress:
     """One line per call of :meth:`line` on stderr when ``enabled`` and stderr is not a
-    terminal (there the bar of :func:`bar` shows the same)."""
+    terminal (there the bar of :func:`bar` shows the same), at most one per ``min_interval``
+    seconds: the first and the last (done = total) always, the others when that much time has
+    passed since the previous line (a trainer that records every step writes a line every few
+    seconds, not hundreds)."""
 
-    def __init__(self, desc: str, total: int, unit: str = "step", enabled: bool = True):
+    def __init__(self, desc: str, total: int, unit: str = "step", enabled: bool = True,
+                 min_interval: float = 5.0):
         self.desc, self.total, self.unit = desc, total, unit
         self.enabled = enabled and not on_terminal()
         self.start = time.perf_counter()
+        self.min_interval, self.last = min_interval, None
 
     def eta(self, done: int) -> str:
         if done <= 0:
@@ -62,8 +67,11 @@ class Progress:
     def line(self, done: int, **fields: Any) -> None:
         """``desc: step done/total (p%), field value, ..., ETA h:mm:ss`` (floats in 4
         significant digits; None fields left out)."""
-        if not self.enabled:
+        now = time.perf_counter()
+        if not self.enabled or (self.last is not None and done < self.total
+                                and now - self.last < self.min_interval):
             return
+        self.last = now
         parts = [f"{self.unit} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%)"]
         for name, value in fields.items():
             if value is None:

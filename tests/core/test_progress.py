@@ -17,6 +17,16 @@ def test_a_line_per_call_off_a_terminal(capsys, monkeypatch):
                         r"ETA \d+:\d\d:\d\d", err[0]), err[0]
 
 
+def test_at_most_one_line_per_interval_but_always_the_first_and_the_last(capsys, monkeypatch):
+    monkeypatch.setattr(progress, "on_terminal", lambda: False)
+    lines = progress.Progress("train x", 400, min_interval=60.0)
+    for step in range(1, 401):
+        lines.line(step, loss=1.0)
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(",")[0] for line in err] == ["train x: step 1/400 (0%)",
+                                                    "train x: step 400/400 (100%)"]
+
+
 def test_silent_on_a_terminal_and_when_disabled(capsys, monkeypatch):
     monkeypatch.setattr(progress, "on_terminal", lambda: True)
     progress.Progress("train x", 10).line(5, loss=1.0)
