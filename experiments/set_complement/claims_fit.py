@@ -1,7 +1,10 @@
 """Claims decided on Set Complement models trained to a stated in-distribution fit (issue 13).
 
-Every claim here is decided on models that have learned the task in distribution (the stopping
-rule ``train.until_id_invalid_mass``), compares arms at matched fit and pairs them by seed.
+Every claim here is decided on models that have learned the task in distribution, compares arms
+at matched fit and pairs them by seed: the placement, large-K and dropout runs stop at the fit
+(the stopping rule ``train.until_id_invalid_mass``); the noise grid, whose sampled-label arms
+cannot reach that fit, trains every arm for the same budget and requires each to end past a
+matched fit fixed beforehand (MATCHED_NOISE_FIT), else its claims are INCONCLUSIVE.
 
 Data: the sweeps ``experiments/configs/set_complement/fit_*.toml``. Profile ``full`` reads the
 finished full sweeps (``out/sweeps/<name>``, run with ``resharpen sweep FILE --workers 2``: the
