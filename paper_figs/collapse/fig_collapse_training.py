@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 
 from resharpen.paper_figs import save, style
 
-RATE_STYLES = ("-", "--", "-.", ":")
+RATE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))  # one per rate of the full sweep (5)
 
 
 def runs(profile: str) -> list[dict]:
