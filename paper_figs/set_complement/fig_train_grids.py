@@ -18,9 +18,6 @@ GRIDS = (("placements_grid", "fig_train_grid"), ("placements_multi_layer", "fig_
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.paper_figs.set_complement.sweep_figures import sweep_figures
+    from resharpen.paper_figs.set_complement.sweep_figures import sweeps_figures
 
-    paths = []
-    for name, prefix in GRIDS:
-        paths += sweep_figures(profile, outdir, name, ("placements", "margins"), prefix=prefix)
-    return paths
+    return sweeps_figures(profile, outdir, GRIDS, ("placements", "margins"))

@@ -13,10 +13,8 @@ from pathlib import Path
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.paper_figs.set_complement.sweep_figures import sweep_figures
+    from resharpen.paper_figs.set_complement.sweep_figures import sweeps_figures
 
-    paths = []
-    for name in ("long_runs", "long_runs_v32"):
-        paths += sweep_figures(profile, outdir, name, ("averaging", "placements"),
-                               prefix=f"fig_train_{name}")
-    return paths
+    return sweeps_figures(profile, outdir, tuple((name, f"fig_train_{name}") for name in
+                                                 ("long_runs", "long_runs_v32")),
+                          ("averaging", "placements"))

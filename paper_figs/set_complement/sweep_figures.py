@@ -156,6 +156,18 @@ def sweep_figures(profile: str, outdir: Path, sweep: str, names: tuple[str, ...]
     return make_figures(root, Path(outdir), names=names, prefix=prefix, profile=profile)
 
 
+def sweeps_figures(profile: str, outdir: Path, sweeps: tuple[tuple[str, str], ...],
+                   names: tuple[str, ...]) -> list[Path]:
+    """:func:`sweep_figures` of several (sweep, prefix) pairs drawn as one figure script: every
+    sweep is looked up first, so a missing one skips the script before it draws anything."""
+    from resharpen.paper_figs.results import set_complement_sweep
+
+    for sweep, _ in sweeps:
+        set_complement_sweep(sweep, profile)
+    return [path for sweep, prefix in sweeps
+            for path in sweep_figures(profile, outdir, sweep, names, prefix=prefix)]
+
+
 def report_figures(root: Path) -> list[Path]:
     """The four figures of ``resharpen report``, drawn into ``root/figs``."""
     return make_figures(Path(root), Path(root) / "figs")
