@@ -97,16 +97,10 @@ def run_verify(args) -> int:
         for c in chosen:
             print(f"{c.id:48s} {c.kind:10s} {c.source}")
         return 0
-    from resharpen.experiments.core.progress import Progress, bar as progress_bar
+    from resharpen.experiments.core.progress import per_item
 
-    lines, finished = Progress("verify", len(chosen), unit="claim"), []
-    with progress_bar(total=len(chosen), desc="verify", unit="claim", leave=True) as bar:
-        def done(record) -> None:
-            bar.set_postfix_str(record.id)
-            bar.update()
-            finished.append(record)
-            lines.line(len(finished), **{record.id: f"{record.status} ({record.seconds:.1f} s)"})
-
+    with per_item("verify", len(chosen), "claim",
+                  lambda r: {r.id: f"{r.status} ({r.seconds:.1f} s)"}) as done:
         records = ledger.run_claims(chosen, args.profile, args.workers, on_done=done)
     print(format_ledger(records))
     if args.json:
@@ -145,16 +139,9 @@ def run_mutation_test(args, chosen) -> int:
 
     with bad_input():
         timings = mutation.recorded_seconds(args.timings) if args.timings else None
-    from resharpen.experiments.core.progress import Progress, bar as progress_bar
+    from resharpen.experiments.core.progress import per_item
 
-    lines, finished = Progress("mutate", len(chosen), unit="claim"), []
-    with progress_bar(total=len(chosen), desc="mutate", unit="claim", leave=True) as bar:
-        def done(result) -> None:
-            bar.set_postfix_str(result.id)
-            bar.update()
-            finished.append(result)
-            lines.line(len(finished), **{result.id: result.verdict})
-
+    with per_item("mutate", len(chosen), "claim", lambda r: {r.id: r.verdict}) as done:
         results = mutation.run_mutations(chosen, args.profile, step=args.step,
                                          max_seconds=args.max_seconds, timings=timings,
                                          on_done=done)

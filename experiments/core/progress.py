@@ -11,6 +11,7 @@ eta = elapsed (total - done) / done, from the moment the first step started.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import math
 import sys
@@ -84,4 +85,18 @@ class Progress:
         print(f"{self.desc}: " + ", ".join(parts), file=sys.stderr, flush=True)
 
 
-__all__ = ["on_terminal", "bar", "fit_of", "Progress"]
+@contextlib.contextmanager
+def per_item(desc: str, total: int, unit: str, describe):
+    """Progress over ``total`` items that finish in any order: yields the callback to call with
+    each finished item; a bar on a terminal, else a line (:class:`Progress`) naming the item
+    with ``describe(item) -> {label: text}``."""
+    lines, finished = Progress(desc, total, unit=unit), []
+    with bar(total=total, desc=desc, unit=unit, leave=True) as shown:
+        def done(item) -> None:
+            finished.append(item)
+            shown.update()
+            lines.line(len(finished), **describe(item))
+        yield done
+
+
+__all__ = ["on_terminal", "bar", "fit_of", "Progress", "per_item"]

@@ -13,13 +13,7 @@ from resharpen.experiments.collapse.stack import StackConfig, build_stack
 N = D = 32
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Thousands of small products: one BLAS thread (many times faster on a shared machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/collapse/conftest.py
 
 
 def contracting_stack(depth: int, m: float = 1.0):

@@ -8,12 +8,7 @@ from resharpen.experiments.collapse import claims, stack
 from resharpen.theory.collapse.attention import prefix_average
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/collapse/conftest.py
 
 
 def test_too_few_stacks_are_inconclusive_not_fail():

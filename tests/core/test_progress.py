@@ -55,3 +55,12 @@ def test_training_prints_a_line_per_evaluation_off_a_terminal(capsys, monkeypatc
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("train")]
     assert [re.search(r"step (\d+)/20", line).group(1) for line in err] == ["10", "20"]
     assert all("ID invalid mass" in line and "ETA" in line for line in err)
+
+
+def test_per_item_names_each_finished_item_off_a_terminal(capsys, monkeypatch):
+    monkeypatch.setattr(progress, "on_terminal", lambda: False)
+    with progress.per_item("verify", 2, "claim", lambda item: {item: "PASS"}) as done:
+        done("a.b")
+        done("c.d")
+    err = capsys.readouterr().err
+    assert "verify: claim 1/2 (50%), a.b PASS" in err and "claim 2/2 (100%), c.d PASS" in err
