@@ -8,7 +8,6 @@ Parsing imports nothing heavy: the handlers import torch and numpy.
 """
 from __future__ import annotations
 
-import json
 
 from resharpen.experiments.core import limits
 from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int, seed_int

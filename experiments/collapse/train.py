@@ -49,8 +49,8 @@ from resharpen.experiments.core.config import (CONFIG_DIR, Field, Schema, apply_
                                                deep_merge, output_folder, parse_sets,
                                                pick_fields, read_toml)
 from resharpen.experiments.core.model import Transformer
-from resharpen.experiments.core.train import (MODEL_FIELDS, TRAIN_FIELDS, check_model_shape, fit,
-                                              save_run, seeded_model, training_state)
+from resharpen.experiments.core.train import fit, save_run, seeded_model, training_state
+from resharpen.experiments.core.train_config import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
 
 NORMS = ("post", "pre")
 SWEEP_FILE = CONFIG_DIR / "collapse" / "train.toml"

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-AVERAGING_KINDS = ("none", "ema", "bema")
+from resharpen.experiments.core.train_config import AVERAGING_KINDS
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,6 @@ import dis
 import fnmatch
 import importlib
 import inspect
-import json
 import linecache
 import math
 import sys

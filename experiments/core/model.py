@@ -35,6 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from resharpen.experiments.core.train_config import NORM_KINDS, NORM_PLACEMENTS
+
 Sublayer = Callable[[torch.Tensor], torch.Tensor]
 Rule = Callable[[torch.Tensor, Sublayer, Sublayer, Sublayer], torch.Tensor]
 
@@ -69,8 +71,9 @@ PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
     Placement("peri", input_norm=True, output_norm="branch", final_norm=True,
               rule=lambda x, f, n_in, n_out: x + n_out(f(n_in(x)))),
 )}
-NORM_PLACEMENTS = tuple(PLACEMENTS)
-NORM_KINDS = ("rms", "layer")
+if tuple(PLACEMENTS) != NORM_PLACEMENTS:  # the config's names are this table's keys
+    raise ImportError(f"PLACEMENTS {tuple(PLACEMENTS)} disagree with the config's "
+                      f"NORM_PLACEMENTS {NORM_PLACEMENTS}")
 MLP_KINDS = (None, "gelu", "swiglu")
 
 

@@ -27,12 +27,12 @@ from resharpen.experiments.core.backends import check_backend, run_tasks
 from resharpen.experiments.core.cli_args import UsageError, bad_input
 from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text, dumps_jsonl,
                                            read_json, read_jsonl, remove_stale_temporaries)
-from resharpen.experiments.core.train import WEIGHTS, WEIGHTS_FILE, save_run
+from resharpen.experiments.core.runs import WEIGHT_KINDS, WEIGHTS_FILE
 
 SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl")
 """The files a sweep driver writes in the sweep folder itself."""
 RUN_FILES = ("config.json", "metrics.jsonl", "per_length.json", "summary.json",
-             *(WEIGHTS_FILE.format(kind) for kind in WEIGHTS))
+             *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
 """The files :func:`resharpen.experiments.core.train.save_run` writes in a run folder."""
 
 
@@ -58,6 +58,7 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     then each finished run (:func:`resharpen.experiments.core.train.save_run`) and the table as results come
     back (only this driver writes, every file atomically)."""
     from resharpen.experiments.core.progress import Progress, bar as progress_bar
+    from resharpen.experiments.core.train import save_run  # torch: only once runs are due
 
     identity = json.loads(json.dumps(identity))
     path = root / "sweep.json"

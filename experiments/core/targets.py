@@ -31,46 +31,13 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-TARGETS = ("sampled", "soft")
+from resharpen.experiments.core.train_config import TARGETS, TrainingTarget, check_target
+
 IGNORE = -100  # a label that scores nothing (F.cross_entropy's ignore_index)
 LABEL_SEED_OFFSET = 2_000_003  # labels 2..k of a run with seed s come from Generator(s + this)
 
 ExactTargets = Callable[[torch.Tensor], torch.Tensor]
 """sequences (..., B, S+1) -> p* at every input position (..., B, S, v), rows summing to 1 or 0."""
-
-
-@dataclass(frozen=True)
-class TrainingTarget:
-    """``train.target`` and ``train.labels_per_position`` of a config (module docstring)."""
-
-    kind: str = "sampled"
-    labels: int = 1
-
-    def __post_init__(self) -> None:
-        if self.kind not in TARGETS:
-            raise ValueError(f"train.target = {self.kind!r} is not one of {', '.join(TARGETS)}")
-        if isinstance(self.labels, bool) or not isinstance(self.labels, int) or self.labels < 1:
-            raise ValueError(f"train.labels_per_position = {self.labels!r} must be an integer "
-                             ">= 1")
-        if self.kind == "soft" and self.labels != 1:
-            raise ValueError(f"train.labels_per_position = {self.labels} applies to "
-                             "train.target = 'sampled' only; the soft target is exact (set "
-                             "labels_per_position = 1)")
-
-    @classmethod
-    def of(cls, train: dict) -> "TrainingTarget":
-        """The target of a validated ``[train]`` table (sampled, 1 label where it has no keys)."""
-        return cls(train.get("target", "sampled"), train.get("labels_per_position", 1))
-
-    @property
-    def needs_exact(self) -> bool:
-        """Whether batches need p* (soft, or labels beyond the sequence's own)."""
-        return self.kind == "soft" or self.labels > 1
-
-
-def check_target(train: dict) -> None:
-    """ValueError unless the ``[train]`` table's target keys are a valid combination."""
-    TrainingTarget.of(train)
 
 
 def label_generator(seed: int) -> torch.Generator:

@@ -1,8 +1,8 @@
 """The training core: one optimizer, one schedule, one step, one loop, used by every trainer
 (Set Complement, the language and Othello tasks, the collapse demonstration).
 
-Config. Every trainer reads the same ``[model]`` and ``[train]`` keys (:data:`MODEL_FIELDS`,
-:data:`TRAIN_FIELDS`; a trainer picks the keys it uses and its defaults with
+Config. Every trainer reads the same ``[model]`` and ``[train]`` keys
+(:mod:`resharpen.experiments.core.train_config`, torch-free: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`; a trainer picks the keys it uses and its defaults with
 :func:`resharpen.experiments.core.config.pick_fields`) and builds its model with
 :func:`model_config`: the decoder of :mod:`resharpen.experiments.core.model` with learned
 positions over ``max_len`` slots (``model.positional = "learned"``) or none (``"none"``).
@@ -46,63 +46,12 @@ from typing import Callable
 import torch
 from torch import nn
 
-from resharpen.experiments.core.averaging import AVERAGING_KINDS, BEMAConfig, make_averager
-from resharpen.experiments.core.config import Field
-from resharpen.experiments.core.model import NORM_KINDS, NORM_PLACEMENTS, ModelConfig, Transformer
+from resharpen.experiments.core.averaging import BEMAConfig, make_averager
+from resharpen.experiments.core.model import ModelConfig, Transformer
 from resharpen.experiments.core.runs import WEIGHT_KINDS, WEIGHTS_FILE
-from resharpen.experiments.core.targets import TARGETS, Batch, cross_entropy
+from resharpen.experiments.core.targets import Batch, cross_entropy
 
 WEIGHTS = WEIGHT_KINDS  # raw, ema, bema
-POSITIONAL = ("none", "learned")
-
-MODEL_FIELDS: dict[str, Field] = {
-    "d_model": Field(int, 64, 1, 4096),
-    "n_layers": Field(int, 1, 1, 48),
-    "n_heads": Field(int, 1, 1, 64),
-    "d_head": Field(int, 0, 0, 4096),  # 0 = d_model // n_heads
-    "norm": Field(str, "none", choices=NORM_PLACEMENTS),
-    "norm_kind": Field(str, "rms", choices=NORM_KINDS),
-    "mlp": Field(str, "none", choices=("none", "gelu", "swiglu")),
-    "d_mlp": Field(int, 0, 0, 65536),  # 0 = 4 d_model
-    "positional": Field(str, "none", choices=POSITIONAL),
-    "attn_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
-    "resid_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
-    "init_std": Field(float, 0.02, 0.0, None, lo_open=True),
-    "attn_out_scale": Field(float, 1.0, 0.0, None, lo_open=True),  # W_O init x this
-}
-"""The ``[model]`` table, the same for every trainer (defaults differ)."""
-
-TRAIN_FIELDS: dict[str, Field] = {
-    "steps": Field(int, 3000, 1, 10**8),
-    "batch_size": Field(int, 32, 1, 65536),
-    "lr": Field(float, 3e-3, 0.0, 10.0, lo_open=True),
-    "min_lr_ratio": Field(float, 0.1, 0.0, 1.0),
-    "warmup": Field(int, 100, 0, 10**8),
-    "schedule": Field(str, "cosine", choices=("cosine", "linear", "constant")),
-    "weight_decay": Field(float, 0.01, 0.0, 10.0),
-    "beta1": Field(float, 0.9, 0.0, 1.0, hi_open=True),
-    "beta2": Field(float, 0.98, 0.0, 1.0, hi_open=True),
-    "grad_clip": Field(float, 1.0, 0.0, None),  # 0 = off
-    "seed": Field(int, 0, 0, 2**63 - 1),
-    "ema": Field(str, "none", choices=AVERAGING_KINDS),  # the primary weights of a run
-    "ema_decay": Field(float, 0.999, 0.0, 1.0, lo_open=True, hi_open=True),
-    "bema_update_freq": Field(int, 1, 1, 10**8),
-    "bema_ema_power": Field(float, 0.5, 0.0, 10.0),
-    "bema_bias_power": Field(float, 0.2, 0.0, 100.0),
-    "bema_lag": Field(float, 10.0, 0.0, None, lo_open=True),
-    "bema_update_after": Field(int, 0, 0, 10**8),
-    "bema_multiplier": Field(float, 1.0, 0.0, None),
-    "eval_every": Field(int, 0, 0, 10**8),  # evaluate the weights every k steps (0 = at the end)
-    "log_every": Field(int, 50, 1, 10**8),  # a history row every k steps
-    "threads": Field(int, 1, 0, 1024),  # torch threads (0 = leave torch's setting)
-    "target": Field(str, "sampled", choices=TARGETS),  # what a position is scored against
-    "labels_per_position": Field(int, 1, 1, 4096),  # k sampled labels (target = "sampled")
-    # the Set Complement stopping rule: stop at this in-distribution invalid mass (0 = off)
-    "until_id_invalid_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
-}
-"""The ``[train]`` keys; each trainer reads the schedule and optimizer keys and those it uses."""
-
-
 def model_config(config: dict, vocab: int, max_len: int) -> ModelConfig:
     """The ``ModelConfig`` of a validated config's ``[model]`` table for a vocabulary of
     ``vocab`` tokens and inputs of at most ``max_len`` tokens (the learned position slots)."""
@@ -114,14 +63,6 @@ def model_config(config: dict, vocab: int, max_len: int) -> ModelConfig:
         max_len=max_len if m["positional"] == "learned" else None,
         attn_dropout=m["attn_dropout"], resid_dropout=m["resid_dropout"],
         init_std=m["init_std"], attn_out_scale=m.get("attn_out_scale", 1.0))
-
-
-def check_model_shape(config: dict) -> None:
-    """ValueError unless the heads split ``d_model`` (when ``model.d_head`` is 0)."""
-    m = config["model"]
-    if m["d_head"] == 0 and m["d_model"] % m["n_heads"]:
-        raise ValueError(f"model.d_model = {m['d_model']} is not divisible by model.n_heads = "
-                         f"{m['n_heads']}; set model.d_head")
 
 
 def seeded_model(config: dict, vocab: int, max_len: int) -> Transformer:

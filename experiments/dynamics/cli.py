@@ -8,7 +8,6 @@ Parsing imports nothing heavy: the handlers import numpy, scipy and sympy.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from resharpen.experiments.core import limits

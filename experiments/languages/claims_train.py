@@ -89,8 +89,9 @@ def check_eval_exact_and_uniform(profile: str) -> Outcome:
     import torch
     from torch import nn
 
-    from resharpen.experiments.languages.train import eval_sequences, evaluate, make_config
+    from resharpen.experiments.languages.config import make_config
     from resharpen.experiments.languages.registry import get_task
+    from resharpen.experiments.languages.train import eval_sequences, evaluate
 
     class Fixed(nn.Module):
         def __init__(self, task, exact):

@@ -103,15 +103,17 @@ def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
 def _train(args) -> int:
     from resharpen.experiments.core.config import parse_sets, run_folder
     from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.core.train import WEIGHTS, save_run
-    from resharpen.experiments.languages.train import make_config, train
+    from resharpen.experiments.languages.config import make_config
 
-    with bad_input():  # the task, the overrides and the run folder, before training
+    with bad_input():  # the task, the overrides and the run folder, before torch
         overrides = parse_sets(args.overrides)
         overrides.setdefault("task", {})["name"] = args.task
         config = make_config(overrides)
         folder = Path(args.out) if args.out else run_folder(config["name"])
         ensure_writable_dir(folder)
+    from resharpen.experiments.core.train import WEIGHTS, save_run
+    from resharpen.experiments.languages.train import train
+
     result = train(config)
     save_run(result, folder)
     s, t = result["summary"], config["task"]

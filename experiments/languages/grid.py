@@ -6,7 +6,7 @@ A grid file (TOML, ``experiments/configs/languages/``) holds::
     tasks = ["dyck2", "othello", ...]      # registered task names
     norms = ["pre", "post", "attn_out"]    # norm placements
     seeds = [0, 1, 2]                       # train.seed of each run
-    [base.<section>]                        # run config shared by every task (train.SCHEMA)
+    [base.<section>]                        # run config shared by every task (config.SCHEMA)
     [override.<name>.<section>]             # per-task overrides (e.g. Othello's lengths, model)
     [profile.quick] / [profile.full]        # overrides of any of the above for a profile
                                             # (resharpen.experiments.core.config.apply_profile)
@@ -30,7 +30,6 @@ rerun skips finished runs and refuses a folder that holds another grid.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from functools import partial
 from pathlib import Path
@@ -44,9 +43,9 @@ from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
                                            ensure_writable_dir, loads_json)
 from resharpen.experiments.core.names import check_name
 from resharpen.experiments.core.sweep import execute, load_runs, run_each, write_rows
-from resharpen.experiments.core.train import WEIGHTS
+from resharpen.experiments.core.runs import WEIGHT_KINDS
+from resharpen.experiments.languages.config import make_config
 from resharpen.experiments.languages.registry import TASKS
-from resharpen.experiments.languages.train import SUMMARY_METRICS, make_config
 
 GRID_DIR = CONFIG_DIR / "languages"
 GRID_KEYS = {"name", "tasks", "norms", "seeds", "base", "override"}
@@ -136,7 +135,7 @@ def table_rows(root: str | Path) -> list[dict]:
     rows = []
     for run in load_runs(root):
         c, s = run["config"], run["summary"]
-        for weights in WEIGHTS:
+        for weights in WEIGHT_KINDS:
             row = {"run": c["name"], "task": c["task"]["name"], "norm": c["model"]["norm"],
                    "seed": c["train"]["seed"], "weights": weights,
                    "train_len": c["task"]["train_len"], "eval_len": c["task"]["eval_len"]}
@@ -170,7 +169,7 @@ def summary_table(rows: list[dict]) -> list[dict]:
         for key in REPORT_METRICS:
             entry[key] = _stats([m[key] for m in members])
         out.append(entry)
-    order = {w: i for i, w in enumerate(WEIGHTS)}
+    order = {w: i for i, w in enumerate(WEIGHT_KINDS)}
     out.sort(key=lambda e: (e["task"], e["norm"], order[e["weights"]]))
     return out
 
@@ -315,4 +314,4 @@ def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Pat
 
 
 __all__ = ["load_grid", "run_grid", "run_one", "table_rows", "summary_table", "paired_effects",
-           "report", "per_length_curves", "ensure_grid", "SUMMARY_METRICS"]
+           "report", "per_length_curves", "ensure_grid"]

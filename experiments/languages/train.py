@@ -54,68 +54,12 @@ from typing import Callable
 import numpy as np
 import torch
 
-from resharpen.experiments.core.config import Field, Schema, pick_fields
-from resharpen.experiments.core.targets import (TrainingTarget, check_target, label_generator,
-                                                make_batch)
-from resharpen.experiments.core.train import (MODEL_FIELDS, TRAIN_FIELDS, check_model_shape,
-                                              fit, seeded_model, training_state, weight_sets)
-from resharpen.experiments.languages.registry import TASKS, get_task
+from resharpen.experiments.core.targets import TrainingTarget, label_generator, make_batch
+from resharpen.experiments.core.train import fit, seeded_model, training_state, weight_sets
+from resharpen.experiments.languages.config import SCHEMA, build_task, make_config
 
 METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
 SUMMARY_METRICS = ("illegal_mass", "tv", "kl", "top1_illegal")
-
-SCHEMA = Schema({
-    "task": {
-        "name": Field(str, "dyck2", choices=tuple(TASKS)),
-        "vocab": Field(int, 0, 0, 4096),  # task parameter (set/multiset complement); 0 = default
-        "train_len": Field(int, 40, 1, 4096),
-        "eval_len": Field(int, 200, 1, 4096),
-        "ignore_pad": Field(bool, True, choices=(False, True)),
-    },
-    "model": pick_fields(
-        MODEL_FIELDS, d_model=64, n_layers=2, n_heads=4, d_head=0, norm="pre", norm_kind="layer",
-        mlp="gelu", d_mlp=0, positional="none", attn_dropout=0.0, resid_dropout=0.0,
-        init_std=0.02),
-    "train": pick_fields(
-        TRAIN_FIELDS, steps=2000, batch_size=32, lr=1e-3, min_lr_ratio=0.1, warmup=100,
-        schedule="cosine", weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, seed=0,
-        ema_decay=0.99, bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2,
-        bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0, threads=1, log_every=50,
-        target="sampled", labels_per_position=1),
-    "eval": {
-        "count": Field(int, 128, 1, 10**6),
-        "seed": Field(int, 1234, 0, 2**63 - 1),
-        "threshold": Field(float, 0.05, 0.0, 1.0, lo_open=True, hi_open=True),
-    },
-})
-
-
-def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
-    """A validated run config: the defaults updated by ``overrides`` ({section: {key: value}},
-    optionally ``name``). ValueError names an unknown section or key, a bad value, or an
-    impossible length."""
-    overrides = dict(overrides or {})
-    name = overrides.pop("name", name)
-    config = SCHEMA.validate(overrides)
-    t = config["task"]
-    task = build_task(config)
-    if t["train_len"] > t["eval_len"]:
-        raise ValueError(f"task.train_len = {t['train_len']} exceeds task.eval_len = "
-                         f"{t['eval_len']}")
-    # the sampler must produce train_len + 1 tokens; evaluation uses eval_len tokens
-    task.check_length(t["train_len"] + 1)
-    task.check_length(t["eval_len"])
-    check_model_shape(config)
-    check_target(config["train"])
-    config["name"] = name or f"{t['name']}-{config['model']['norm']}-s{config['train']['seed']}"
-    return config
-
-
-def build_task(config: dict):
-    t = config["task"]
-    params = {"vocab": t["vocab"]} if t["vocab"] else {}
-    return get_task(t["name"], **params)
-
 
 # ------------------------------------------------------------------------- exact metrics
 def position_metrics(logits: torch.Tensor, legal) -> dict[str, torch.Tensor]:

@@ -29,10 +29,9 @@ def add_train(sub) -> None:
 def run_train(args) -> int:
     from resharpen.experiments.core.config import run_folder
     from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.core.train import WEIGHTS, save_run
-    from resharpen.experiments.set_complement.train import load_config, train
+    from resharpen.experiments.set_complement.config import load_config
 
-    with bad_input():  # the config file, the overrides and the run folder, before training
+    with bad_input():  # the config file, the overrides and the run folder, before torch
         config = load_config(args.config, args.overrides, profile=args.profile)
         limits.require(limits.set_complement_training_bytes(config),
                        f"train (vocab {config['task']['vocab']}, d_model "
@@ -40,6 +39,9 @@ def run_train(args) -> int:
                        args.max_memory)
         folder = Path(args.out) if args.out else run_folder(config["name"])
         ensure_writable_dir(folder)
+    from resharpen.experiments.core.train import WEIGHTS, save_run
+    from resharpen.experiments.set_complement.train import train
+
     result = train(config)
     save_run(result, folder)
     s = result["summary"]
@@ -158,8 +160,6 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
 
 def write_fit_json(sweep: str, target: str) -> None:
     """The per-length fit reports (raw weights) of a sweep's runs, as JSON to ``target``."""
-    import json
-
     from resharpen.experiments.core.io import atomic_write_text, check_output_file, dumps_json
     from resharpen.experiments.set_complement.fit_report import sweep_reports
 
@@ -189,8 +189,6 @@ def add_compare(sub) -> None:
 
 
 def run_compare(args) -> int:
-    import json
-
     from resharpen.experiments.core.io import atomic_write_text, check_output_file
     from resharpen.experiments.set_complement.compare import (check_comparable, compare_model,
                                                               load_trained)

@@ -28,8 +28,8 @@ from resharpen.experiments.core import config as cfgmod
 from resharpen.experiments.core.backends import check_backend
 from resharpen.experiments.core.io import ensure_writable_dir
 from resharpen.experiments.core.sweep import execute, load_runs, write_rows
-from resharpen.experiments.core.train import WEIGHTS
-from resharpen.experiments.set_complement.train import SCHEMA
+from resharpen.experiments.core.runs import WEIGHT_KINDS
+from resharpen.experiments.set_complement.config import SCHEMA
 
 TABLE_SUMMARY_KEYS = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", "id_tv",
                       "ood_tv", "lg_score", "lg_fraction", "margin_exponent",
@@ -95,7 +95,7 @@ def flatten(config: dict, summary: dict, factors) -> dict:
     row["primary"] = summary["primary"]
     for key in TABLE_SUMMARY_KEYS:
         row[key] = summary[key]
-    for weights in WEIGHTS:
+    for weights in WEIGHT_KINDS:
         for key in ("ood_invalid_mass", "ood_kl", "lg_score"):
             row[f"{weights}.{key}"] = summary["by_weights"][weights][key]
     if "fit_reached" in summary:  # the stopping rule: each run at its own fit

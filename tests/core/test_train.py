@@ -7,11 +7,12 @@ import torch
 
 from resharpen.experiments.core import train as T
 from resharpen.experiments.core.config import Schema, pick_fields
+from resharpen.experiments.core.train_config import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
 
-SCHEMA = Schema({"model": pick_fields(T.MODEL_FIELDS, **{k: f.default for k, f in
-                                                          T.MODEL_FIELDS.items()}),
-                 "train": pick_fields(T.TRAIN_FIELDS, **{k: f.default for k, f in
-                                                          T.TRAIN_FIELDS.items()})})
+SCHEMA = Schema({"model": pick_fields(MODEL_FIELDS, **{k: f.default for k, f in
+                                                        MODEL_FIELDS.items()}),
+                 "train": pick_fields(TRAIN_FIELDS, **{k: f.default for k, f in
+                                                        TRAIN_FIELDS.items()})})
 
 
 def config(**sections) -> dict:
@@ -40,7 +41,7 @@ def test_model_config_reads_the_model_table():
     with pytest.raises(ValueError, match="allowed: one of 'none', 'learned'"):
         config(model={"positional": True})
     with pytest.raises(ValueError, match="not divisible"):
-        T.check_model_shape(config(model={"d_model": 10, "n_heads": 3}))
+        check_model_shape(config(model={"d_model": 10, "n_heads": 3}))
 
 
 def test_optimizer_decays_matrices_only():

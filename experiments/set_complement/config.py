@@ -1,0 +1,70 @@
+"""The config of a Set Complement training run (``experiments/configs/set_complement/``): its
+schema and its reader. Plain data, no torch: ``resharpen train`` and ``resharpen sweep`` check a
+config here and refuse a bad one before they import torch.
+
+Tables (:data:`SCHEMA`; the keys' meaning: :mod:`resharpen.experiments.set_complement.train`)::
+
+    [task]   vocab, train_len (0 = vocab // 4)
+    [model]  the core's [model] table (learned positions: vocab slots)
+    [train]  the core's [train] table without log_every
+    [eval]   per_length, seed, threshold
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from resharpen.experiments.core import config as cfgmod
+from resharpen.experiments.core.config import Field, Schema, pick_fields
+from resharpen.experiments.core.train_config import (MODEL_FIELDS, TRAIN_FIELDS,
+                                                     check_model_shape, check_target)
+
+
+def _rules(config: dict) -> None:
+    """train_len 0 -> vocab // 4 and at most vocab - 1; heads split d_model; warmup <= steps;
+    a valid training target; the stopping rule needs evaluation steps."""
+    v = config["task"]["vocab"]
+    if config["task"]["train_len"] == 0:
+        config["task"]["train_len"] = v // 4
+    if config["task"]["train_len"] > v - 1:
+        raise ValueError(f"task.train_len = {config['task']['train_len']} must be <= vocab - 1 "
+                         f"= {v - 1}")
+    check_model_shape(config)
+    if config["train"]["warmup"] > config["train"]["steps"]:
+        raise ValueError(f"train.warmup = {config['train']['warmup']} exceeds train.steps = "
+                         f"{config['train']['steps']}")
+    check_target(config["train"])
+    if config["train"]["until_id_invalid_mass"] > 0 and config["train"]["eval_every"] == 0:
+        raise ValueError(f"train.until_id_invalid_mass = "
+                         f"{config['train']['until_id_invalid_mass']} needs train.eval_every > 0 "
+                         "(the rule is checked at the evaluation steps)")
+
+
+SCHEMA = Schema({
+    "task": {
+        "vocab": Field(int, 64, 4, 4096),
+        "train_len": Field(int, 0, 0, 4095),
+    },
+    "model": pick_fields(
+        MODEL_FIELDS, d_model=64, n_layers=1, n_heads=1, d_head=0, norm="none", norm_kind="rms",
+        mlp="none", d_mlp=0, positional="none", attn_dropout=0.0, resid_dropout=0.0,
+        init_std=0.02, attn_out_scale=1.0),
+    "train": pick_fields(
+        TRAIN_FIELDS, steps=3000, batch_size=32, lr=3e-3, min_lr_ratio=0.1, warmup=100,
+        schedule="cosine", weight_decay=0.01, beta1=0.9, beta2=0.98, grad_clip=1.0, seed=0,
+        ema="none", ema_decay=0.999, bema_update_freq=1, bema_ema_power=0.5,
+        bema_bias_power=0.2, bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0,
+        eval_every=0, threads=1, target="sampled", labels_per_position=1,
+        until_id_invalid_mass=0.0),
+    "eval": {
+        "per_length": Field(int, 64, 1, 10**6),
+        "seed": Field(int, 1234, 0, 2**63 - 1),
+        "threshold": Field(float, 0.05, 0.0, 1.0, lo_open=True, hi_open=True),
+    },
+}, rules=_rules)
+
+
+def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
+                profile: str = "full") -> dict:
+    """A Set Complement run config: the file, its base chain, ``[profile.<profile>]``, then the
+    ``--set`` overrides (:func:`resharpen.experiments.core.config.load`)."""
+    return cfgmod.load(path, SCHEMA, overrides, profile)
