@@ -6,6 +6,7 @@ clean-up after a killed writer (:func:`remove_stale_temporaries`) removes only f
 wrote, for the names it writes, in the folders it writes them to."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -63,9 +64,19 @@ def _short(text: str, width: int) -> str:
 
 
 def try_writing(folder: Path, what: str) -> None:
-    """ValueError naming ``what`` unless a file can be created in the existing ``folder``: a
-    temporary file is created and removed at once (``os.access`` would not do: it is true for
-    root everywhere, and false on some writable network file systems)."""
+    """ValueError naming ``what`` unless a file can be created in the existing ``folder``
+    (``os.access`` would not do: it is true for root everywhere, and false on some writable
+    network file systems). The file is an unnamed one (Linux ``O_TMPFILE``), so a process killed
+    mid-check leaves nothing; where the file system has no unnamed files, a named temporary file
+    (this package's temp-file pattern) is created and removed at once."""
+    try:
+        fd = os.open(folder, getattr(os, "O_TMPFILE", 0) | os.O_WRONLY, 0o600)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            raise ValueError(f"{what} is not writable ({str(folder)!r}: {exc.strerror})") from None
+    else:
+        os.close(fd)
+        return
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".probe{TEMP_MARK}", suffix=".tmp")
     except OSError as exc:

@@ -467,11 +467,54 @@ def test_writability_is_tried_not_asked(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
+    real_open = os.open
+    unnamed = getattr(os, "O_TMPFILE", 0)
+
+    def refuse_unnamed(path, flags, *args, **kwargs):
+        if unnamed and flags & unnamed == unnamed:
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse_unnamed)
     monkeypatch.setattr(io.tempfile, "mkstemp", refuse)
     with pytest.raises(ValueError, match=r"--out '.*new' is not writable .*Permission denied"):
         io.check_writable_target(tmp_path / "new", "--out")
     with pytest.raises(ValueError, match=r"output folder '.*o' is not writable"):
         io.ensure_writable_dir(tmp_path / "o")
+
+
+def test_writability_probe_is_an_unnamed_file(tmp_path, monkeypatch):
+    """The probe is an unnamed file (O_TMPFILE) where the file system has them, so a kill
+    mid-check leaves no file; where it has none (EOPNOTSUPP), a named temporary file is created
+    and removed, and nothing stays either."""
+    import errno
+    import os
+
+    from resharpen.experiments.core import io
+
+    named = []
+    real_mkstemp = io.tempfile.mkstemp
+
+    def counting_mkstemp(*args, **kwargs):
+        named.append(kwargs.get("prefix"))
+        return real_mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(io.tempfile, "mkstemp", counting_mkstemp)
+    io.try_writing(tmp_path, "--out")
+    if not hasattr(os, "O_TMPFILE"):
+        pytest.skip("no O_TMPFILE on this platform")
+    assert named == [] and list(tmp_path.iterdir()) == []
+
+    real_open = os.open
+
+    def unsupported(path, flags, *args, **kwargs):
+        if flags & os.O_TMPFILE == os.O_TMPFILE:
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", unsupported)
+    io.try_writing(tmp_path, "--out")
+    assert len(named) == 1 and list(tmp_path.iterdir()) == []
 
 
 def test_json_readers_name_the_file_and_line(tmp_path):
