@@ -10,13 +10,17 @@ which is too small to say anything and says so in its detail. The Othello claim 
 CPU Othello study ``out/sweeps/othello`` (`resharpen langs run --grid
 experiments/configs/languages/othello.toml --profile full`). Every effect is a paired
 difference of the OOD illegal mass (mean over lengths L_train+1..L_eval): within a run for
-EMA/BEMA vs raw, at the same task and seed for placements (raw weights). Each claim names its
+EMA/BEMA vs raw, at the same task and seed for placements (raw weights), over the runs that
+learned their task in distribution only (raw ID illegal mass <= :data:`LEARNED_ID`; the others
+are listed in the detail: a length-generalization effect of a model that has not learned the
+training lengths says nothing about the theory). Each claim names its
 test (paired t, Wilcoxon beside it), n, p and its Holm-adjusted p over the claims that read the
 same grid, and decides at adjusted p < 0.05: a direction the paper predicts but the runs do not
 show is a FAIL, reported as measured; the tiny grid or too few pairs is INCONCLUSIVE.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -153,12 +157,41 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
 METRIC = "ood_illegal_mass"
 """The OOD illegal mass: mean over lengths L_train+1..L_eval of the mass on illegal tokens."""
 POST_NORMS = ("post", "attn_out")
+LEARNED_ID = 0.05
+"""A run has learned its task in distribution when its raw weights' mean illegal mass over the
+lengths 1..L_train is <= this (the grids' ``eval.threshold``, the bar of the LG score). Only such
+runs decide a claim: a length-generalization effect is measured on models that fit the lengths
+they were trained on; the others are listed in the detail."""
+
+
+def learned(rows: list[dict]) -> list[dict]:
+    """The rows of the runs whose raw weights have learned their task in distribution
+    (:data:`LEARNED_ID`); every weight set of such a run is kept."""
+    keep = {r["run"] for r in rows
+            if r["weights"] == "raw" and r.get("id_illegal_mass", math.inf) <= LEARNED_ID}
+    return [r for r in rows if r["run"] in keep]
+
+
+def unlearned_note(rows: list[dict]) -> str:
+    """Which runs the fit rule left out, per task (for a claim's detail)."""
+    kept = {r["run"] for r in learned(rows)}
+    out = {}
+    for r in rows:
+        if r["weights"] == "raw" and r["run"] not in kept:
+            out.setdefault(r["task"], []).append(r.get("id_illegal_mass", math.nan))
+    if not out:
+        return f"every run learned its task in distribution (raw ID illegal mass <= {LEARNED_ID})"
+    parts = [f"{task} {len(v)} (ID {min(v):.2g}-{max(v):.2g})" for task, v in sorted(out.items())]
+    return (f"left out, not learned in distribution (raw ID illegal mass > {LEARNED_ID}): "
+            f"{sum(map(len, out.values()))} of {len({r['run'] for r in rows})} runs: "
+            + ", ".join(parts))
 
 
 def averaged_tests(weights: str, othello_only: bool = False):
-    """rows -> the paired test (within each run) of ``weights`` (ema | bema) against raw."""
+    """rows -> the paired test (within each learned run) of ``weights`` (ema | bema) against
+    raw."""
     def tests(rows: list[dict]) -> list[tuple[str, object]]:
-        rows = [r for r in rows if r["task"] == "othello" or not othello_only]
+        rows = [r for r in learned(rows) if r["task"] == "othello" or not othello_only]
         by = {(r["run"], r["weights"]): r[METRIC] for r in rows}
         runs = sorted({r["run"] for r in rows})
         return [(f"{weights} - raw" + (" (Othello)" if othello_only else ""),
@@ -175,8 +208,9 @@ def control_of(rows: list[dict]) -> str:
 
 
 def postnorm_tests(rows: list[dict]) -> list[tuple[str, object]]:
-    """Each Post-Norm placement against the control, paired by (task, seed), raw weights."""
-    raw = [r for r in rows if r["weights"] == "raw"]
+    """Each Post-Norm placement against the control, paired by (task, seed), raw weights; a pair
+    counts when both of its runs learned the task in distribution."""
+    raw = [r for r in learned(rows) if r["weights"] == "raw"]
     control = control_of(raw)
 
     def placement(norm: str) -> dict:
@@ -221,7 +255,8 @@ def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
     size = sum(len(t) for t in tests.values())
     measured = "; ".join(f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g})"
                          for t in mine)
-    detail = " | ".join([f"{which}, {root}", describe_runs(root)] + [t.describe() for t in mine]
+    detail = " | ".join([f"{which}, {root}", describe_runs(root), unlearned_note(rows)]
+                        + [t.describe() for t in mine]
                         + ([extra] if extra else [])
                         + [f"family: {size} tests of the {len(members)} langtrain claims on "
                            f"this grid, Holm at alpha {ALPHA}"])
@@ -231,20 +266,23 @@ def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
             (f" ({unsure})" if unsure else "")
     if unsure:
         unsure += ("; run `resharpen langs run --profile quick` (or --profile full) to decide"
-                   if profile == "quick" or "TINY" in which else
-                   "; run more seeds (`resharpen langs run --profile full`) to decide")
+                   if "TINY" in which else
+                   "; more runs that learn the task in distribution decide (more seeds, or "
+                   "longer or larger training than this grid's)")
     return Outcome(measured, f"< 0 at Holm-adjusted p < {ALPHA}", passed=passed, detail=detail,
                    inconclusive=unsure)
 
 
 def per_task(rows: list[dict], weights: str, tasks) -> str:
-    """Mean paired difference (``weights`` - raw) per task, for the detail."""
+    """Mean paired difference (``weights`` - raw) per task over its learned runs, for the
+    detail."""
+    rows = learned(rows)
     by = {(r["run"], r["weights"]): r[METRIC] for r in rows}
     out = []
     for task in tasks:
         runs = sorted({r["run"] for r in rows if r["task"] == task})
         d = np.array([by[(run, weights)] - by[(run, "raw")] for run in runs], dtype=float)
-        out.append(f"{task} {np.nanmean(d) if len(d) else np.nan:+.3g}")
+        out.append(f"{task} {np.nanmean(d):+.3g}" if len(d) else f"{task}: no learned run")
     return "per task: " + ", ".join(out)
 
 
@@ -253,7 +291,7 @@ def averaging_effect(profile: str, weights: str, othello_only: bool) -> Outcome:
     claim_id = "langtrain.othello.ema_ood" if othello_only else \
         f"langtrain.{weights}.ood_illegal_mass"
     rows, root, which = _data(claim_id, profile)
-    tasks = ["othello"] if othello_only else sorted({r["task"] for r in rows})
+    tasks = ["othello"] if othello_only else sorted({r["task"] for r in learned(rows)})
     if othello_only and not any(r["task"] == "othello" for r in rows):
         return Outcome(measured="no Othello runs", expected="< 0", passed=False,
                        detail=f"{which} ({root}) has no Othello runs",
@@ -265,11 +303,12 @@ def averaging_effect(profile: str, weights: str, othello_only: bool) -> Outcome:
 @claim("langtrain.ema.ood_illegal_mass",
        source=f"{PAPER} v1 abstract (EMA vs noisy updates), v2 (formal-language suite)",
        statement="EMA weights have lower OOD illegal mass than the raw weights of the same run "
-                 "(languages and Othello, every placement and seed; paired within each run)",
+                 "(languages and Othello, every placement and seed whose raw weights learned the "
+                 "task in distribution; paired within each run)",
        kind="experiment",
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
-                 f"Holm-adjusted p < {ALPHA} over the grid's family; the tiny grid or < 5 runs "
-                 "is INCONCLUSIVE")
+                 f"Holm-adjusted p < {ALPHA} over the grid's family; only runs with raw ID "
+                 f"illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is INCONCLUSIVE")
 def check_ema_ood_illegal_mass(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=False)
 
@@ -277,11 +316,12 @@ def check_ema_ood_illegal_mass(profile: str) -> Outcome:
 @claim("langtrain.bema.ood_illegal_mass",
        source=f"{PAPER} v1 (BEMA improves length generalization)",
        statement="BEMA weights have lower OOD illegal mass than the raw weights of the same run "
-                 "(languages and Othello, every placement and seed; paired within each run)",
+                 "(languages and Othello, every placement and seed whose raw weights learned the "
+                 "task in distribution; paired within each run)",
        kind="experiment",
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
-                 f"Holm-adjusted p < {ALPHA} over the grid's family; the tiny grid or < 5 runs "
-                 "is INCONCLUSIVE")
+                 f"Holm-adjusted p < {ALPHA} over the grid's family; only runs with raw ID "
+                 f"illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is INCONCLUSIVE")
 def check_bema_ood_illegal_mass(profile: str) -> Outcome:
     return averaging_effect(profile, "bema", othello_only=False)
 
@@ -290,11 +330,13 @@ def check_bema_ood_illegal_mass(profile: str) -> Outcome:
        source=f"{PAPER} v1 abstract: on OthelloGPT 'EMA again improves length generalization'",
        statement="on Othello trained to L_train moves, EMA weights have lower illegal mass "
                  "after moves L_train+1..59 than the raw weights of the same run (paired "
-                 "within each run, every placement and seed)",
+                 "within each run, every placement and seed whose raw weights learned the "
+                 "legal moves in distribution)",
        kind="experiment",
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
-                 f"Holm-adjusted p < {ALPHA} over the family of the runs it reads; the tiny "
-                 "grid or < 5 runs is INCONCLUSIVE")
+                 f"Holm-adjusted p < {ALPHA} over the family of the runs it reads; only runs "
+                 f"with raw ID illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is "
+                 "INCONCLUSIVE")
 def check_othello_ema_ood(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=True)
 
@@ -302,16 +344,17 @@ def check_othello_ema_ood(profile: str) -> Outcome:
 @claim("langtrain.postnorm.ood_illegal_mass",
        source=f"{PAPER} v2 (Post-Norm resharpens attention)",
        statement="post and attn_out each have lower OOD illegal mass than the grid's control at "
-                 "the same task and seed (raw weights, paired by task and seed); the control is "
-                 "none when the grid has it, else Pre-Norm (the grids' 2-4 layer models with "
-                 "MLPs have no none arm)",
+                 "the same task and seed (raw weights, paired by task and seed, both runs having "
+                 "learned the task in distribution); the control is none when the grid has it, "
+                 "else Pre-Norm (the grids' 2-4 layer models with MLPs have no none arm)",
        kind="experiment",
        tolerance=f"paired t per placement (Wilcoxon reported), one-sided, Holm-adjusted "
-                 f"p < {ALPHA} over the grid's family; the tiny grid or < 5 pairs is "
+                 f"p < {ALPHA} over the grid's family; only pairs whose runs both have raw ID "
+                 f"illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such pairs is "
                  "INCONCLUSIVE")
 def check_postnorm_ood_illegal_mass(profile: str) -> Outcome:
     rows, _, _ = grid_rows(profile)
-    raw = [r for r in rows if r["weights"] == "raw"]
+    raw = [r for r in learned(rows) if r["weights"] == "raw"]
     control = control_of(raw)
     means = []
     for task in sorted({r["task"] for r in raw}):

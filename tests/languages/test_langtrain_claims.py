@@ -11,20 +11,25 @@ CLAIMS = {c.id: c for c in all_claims() if c.id.startswith("langtrain.")}
 
 
 def planted(tasks=("dyck2", "anbn", "othello"), norms=("pre", "post", "attn_out"), seeds=3,
-            ema=0.0, post=0.0):
+            ema=0.0, post=0.0, unlearned=()):
     """Grid rows: raw OOD illegal mass 0.3 + a placement effect + spread; EMA moves it by
-    ``ema``, BEMA by +0.05."""
+    ``ema``, BEMA by +0.05. The tasks in ``unlearned`` have ID illegal mass 0.5 (not learned)
+    and the opposite, ten times larger EMA and placement effects."""
     rng = np.random.default_rng(1)
     rows = []
     for task in tasks:
+        sign, fit = (-10.0, 0.5) if task in unlearned else (1.0, 0.001)
         for norm in norms:
             for seed in range(seeds):
-                raw = 0.3 + (post if norm in ("post", "attn_out") else 0.0) + 0.01 * rng.normal()
+                effect = sign * post if norm in ("post", "attn_out") else 0.0
+                raw = 0.3 + effect + 0.01 * rng.normal()
                 run = f"{task}-{norm}-s{seed}"
-                for weights, value in (("raw", raw), ("ema", raw + ema + 0.002 * rng.normal()),
+                for weights, value in (("raw", raw),
+                                       ("ema", raw + sign * ema + 0.002 * rng.normal()),
                                        ("bema", raw + 0.05 + 0.002 * rng.normal())):
                     rows.append({"run": run, "task": task, "norm": norm, "seed": seed,
-                                 "weights": weights, "ood_illegal_mass": value})
+                                 "weights": weights, "ood_illegal_mass": value,
+                                 "id_illegal_mass": fit})
     return rows
 
 
@@ -72,3 +77,19 @@ def test_the_tiny_grid_and_too_few_pairs_are_inconclusive(grid):
     grid(planted(tasks=("dyck2",), seeds=1, post=-0.05))
     record = status("langtrain.postnorm.ood_illegal_mass")
     assert record.status == "INCONCLUSIVE" and "1 < 5" in record.detail
+
+
+def test_only_runs_that_learned_the_task_decide(grid):
+    """Runs whose raw ID illegal mass is above LEARNED_ID are left out (and listed): an
+    unlearned task with a ten times larger opposite effect changes no verdict, and a claim with
+    no learned run is INCONCLUSIVE."""
+    grid(planted(tasks=("dyck2", "anbn", "tomita5"), ema=-0.02, post=-0.05,
+                 unlearned=("tomita5",)))
+    ema = status("langtrain.ema.ood_illegal_mass")
+    assert ema.status == "PASS" and "n=18" in ema.detail
+    assert "left out, not learned in distribution" in ema.detail and "tomita5 9" in ema.detail
+    post = status("langtrain.postnorm.ood_illegal_mass")
+    assert post.status == "PASS" and "n=6" in post.detail
+    grid(planted(ema=-0.02, unlearned=("othello",)))
+    othello = status("langtrain.othello.ema_ood")
+    assert othello.status == "INCONCLUSIVE" and "othello: no learned run" in othello.detail
