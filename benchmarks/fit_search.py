@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from resharpen.experiments.core.model import NORM_PLACEMENTS, ModelConfig, Transformer
+from resharpen.experiments.core.train_config import FIRST_PLACEMENTS
 from resharpen.experiments.core.train import lr_factor, make_optimizer
 from resharpen.experiments.core.targets import (TrainingTarget, cross_entropy, label_generator,
                                                 make_batch)
@@ -144,6 +145,7 @@ def run(setting: Setting, placement: str, seed: int, vocab: int, fit: float, cap
         if setting.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), setting.grad_clip)
         optimizer.step()
+        model.after_optimizer_step()  # nGPT: weights back on the sphere; others: nothing
         schedule.step()
         if step % check_every == 0 or step == cap:
             current, ood = in_distribution_fit(model, vocab, train_len)
@@ -218,7 +220,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--vocab", type=int, default=32)
-    p.add_argument("--placements", nargs="+", default=list(NORM_PLACEMENTS),
+    p.add_argument("--placements", nargs="+", default=list(FIRST_PLACEMENTS),
                    choices=NORM_PLACEMENTS)
     p.add_argument("--target", nargs="+", default=["soft"],
                    help="soft or k<N> (N sampled labels per position), e.g. soft k1 k4 k16")

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import matplotlib
 
+from resharpen.experiments.core.train_config import NORM_PLACEMENTS
+from resharpen.theory.dynamics.schemes import MODEL_NORM, SCHEMES
+
 STYLE_FILE = Path(__file__).with_name("resharpen.mplstyle")
 
 PLACEMENT_COLORS: dict[str, str] = {
@@ -18,16 +21,20 @@ PLACEMENT_COLORS: dict[str, str] = {
     "post": "#D55E00",      # vermillion
     "attn_out": "#882E72",  # purple
     "peri": "#E69F00",      # orange
+    "pre_nofinal": "#44AA99",  # teal
+    "mixln": "#56B4E9",     # sky blue
+    "ln_scaling": "#8C564B",  # brown
+    "ngpt": "#6E6E6E",      # grey
 }
 """Norm placement -> colour, the same in every figure (colour-blind safe: Okabe-Ito and Tol)."""
+if set(PLACEMENT_COLORS) != set(NORM_PLACEMENTS):
+    raise ImportError(f"PLACEMENT_COLORS {sorted(PLACEMENT_COLORS)} must name every placement "
+                      f"{sorted(NORM_PLACEMENTS)}")
 
-SCHEME_COLORS: dict[str, str] = {
-    "postln": PLACEMENT_COLORS["post"], "preln": PLACEMENT_COLORS["pre"],
-    "periln": PLACEMENT_COLORS["peri"], "mixln": "#56B4E9", "ngpt": "#6E6E6E",
-    "sqrt": "#8C564B",
-}
-"""The normalization schemes of arXiv 2510.22026: Post-, Pre- and Peri-LN share their
-placement's colour."""
+SCHEME_COLORS: dict[str, str] = {scheme: PLACEMENT_COLORS[MODEL_NORM[scheme]]
+                                 for scheme in SCHEMES}
+"""The normalization schemes of arXiv 2510.22026, each in the colour of its trained placement
+(``theory.dynamics.schemes.MODEL_NORM``)."""
 
 WEIGHT_COLORS: dict[str, str] = {"raw": "#6E6E6E", "ema": "#56B4E9", "bema": "#8C564B"}
 """Weight set (raw, EMA, BEMA) -> colour, for figures whose lines are weight sets."""

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from resharpen.experiments.core.ledger import Record
+    from resharpen.experiments.ledger import Record
     from resharpen.experiments.core.runs import Run
 
 
@@ -61,7 +61,7 @@ def run_claim(claim_id: str, profile: str = "quick") -> Record:
     (the check raised), with the measured and expected values, the tolerance and a detail.
     ValueError for an unknown id or profile (``resharpen verify --list`` lists the ids)."""
     from resharpen.claims import all_claims
-    from resharpen.experiments.core import ledger
+    from resharpen.experiments import ledger
 
     claims = {c.id: c for c in all_claims()}
     if claim_id not in claims:

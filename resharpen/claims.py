@@ -12,7 +12,7 @@ Each id prefix is declared in one module (docs/architecture.md has the table)::
 """
 from __future__ import annotations
 
-from resharpen.experiments.core.ledger import Claim, registered
+from resharpen.experiments.ledger import Claim, registered
 
 PREFIX_MODULES = {
     "sc": "resharpen.experiments.set_complement.claims",

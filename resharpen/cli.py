@@ -63,9 +63,8 @@ def add_verify(sub) -> None:
 def run_verify(args) -> int:
     from resharpen.experiments.core.io import atomic_write_text, check_output_file
     from resharpen.claims import all_claims
-    from resharpen.experiments.core import ledger
-
-    from resharpen.experiments.core import baseline as baselines
+    from resharpen.experiments import ledger
+    from resharpen.experiments.ledger import baseline as baselines
 
     with bad_input():
         chosen = ledger.select(all_claims(), args.only)
@@ -134,7 +133,7 @@ def run_verify(args) -> int:
 
 def run_mutation_test(args, chosen) -> int:
     """``verify --mutate``: the table of the mutation test and its summary line; exit 0."""
-    from resharpen.experiments.core import mutation
+    from resharpen.experiments.ledger import mutation
     from resharpen.experiments.core.io import atomic_write_text
 
     with bad_input():

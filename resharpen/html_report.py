@@ -148,7 +148,7 @@ def code_locations(ids: list[str]) -> dict[str, list[str]]:
     """``resharpen verify --where`` of each registered claim among ``ids``: "file:line what",
     the file relative to the checkout (``experiments/set_complement/claims.py:317 ...``)."""
     from resharpen.claims import all_claims
-    from resharpen.experiments.core import ledger
+    from resharpen.experiments import ledger
 
     root = Path(__file__).resolve().parent.parent  # the checkout: shown paths relative to it
     linked = re.compile(re.escape(f"{root}/resharpen/") + r"(?=(theory|constructions|experiments"

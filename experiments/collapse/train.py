@@ -48,8 +48,7 @@ from resharpen.experiments.collapse.detect import detect_collapse
 from resharpen.experiments.core.config import (CONFIG_DIR, Field, Schema, apply_profile,
                                                deep_merge, output_folder, parse_sets,
                                                pick_fields, read_toml)
-from resharpen.experiments.core.model import Transformer
-from resharpen.experiments.core.train import fit, save_run, seeded_model, training_state
+from resharpen.experiments.core.train import fit_members, members_state, save_run, seeded_model
 from resharpen.experiments.core.train_config import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
 
 NORMS = ("post", "pre")
@@ -57,6 +56,7 @@ SWEEP_FILE = CONFIG_DIR / "collapse" / "train.toml"
 SWEEP_KEYS = {"name", "norms", "lrs", "task", "model", "train", "profile"}
 SWEPT = (("model", "norm"), ("train", "lr"), ("train", "seed"))
 OUT = output_folder("collapse_train")
+ENSEMBLE = 16  # most runs of one norm trained as one batched ensemble
 
 
 def _rules(config: dict) -> None:
@@ -161,92 +161,112 @@ def contraction_factors(block_inputs: list, norm_io: list) -> list[float]:
     """Theorem 3.6's c_k = a_k max_i |g|_max sqrt(d)/|y_i| per Post-Norm sublayer k, with the
     sublayer gain a_k = ||dL/dX_k|| / ||dL/dY_k|| (X_k its residual input, Y_k = X_k + f_k(X_k),
     g the learned RMSNorm gain, which the paper's theory sets to 1), so that
-    ||dL/dX_k|| <= c_k ||dL/dX_{k+1}||. Sublayer inputs alternate block input, attention-norm
-    output."""
+    ||dL/dX_k|| <= c_k ||dL/dX_{k+1}||. ``block_inputs``: (value, gradient) of every block's
+    input; ``norm_io``: ((Y, dL/dY), (X' = RMS(Y), dL/dX'), gain) of every sublayer, whose inputs
+    alternate block input, attention-norm output."""
     factors = []
-    for k, (y, out, gain) in enumerate(norm_io):
-        x = block_inputs[k // 2] if k % 2 == 0 else norm_io[k - 1][1]
-        if x.grad is None or y.grad is None or float(y.grad.norm()) == 0.0:
+    for k, ((y, y_grad), out, gain) in enumerate(norm_io):
+        x_grad = block_inputs[k // 2][1] if k % 2 == 0 else norm_io[k - 1][1][1]
+        if x_grad is None or y_grad is None or float(y_grad.norm()) == 0.0:
             factors.append(float("nan"))
             continue
-        a = float(x.grad.norm() / y.grad.norm())
-        jac = float(gain.abs().max() * math.sqrt(y.shape[-1]) / y.detach().norm(dim=-1).min())
+        a = float(x_grad.norm() / y_grad.norm())
+        jac = float(gain.abs().max() * math.sqrt(y.shape[-1]) / y.norm(dim=-1).min())
         factors.append(a * jac)
     return factors
 
 
-class GradientProbe:
-    """The model's capture points for the step in flight: the residual stream entering every
-    block (hook_resid_pre, with its gradient), every block's output (hook_resid_post) and, for
-    Post-Norm, every output norm's input Y and output X' = RMS(Y) (with gradients);
-    :meth:`measure` reads them after the backward pass."""
+def probe_points(n_layers: int, post: bool) -> tuple[str, ...]:
+    """The capture points a step probes (:mod:`resharpen.experiments.core.probes`): the residual
+    stream entering every block (hook_resid_pre), every block's output (hook_resid_post) and, for
+    Post-Norm, every output norm's input Y and output X' = RMS(Y)."""
+    points = [f"blocks.{i}.hook_resid_{where}" for where in ("pre", "post")
+              for i in range(n_layers)]
+    if post:
+        points += [f"blocks.{i}.hook_{s}_norm_out_{io}" for i in range(n_layers)
+                   for s in ("attn", "mlp") for io in ("input", "output")]
+    return tuple(points)
 
-    def __init__(self, model: Transformer, post: bool):
-        self.model, self.post = model, post
-        points = ["blocks.*.hook_resid_pre", "blocks.*.hook_resid_post"]
-        if post:  # every sublayer's Y (input of its output norm) and the next X (its output)
-            points.append("blocks.*.hook_*_norm_out_*")
-        self.cache = model.capture(*points, retain_grad=True)
 
-    def clear(self) -> None:
-        """Forget the last step's tensors (call before the forward pass)."""
-        self.cache.clear()
+@torch.no_grad()
+def measure(values: dict, grads: dict, params: dict, n_layers: int, post: bool) -> dict:
+    """One step of one run, from its probes (``values`` and ``grads`` at :func:`probe_points`)
+    and its parameters {name: (value, gradient)}: t_sim of the last block's output and of every
+    block's, the residual-stream and block-parameter gradient norms and (Post-Norm) the
+    contraction factors."""
+    residuals = [(values[f"blocks.{i}.hook_resid_pre"], grads[f"blocks.{i}.hook_resid_pre"])
+                 for i in range(n_layers)]
+    outputs = [values[f"blocks.{i}.hook_resid_post"] for i in range(n_layers)]
+    one = torch.ones(())
 
-    @torch.no_grad()
-    def measure(self) -> dict:
-        """t_sim of the last block's output and of every block's, the residual-stream and
-        block-parameter gradient norms and (Post-Norm) the contraction factors."""
-        blocks, cache = self.model.blocks, self.cache
-        residuals = [cache[f"blocks.{i}.hook_resid_pre"] for i in range(len(blocks))]
-        outputs = [cache[f"blocks.{i}.hook_resid_post"].detach() for i in range(len(blocks))]
-        norm_io = [(cache[f"blocks.{i}.hook_{s}_norm_out_input"],
-                    cache[f"blocks.{i}.hook_{s}_norm_out_output"], getattr(b, f"{s}_norm_out").gain)
-                   for i, b in enumerate(blocks) for s in ("attn", "mlp")] if self.post else []
-        resid_grad = [float(r.grad.norm()) for r in residuals]
-        block_grad = [float(torch.sqrt(sum(p.grad.pow(2).sum() for p in b.parameters()
-                                           if p.grad is not None))) for b in blocks]
-        layer_t = [float(_t_sim(o)) for o in outputs]
-        factors = contraction_factors(residuals, norm_io) if self.post else None
-        return {"t_sim": layer_t[-1], "layer_t_sim": layer_t, "resid_grad": resid_grad,
-                "block_grad": block_grad, "contraction": factors}
+    def io(i: int, s: str, which: str) -> tuple:
+        name = f"blocks.{i}.hook_{s}_norm_out_{which}"
+        return values[name], grads[name]
 
-    def remove(self) -> None:
-        self.cache.close()
+    norm_io = [(io(i, s, "input"), io(i, s, "output"),
+                params.get(f"blocks.{i}.{s}_norm_out.gain", (one,))[0])
+               for i in range(n_layers) for s in ("attn", "mlp")] if post else []
+    resid_grad = [float(g.norm()) for _, g in residuals]
+    block_grad = []
+    for i in range(n_layers):
+        squares = [g.pow(2).sum() for name, (_, g) in params.items()
+                   if name.startswith(f"blocks.{i}.") and g is not None]
+        block_grad.append(float(torch.sqrt(sum(squares))))
+    layer_t = [float(_t_sim(o)) for o in outputs]
+    factors = contraction_factors(residuals, norm_io) if post else None
+    return {"t_sim": layer_t[-1], "layer_t_sim": layer_t, "resid_grad": resid_grad,
+            "block_grad": block_grad, "contraction": factors}
 
 
 def train(config: dict, progress: bool = True) -> dict:
     """Train one run; return {"config", "history": one row per step, "summary"}."""
-    t, tr = config["task"], config["train"]
-    model = seeded_model(config, vocab=t["vocab"], max_len=t["train_len"])
-    matrix = zipf_markov_matrix(t["vocab"], t["zipf"], seed=tr["seed"])
-    rng = np.random.default_rng(tr["seed"] + 1)
-    state = training_state(model, tr, weights=("raw",))
-    probe = GradientProbe(model, post=config["model"]["norm"] == "post")
+    return train_group([config], progress=progress)[0]
+
+
+def train_group(configs: list[dict], progress: bool = False) -> list[dict]:
+    """Train runs of one shape and norm (they may differ in seed and learning rate) as one
+    batched ensemble (:mod:`resharpen.experiments.core.engine`; a run alone as one model);
+    return each run's {"config", "history", "summary"}: what it gives trained alone, up to
+    float32 rounding. Each run draws its own stream (its seed's Zipf-Markov matrix and
+    generator) and ends at its first non-finite loss."""
+    from resharpen.experiments.core.sweep import check_shared
+
+    check_shared(configs)
+    start = time.perf_counter()
+    k, first = len(configs), configs[0]
+    t, tr, m = first["task"], first["train"], first["model"]
+    models = [seeded_model(c, vocab=t["vocab"], max_len=t["train_len"]) for c in configs]
+    matrices = [zipf_markov_matrix(t["vocab"], t["zipf"], seed=c["train"]["seed"])
+                for c in configs]
+    rngs = [np.random.default_rng(c["train"]["seed"] + 1) for c in configs]
+    state = members_state(models, [c["train"] for c in configs], weights=("raw",))
+    post = m["norm"] == "post"
+    state.probe_points = probe_points(m["n_layers"], post)
     step_data: dict = {}
 
     def next_batch(step: int) -> torch.Tensor:
-        tokens = sample_batch(matrix, tr["batch_size"], t["train_len"], rng)
-        step_data["labels"] = tokens[:, 1:]
-        probe.clear()
-        return tokens
+        tokens = [sample_batch(matrix, tr["batch_size"], t["train_len"], rng)
+                  for matrix, rng in zip(matrices, rngs)]
+        step_data["labels"] = [x[:, 1:] for x in tokens]
+        return tokens[0] if k == 1 else torch.stack(tokens)
 
     def after_backward() -> None:
-        step_data["measured"] = probe.measure()
+        step_data["measured"] = [measure(*state.probed.member(i), state.member_parameters(i),
+                                         m["n_layers"], post) for i in range(k)]
 
-    def record(step: int, loss: float) -> dict:
+    def record(i: int, step: int, loss: float) -> dict:
         return {"step": step - 1, "loss": loss,  # 0-based: the step's weights before it
-                "l_freq": batch_frequency_loss(step_data["labels"], t["vocab"]),
-                **step_data["measured"]}
+                "l_freq": batch_frequency_loss(step_data["labels"][i], t["vocab"]),
+                **step_data["measured"][i]}
 
-    start = time.perf_counter()
-    try:
-        history = fit(state, tr, next_batch, every=1, record=record,
-                      stop=lambda row: not math.isfinite(row["loss"]),
-                      after_backward=after_backward, name=config["name"], progress=progress)
-    finally:
-        probe.remove()
-    return {"config": config, "history": history,
-            "summary": summarize(config, history, matrix, time.perf_counter() - start)}
+    fitted = fit_members(state, tr, next_batch, every=1, record=record,
+                         stop=lambda i, row: not math.isfinite(row["loss"]),
+                         after_backward=after_backward, names=[c["name"] for c in configs],
+                         progress=progress)
+    seconds = (time.perf_counter() - start) / k
+    return [{"config": config, "history": history,
+             "summary": summarize(config, history, matrix, seconds)}
+            for config, history, matrix in zip(configs, fitted.histories, matrices)]
 
 
 def stream_frequency_loss(matrix: np.ndarray) -> float:
@@ -302,35 +322,59 @@ def check_finished(profile: str, out: str | Path, seed: int = 0,
         read_finished(Path(out) / config["name"])
 
 
-def run(config: dict, out: str | Path | None = None, progress: bool = True) -> dict:
-    """Train, or load a finished run from ``out/<name>/summary.json``; write results atomically
-    (:func:`resharpen.experiments.core.train.save_run`)."""
-    from resharpen.experiments.core.io import atomic_write_json, ensure_writable_dir
+def _load_finished(config: dict, folder: Path) -> dict | None:
+    """A finished run of ``config`` in ``folder`` (its summary recomputed from the history, so
+    detection follows the code), or None."""
+    from resharpen.experiments.core.io import atomic_write_json
 
-    folder = Path(out) / config["name"] if out is not None else None
-    if folder is not None:
-        ensure_writable_dir(folder)
-        summary_path = folder / "summary.json"
-        finished = read_finished(folder)
-        if finished is not None:
-            if finished[0] == json.loads(json.dumps(config)):
-                history = finished[2]
-                # the summary is derived data: recompute it so detection follows the code
-                seconds = finished[1].get("seconds", 0.0)
-                t = config["task"]
-                summary = summarize(config, history, zipf_markov_matrix(
-                    t["vocab"], t["zipf"], seed=config["train"]["seed"]), seconds)
-                atomic_write_json(summary_path, summary)
-                return {"config": config, "history": history, "summary": summary}
-    result = train(config, progress=progress)
-    if folder is not None:
-        save_run(result, folder)
-    return result
+    finished = read_finished(folder)
+    if finished is None or finished[0] != json.loads(json.dumps(config)):
+        return None
+    history = finished[2]
+    t = config["task"]
+    summary = summarize(config, history, zipf_markov_matrix(
+        t["vocab"], t["zipf"], seed=config["train"]["seed"]), finished[1].get("seconds", 0.0))
+    atomic_write_json(folder / "summary.json", summary)
+    return {"config": config, "history": history, "summary": summary}
+
+
+def run_all(configs: list[dict], out: str | Path | None = None, progress: bool = True,
+            ensemble: int = ENSEMBLE) -> list[dict]:
+    """Every run of ``configs``: loaded from ``out/<name>/`` when finished there, else trained,
+    the unfinished runs of one norm in batched ensembles of up to ``ensemble``
+    (:func:`train_group`), and written atomically
+    (:func:`resharpen.experiments.core.train.save_run`) when ``out`` is given."""
+    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.core.sweep import group_runs
+
+    folders = [Path(out) / c["name"] if out is not None else None for c in configs]
+    results: dict[int, dict] = {}
+    for i, (config, folder) in enumerate(zip(configs, folders)):
+        if folder is not None:
+            ensure_writable_dir(folder)
+            loaded = _load_finished(config, folder)
+            if loaded is not None:
+                results[i] = loaded
+    pending = [i for i in range(len(configs)) if i not in results]
+    for group in group_runs([configs[i] for i in pending], ensemble):
+        indices = [pending[j] for j in group]
+        for i, result in zip(indices, train_group([configs[i] for i in indices],
+                                                  progress=progress)):
+            if folders[i] is not None:
+                save_run(result, folders[i])
+            results[i] = result
+    return [results[i] for i in range(len(configs))]
+
+
+def run(config: dict, out: str | Path | None = None, progress: bool = True) -> dict:
+    """Train, or load a finished run from ``out/<name>/summary.json`` (:func:`run_all`)."""
+    return run_all([config], out, progress)[0]
 
 
 def sweep(profile: str = "quick", out: str | Path | None = OUT, seed: int = 0,
-          progress: bool = True, overrides: list[str] | tuple[str, ...] = ()) -> list[dict]:
-    """The learning-rate sweep of a profile (:func:`sweep_configs`), Post-Norm and Pre-Norm;
-    returns the summaries."""
-    return [run(config, out, progress=progress)["summary"]
-            for config in sweep_configs(profile, seed, overrides)]
+          progress: bool = True, overrides: list[str] | tuple[str, ...] = (),
+          ensemble: int = ENSEMBLE) -> list[dict]:
+    """The learning-rate sweep of a profile (:func:`sweep_configs`), Post-Norm and Pre-Norm,
+    each norm's rates as one batched ensemble; returns the summaries."""
+    return [r["summary"] for r in run_all(sweep_configs(profile, seed, overrides), out,
+                                          progress, ensemble)]

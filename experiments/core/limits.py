@@ -225,7 +225,7 @@ def set_complement_training_bytes(config: dict) -> int:
     d_mlp = model.get("d_mlp") or (4 * d if model.get("mlp", "none") != "none" else 0)
     if model.get("mlp", "none") == "none":
         d_mlp = 0
-    max_len = v if model.get("positional", "none") != "none" else 0
+    max_len = v if model.get("positional", "none") == "learned" else 0  # rope: no slots
     params = transformer_params(v, d, layers, heads, d_head, d_mlp,
                                 model.get("mlp") == "swiglu", max_len)
     seq = max(1, task.get("train_len") or v // 4)

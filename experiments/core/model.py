@@ -1,22 +1,57 @@
-"""The transformer: one config dataclass and one block whose norm placement is a table entry.
+"""The transformer: one config dataclass and one table of normalization schemes.
 
 Notation (rows are tokens; weights act on the right, as in the theory):
     x_0 = W_E[t] (+ W_pos[position])                      residual stream, width d
-    f(x) = sum_h softmax(x W_Q^h (x W_K^h)^T / sqrt(d_head) + causal mask) x W_V^h W_O^h
-    logits = N_final(x_L) W_U                               (N_final only for pre and peri)
+    f(x) = sum_h softmax(q^h k^h^T / sqrt(d_head) + causal mask) x W_V^h W_O^h,
+           q^h = x W_Q^h, k^h = x W_K^h            (each rotated by its position under RoPE)
+    logits = N_final(x_L) W_U                               (N_final where the scheme has one)
 
-Each sublayer f (attention, then the optional MLP) is wrapped by its norm placement, one record
-of the table :data:`PLACEMENTS` (:class:`Placement`: its norms, its final norm, its rule), with
-N = RMSNorm or LayerNorm (learnable gain; LayerNorm also a bias):
-    none      x + f(x)
-    pre       x + f(N(x))            and a final N before W_U
-    post      N(x + f(x))
-    attn_out  x + N(f(x))
-    peri      x + N(f(N(x)))         and a final N before W_U
+Each sublayer f (attention, then the optional MLP) of layer l (0-based, of L layers) is
+wrapped by the residual rule its scheme gives that layer: one entry of the table
+:data:`PLACEMENTS` (:class:`Placement`), which, given l, says which norms and parameters the
+layer has (:class:`Layer`) and whether a final norm follows. N = RMSNorm or LayerNorm, its gain
+learned (LayerNorm also a bias) or frozen at 1 (``norm_gain="frozen"``: no parameters):
+    none         x + f(x)
+    pre          x + f(N(x))                     and a final N before W_U
+    pre_nofinal  x + f(N(x))                     (no final N)
+    post         N(x + f(x))
+    attn_out     x + N(f(x))
+    peri         x + N(f(N(x)))                  and a final N
+    mixln        N(x + f(x)) for l < max(1, floor(L/4)), x + f(N(x)) after; and a final N
+    ln_scaling   x + f(N(x) / sqrt(l + 1))       and a final N (not scaled)
+    ngpt         u(x + alpha (u(f(x)) - x)),     u(v) = v / |v|; no N
+
+mixln (Li et al. 2024, Mix-LN): Post-LN in the first floor(alpha L) layers, alpha = 0.25, Pre-LN
+after. Here at least one layer is Post-LN, so that a model of fewer than 4 layers still mixes: a
+1-layer model is N_final(N(x + f(x))), with a 2-layer MLP model Post-LN in layer 0 and Pre-LN in
+layer 1. ln_scaling (Sun et al. 2025, LayerNorm Scaling): the layer numbered l + 1 from 1 scales
+the output of its input norms (gain and bias included) by 1/sqrt(l + 1).
+
+ngpt (Loshchilov et al. 2024, arXiv 2410.01131): x_0 = u(W_E[t] (+ W_pos)) and every residual on
+the unit sphere; the rule moves it towards the normalized sublayer output by the learnable eigen
+learning rates alpha (alpha_A for attention, alpha_M for the MLP, vectors of width d), then
+projects it back. Queries and keys are normalized per head and scaled by a learnable s_qk
+(width d_head per head), with softmax scale sqrt(d_head) in place of 1/sqrt(d_head); the MLP's
+pre-activations are scaled, SwiGLU u = s_u * (x W_in), nu = s_nu sqrt(d) * (x W_gate),
+silu(nu) u, GELU gelu(s_nu sqrt(d) * (x W_in)); logits = s_z * (x_L W_U). Each vector is
+stored in the paper's scaled parametrization: the parameter starts at ``scale`` and the model
+uses param * (init / scale) (alpha: init 0.05, scale 1/sqrt(d), and |.| as in the reference
+code; s_qk and s_z: init 1, scale 1/sqrt(d); s_u, s_nu: init 1, scale 1). The weight vectors
+along the residual width d (rows of W_E, W_pos, columns of W_U, W_Q, W_K, W_V, W_in, W_gate,
+rows of W_O, W_out) are unit vectors: at initialization and again after every optimizer step
+(:func:`after_optimizer_step`, :meth:`Transformer.after_optimizer_step`).
+
+Positions: none, learned (``max_len`` slots W_pos) or rotary (``rope=True``: the pairs (2i,
+2i+1) of every head's query and key at position p rotated by the angle p 10000^(-2i/d_head), any
+length).
 
 Every block has named capture points (``blocks.3.hook_attn_out``, ``blocks.0.attn.hook_pattern``,
 listed with their mathematics in :class:`Block`): identity modules that
 ``with model.capture(pattern, ...) as cache:`` reads (:meth:`Transformer.capture`).
+
+The forward pass uses the parameters through tensor operations only (no ``.item()``, no branch
+on their values, no in-place update), so ``torch.func.functional_call`` and ``torch.func.vmap``
+run K stacked copies of a model at once.
 
 The single-layer, single-head, attention-only model of the Set Complement theory is this code
 with ``n_layers=1, mlp=None, max_len=None``. For placement ``none`` its logits at the last
@@ -29,52 +64,154 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import asdict, dataclass, fields
-from typing import Callable
+from typing import Callable, Mapping, NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from resharpen.experiments.core.train_config import NORM_KINDS, NORM_PLACEMENTS
+from resharpen.experiments.core.train_config import NORM_GAINS, NORM_KINDS, NORM_PLACEMENTS
 
 Sublayer = Callable[[torch.Tensor], torch.Tensor]
-Rule = Callable[[torch.Tensor, Sublayer, Sublayer, Sublayer], torch.Tensor]
+
+
+class Parts(NamedTuple):
+    """What a residual rule may use of one sublayer besides f: its input norm ``n_in``, its
+    output norm ``n_out`` (with its capture points) and nGPT's eigen learning rate ``alpha``
+    (the effective vector; None in the other schemes)."""
+
+    n_in: Sublayer
+    n_out: Sublayer
+    alpha: torch.Tensor | None
+
+
+Rule = Callable[[torch.Tensor, Sublayer, Parts], torch.Tensor]
+
+
+def unit(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """v / |v| along ``dim`` (nGPT's Norm)."""
+    return F.normalize(v, dim=dim)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """What a scheme puts in one layer, the same for attention and the MLP.
+
+    ``rule(x, f, p)`` is the new residual made from the residual x, the sublayer f and its
+    :class:`Parts` p; a block applies it twice, to attention and to the MLP (nanoGPT's two
+    lines). ``input_norm``: an N before f (``p.n_in``). ``output_norm``: None, ``"branch"`` (N on
+    f's output, x + N(f)) or ``"residual"`` (N on the sum, N(x + f)) (``p.n_out``).
+    ``eigen_rate``: a learnable alpha per sublayer (``p.alpha``, nGPT)."""
+
+    rule: Rule
+    input_norm: bool = False
+    output_norm: str | None = None
+    eigen_rate: bool = False
+
+
+# The residual updates, made visible: x is the residual, f the sublayer, p its parts.
+NONE = Layer(lambda x, f, p: x + f(x))
+PRE = Layer(lambda x, f, p: x + f(p.n_in(x)), input_norm=True)
+POST = Layer(lambda x, f, p: p.n_out(x + f(x)), output_norm="residual")
+ATTN_OUT = Layer(lambda x, f, p: x + p.n_out(f(x)), output_norm="branch")
+PERI = Layer(lambda x, f, p: x + p.n_out(f(p.n_in(x))), input_norm=True, output_norm="branch")
+NGPT = Layer(lambda x, f, p: unit(x + p.alpha * (unit(f(x)) - x)), eigen_rate=True)
+
+
+def ln_scaling(layer: int) -> Layer:
+    """LayerNorm Scaling: Pre-LN whose input norms in layer ``layer`` (0-based) are scaled by
+    1/sqrt(layer + 1)."""
+    factor = 1.0 / math.sqrt(layer + 1)
+    return Layer(lambda x, f, p: x + f(p.n_in(x) * factor), input_norm=True)
+
+
+MIXLN_ALPHA = 0.25  # Mix-LN: the fraction of the layers, from the first, that are Post-LN
+
+
+def mixln_post_layers(n_layers: int) -> int:
+    """How many of the first layers of an ``n_layers``-layer mixln model are Post-LN:
+    floor(alpha L) with alpha = 0.25 (the Mix-LN paper), and at least 1."""
+    return max(1, math.floor(MIXLN_ALPHA * n_layers))
+
+
+@torch.no_grad()
+def renormalize_(params: Mapping[str, torch.Tensor]) -> None:
+    """nGPT's step after the optimizer: every weight vector along the residual width d (the
+    axis :data:`SPHERE_AXES` names for each matrix, by the last part of its name) scaled to unit
+    length, in place. The axes are negative, so a stack of K models (a leading member axis)
+    is re-normalized member by member unchanged. Other names are left alone."""
+    for name, tensor in params.items():
+        axis = SPHERE_AXES.get(name.rsplit(".", 1)[-1])
+        if axis is not None:
+            tensor.copy_(unit(tensor, axis))
+
+
+SPHERE_AXES = {"W_E": -1, "W_pos": -1, "W_U": -2, "W_Q": -2, "W_K": -2, "W_V": -2, "W_O": -1,
+               "W_in": -2, "W_gate": -2, "W_out": -1}
+"""nGPT's unit vectors: for each matrix, its axis of width d_model."""
 
 
 @dataclass(frozen=True)
 class Placement:
-    """One norm placement: where its norms go and the residual update it makes of a sublayer.
-
-    ``rule(x, f, n_in, n_out)`` is the new residual made from the residual x, the sublayer f and
-    the sublayer's input and output norms; a block applies it twice, to attention and to the MLP
-    (nanoGPT's two lines). ``input_norm``: an N before f. ``output_norm``: None, ``"branch"``
-    (N on f's output, x + N(f)) or ``"residual"`` (N on the sum, N(x + f)). ``final_norm``: an
-    N_final before W_U."""
+    """One normalization scheme: ``layer(l, L)`` is the :class:`Layer` of layer l (0-based) of
+    an L-layer model; ``final_norm``: an N_final before W_U; ``sphere``: nGPT's hidden states,
+    weights and scalings (q, k on the sphere with s_qk, the MLP's s_u, s_nu, the logit scale
+    s_z); ``after_step``: what runs on the parameters (name -> tensor) after every optimizer
+    step, or None."""
 
     name: str
-    input_norm: bool
-    output_norm: str | None
+    layer: Callable[[int, int], Layer]
     final_norm: bool
-    rule: Rule
+    sphere: bool = False
+    after_step: Callable[[Mapping[str, torch.Tensor]], None] | None = None
 
 
-# The norm placements, made visible: x is the residual, f the sublayer, n_in / n_out its norms.
+# The schemes: each names, for layer l of L, its residual update (above) and its final norm.
 PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
-    Placement("none", input_norm=False, output_norm=None, final_norm=False,
-              rule=lambda x, f, n_in, n_out: x + f(x)),
-    Placement("pre", input_norm=True, output_norm=None, final_norm=True,
-              rule=lambda x, f, n_in, n_out: x + f(n_in(x))),
-    Placement("post", input_norm=False, output_norm="residual", final_norm=False,
-              rule=lambda x, f, n_in, n_out: n_out(x + f(x))),
-    Placement("attn_out", input_norm=False, output_norm="branch", final_norm=False,
-              rule=lambda x, f, n_in, n_out: x + n_out(f(x))),
-    Placement("peri", input_norm=True, output_norm="branch", final_norm=True,
-              rule=lambda x, f, n_in, n_out: x + n_out(f(n_in(x)))),
+    Placement("none", lambda l, L: NONE, final_norm=False),
+    Placement("pre", lambda l, L: PRE, final_norm=True),
+    Placement("post", lambda l, L: POST, final_norm=False),
+    Placement("attn_out", lambda l, L: ATTN_OUT, final_norm=False),
+    Placement("peri", lambda l, L: PERI, final_norm=True),
+    Placement("pre_nofinal", lambda l, L: PRE, final_norm=False),
+    Placement("mixln", lambda l, L: POST if l < mixln_post_layers(L) else PRE, final_norm=True),
+    Placement("ln_scaling", lambda l, L: ln_scaling(l), final_norm=True),
+    Placement("ngpt", lambda l, L: NGPT, final_norm=False, sphere=True,
+              after_step=renormalize_),
 )}
 if tuple(PLACEMENTS) != NORM_PLACEMENTS:  # the config's names are this table's keys
     raise ImportError(f"PLACEMENTS {tuple(PLACEMENTS)} disagree with the config's "
                       f"NORM_PLACEMENTS {NORM_PLACEMENTS}")
 MLP_KINDS = (None, "gelu", "swiglu")
+ROPE_BASE = 10000.0
+NGPT_ALPHA_INIT = 0.05  # the eigen learning rates' initial value (alpha_A, alpha_M)
+
+
+_LAYERS: dict[tuple[str, int, int], Layer] = {}  # layer_of's memo: one record per layer
+
+
+def layer_of(norm: str, layer: int, n_layers: int) -> Layer:
+    """The :class:`Layer` that scheme ``norm`` puts in layer ``layer`` (0-based) of
+    ``n_layers``."""
+    key = (norm, layer, n_layers)
+    if key not in _LAYERS:
+        _LAYERS[key] = PLACEMENTS[norm].layer(layer, n_layers)
+    return _LAYERS[key]
+
+
+def after_optimizer_step(cfg: "ModelConfig", params: Mapping[str, torch.Tensor]) -> None:
+    """The scheme's step after every optimizer step on ``params`` (name -> tensor, the names of
+    ``Transformer.named_parameters()``, of one model or stacked with a leading member axis), in
+    place: nGPT re-normalizes its weight vectors (:func:`renormalize_`); the others do nothing."""
+    step = PLACEMENTS[cfg.norm].after_step
+    if step is not None:
+        step(params)
+
+
+def scaled(param: torch.Tensor, init: float, scale: float) -> torch.Tensor:
+    """nGPT's scaled parametrization: the stored ``param`` starts at ``scale``; the model uses
+    param * (init / scale), which starts at ``init``."""
+    return param * (init / scale)
 
 
 @dataclass(frozen=True)
@@ -87,7 +224,7 @@ class ModelConfig:
     n_heads: int = 1
     d_head: int | None = None  # query/key width per head (default d_model // n_heads)
     d_value: int | None = None  # value width per head (default d_head)
-    norm: str = "none"
+    norm: str = "none"  # the normalization scheme, a key of PLACEMENTS
     norm_kind: str = "rms"
     mlp: str | None = None  # None (attention only) | "gelu" | "swiglu"
     d_mlp: int | None = None  # MLP hidden width (default 4 d_model)
@@ -97,6 +234,8 @@ class ModelConfig:
     eps: float = 1e-6  # norm epsilon; constructions use 0 for exact arithmetic
     init_std: float = 0.02
     attn_out_scale: float = 1.0  # W_O's init is scaled by this (post: K = lambda/beta grows with it)
+    norm_gain: str = "learned"  # "learned" | "frozen" (every norm without gain or bias)
+    rope: bool = False  # rotary positions on queries and keys (then max_len is None)
 
     def __post_init__(self) -> None:
         def need(ok: bool, message: str) -> None:
@@ -112,6 +251,8 @@ class ModelConfig:
              f"norm placement {self.norm!r} is not one of {', '.join(NORM_PLACEMENTS)}")
         need(self.norm_kind in NORM_KINDS,
              f"norm kind {self.norm_kind!r} is not one of {', '.join(NORM_KINDS)}")
+        need(self.norm_gain in NORM_GAINS,
+             f"norm gain {self.norm_gain!r} is not one of {', '.join(NORM_GAINS)}")
         need(self.mlp in MLP_KINDS, f"mlp {self.mlp!r} is not one of None, 'gelu', 'swiglu'")
         for name in ("d_head", "d_value", "d_mlp", "max_len"):
             value = getattr(self, name)
@@ -128,6 +269,13 @@ class ModelConfig:
         need(self.init_std > 0.0, f"init_std must be > 0, got {self.init_std!r}")
         need(self.attn_out_scale > 0.0,
              f"attn_out_scale must be > 0, got {self.attn_out_scale!r}")
+        need(isinstance(self.rope, bool), f"rope must be True or False, got {self.rope!r}")
+        need(not (self.rope and self.max_len is not None),
+             f"positions are one of none, learned (max_len) or rope; rope=True takes "
+             f"max_len=None, got max_len={self.max_len}")
+        need(not self.rope or self.head_width % 2 == 0,
+             f"rope rotates pairs of query/key coordinates: d_head must be even, got "
+             f"d_head={self.head_width}; allowed: an even d_head, or no rope")
 
     @property
     def head_width(self) -> int:
@@ -141,6 +289,11 @@ class ModelConfig:
     def mlp_width(self) -> int:
         return self.d_mlp if self.d_mlp is not None else 4 * self.d_model
 
+    @property
+    def positional(self) -> str:
+        """"none", "learned" (``max_len`` slots) or "rope"."""
+        return "learned" if self.max_len is not None else "rope" if self.rope else "none"
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -153,6 +306,26 @@ class ModelConfig:
         return cls(**data)
 
 
+class Dropout(nn.Module):
+    """Inverted dropout at rate p: ``F.dropout`` (``nn.Dropout``'s arithmetic and masks) for one
+    model. The rate is also a buffer (not saved: the config holds it), so that K stacked members
+    (:mod:`resharpen.experiments.core.engine`) each train at their own rate: inside
+    ``torch.func.vmap`` a unit is kept when a uniform draw is >= p_k and scaled by 1/(1 - p_k)."""
+
+    def __init__(self, rate: float):
+        super().__init__()
+        self.p = float(rate)
+        self.register_buffer("rate", torch.tensor(self.p), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return x
+        if not torch._C._functorch.is_functorch_wrapped_tensor(self.rate):
+            return F.dropout(x, self.p, True) if self.p > 0 else x
+        keep = (torch.rand_like(x) >= self.rate).to(x.dtype)
+        return x * keep / (1.0 - self.rate)
+
+
 class HookPoint(nn.Identity):
     """A named capture point: the identity map (no arithmetic, no parameters, no state_dict
     entry) whose input :meth:`Transformer.capture` reads with a forward hook."""
@@ -160,13 +333,14 @@ class HookPoint(nn.Identity):
 
 class Norm(nn.Module):
     """RMSNorm  N(x) = g * x / sqrt(mean(x^2) + eps)   or
-    LayerNorm N(x) = g * (x - mean x) / sqrt(var x + eps) + b, over the last axis."""
+    LayerNorm N(x) = g * (x - mean x) / sqrt(var x + eps) + b, over the last axis;
+    ``learned=False``: g = 1 and b = 0, no parameters."""
 
-    def __init__(self, width: int, kind: str, eps: float):
+    def __init__(self, width: int, kind: str, eps: float, learned: bool = True):
         super().__init__()
         self.kind, self.eps = kind, eps
-        self.gain = nn.Parameter(torch.ones(width))
-        self.bias = nn.Parameter(torch.zeros(width)) if kind == "layer" else None
+        self.gain = nn.Parameter(torch.ones(width)) if learned else None
+        self.bias = nn.Parameter(torch.zeros(width)) if kind == "layer" and learned else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = (x.shape[-1],)
@@ -175,11 +349,25 @@ class Norm(nn.Module):
         return F.layer_norm(x, shape, self.gain, self.bias, self.eps)
 
 
+def rotary(x: torch.Tensor) -> torch.Tensor:
+    """RoPE on (..., seq, e), e even: the pair (x_2i, x_2i+1) at position p rotated by the angle
+    p * 10000^(-2i/e). The angles are computed for this length (any length; float64 for a
+    float64 x, else float32)."""
+    n, e = x.shape[-2], x.shape[-1]
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    freq = ROPE_BASE ** (-torch.arange(0, e, 2, dtype=dtype, device=x.device) / e)
+    angle = torch.arange(n, dtype=dtype, device=x.device)[:, None] * freq  # (seq, e/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+
+
 class Attention(nn.Module):
     """Causal multi-head attention with weights W_Q, W_K: (H, d, d_head), W_V: (H, d, d_value),
-    W_O: (H, d_value, d)."""
+    W_O: (H, d_value, d); with RoPE (``cfg.rope``) on q and k; nGPT (``sphere``): q and k
+    normalized per head and scaled by s_qk (H, d_head), softmax scale sqrt(d_head)."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, sphere: bool = False):
         super().__init__()
         h, d, dk, dv = cfg.n_heads, cfg.d_model, cfg.head_width, cfg.value_width
         self.W_Q = nn.Parameter(torch.randn(h, d, dk) * cfg.init_std)
@@ -189,15 +377,27 @@ class Attention(nn.Module):
         if cfg.attn_out_scale != 1.0:  # the default leaves the init (and its numbers) unchanged
             W_O = W_O * cfg.attn_out_scale
         self.W_O = nn.Parameter(W_O)
-        self.dropout = nn.Dropout(cfg.attn_dropout)
-        self.scale = 1.0 / math.sqrt(dk)
+        self.sphere_scale = 1.0 / math.sqrt(d)  # nGPT's s_qk: init 1, scale 1/sqrt(d)
+        self.s_qk = nn.Parameter(torch.full((h, dk), self.sphere_scale)) if sphere else None
+        self.rope = cfg.rope
+        self.dropout = Dropout(cfg.attn_dropout)
+        self.scale = math.sqrt(dk) if sphere else 1.0 / math.sqrt(dk)
         self.hook_pattern = HookPoint()
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def scores(self, x: torch.Tensor) -> torch.Tensor:
+        """The attention logits (batch, heads, seq, seq), scaled, before the causal mask."""
         q = torch.einsum("bsd,hde->bhse", x, self.W_Q)
         k = torch.einsum("bsd,hde->bhse", x, self.W_K)
+        if self.rope:
+            q, k = rotary(q), rotary(k)
+        if self.s_qk is not None:  # nGPT: q, k per head on the sphere, scaled by s_qk
+            s_qk = scaled(self.s_qk, 1.0, self.sphere_scale)[:, None, :]
+            q, k = s_qk * unit(q), s_qk * unit(k)
+        return torch.einsum("bhqe,bhke->bhqk", q, k) * self.scale
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        scores = self.scores(x)
         v = torch.einsum("bsd,hde->bhse", x, self.W_V)
-        scores = torch.einsum("bhqe,bhke->bhqk", q, k) * self.scale
         n = x.shape[1]
         causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
         weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
@@ -207,37 +407,53 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    """GELU: gelu(x W_in) W_out.  SwiGLU: (silu(x W_gate) * x W_in) W_out."""
+    """GELU: gelu(x W_in) W_out.  SwiGLU: (silu(x W_gate) * x W_in) W_out.
+    nGPT (``sphere``): the pre-activations scaled, SwiGLU u = s_u * (x W_in) and
+    nu = s_nu sqrt(d) * (x W_gate), GELU gelu(s_nu sqrt(d) * (x W_in)); s_u, s_nu of width d_mlp."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, sphere: bool = False):
         super().__init__()
         d, m = cfg.d_model, cfg.mlp_width
         self.kind = cfg.mlp
         self.W_in = nn.Parameter(torch.randn(d, m) * cfg.init_std)
         self.W_gate = nn.Parameter(torch.randn(d, m) * cfg.init_std) if cfg.mlp == "swiglu" else None
         self.W_out = nn.Parameter(torch.randn(m, d) * cfg.init_std / math.sqrt(2 * cfg.n_layers))
+        # nGPT's scalings (init 1, scale 1); nu's also times sqrt(d)
+        self.s_u = nn.Parameter(torch.ones(m)) if sphere and cfg.mlp == "swiglu" else None
+        self.s_nu = nn.Parameter(torch.ones(m)) if sphere else None
+        self.nu_scale = math.sqrt(d)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         hidden = x @ self.W_in
-        hidden = F.silu(x @ self.W_gate) * hidden if self.kind == "swiglu" else F.gelu(hidden)
+        if self.s_nu is None:
+            hidden = F.silu(x @ self.W_gate) * hidden if self.kind == "swiglu" else F.gelu(hidden)
+        elif self.kind == "swiglu":  # nGPT: silu(nu) * u
+            nu = self.s_nu * self.nu_scale * (x @ self.W_gate)
+            hidden = F.silu(nu) * (self.s_u * hidden)
+        else:
+            hidden = F.gelu(self.s_nu * self.nu_scale * hidden)
         return hidden @ self.W_out
 
 
 class Block(nn.Module):
-    """One layer: x <- rule(x, attention), then x <- rule(x, MLP), with the placement's rule.
+    """Layer ``layer`` (0-based): x <- rule(x, attention), then x <- rule(x, MLP), with the rule
+    its scheme gives this layer (:func:`layer_of`).
 
     Capture points (as TransformerLens's hook points), in the order they fire, with x the block
     input, f_attn and f_mlp the sublayers (residual dropout included), N_in and N_out a sublayer's
     input and output norms; every one is (batch, seq, d_model) except the attention pattern:
 
         hook_resid_pre             x
-        hook_attn_in               h = N_in(x) (pre, peri), else x: what attention reads
+        hook_attn_in               h: what attention reads, N_in(x) (pre, pre_nofinal, peri,
+                                   mixln's Pre-LN layers), N_in(x) / sqrt(l + 1) (ln_scaling),
+                                   else x
         attn.hook_pattern          P = softmax(h W_Q (h W_K)^T / sqrt(d_head) + causal mask),
-                                   (batch, heads, seq, seq), each row summing to 1
+                                   (batch, heads, seq, seq), each row summing to 1 (q and k
+                                   rotated under RoPE; nGPT's normalized q, k and scale)
         hook_attn_out              f_attn(h) = sum_heads P h W_V W_O
-        hook_attn_norm_out_input   what N_out receives: x + f_attn(h) (post), f_attn(h) (attn_out,
-                                   peri)                                 [placements with N_out]
-        hook_attn_norm_out_output  N_out of it                           [placements with N_out]
+        hook_attn_norm_out_input   what N_out receives: x + f_attn(h) (post, mixln's Post-LN
+                                   layers), f_attn(h) (attn_out, peri)  [layers with N_out]
+        hook_attn_norm_out_output  N_out of it                          [layers with N_out]
         hook_resid_mid             x' = rule(x, f_attn): the residual between the sublayers [MLP]
         hook_mlp_in, hook_mlp_out, hook_mlp_norm_out_input, hook_mlp_norm_out_output
                                    the same four points of the MLP sublayer acting on x'     [MLP]
@@ -245,21 +461,30 @@ class Block(nn.Module):
 
     A point in brackets exists only in blocks that have that part, so every point fires."""
 
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, layer: int = 0):
         super().__init__()
-        self.placement = cfg.norm
-        placement = PLACEMENTS[cfg.norm]
+        self.placement, self.layer, self.n_layers = cfg.norm, layer, cfg.n_layers
+        rule = layer_of(cfg.norm, layer, cfg.n_layers)
+        sphere = PLACEMENTS[cfg.norm].sphere
+        self.alpha_scale = 1.0 / math.sqrt(cfg.d_model)  # nGPT's alpha: init 0.05, scale 1/sqrt(d)
 
         def norm(used: bool) -> nn.Module:
-            return Norm(cfg.d_model, cfg.norm_kind, cfg.eps) if used else nn.Identity()
+            return (Norm(cfg.d_model, cfg.norm_kind, cfg.eps, cfg.norm_gain == "learned")
+                    if used else nn.Identity())
 
-        has_out = placement.output_norm is not None
-        self.attn = Attention(cfg)
-        self.attn_norm_in, self.attn_norm_out = norm(placement.input_norm), norm(has_out)
-        self.mlp = MLP(cfg) if cfg.mlp else None
+        def eigen_rate() -> nn.Parameter | None:
+            return nn.Parameter(torch.full((cfg.d_model,), self.alpha_scale)) \
+                if rule.eigen_rate else None
+
+        has_out = rule.output_norm is not None
+        self.attn = Attention(cfg, sphere)
+        self.attn_norm_in, self.attn_norm_out = norm(rule.input_norm), norm(has_out)
+        self.attn_alpha = eigen_rate()
+        self.mlp = MLP(cfg, sphere) if cfg.mlp else None
         if self.mlp is not None:
-            self.mlp_norm_in, self.mlp_norm_out = norm(placement.input_norm), norm(has_out)
-        self.dropout = nn.Dropout(cfg.resid_dropout)
+            self.mlp_norm_in, self.mlp_norm_out = norm(rule.input_norm), norm(has_out)
+            self.mlp_alpha = eigen_rate()
+        self.dropout = Dropout(cfg.resid_dropout)
         # capture points: identity modules, so parameter names and state_dict keys are unchanged
         self.hook_resid_pre = HookPoint()
         self.hook_attn_in, self.hook_attn_out = HookPoint(), HookPoint()
@@ -273,9 +498,14 @@ class Block(nn.Module):
                 self.hook_mlp_norm_out_output = HookPoint()
         self.hook_resid_post = HookPoint()
 
+    @property
+    def rule(self) -> Rule:
+        """This layer's residual rule."""
+        return layer_of(self.placement, self.layer, self.n_layers).rule
+
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(block output, attention pattern P)."""
-        rule, pattern = PLACEMENTS[self.placement].rule, []
+        rule, pattern = self.rule, []
 
         def attention(h: torch.Tensor) -> torch.Tensor:
             out, weights = self.attn(self.hook_attn_in(h))
@@ -285,17 +515,23 @@ class Block(nn.Module):
         def mlp(h: torch.Tensor) -> torch.Tensor:
             return self.hook_mlp_out(self.dropout(self.mlp(self.hook_mlp_in(h))))
 
-        x = rule(self.hook_resid_pre(x), attention, self.attn_norm_in, self._attn_norm_out)
+        x = rule(self.hook_resid_pre(x), attention,
+                 Parts(self.attn_norm_in, self._attn_norm_out, self._eigen_rate(self.attn_alpha)))
         if self.mlp is not None:
-            x = rule(self.hook_resid_mid(x), mlp, self.mlp_norm_in, self._mlp_norm_out)
+            x = rule(self.hook_resid_mid(x), mlp,
+                     Parts(self.mlp_norm_in, self._mlp_norm_out, self._eigen_rate(self.mlp_alpha)))
         return self.hook_resid_post(x), pattern[0]
 
-    # the output norms with their capture points; only placements with an N_out call them
+    # the output norms with their capture points; only layers with an N_out call them
     def _attn_norm_out(self, y: torch.Tensor) -> torch.Tensor:
         return self.hook_attn_norm_out_output(self.attn_norm_out(self.hook_attn_norm_out_input(y)))
 
     def _mlp_norm_out(self, y: torch.Tensor) -> torch.Tensor:
         return self.hook_mlp_norm_out_output(self.mlp_norm_out(self.hook_mlp_norm_out_input(y)))
+
+    def _eigen_rate(self, param: torch.Tensor | None) -> torch.Tensor | None:
+        """nGPT's alpha = |param| * (0.05 / (1/sqrt(d))) (the |.| of the reference code)."""
+        return None if param is None else scaled(param, NGPT_ALPHA_INIT, self.alpha_scale).abs()
 
 
 class Capture(dict):
@@ -339,18 +575,24 @@ class Transformer(nn.Module):
         self.W_E = nn.Parameter(torch.randn(cfg.vocab, cfg.d_model) * cfg.init_std)
         self.W_pos = (nn.Parameter(torch.randn(cfg.max_len, cfg.d_model) * cfg.init_std)
                       if cfg.max_len else None)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
-        self.final_norm = (Norm(cfg.d_model, cfg.norm_kind, cfg.eps)
-                           if PLACEMENTS[cfg.norm].final_norm else nn.Identity())
+        self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
+        placement = PLACEMENTS[cfg.norm]
+        self.final_norm = (Norm(cfg.d_model, cfg.norm_kind, cfg.eps, cfg.norm_gain == "learned")
+                           if placement.final_norm else nn.Identity())
         self.W_U = nn.Parameter(torch.randn(cfg.d_model, cfg.vocab) * cfg.init_std)
+        self.sphere = placement.sphere
+        self.sphere_scale = 1.0 / math.sqrt(cfg.d_model)  # nGPT's s_z: init 1, scale 1/sqrt(d)
+        self.s_z = nn.Parameter(torch.full((cfg.vocab,), self.sphere_scale)) if self.sphere \
+            else None
+        self.after_optimizer_step()  # nGPT starts with its weight vectors on the sphere
 
     def residual(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The input residual stream W_E[t] (+ W_pos)."""
+        """The input residual stream W_E[t] (+ W_pos), on the unit sphere for nGPT."""
         check_tokens(tokens, self.cfg.vocab, self.cfg.max_len)
         x = self.W_E[tokens]
         if self.W_pos is not None:
             x = x + self.W_pos[: tokens.shape[1]]
-        return x
+        return unit(x) if self.sphere else x
 
     def forward(self, tokens: torch.Tensor, return_attention: bool = False):
         x = self.residual(tokens)
@@ -359,7 +601,14 @@ class Transformer(nn.Module):
             x, weights = block(x)
             attention.append(weights)
         logits = self.final_norm(x) @ self.W_U
+        if self.s_z is not None:  # nGPT's logit scale
+            logits = logits * scaled(self.s_z, 1.0, self.sphere_scale)
         return (logits, attention) if return_attention else logits
+
+    def after_optimizer_step(self) -> None:
+        """The scheme's step after an optimizer step, on this model's parameters
+        (:func:`after_optimizer_step`: nGPT re-normalizes its weight vectors)."""
+        after_optimizer_step(self.cfg, dict(self.named_parameters()))
 
     # -- named capture points ---------------------------------------------------------------
     def hook_points(self) -> dict[str, HookPoint]:
@@ -409,6 +658,9 @@ class Transformer(nn.Module):
     def attention_scores(self) -> torch.Tensor:
         """A = W_E W_Q W_K^T W_E^T / sqrt(d_head): row q, column k is the score of key k."""
         attn = self._single_head()
+        if self.cfg.rope or self.sphere:
+            raise ValueError("A is the position-free score of plain attention; this model has "
+                             f"rope={self.cfg.rope}, norm={self.cfg.norm!r}")
         return (self.W_E @ attn.W_Q[0]) @ (self.W_E @ attn.W_K[0]).T * attn.scale
 
 
@@ -420,7 +672,9 @@ def check_tokens(tokens: torch.Tensor, vocab: int, max_len: int | None = None) -
         raise ValueError(f"tokens must have an integer dtype, got {tokens.dtype}")
     if tokens.dim() != 2 or tokens.shape[1] < 1:
         raise ValueError(f"tokens must have shape (batch, seq >= 1), got {tuple(tokens.shape)}")
-    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
+    # inside torch.func.vmap (the ensemble engine) the values are checked before, on the stack
+    if tokens.numel() and not torch._C._functorch.is_functorch_wrapped_tensor(tokens) and (
+            int(tokens.min()) < 0 or int(tokens.max()) >= vocab):
         raise ValueError(f"tokens must lie in [0, {vocab - 1}], got values in "
                          f"[{int(tokens.min())}, {int(tokens.max())}]")
     if max_len is not None and tokens.shape[1] > max_len:

@@ -36,21 +36,62 @@ RUN_FILES = ("config.json", "metrics.jsonl", "per_length.json", "summary.json",
 """The files :func:`resharpen.experiments.core.train.save_run` writes in a run folder."""
 
 
-def run_each(run_fn, configs: list[dict]) -> list[dict]:
-    """``[run_fn(c) for c in configs]``: a task of runs that do not share anything."""
-    return [run_fn(config) for config in configs]
+PER_MEMBER_KEYS = (("train", "seed"), ("train", "lr"), ("train", "weight_decay"),
+                   ("train", "ema"), ("train", "ema_decay"), ("model", "init_std"),
+                   ("model", "attn_out_scale"), ("model", "attn_dropout"),
+                   ("model", "resid_dropout"))
+"""The config keys in which runs trained as one ensemble may differ (with the run name): what
+only the start, the optimizer, the averaging or the dropout rates see
+(:mod:`resharpen.experiments.core.engine`)."""
+
+
+def group_key(config: dict) -> str:
+    """The part of a run config that the members of one ensemble share (all but the name and
+    :data:`PER_MEMBER_KEYS`), as canonical JSON."""
+    shared = json.loads(json.dumps(config))
+    shared.pop("name", None)
+    for section, key in PER_MEMBER_KEYS:
+        shared.get(section, {}).pop(key, None)
+    return json.dumps(shared, sort_keys=True)
+
+
+def check_shared(configs: list[dict]) -> None:
+    """ValueError unless ``configs`` (at least one) can train as one ensemble."""
+    if not configs:
+        raise ValueError("an ensemble needs at least one run config")
+    if len({group_key(c) for c in configs}) > 1:
+        raise ValueError("these runs cannot share an ensemble: their configs differ in more "
+                         f"than {', '.join(f'{s}.{k}' for s, k in PER_MEMBER_KEYS)}")
+
+
+def group_runs(configs: list[dict], size: int) -> list[list[int]]:
+    """Indices of ``configs`` in groups of at most ``size`` runs with one :func:`group_key`,
+    in order of first appearance (a deterministic function of the list)."""
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"ensemble size must be >= 1, got {size!r}")
+    groups: list[list[int]] = []
+    open_group: dict[str, list[int]] = {}
+    for index, config in enumerate(configs):
+        key = group_key(config)
+        group = open_group.get(key)
+        if group is None or len(group) == size:
+            group = open_group[key] = []
+            groups.append(group)
+        group.append(index)
+    return groups
 
 
 def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table_fn, *,
-            groups: list[list[int]] | None = None, marker: dict | None = None,
+            ensemble: int = 1, marker: dict | None = None,
             backend: str = "local", workers: int = 2, address: str | None = None,
             progress: bool = True, kind: str = "sweep", desc: str = "sweep") -> None:
     """Run every config of a sweep folder that has no ``summary.json`` yet, on ``backend``.
 
-    ``run_fn(list of configs) -> list of results`` runs one task; ``groups`` (lists of
-    indices into ``configs``, default one run per task) says which runs share a task. A group
-    with an unfinished run is run again whole (so a resumed sweep computes every run in the
-    same company) and only its unfinished runs are written.
+    ``run_fn(list of configs) -> list of results`` runs one task: the runs of one ensemble.
+    The unfinished runs are grouped into ensembles of at most ``ensemble`` runs that can train
+    together (:func:`group_runs`), so a resumed sweep trains only its unfinished runs, in
+    ensembles of their own (a member equals its lone run up to float32 rounding, so the
+    company does not matter beyond that).
     Refuses a folder whose ``sweep.json`` holds another identity or whose run folder holds
     another config; removes the temporary files a killed writer left (only this package's, for
     the files it writes: :data:`SWEEP_FILES` in ``root``, the run files in each planned run's
@@ -78,12 +119,13 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
                     raise UsageError(f"run folder {str(folder)!r} holds another config; "
                                      "choose another --out")
                 finished.add(index)
+        unfinished = [i for i in range(len(configs)) if i not in finished]
+        pending = [[unfinished[j] for j in group]
+                   for group in group_runs([configs[i] for i in unfinished], ensemble)]
     remove_stale_temporaries(root, SWEEP_FILES)  # left by a killed writer: ours only
     for config in configs:
         remove_stale_temporaries(root / "runs" / config["name"], RUN_FILES)
     atomic_write_json(path, {"identity": identity, "runs": len(configs), **(marker or {})})
-    groups = [[i] for i in range(len(configs))] if groups is None else groups
-    pending = [g for g in groups if not set(g) <= finished]
     bar = progress_bar(total=len(configs), initial=len(finished), desc=desc, unit="run",
                        enabled=progress, leave=True)
     lines = Progress(desc, len(configs), unit="run", enabled=progress)

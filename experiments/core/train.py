@@ -5,7 +5,8 @@ Config. Every trainer reads the same ``[model]`` and ``[train]`` keys
 (:mod:`resharpen.experiments.core.train_config`, torch-free: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`; a trainer picks the keys it uses and its defaults with
 :func:`resharpen.experiments.core.config.pick_fields`) and builds its model with
 :func:`model_config`: the decoder of :mod:`resharpen.experiments.core.model` with learned
-positions over ``max_len`` slots (``model.positional = "learned"``) or none (``"none"``).
+positions over ``max_len`` slots (``model.positional = "learned"``), rotary positions
+(``"rope"``) or none (``"none"``).
 
 Optimizer: AdamW (decoupled weight decay on matrices only, not on norm gains and biases),
 betas (``train.beta1``, ``train.beta2``). Schedule: the multiplier of ``train.lr`` at optimizer
@@ -19,6 +20,7 @@ with r = ``train.min_lr_ratio`` and shape(p) = (1 + cos(pi p)) / 2 (``cosine``) 
 against its training target (``train.target``: the sampled next token, k sampled labels, or the
 soft target p*; :mod:`resharpen.experiments.core.targets`; positions whose label is ``ignore``
 left out), backward, gradient-norm clipping at ``train.grad_clip`` (0 = off), the optimizer, the
+scheme's step after it (nGPT: the weight vectors re-normalized; the others: nothing), the
 schedule.
 
 Averaging: a run tracks raw, EMA and BEMA weights on the same trajectory
@@ -54,15 +56,18 @@ from resharpen.experiments.core.targets import Batch, cross_entropy
 WEIGHTS = WEIGHT_KINDS  # raw, ema, bema
 def model_config(config: dict, vocab: int, max_len: int) -> ModelConfig:
     """The ``ModelConfig`` of a validated config's ``[model]`` table for a vocabulary of
-    ``vocab`` tokens and inputs of at most ``max_len`` tokens (the learned position slots)."""
+    ``vocab`` tokens and inputs of at most ``max_len`` tokens (the learned position slots;
+    ``model.positional = "rope"``: rotary positions, any length)."""
     m = config["model"]
     return ModelConfig(
         vocab=vocab, d_model=m["d_model"], n_layers=m["n_layers"], n_heads=m["n_heads"],
         d_head=m["d_head"] or None, norm=m["norm"], norm_kind=m["norm_kind"],
         mlp=None if m["mlp"] == "none" else m["mlp"], d_mlp=m["d_mlp"] or None,
         max_len=max_len if m["positional"] == "learned" else None,
+        rope=m["positional"] == "rope",
         attn_dropout=m["attn_dropout"], resid_dropout=m["resid_dropout"],
-        init_std=m["init_std"], attn_out_scale=m.get("attn_out_scale", 1.0))
+        init_std=m["init_std"], attn_out_scale=m.get("attn_out_scale", 1.0),
+        norm_gain=m.get("norm_gain", "learned"))
 
 
 def seeded_model(config: dict, vocab: int, max_len: int) -> Transformer:
@@ -121,7 +126,9 @@ def train_step(model: nn.Module, optimizer, schedule, batch: torch.Tensor | Batc
                after_backward: Callable[[], None] | None = None) -> float:
     """One step on a batch (sequences (B, S+1) or a :class:`~resharpen.experiments.core.targets.Batch`):
     :func:`next_token_loss`, backward, ``after_backward()`` (to read the gradients before
-    clipping), gradient-norm clipping, the optimizer, the schedule. Returns the loss."""
+    clipping), gradient-norm clipping, the optimizer, the scheme's step after it
+    (:func:`resharpen.experiments.core.model.after_optimizer_step`: nGPT puts its weight
+    vectors back on the sphere), the schedule. Returns the loss."""
     loss = next_token_loss(model, batch, ignore)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
@@ -130,6 +137,8 @@ def train_step(model: nn.Module, optimizer, schedule, batch: torch.Tensor | Batc
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
+    if isinstance(model, Transformer):
+        model.after_optimizer_step()  # the scheme's step (nGPT: weights back on the sphere)
     schedule.step()
     return loss.item()
 
@@ -137,21 +146,57 @@ def train_step(model: nn.Module, optimizer, schedule, batch: torch.Tensor | Batc
 @dataclass
 class TrainingState:
     """One run's model, AdamW, schedule, weight averagers ({raw, ema, bema} or a subset) and
-    the exponentially smoothed training loss."""
+    the exponentially smoothed training loss: an ensemble of one for the training loop
+    (:func:`fit_members`; K members: :class:`resharpen.experiments.core.engine.EnsembleState`,
+    with the same methods)."""
 
     model: nn.Module
     optimizer: torch.optim.Optimizer
     schedule: torch.optim.lr_scheduler.LambdaLR
     averagers: dict = field(default_factory=dict)
     smoothed_loss: float = float("nan")
+    probe_points: tuple = ()  # capture points whose gradients each step records (``probed``)
+    probed: object = None  # the last step's :class:`resharpen.experiments.core.probes.Probed`
 
-    def lr(self) -> float:
+    size = 1
+
+    def lr(self, index: int = 0) -> float:
         """The learning rate of the next step."""
         return self.optimizer.param_groups[0]["lr"]
 
     def weights(self) -> dict[str, nn.Module]:
         """{raw, ema, bema} -> the module holding those weights."""
         return {kind: averager.module() for kind, averager in self.averagers.items()}
+
+    def member_weights(self, index: int = 0) -> dict[str, nn.Module]:
+        return self.weights()
+
+    snapshot = member_weights  # the loop ends when the one run stops: no copy needed
+
+    def train_step(self, batch, step: int, grad_clip: float, ignore: int | None = None,
+                   after_backward: Callable[[], None] | None = None) -> list[float]:
+        """:func:`train_step` on the model; the loss as a list of one. With ``probe_points``
+        the step also records the activations and gradients there (``self.probed``,
+        :mod:`resharpen.experiments.core.probes`), before ``after_backward`` runs."""
+        if not self.probe_points:
+            return [train_step(self.model, self.optimizer, self.schedule, batch, grad_clip,
+                               ignore, after_backward)]
+        from resharpen.experiments.core.probes import Probed, probed, zero_probes
+
+        inputs = batch.inputs if isinstance(batch, Batch) else batch[..., :-1]
+        deltas = zero_probes(self.probe_points, (*inputs.shape, self.model.cfg.d_model))
+        with probed(self.model, deltas) as values:
+            self.probed = Probed(values, deltas, stacked=False)
+            return [train_step(self.model, self.optimizer, self.schedule, batch, grad_clip,
+                               ignore, after_backward)]
+
+    def member_parameters(self, index: int = 0) -> dict[str, tuple]:
+        """{parameter name: (value, gradient or None)} of the raw weights."""
+        return {name: (p.detach(), p.grad) for name, p in self.model.named_parameters()}
+
+    def update_averagers(self, step: int) -> None:
+        for averager in self.averagers.values():
+            averager.update(self.model, step)
 
 
 def training_state(model: nn.Module, train: dict, weights: tuple[str, ...] = WEIGHTS
@@ -169,53 +214,127 @@ def training_state(model: nn.Module, train: dict, weights: tuple[str, ...] = WEI
     return TrainingState(model, optimizer, schedule, {kind: makers[kind]() for kind in weights})
 
 
+def members_state(models: list[nn.Module], trains: list[dict],
+                  weights: tuple[str, ...] = WEIGHTS):
+    """The training state of runs that train together: :func:`training_state` for one model,
+    an :class:`resharpen.experiments.core.engine.EnsembleState` (the models stacked and
+    vectorized) for several. ``trains``: each run's ``[train]`` table; the runs share the
+    schedule (steps, warm-up, shape), betas, clipping and BEMA settings, and may differ in
+    seed, lr, weight decay and EMA decay."""
+    if len(models) == 1:
+        return training_state(models[0], trains[0], weights)
+    from resharpen.experiments.core.engine import ensemble_state
+
+    unknown = sorted(set(weights) - set(WEIGHTS))
+    if unknown:
+        raise ValueError(f"weights {unknown[0]!r} is not one of {', '.join(WEIGHTS)}")
+    first = trains[0]
+    return ensemble_state(models, trains, lambda k: lr_factor(k, first), weights)
+
+
 def is_record_step(step: int, every: int, steps: int) -> bool:
     """Steps (1-based) with a history row: every ``every`` steps (0: none) and the last."""
     return step == steps or bool(every and step % every == 0)
 
 
-def fit(state: TrainingState, train: dict, next_batch: Callable[[int], torch.Tensor], *,
-        every: int, record: Callable[[int, float], dict],
-        stop: Callable[[dict], bool] | None = None, ignore: int | None = None,
-        after_backward: Callable[[], None] | None = None, raise_on_nonfinite: bool = False, smoothing: float = 0.02, name: str = "",
-        progress: bool = True) -> list[dict]:
-    """Train ``state.model`` for ``train.steps`` steps; return the history (the rows of
-    ``record``).
+@dataclass
+class Fitted:
+    """What :func:`fit_members` returns: each member's history (the rows of ``record``) and
+    its weights {raw, ema, bema} -> module at its end (the step its stopping rule fired, or the
+    last step)."""
 
-    Step ``step`` (1-based) trains on ``next_batch(step)`` (:func:`train_step`), updates the
-    averagers, then the smoothed loss  l <- (1 - smoothing) l + smoothing loss. At a record
-    step (:func:`is_record_step` with ``every``) ``record(step, loss)`` evaluates / logs and
-    returns the history row, and the run ends there if ``stop(row)`` says so (the stopping
-    rule; None = never). ``raise_on_nonfinite``: a ValueError naming the step when a loss is
+    histories: list[list[dict]]
+    weights: list[dict]
+
+
+def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *, every: int,
+                record: Callable[[int, int, float], dict],
+                stop: Callable[[int, dict], bool] | None = None, ignore: int | None = None,
+                after_backward: Callable[[], None] | None = None,
+                raise_on_nonfinite: bool = False, smoothing: float = 0.02,
+                names: list[str] | None = None, progress: bool = True) -> Fitted:
+    """The training loop of every trainer: train the ``state.size`` members of ``state`` (one
+    model, :class:`TrainingState`, or K stacked,
+    :class:`resharpen.experiments.core.engine.EnsembleState`) for up to ``train.steps`` steps.
+
+    Step ``step`` (1-based) trains on ``next_batch(step)`` (one batch, or the members' batches
+    stacked on a leading axis), updates the averagers, then each member's smoothed loss
+    l <- (1 - smoothing) l + smoothing loss. At a record step (:func:`is_record_step` with
+    ``every``) ``record(member, step, loss)`` evaluates / logs member ``member`` and returns its
+    history row, and the member ends there if ``stop(member, row)`` says so (the stopping rule;
+    None = never): its weights are kept as they are at that step (``state.snapshot``) and it
+    records no more rows; the loop ends when every member has ended or at the cap.
+    ``raise_on_nonfinite``: a ValueError naming the run and step when a live member's loss is
     not finite. ``progress``: a bar on a terminal, a line per record step otherwise
     (:mod:`resharpen.experiments.core.progress`)."""
     from resharpen.experiments.core.progress import Progress, bar as progress_bar, fit_of
 
-    model, steps = state.model, train["steps"]
-    history: list[dict] = []
-    model.train()
-    desc = f"train {name}".strip()
+    k, steps = state.size, train["steps"]
+    names = names or [""] * k
+    histories: list[list[dict]] = [[] for _ in range(k)]
+    ended: dict[int, dict] = {}
+    smoothed = [float("nan")] * k
+    desc = (f"train {names[0]}".strip() if k == 1 else f"ensemble of {k}")
+    state.model.train()
     bar = progress_bar(range(1, steps + 1), desc=desc, unit="step", enabled=progress)
     lines = Progress(desc, steps, enabled=progress)
     for step in bar:
-        value = train_step(model, state.optimizer, state.schedule, next_batch(step),
-                           train["grad_clip"], ignore, after_backward)
-        for averager in state.averagers.values():
-            averager.update(model, step)
-        if raise_on_nonfinite and not math.isfinite(value):
-            raise ValueError(f"run {name!r}: the loss is {value} at step {step}; lower train.lr")
-        running = state.smoothed_loss
-        state.smoothed_loss = value if running != running else \
-            (1 - smoothing) * running + smoothing * value
+        values = state.train_step(next_batch(step), step, train["grad_clip"], ignore,
+                                  after_backward)
+        state.update_averagers(step)
+        for i, value in enumerate(values):
+            if i in ended:
+                continue
+            if raise_on_nonfinite and not math.isfinite(value):
+                raise ValueError(f"run {names[i]!r}: the loss is {value} at step {step}; "
+                                 "lower train.lr")
+            running = smoothed[i]
+            smoothed[i] = value if running != running else \
+                (1 - smoothing) * running + smoothing * value
+        state.smoothed_loss = smoothed[0] if k == 1 else list(smoothed)
         if step % 50 == 0:
-            bar.set_postfix(loss=f"{state.smoothed_loss:.4f}")
+            bar.set_postfix(loss=f"{_mean(smoothed, ended):.4f}")
         if is_record_step(step, every, steps):
-            history.append(record(step, value))
-            lines.line(step, loss=state.smoothed_loss, **{"ID invalid mass": fit_of(history[-1])})
-            if stop is not None and stop(history[-1]):
+            for i in range(k):
+                if i in ended:
+                    continue
+                histories[i].append(record(i, step, values[i]))
+                if stop is not None and stop(i, histories[i][-1]):
+                    ended[i] = state.snapshot(i)
+            fits = [fit_of(h[-1]) for h in histories if h]
+            fits = [f for f in fits if f is not None]
+            if k == 1:
+                lines.line(step, loss=smoothed[0], **{"ID invalid mass": fits[0] if fits else None})
+            else:
+                lines.line(step, **{"mean loss": _mean(smoothed, ended),
+                                    "worst ID fit": max(fits) if fits else None,
+                                    "ended": f"{len(ended)}/{k}"})
+            if len(ended) == k:
                 break
     bar.close()
-    return history
+    return Fitted(histories, [ended[i] if i in ended else state.member_weights(i)
+                              for i in range(k)])
+
+
+def _mean(values: list[float], skip: dict) -> float:
+    live = [v for i, v in enumerate(values) if i not in skip] or values
+    return sum(live) / len(live)
+
+
+def fit(state: TrainingState, train: dict, next_batch: Callable[[int], torch.Tensor], *,
+        every: int, record: Callable[[int, float], dict],
+        stop: Callable[[dict], bool] | None = None, ignore: int | None = None,
+        after_backward: Callable[[], None] | None = None, raise_on_nonfinite: bool = False,
+        smoothing: float = 0.02, name: str = "", progress: bool = True) -> list[dict]:
+    """:func:`fit_members` for one model: ``record(step, loss)``, ``stop(row)``; returns the
+    history."""
+    fitted = fit_members(state, train, next_batch, every=every,
+                         record=lambda i, step, loss: record(step, loss),
+                         stop=None if stop is None else (lambda i, row: stop(row)),
+                         ignore=ignore, after_backward=after_backward,
+                         raise_on_nonfinite=raise_on_nonfinite, smoothing=smoothing,
+                         names=[name], progress=progress)
+    return fitted.histories[0]
 
 
 @dataclass

@@ -7,7 +7,8 @@ defaults with :func:`resharpen.experiments.core.config.pick_fields`. :class:`Tra
 ``train.target`` and ``train.labels_per_position`` (their meaning:
 :mod:`resharpen.experiments.core.targets`). The names of the norm placements and kinds are the
 keys of the model's table (:data:`resharpen.experiments.core.model.PLACEMENTS`, which checks
-that they agree).
+that they agree). ``model.positional``: none, learned (absolute slots) or rope (rotary);
+``model.norm_gain``: learned, or frozen at 1.
 """
 from __future__ import annotations
 
@@ -15,9 +16,15 @@ from dataclasses import dataclass
 
 from resharpen.experiments.core.config import Field
 
-NORM_PLACEMENTS = ("none", "pre", "post", "attn_out", "peri")
+NORM_PLACEMENTS = ("none", "pre", "post", "attn_out", "peri", "pre_nofinal", "mixln",
+                   "ln_scaling", "ngpt")
+"""The normalization schemes, the keys of the model's table (equations: its docstring)."""
+FIRST_PLACEMENTS = NORM_PLACEMENTS[:5]
+"""none, pre, post, attn_out, peri: the placements of the grids, benchmarks and figures made
+before the other schemes were added (they keep training and drawing exactly these)."""
 NORM_KINDS = ("rms", "layer")
-POSITIONAL = ("none", "learned")
+NORM_GAINS = ("learned", "frozen")  # frozen: every gain 1 (LayerNorm's bias 0), no parameters
+POSITIONAL = ("none", "learned", "rope")
 TARGETS = ("sampled", "soft")
 AVERAGING_KINDS = ("none", "ema", "bema")  # train.ema: the averaging of the primary weights
 
@@ -28,6 +35,7 @@ MODEL_FIELDS: dict[str, Field] = {
     "d_head": Field(int, 0, 0, 4096),  # 0 = d_model // n_heads
     "norm": Field(str, "none", choices=NORM_PLACEMENTS),
     "norm_kind": Field(str, "rms", choices=NORM_KINDS),
+    "norm_gain": Field(str, "learned", choices=NORM_GAINS),
     "mlp": Field(str, "none", choices=("none", "gelu", "swiglu")),
     "d_mlp": Field(int, 0, 0, 65536),  # 0 = 4 d_model
     "positional": Field(str, "none", choices=POSITIONAL),

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.ledger import Outcome, claim
 from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.dynamics import particles as P
 from resharpen.experiments.dynamics.discrete import run_layers
@@ -40,7 +40,7 @@ def _is_zero(expr: sp.Expr) -> bool:
 @claim("dyn.symmetric.reduction", source=f"{SRC} Thm 4.1 proof (reconstructed ODE); 2312.10794 eq. ybeta",
        statement="At an equiangular start gamma' = F(gamma)/s with F = 2e^{bg}(1-g)((n-1)g+1)/Z(g); "
                  "<theta,A> and |A|^2 as in the notes",
-       kind="symbolic", tolerance="exact (sympy simplify of the difference is 0)")
+       kind="symbolic", tolerance="exact (sympy simplify of the difference is 0)", cost="fast")
 def check_symmetric_reduction(profile: str) -> Outcome:
     ip = nd.symmetric_inner_products()
     diffs = {"F": nd.derived_F() - nd.paper_F(),
@@ -62,7 +62,8 @@ def gamma_dot0_claim(claim_id: str, scheme: str) -> None:
 
     @claim(claim_id, source=f"{SRC} Thm 4.1 table (Lean transcription)",
            statement=f"{nd.SCHEME_LABELS[scheme]}: gamma'(0) = {sp.sstr(paper)} at an orthonormal start",
-           kind="symbolic", tolerance="exact (sympy); value shown at beta=5, n=256, r0=1, alpha0=1")
+           kind="symbolic", tolerance="exact (sympy); value shown at beta=5, n=256, r0=1, alpha0=1",
+           cost="fast")
     def check_gamma_dot0_table_entry(profile: str) -> Outcome:
         derived = nd.derived_gamma_dot0(scheme)
         ok = _is_zero(derived - paper)
@@ -83,7 +84,7 @@ gamma_dot0_claim("dyn.gamma_dot0.sqrt", "sqrt")
 
 @claim("dyn.linearization", source=f"{SRC} Thm 4.1 (rates by linearization, reconstructed)",
        statement="As gamma -> 1: F(gamma)/(1-gamma) -> 2, <theta,A> -> 1, |A| -> 1 (so r ~ t for Pre/Peri-LN)",
-       kind="symbolic", tolerance="exact limits")
+       kind="symbolic", tolerance="exact limits", cost="fast")
 def check_linearization(profile: str) -> Outcome:
     limits = (nd.linearization_constant(),
               sp.limit(nd.paper_theta_A(), nd.gamma, 1),
@@ -101,7 +102,7 @@ TERMINAL = [("postln", "const", -2), ("preln", "const", -3), ("mixln", "const", 
 @claim("dyn.terminal.linearized", source=f"{SRC} Thm 4.1 table, t -> oo column",
        statement="Linearized gamma' ~ s^-1 exp(-2 int 1/s): e^{-2t}; t^-3 (Pre/Mix/Peri-LN); "
                  "alpha_t e^{-2 int alpha} (nGPT); e^{-4 sqrt t}/sqrt t (sqrt-scaling)",
-       kind="symbolic", tolerance="exact limits of the log-derivatives")
+       kind="symbolic", tolerance="exact limits of the log-derivatives", cost="fast")
 def check_terminal_linearized(profile: str) -> Outcome:
     got, bad = [], []
     for scheme, schedule, want in TERMINAL:
@@ -135,7 +136,7 @@ def terminal_ode_claim(claim_id: str, scheme: str, schedule: str, expected: floa
            source=f"{SRC} Thm 4.1 table (scalar ODE reconstructed)",
            statement=f"{title}: symmetric ODE at beta=5, n=256 has terminal "
                      f"{label} {expected:g} on t in [1000, 2000]",
-           kind="numeric", tolerance=f"abs {tol:g}")
+           kind="numeric", tolerance=f"abs {tol:g}", cost="fast")
     def check_ode_terminal_rate(profile: str) -> Outcome:
         horizon = pick(profile, quick=ODE_HORIZON, full=4 * ODE_HORIZON)
         fitted = _fit_ode(scheme, schedule, horizon=horizon)
@@ -158,7 +159,8 @@ terminal_ode_claim("dyn.terminal.ode.sqrt", "sqrt", "const", -4.0)
        source=f"{SRC} (seed summary's 'nGPT: C/t^3'); Thm 4.1 table",
        statement="nGPT with constant alpha collapses exponentially (rate -2 alpha), not like t^-3; "
                  "only alpha_t ~ 1/t gives t^-3",
-       kind="numeric", tolerance="exp. rate abs 1e-3 of -2; log-log slope on [1000,2000] < -100 (t^-3 would be -3)")
+       kind="numeric", tolerance="exp. rate abs 1e-3 of -2; log-log slope on [1000,2000] < -100 (t^-3 would be -3)",
+       cost="fast")
 def check_erratum_ngpt_constant_alpha(profile: str) -> Outcome:
     sol = ode.solve_symmetric("ngpt", FIG_BETA, FIG_N, ODE_HORIZON,
                              t_eval=np.linspace(ODE_HORIZON / 2, ODE_HORIZON, 200))
@@ -175,7 +177,8 @@ def check_erratum_ngpt_constant_alpha(profile: str) -> Outcome:
 @claim("dyn.particles.symmetric_start", source=f"{SRC} Thm 4.1 (gamma same for every pair)",
        statement="From an orthonormal start with Q=K=V=I the particle system keeps one pairwise gamma(t) "
                  "and equal radii, which follow the scalar ODE, for all six schemes",
-       kind="numeric", tolerance="abs 1e-6 on gamma and r over t in [0, 30]; pair spread 1e-8")
+       kind="numeric", tolerance="abs 1e-6 on gamma and r over t in [0, 30]; pair spread 1e-8",
+       cost="fast")
 def check_particles_symmetric_start(profile: str) -> Outcome:
     n, d = pick(profile, quick=(8, 8), full=(32, 40))
     beta, T = 2.0, 30.0
@@ -201,7 +204,7 @@ def check_particles_symmetric_start(profile: str) -> Outcome:
 @claim("dyn.gamma_dot0.simulated", source=f"{SRC} Thm 4.1 table, t -> 0 column",
        statement="gamma'(0) read off the particle vector field at an orthonormal start equals the symbolic "
                  "value for all six schemes (r0 = 2, alpha0 = 0.5)",
-       kind="numeric", tolerance="rel 1e-9")
+       kind="numeric", tolerance="rel 1e-9", cost="fast")
 def check_gamma_dot0_simulated(profile: str) -> Outcome:
     n, d, beta, r0, a0 = pick(profile, quick=(16, 20, 5.0, 2.0, 0.5), full=(64, 64, 3.0, 2.0, 0.5))
     theta = P.orthonormal_start(n, d, seed=2)
@@ -231,7 +234,7 @@ def particle_rate_claim(claim_id: str, scheme: str, schedule: str, expected: flo
     @claim(claim_id, source=f"{SRC} Thm 4.1 table, t -> oo column",
            statement=f"{title}: particle simulation (orthonormal start, n=8, d=12, "
                      f"beta=1) has terminal {label} {expected:g} on t in [{window[0]:g}, {window[1]:g}]",
-           kind="numeric", tolerance=f"abs {tol:g}")
+           kind="numeric", tolerance=f"abs {tol:g}", cost="fast")
     def check_particle_terminal_rate(profile: str) -> Outcome:
         n, d = pick(profile, quick=(8, 12), full=(24, 32))
         dyn = P.Dynamics(scheme, 1.0, alpha_schedule=schedule)
@@ -258,7 +261,8 @@ def cone_rate_claim(claim_id: str, scheme: str, schedule: str, expected: float,
     @claim(claim_id, source=f"{SRC} Thm 4.1 rates beyond the symmetric start (reconstructed, notes B.7.3)",
            statement=f"{title}: from a random (non-equiangular) cone, <theta_j,theta_k> >= 1/2, n=8, d=4, "
                      f"beta=1, the mean pairwise gamma' has terminal {label} {expected:g}",
-           kind="numeric", tolerance=f"abs {tol:g} on t in [{window[0]:g}, {window[1]:g}]")
+           kind="numeric", tolerance=f"abs {tol:g} on t in [{window[0]:g}, {window[1]:g}]",
+           cost="fast")
     def check_cone_terminal_rate(profile: str) -> Outcome:
         seeds = pick(profile, quick=(0,), full=(0, 1, 2, 3))
         fits = []
@@ -300,7 +304,7 @@ for _particle_id, _cone_id, *_rate in PARTICLE_RATES:
 @claim("dyn.radial.r_over_t", source=f"{SRC} Thm 4.1, r ~ t for Pre-LN and Peri-LN (reconstructed, notes B.7.3)",
        statement="From a random cone (n=8, d=4, beta=1, r(0)=1), r_j(T)/T -> 1 for Pre-LN, Peri-LN and "
                  "Mix-LN: within 1% at T = 1000",
-       kind="numeric", tolerance="|r_j(T)/T - 1| <= 0.01 for every token")
+       kind="numeric", tolerance="|r_j(T)/T - 1| <= 0.01 for every token", cost="fast")
 def check_radial_r_over_t(profile: str) -> Outcome:
     T = pick(profile, quick=1000.0, full=10000.0)
     worst = {}
@@ -317,7 +321,8 @@ def check_radial_r_over_t(profile: str) -> Outcome:
 @claim("dyn.radial.threshold", source=f"{SRC} Cor. of Thm 3.1; exact minimum reconstructed",
        statement="n <= e^beta is sufficient, not sharp: the exact min of <theta_j,A_j> stays >= 1/(n e^b) "
                  "until n ~ beta e^{beta+1}, where it turns negative (Pre-LN radii can shrink)",
-       kind="numeric", tolerance="exact scalar minimization (Dinkelbach reduction), n on a grid")
+       kind="numeric", tolerance="exact scalar minimization (Dinkelbach reduction), n on a grid",
+       cost="fast")
 def check_radial_threshold(profile: str) -> Outcome:
     rows, ok = [], True
     for b in (1.0, 2.0, 3.0):
@@ -340,7 +345,7 @@ def check_radial_threshold(profile: str) -> Outcome:
 @claim("dyn.radial.random_configs", source=f"{SRC} Cor. of Thm 3.1 (Lean transcription)",
        statement="For n <= e^beta, every token of random configurations has <theta_j, A_j> >= "
                  "(e^b - n + 1)/(n e^b) >= 1/(n e^b); Peri-LN's r' = <theta,A>/|A| >= <theta,A>",
-       kind="numeric", tolerance="min slack >= 0 over all tokens and configurations")
+       kind="numeric", tolerance="min slack >= 0 over all tokens and configurations", cost="fast")
 def check_radial_random_configs(profile: str) -> Outcome:
     rng = np.random.default_rng(4)
     trials = pick(profile, quick=300, full=3000)
@@ -373,7 +378,7 @@ def check_radial_random_configs(profile: str) -> Outcome:
 @claim("dyn.radial.violation", source=f"{SRC} Cor. of Thm 3.1 (hypothesis n <= e^beta)",
        statement="For n > e^beta the bound can fail: at beta=1, n=12 a configuration has <theta_0, A_0> < 0 "
                  "and the simulated Pre-LN radius of token 0 shrinks",
-       kind="experiment", tolerance="<theta_0,A_0> < 0 and r_0(0.05) < r_0(0)")
+       kind="experiment", tolerance="<theta_0,A_0> < 0 and r_0(0.05) < r_0(0)", cost="fast")
 def check_radial_violation(profile: str) -> Outcome:
     beta, n, d = 1.0, 12, 3
     value, x = nd.min_radial_velocity(beta, n)
@@ -403,7 +408,8 @@ def thm42_grid(profile: str) -> list[tuple[int, int]]:
 @claim("dyn.thm42.initial_velocity", source=f"{SRC} Thm 4.2 (Lean: c = 1, C = 128); O(1) reading for Peri-LN/nGPT reconstructed",
        statement="At uniform init (beta=1) max_j |A_j(0)| / (sqrt(log n/n) + log n/d) stays bounded over "
                  "(n, d) and |PA|/|A| ~ 1: Post/Pre-LN move O(that) per layer, Peri-LN and nGPT move O(1)",
-       kind="numeric", tolerance="ratio <= 1 at every grid point (C = 128 proved); mean |PA|/|A| >= 0.9")
+       kind="numeric", tolerance="ratio <= 1 at every grid point (C = 128 proved); mean |PA|/|A| >= 0.9",
+       cost="fast")
 def check_thm42_initial_velocity(profile: str) -> Outcome:
     rows = initial_velocity_grid(thm42_grid(profile))
     worst = max(r[2] for r in rows)
@@ -447,7 +453,7 @@ def variance_claim(claim_id: str, scheme: str) -> None:
            source=f"{SRC} Thm 4.3(ii) (corrected constants c=1/9, C=4; nGPT scale 1/alpha_t)",
            statement=f"{nd.SCHEME_LABELS[scheme]}: from a local cone (delta < 1/(100 n^2), V=I, |Q^T K| <= 1) "
                      "Var'/(Var/scale(t)) stays in [-4, -1/9] for t >= 1",
-           kind="numeric", tolerance="band [-4, -1/9], no slack")
+           kind="numeric", tolerance="band [-4, -1/9], no slack", cost="fast")
     def check_variance_decay_band(profile: str) -> Outcome:
         seeds = pick(profile, quick=(5,), full=(5, 6, 7, 8))
         lo, hi = np.inf, -np.inf
@@ -471,7 +477,8 @@ variance_claim("dyn.thm43.variance.sqrt", "sqrt")
 @claim("dyn.erratum.thm43_ngpt_scale", erratum=True, source=f"{SRC} Thm 4.3(ii) nGPT row as printed",
        statement="nGPT's printed rate Var' = -Theta(Var/alpha_t) fails for alpha_t = 1/(t+1) "
                  "(Var'/(Var/alpha_t) -> 0); the corrected -Theta(alpha_t Var) holds",
-       kind="numeric", tolerance="printed ratio leaves [-4, -1/9] by t = 200; corrected stays inside")
+       kind="numeric", tolerance="printed ratio leaves [-4, -1/9] by t = 200; corrected stays inside",
+       cost="fast")
 def check_erratum_thm43_ngpt_scale(profile: str) -> Outcome:
     t, var, vdot, _, _, dyn = local_cone_run("ngpt", alpha_schedule="inverse")
     late = t >= 1.0
@@ -487,7 +494,7 @@ def check_erratum_thm43_ngpt_scale(profile: str) -> Outcome:
 @claim("dyn.thm43.radial_growth", source=f"{SRC} Thm 4.3(i) (Lean-corrected: r0 + (1-4 delta) t <= r <= r0 + t)",
        statement="From a local cone, Pre-LN and Peri-LN radii satisfy r(t) - r(0) >= (1 - delta) t "
                  "(so r(t) >= (1 - delta) t), and Pre-LN's r(t) <= r(0) + t",
-       kind="numeric", tolerance="min slack >= -1e-9 over t in [0.05, 200]")
+       kind="numeric", tolerance="min slack >= -1e-9 over t in [0.05, 200]", cost="fast")
 def check_thm43_radial_growth(profile: str) -> Outcome:
     slacks = []
     for scheme in ("preln", "periln"):
@@ -504,7 +511,7 @@ def check_thm43_radial_growth(profile: str) -> Outcome:
        source=f"{SRC} Thm 4.3(ii) hypothesis delta < 1/(100 n^2 beta^2) (Lean audit)",
        statement="At beta = 1/100, n = 2 the hypothesis admits an antipodal pair (delta = 2), which is "
                  "stationary: Var stays 1, Var' = 0; the fix delta < 1/(100 n^2) excludes it",
-       kind="numeric", tolerance="|Var(T) - 1| <= 1e-12 and |Var'| <= 1e-12 at T = 50")
+       kind="numeric", tolerance="|Var(T) - 1| <= 1e-12 and |Var'| <= 1e-12 at T = 50", cost="fast")
 def check_erratum_small_beta_delta(profile: str) -> Outcome:
     beta, n = 0.01, 2
     delta = 2.0                                       # <theta_1, theta_2> = -1 = 1 - delta
@@ -528,7 +535,7 @@ def check_erratum_small_beta_delta(profile: str) -> Outcome:
                  "(P_theta = 0), so a start with both signs never synchronizes, while at d = 2 a "
                  "perturbed antipodal pair does: the theorem needs d >= 2",
        kind="numeric", tolerance="d = 1: movement <= 1e-14 for every scheme and random sign start; "
-                                 "d = 2: final cosine > 1 - 1e-6")
+                                 "d = 2: final cosine > 1 - 1e-6", cost="fast")
 def check_erratum_d1_antipodal(profile: str) -> Outcome:
     n = 4
     starts = pick(profile, quick=3, full=20)
@@ -562,7 +569,8 @@ def check_erratum_d1_antipodal(profile: str) -> Outcome:
                  "schemes synchronize",
        kind="experiment",
        tolerance="1 - min cos(T) < 1e-2 and at most half of 1 - min cos(T/2); T = 40 (sphere schemes), "
-                 "200 (radial schemes; 1000 in the full profile, whose 20 seeds include slower starts)")
+                 "200 (radial schemes; 1000 in the full profile, whose 20 seeds include slower starts)",
+       cost="fast")
 def check_sync_random_starts(profile: str) -> Outcome:
     seeds = pick(profile, quick=range(3), full=range(20))
     worst, worst_shrink, worst_at = 0.0, 0.0, ""
@@ -585,7 +593,8 @@ def check_sync_random_starts(profile: str) -> Outcome:
 @claim("dyn.time_change", source=f"{SRC} App. D sprop:time_change",
        statement="A time change t(tau) maps NA with s to NA with s~(tau) = s(t(tau))/t'(tau): sqrt-scaling "
                  "(s = sqrt(t+1)) equals the tau-dynamics with s~ = e^{-tau/2}, t = e^tau - 1",
-       kind="numeric", tolerance="max |theta difference| <= 1e-7 at matched times (random Q, K, V)")
+       kind="numeric", tolerance="max |theta difference| <= 1e-7 at matched times (random Q, K, V)",
+       cost="fast")
 def check_time_change(profile: str) -> Outcome:
     n, d, beta = 6, 3, 2.0
     rng = np.random.default_rng(10)
@@ -606,7 +615,8 @@ def check_time_change(profile: str) -> Outcome:
 @claim("dyn.discrete.convergence", source=f"{SRC} Table 1 (discrete updates reconstructed, notes B.1)",
        statement="Each scheme's layer update (x+ = N(x + hA) etc.) converges to NA as h -> 0 with order 1 "
                  "(random Q, K, V, t in [0, 2])",
-       kind="numeric", tolerance="observed order in [0.9, 1.1] at the finest pair of steps; errors decrease")
+       kind="numeric", tolerance="observed order in [0.9, 1.1] at the finest pair of steps; errors decrease",
+       cost="fast")
 def check_discrete_convergence(profile: str) -> Outcome:
     n, d, beta, T = 6, 4, 1.5, 2.0
     rng = np.random.default_rng(1)
@@ -635,7 +645,7 @@ def check_discrete_convergence(profile: str) -> Outcome:
        statement="d=512, beta=sqrt d, fresh random QKV per layer: Peri-LN and nGPT move tokens >= 5x more "
                  "than Post-/Pre-LN in layer 1; Post-LN collapses faster than Pre-LN: at layer 32 "
                  "the mean pairwise cosine is > 0.99 for Post-LN and < 0.99 for Pre-LN",
-       kind="experiment", tolerance="ratios and thresholds as stated; seed 0, n = 32")
+       kind="experiment", tolerance="ratios and thresholds as stated; seed 0, n = 32", cost="fast")
 def check_stack_qualitative(profile: str) -> Outcome:
     """Three inequalities, each able to fail: min(Peri-LN, nGPT) layer-1 step >= 5 max(Post-LN,
     Pre-LN) step; Post-LN cosine at layer 32 > 0.99; Pre-LN cosine at layer 32 < 0.99 (the
@@ -656,7 +666,8 @@ def check_stack_qualitative(profile: str) -> Outcome:
 @claim("dyn.stack.preln_norm", source=f"{SRC} Sec. 5, Pre-LN norm ~ sqrt t vs t (secondary summary; setup reconstructed)",
        statement="Pre-LN token norms grow like layers^(1/2) with fresh random weights and like layers^1 "
                  "with tied Q=K=V=I (the theory's r ~ t)",
-       kind="experiment", tolerance="random exponent in [0.35, 0.65]; tied exponent >= 0.9 (fit over layers >= L/4)")
+       kind="experiment", tolerance="random exponent in [0.35, 0.65]; tied exponent >= 0.9 (fit over layers >= L/4)",
+       cost="slow")
 def check_stack_preln_norm(profile: str) -> Outcome:
     n, layers = pick(profile, quick=(16, 128), full=(64, 512))
     random_ = run_stacks("preln", n=n, d=512, layers=layers, seed=0)["preln"]
@@ -677,7 +688,8 @@ def interaction_energy(theta: np.ndarray, beta: float) -> float:
 @claim("dyn.gradient_flow", source=f"{SRC} Sec. 3 (modulated gradient flow; Lean docstring drops the 2 beta)",
        statement="With Q=K=V=I, theta_j' = -(2 beta s_j Z_j)^{-1} P_{theta_j} grad_j E, E = -sum_{j,k} "
                  "e^{beta <theta_j, theta_k>}, for every scheme's s_j",
-       kind="numeric", tolerance="rel 1e-6 (central finite differences of E, step 1e-6)")
+       kind="numeric", tolerance="rel 1e-6 (central finite differences of E, step 1e-6)",
+       cost="fast")
 def check_gradient_flow(profile: str) -> Outcome:
     n, d, beta, h = 5, 4, 1.3, 1e-6
     theta = P.uniform_sphere(n, d, seed=12)
@@ -712,7 +724,8 @@ def check_gradient_flow(profile: str) -> Outcome:
                  "probability (M = diag(1, 1/2, 1/2), beta = 1, n = 8, d = 3)",
        kind="experiment",
        tolerance="perturbed +-v_top 4-4 split returns (distance shrinks 100x); non-synchronizing fraction "
-                 ">= 10% of seeds at T = 200; M = I synchronizes from the same perturbed split")
+                 ">= 10% of seeds at T = 200; M = I synchronizes from the same perturbed split",
+       cost="fast")
 def check_erratum_sync_symmetric_qk(profile: str) -> Outcome:
     M = np.diag([1.0, 0.5, 0.5])
     v = np.array([1.0, 0.0, 0.0])
@@ -747,7 +760,8 @@ def check_erratum_sync_symmetric_qk(profile: str) -> Outcome:
 @claim("dyn.matrix_lemma", source=f"{SRC} App. D lem:matrix",
        statement="A symmetric with a positive eigenvalue, D symmetric positive definite => DA has a "
                  "positive eigenvalue",
-       kind="numeric", tolerance="max Re eig(DA) > 0 in every trial; sign agrees with Sylvester inertia")
+       kind="numeric", tolerance="max Re eig(DA) > 0 in every trial; sign agrees with Sylvester inertia",
+       cost="fast")
 def check_matrix_lemma(profile: str) -> Outcome:
     rng = np.random.default_rng(0)
     trials = pick(profile, quick=2000, full=20000)
@@ -774,7 +788,7 @@ def check_matrix_lemma(profile: str) -> Outcome:
 @claim("dyn.base.usa_rate", source=f"{BASE_SRC} equiangular reduction (notes C.2)",
        statement="Equiangular USA: rho' = (2/n) e^{b rho}(1-rho)((n-1)rho+1), derived; 1 - rho decays at "
                  "rate 2 e^beta (SA, i.e. Post-LN, at rate 2)",
-       kind="numeric", tolerance="exact derivation and limit; fitted rate rel 1e-4")
+       kind="numeric", tolerance="exact derivation and limit; fitted rate rel 1e-4", cost="fast")
 def check_base_usa_rate(profile: str) -> Outcome:
     printed = 2 * sp.exp(nd.beta * nd.gamma) * (1 - nd.gamma) * ((nd.n - 1) * nd.gamma + 1) / nd.n
     derived_ok = _is_zero(nd.usa_F() - printed)
@@ -794,7 +808,8 @@ def check_base_usa_rate(profile: str) -> Outcome:
 @claim("dyn.base.sa_survey_bound", source=f"{BASE_SRC} eq. ybeta (survey form)",
        statement="SA from gamma(0) = 0: 1 - gamma(t) <= (1/2) exp(-lambda (t - n e^b/2)), "
                  "lambda = n/(n + e^{b/2}), for t >= n e^b / 2",
-       kind="numeric", tolerance="log slack >= 0 on t in [n e^b/2, n e^b/2 + 20], beta and n on a grid")
+       kind="numeric", tolerance="log slack >= 0 on t in [n e^b/2, n e^b/2 + 20], beta and n on a grid",
+       cost="fast")
 def check_base_sa_survey_bound(profile: str) -> Outcome:
     bound = sp.lambdify((nd.beta_p, nd.n_p, nd.t_p), nd.sa_survey_bound(), "numpy")
     betas = pick(profile, quick=(0.1, 1.0, 3.0, 5.0), full=(0.01, 0.1, 0.5, 1, 2, 3, 5, 8))
@@ -816,7 +831,7 @@ def check_base_sa_survey_bound(profile: str) -> Outcome:
 @claim("dyn.erratum.survey_bound_t0", erratum=True, source=f"{BASE_SRC} eq. ybeta as printed ('t >= 0'; Lean audit)",
        statement="Stated for all t >= 0, the survey bound fails at t = 0 when lambda n e^b/2 < log 2, e.g. "
                  "n = 2, beta = 0.01: the bound is 0.979 < 1 - gamma(0) = 1",
-       kind="numeric", tolerance="bound(0) < 1 at (beta, n) = (0.01, 2)")
+       kind="numeric", tolerance="bound(0) < 1 at (beta, n) = (0.01, 2)", cost="fast")
 def check_erratum_survey_bound_t0(profile: str) -> Outcome:
     bound0 = math.exp(float(nd.sa_survey_bound().subs({nd.beta_p: 0.01, nd.n_p: 2, nd.t_p: 0})))
     # where does it fail at t = 0?  lambda n e^b / 2 < log 2; only n = 2 and small beta

@@ -17,7 +17,7 @@ from functools import lru_cache
 from math import comb, factorial
 from typing import Callable
 
-from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.ledger import Outcome, claim
 from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.core.tasks import (count_members, invalid_words,
                                               legal_next_disagreements, oracle_legal_sets,
@@ -142,7 +142,7 @@ def oracle_agreement_claim(claim_id: str, name: str) -> None:
     @claim(claim_id, source=SOURCE,
            statement=f"{name}: the legal-next set of every short prefix equals the independent "
                      f"oracle's, word counts agree, sampled words are members",
-           kind="numeric", tolerance="exact")
+           kind="numeric", tolerance="exact", cost="fast")
     def check_oracle_agreement(profile: str) -> Outcome:
         return agreement(name, profile)
 
@@ -153,7 +153,7 @@ def known_counts_claim(claim_id: str, name: str) -> None:
 
     @claim(claim_id, source=f"known sequence: {known_source}",
            statement=f"{name}: number of words of each length = {known_source}",
-           kind="numeric", tolerance="exact")
+           kind="numeric", tolerance="exact", cost="fast")
     def check_known_counts(profile: str) -> Outcome:
         return known_counts(name, profile)
 
@@ -188,7 +188,8 @@ for _name, _agreement_id, _counts_id in LANGUAGE_CLAIMS:
 
 @claim("lang.sampler_uniform", source=SOURCE,
        statement="every sampler draws each token uniformly from the legal-next set of its prefix",
-       kind="numeric", tolerance="no illegal token; chi-square p > 1e-4 per (language, set size)")
+       kind="numeric", tolerance="no illegal token; chi-square p > 1e-4 per (language, set size)",
+       cost="fast")
 def check_sampler_uniform(profile: str) -> Outcome:
     count = pick(profile, quick=1000, full=4000)
     worst, illegal, worst_name = 1.0, 0, ""
@@ -211,7 +212,7 @@ PERFT = (4, 12, 56, 244, 1396, 8200, 55092, 390216)  # published perft counts, d
 @claim("othello.perft", source="published Othello perft counts (initial position)",
        statement="bitboard perft from the initial position, depths 1..6 (full: 1..8) = "
                  "4, 12, 56, 244, 1396, 8200 (, 55092, 390216)",
-       kind="numeric", tolerance="exact")
+       kind="numeric", tolerance="exact", cost="fast")
 def check_othello_perft(profile: str) -> Outcome:
     from resharpen.experiments.languages.othello import perft
 
@@ -225,7 +226,7 @@ def check_othello_perft(profile: str) -> Outcome:
 
 @claim("othello.reference_perft", source="published Othello perft counts (initial position)",
        statement="the square-by-square reference rules give the same perft counts, depths 1..5 "
-                 "(full: 1..6)", kind="numeric", tolerance="exact")
+                 "(full: 1..6)", kind="numeric", tolerance="exact", cost="fast")
 def check_othello_reference_perft(profile: str) -> Outcome:
     from resharpen.experiments.languages.othello import reference_perft
 
@@ -240,7 +241,7 @@ def check_othello_reference_perft(profile: str) -> Outcome:
        "arXiv 2510.08341 v1)",
        statement="every generated game is legal under the reference rules, and the legal-next "
                  "sets (implicit passes, PAD at game end) equal the reference's at every move",
-       kind="numeric", tolerance="exact")
+       kind="numeric", tolerance="exact", cost="fast")
 def check_othello_generator_vs_reference(profile: str) -> Outcome:
     import numpy as np
 
@@ -275,7 +276,8 @@ def solved_game_moves() -> str:
 
 @claim("othello.solved_game", source="arXiv 2310.19387 (Othello is solved), Fig. 1",
        statement="the published perfectly played game is legal under both rule implementations, "
-                 "fills the board and ends in a 32-32 draw", kind="numeric", tolerance="exact")
+                 "fills the board and ends in a 32-32 draw", kind="numeric", tolerance="exact",
+       cost="fast")
 def check_othello_solved_game(profile: str) -> Outcome:
     import numpy as np
 

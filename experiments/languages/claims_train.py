@@ -25,11 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.core import stats
-from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.ledger import Outcome, claim, stats
 from resharpen.experiments.core.provenance import describe_runs
 from resharpen.experiments.core.profiles import pick
-from resharpen.experiments.core.stats import ALPHA
+from resharpen.experiments.ledger.stats import ALPHA
 
 PAPER = "arXiv 2510.08341"
 TINY = {"name": "langs-tiny", "tasks": ["dyck1", "othello"],
@@ -88,7 +87,7 @@ def _run_tiny(run_grid, root: Path) -> Path:
        source="reconstructed (definitions, docs/task_training.md)",
        statement="a model whose logits are log p* has illegal mass 0, TV 0 and KL 0 at every "
                  "length; the uniform model has illegal mass 1 - |N|/|V| and KL log(|V|/|N|)",
-       kind="numeric", tolerance="1e-12 absolute, every length, 5 tasks")
+       kind="numeric", tolerance="1e-12 absolute, every length, 5 tasks", cost="fast")
 def check_eval_exact_and_uniform(profile: str) -> Outcome:
     import torch
     from torch import nn
@@ -148,7 +147,7 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
 
 
 # ----------------------------------------------------------------------------- statistics
-# The effects are paired (resharpen.experiments.core.stats): EMA/BEMA against the raw weights of
+# The effects are paired (resharpen.experiments.ledger.stats): EMA/BEMA against the raw weights of
 # the same run, and a placement against the control at the same task and seed (raw weights),
 # every grid running each task with the same seeds for every placement. The claims that read
 # one grid form one family of tests, Holm-adjusted together; each decides at adjusted
@@ -308,7 +307,8 @@ def averaging_effect(profile: str, weights: str, othello_only: bool) -> Outcome:
        kind="experiment",
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
                  f"Holm-adjusted p < {ALPHA} over the grid's family; only runs with raw ID "
-                 f"illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is INCONCLUSIVE")
+                 f"illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is INCONCLUSIVE",
+       expected_status="INCONCLUSIVE", cost="slow")
 def check_ema_ood_illegal_mass(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=False)
 
@@ -321,7 +321,8 @@ def check_ema_ood_illegal_mass(profile: str) -> Outcome:
        kind="experiment",
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
                  f"Holm-adjusted p < {ALPHA} over the grid's family; only runs with raw ID "
-                 f"illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is INCONCLUSIVE")
+                 f"illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is INCONCLUSIVE",
+       expected_status="INCONCLUSIVE", cost="slow")
 def check_bema_ood_illegal_mass(profile: str) -> Outcome:
     return averaging_effect(profile, "bema", othello_only=False)
 
@@ -336,7 +337,7 @@ def check_bema_ood_illegal_mass(profile: str) -> Outcome:
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
                  f"Holm-adjusted p < {ALPHA} over the family of the runs it reads; only runs "
                  f"with raw ID illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is "
-                 "INCONCLUSIVE")
+                 "INCONCLUSIVE", expected_status="INCONCLUSIVE", cost="slow")
 def check_othello_ema_ood(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=True)
 
@@ -351,7 +352,7 @@ def check_othello_ema_ood(profile: str) -> Outcome:
        tolerance=f"paired t per placement (Wilcoxon reported), one-sided, Holm-adjusted "
                  f"p < {ALPHA} over the grid's family; only pairs whose runs both have raw ID "
                  f"illegal mass <= {LEARNED_ID}; the tiny grid or < 5 such pairs is "
-                 "INCONCLUSIVE")
+                 "INCONCLUSIVE", expected_status="INCONCLUSIVE", cost="slow")
 def check_postnorm_ood_illegal_mass(profile: str) -> Outcome:
     rows, _, _ = grid_rows(profile)
     raw = [r for r in learned(rows) if r["weights"] == "raw"]

@@ -41,6 +41,10 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
     r.add_argument("--address", default=None, help="Ray address ('auto'); ray backend only")
     r.add_argument("--only", action="append", metavar="TASK", help="run only these tasks now")
     r.add_argument("--out", default=None, help="grid folder (default out/sweeps/<name>)")
+    r.add_argument("--ensemble", type=positive_int, default=None,
+                   help="train up to this many runs of one task and placement (they differ in "
+                        "seed) as one batched ensemble (default: the grid's 'ensemble', 8; "
+                        "1 = every run alone)")
     r.add_argument("--no-report", action="store_true", help="skip the report")
     q = actions.add_parser("report", help="summary tables and per-task figures of a grid folder")
     q.add_argument("folder", help="grid folder, e.g. out/sweeps/langs-quick")
@@ -69,7 +73,7 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
                                   "--out" if args.out else "grid folder")
         root = run_grid(grid, out=args.out, workers=args.workers,
                         backend=args.backend, address=args.address, profile=args.profile,
-                        only=args.only)
+                        only=args.only, ensemble=args.ensemble)
         print(f"grid folder {root}", file=sys.stderr)
         if args.no_report:
             return 0

@@ -6,14 +6,18 @@ A grid file (TOML, ``experiments/configs/languages/``) holds::
     tasks = ["dyck2", "othello", ...]      # registered task names
     norms = ["pre", "post", "attn_out"]    # norm placements
     seeds = [0, 1, 2]                       # train.seed of each run
+    ensemble = 8                            # most runs per batched ensemble (1 = alone)
     [base.<section>]                        # run config shared by every task (config.SCHEMA)
     [override.<name>.<section>]             # per-task overrides (e.g. Othello's lengths, model)
     [profile.quick] / [profile.full]        # overrides of any of the above for a profile
                                             # (resharpen.experiments.core.config.apply_profile)
 
-Each run trains one model (``resharpen.experiments.languages.train.train``) and evaluates its raw, EMA and
-BEMA weights on the same trajectory, so the "x {raw, EMA, BEMA}" factor costs no extra
-training and is compared *paired* within runs.
+Each run trains one model and evaluates its raw, EMA and BEMA weights on the same trajectory,
+so the "x {raw, EMA, BEMA}" factor costs no extra training and is compared *paired* within
+runs. The runs of one task and placement, which differ only in seed, train as one batched
+ensemble of up to ``ensemble`` members (grid key, default 8; ``--ensemble``;
+:func:`resharpen.experiments.languages.train.train_group`): each member equals its run trained
+alone up to float32 rounding.
 
 Layout of ``out/sweeps/<name>`` (``<name>-quick`` for the quick profile), as the Set Complement
 sweeps (``resharpen.experiments.core.sweep``)::
@@ -31,7 +35,6 @@ from __future__ import annotations
 
 import copy
 import math
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -42,13 +45,15 @@ from resharpen.experiments.core.config import (CONFIG_DIR, apply_profile, deep_m
 from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
                                            ensure_writable_dir, loads_json)
 from resharpen.experiments.core.names import check_name
-from resharpen.experiments.core.sweep import execute, load_runs, run_each, write_rows
+from resharpen.experiments.core.sweep import execute, load_runs, write_rows
 from resharpen.experiments.core.runs import WEIGHT_KINDS
+from resharpen.experiments.core.train_config import NORM_PLACEMENTS
 from resharpen.experiments.languages.config import make_config
 from resharpen.experiments.languages.registry import TASKS
 
 GRID_DIR = CONFIG_DIR / "languages"
-GRID_KEYS = {"name", "tasks", "norms", "seeds", "base", "override"}
+GRID_KEYS = {"name", "tasks", "norms", "seeds", "ensemble", "base", "override"}
+DEFAULT_ENSEMBLE = 8  # runs of one task and placement trained as one batched ensemble
 REPORT_METRICS = ("id_illegal_mass", "ood_illegal_mass", "ood_tv", "ood_kl",
                   "ood_top1_illegal", "lg_score")
 
@@ -92,16 +97,19 @@ def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
                 run = deep_merge(run, {"task": {"name": task}, "model": {"norm": norm},
                                        "train": {"seed": seed}})
                 configs.append(make_config(run))
+    ensemble = grid.get("ensemble", DEFAULT_ENSEMBLE)
+    if not isinstance(ensemble, int) or isinstance(ensemble, bool) or not 1 <= ensemble <= 1024:
+        raise ValueError(f"grid key 'ensemble' must be an integer in [1, 1024], got {ensemble!r}")
     return {"name": name + ("-quick" if profile == "quick" else ""), "profile": profile,
-            "configs": configs}
+            "configs": configs, "ensemble": ensemble}
 
 
-def run_one(config: dict) -> dict:
-    """Train one grid run (in a worker) and return its serializable result."""
-    from resharpen.experiments.languages.train import train
+def run_group(configs: list[dict]) -> list[dict]:
+    """Train grid runs that share an ensemble (in a worker), or one run alone; return their
+    serializable results (:func:`resharpen.experiments.languages.train.train_group`)."""
+    from resharpen.experiments.languages.train import train_group
 
-    result = train(config, progress=False)
-    return {k: result[k] for k in ("config", "per_length", "summary", "history", "weights")}
+    return train_group(configs)
 
 
 def default_root(name: str) -> Path:
@@ -111,10 +119,16 @@ def default_root(name: str) -> Path:
 
 def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers: int = 2,
              backend: str = "local", address: str | None = None, profile: str = "full",
-             progress: bool = True, only: list[str] | None = None) -> Path:
+             progress: bool = True, only: list[str] | None = None,
+             ensemble: int | None = None) -> Path:
     """Run (or resume) a grid; return its folder. ``only``: task names to run now (the others
-    stay pending)."""
+    stay pending). ``ensemble`` (default: the grid's ``ensemble``, else
+    :data:`DEFAULT_ENSEMBLE`): the largest number of runs of one task and placement that
+    differ only in seed trained as one batched ensemble (1 = every run alone)."""
     planned = load_grid(path, profile)
+    size = planned["ensemble"] if ensemble is None else ensemble
+    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+        raise ValueError(f"ensemble size must be >= 1, got {size!r}")
     if only:
         unknown = sorted(set(only) - {c["task"]["name"] for c in planned["configs"]})
         if unknown:
@@ -122,8 +136,10 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
     check_backend(backend, address)  # before the folder exists
     root = ensure_writable_dir(Path(out) if out else default_root(planned["name"]))
     identity = {"name": planned["name"], "profile": profile, "configs": planned["configs"]}
+    if size > 1:  # members equal lone runs up to float32 rounding: other numbers
+        identity["ensemble"] = size
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
-    execute(root, identity, selected, partial(run_each, run_one), lambda: write_table(root),
+    execute(root, identity, selected, run_group, lambda: write_table(root), ensemble=size,
             marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend, workers=workers, address=address,
             progress=progress, kind="grid", desc=f"grid {planned['name']}")
     return root
@@ -199,8 +215,7 @@ def overview_lines(rows: list[dict], metric: str = "ood_illegal_mass") -> list[s
     """A markdown table, one row per task: ``metric`` of the raw weights per placement (mean ±
     sample std over seeds, max = worst seed), then EMA - raw and BEMA - raw paired within runs
     over all placements (mean ± std of the differences, runs where the average is lower)."""
-    norms = [n for n in ("none", "pre", "post", "attn_out", "peri") if any(r["norm"] == n
-                                                                            for r in rows)]
+    norms = [n for n in NORM_PLACEMENTS if any(r["norm"] == n for r in rows)]
     stats = {(e["task"], e["norm"], e["weights"]): e[metric] for e in summary_table(rows)}
     effects = {(e["task"], e["comparison"]): e for e in paired_effects(rows, metric)}
     lines = ["| task | " + " | ".join(f"{n} (raw)" for n in norms) + " | EMA − raw | BEMA − raw |",
@@ -313,5 +328,5 @@ def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Pat
     return run_grid(grid_file(profile), profile=profile, workers=workers, progress=progress)
 
 
-__all__ = ["load_grid", "run_grid", "run_one", "table_rows", "summary_table", "paired_effects",
+__all__ = ["load_grid", "run_grid", "run_group", "table_rows", "summary_table", "paired_effects",
            "report", "per_length_curves", "ensure_grid"]

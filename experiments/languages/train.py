@@ -55,7 +55,7 @@ import numpy as np
 import torch
 
 from resharpen.experiments.core.targets import TrainingTarget, label_generator, make_batch
-from resharpen.experiments.core.train import fit, seeded_model, training_state, weight_sets
+from resharpen.experiments.core.train import fit_members, members_state, seeded_model, weight_sets
 from resharpen.experiments.languages.config import SCHEMA, build_task, make_config
 
 METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
@@ -103,9 +103,12 @@ def target_sets(task, seqs: np.ndarray, ignore_pad: bool) -> np.ndarray:
 
 
 def next_token_targets(task, seqs: torch.Tensor, ignore_pad: bool) -> torch.Tensor:
-    """p* at every input position of training sequences (B, S+1): float64 (B, S, V), uniform on
-    the legal-next set of the prefix (:func:`target_sets`; a row of zeros: no target)."""
-    legal = torch.as_tensor(target_sets(task, seqs[:, :-1].numpy(), ignore_pad))
+    """p* at every input position of training sequences (..., B, S+1): float64 (..., B, S, V),
+    uniform on the legal-next set of the prefix (:func:`target_sets`; a row of zeros: no
+    target)."""
+    flat = seqs.reshape(-1, seqs.shape[-1])
+    legal = torch.as_tensor(target_sets(task, flat[:, :-1].numpy(), ignore_pad))
+    legal = legal.reshape(seqs.shape[:-1] + legal.shape[1:])
     size = legal.sum(-1, keepdim=True).clamp_min(1)
     return legal.to(torch.float64) / size
 
@@ -172,42 +175,73 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
     weights (a :class:`~resharpen.experiments.core.train.WeightSets`), model, averaged}. ``summary`` holds the raw/EMA/BEMA summaries under ``by_weights`` and the run
     time in ``seconds``; ``history`` one record (step, loss, smoothed loss, lr) every
     ``train.log_every`` steps."""
+    (result,), state = _train_members([config], progress=progress, log=log, eval_data=eval_data)
+    return {**result, "model": state.model, "averaged": state.weights()}
+
+
+def train_group(configs: list[dict], *, progress: bool = False,
+                eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:
+    """Train runs that share an ensemble (:func:`resharpen.experiments.core.sweep.group_key`:
+    one task, model shape and schedule; seeds, lr, weight decay, EMA and init scale free) as
+    one batched computation (:mod:`resharpen.experiments.core.engine`), a run alone as one
+    model; return each run's {config, per_length, summary, history, weights}: what
+    :func:`train` gives for it alone, up to float32 rounding (each member draws its data from
+    its own run's generator)."""
+    return _train_members(configs, progress=progress, eval_data=eval_data)[0]
+
+
+def _train_members(configs: list[dict], *, progress: bool = True,
+                   log: Callable[[dict], None] | None = None,
+                   eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list, object]:
+    from resharpen.experiments.core.sweep import check_shared
+
     start = time.perf_counter()
-    t, tr = config["task"], config["train"]
-    task = build_task(config)
-    model = seeded_model(config, vocab=task.size, max_len=t["eval_len"])
-    rng = np.random.default_rng([tr["seed"], 1_000_003])
+    check_shared(configs)
+    k, first = len(configs), configs[0]
+    t, tr = first["task"], first["train"]
+    task = build_task(first)
+    models = [seeded_model(c, vocab=task.size, max_len=t["eval_len"]) for c in configs]
+    seeds = [c["train"]["seed"] for c in configs]
+    rngs = [np.random.default_rng([seed, 1_000_003]) for seed in seeds]
     pad = getattr(task, "pad", None) if t["ignore_pad"] else None
-    state = training_state(model, tr)
+    state = members_state(models, [c["train"] for c in configs])
     target = TrainingTarget.of(tr)
-    labels = label_generator(tr["seed"]) if target.labels > 1 else None
+    labels = None
+    if target.labels > 1:
+        labels = label_generator(seeds[0]) if k == 1 else [label_generator(s) for s in seeds]
 
     def next_batch(step: int):
-        seqs = torch.as_tensor(task.sample(tr["batch_size"], t["train_len"] + 1, rng))
+        samples = [task.sample(tr["batch_size"], t["train_len"] + 1, rng) for rng in rngs]
+        seqs = torch.as_tensor(samples[0] if k == 1 else np.stack(samples))
         return make_batch(seqs, target, lambda s: next_token_targets(task, s, t["ignore_pad"]),
                           labels)
 
-    def record(step: int, loss: float) -> dict:
-        row = {"step": step, "loss": loss, "loss_smoothed": state.smoothed_loss, "lr": state.lr()}
+    def record(i: int, step: int, loss: float) -> dict:
+        smoothed = state.smoothed_loss if k == 1 else state.smoothed_loss[i]
+        row = {"step": step, "loss": loss, "loss_smoothed": smoothed, "lr": state.lr(i)}
         if log is not None:
             log(row)
         return row
 
-    history = fit(state, tr, next_batch, every=tr["log_every"], record=record, ignore=pad,
-                  raise_on_nonfinite=True, smoothing=0.05, name=config["name"],
-                  progress=progress)
-    seqs, legal = eval_data if eval_data is not None else eval_sequences(config, task)
-    weights = state.weights()
-    per_length = {kind: evaluate(module, seqs, legal) for kind, module in weights.items()}
-    summaries = {kind: summarize(recs, t["train_len"], config["eval"]["threshold"])
-                 for kind, recs in per_length.items()}
-    summary = {"task": t["name"], "norm": config["model"]["norm"], "seed": tr["seed"],
-               "by_weights": summaries, "final_loss": history[-1]["loss_smoothed"],
-               "seconds": time.perf_counter() - start}
-    return {"config": config, "per_length": per_length, "summary": summary, "history": history,
-            "weights": weight_sets(weights), "model": model, "averaged": weights}
+    fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
+                         ignore=pad, raise_on_nonfinite=True, smoothing=0.05,
+                         names=[c["name"] for c in configs], progress=progress)
+    seqs, legal = eval_data if eval_data is not None else eval_sequences(first, task)
+    results = []
+    for config, history, weights in zip(configs, fitted.histories, fitted.weights):
+        per_length = {kind: evaluate(module, seqs, legal) for kind, module in weights.items()}
+        summaries = {kind: summarize(recs, t["train_len"], config["eval"]["threshold"])
+                     for kind, recs in per_length.items()}
+        summary = {"task": t["name"], "norm": config["model"]["norm"],
+                   "seed": config["train"]["seed"], "by_weights": summaries,
+                   "final_loss": history[-1]["loss_smoothed"],
+                   "seconds": (time.perf_counter() - start) / k,
+                   **({} if k == 1 else {"ensemble": k})}
+        results.append({"config": config, "per_length": per_length, "summary": summary,
+                        "history": history, "weights": weight_sets(weights)})
+    return results, state
 
 
 __all__ = ["METRICS", "SCHEMA", "make_config", "position_metrics", "target_sets",
            "next_token_targets", "eval_sequences",
-           "evaluate", "summarize", "train"]
+           "evaluate", "summarize", "train", "train_group"]

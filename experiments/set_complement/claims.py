@@ -19,7 +19,7 @@ import sympy as sp
 import torch
 
 from resharpen.constructions import set_complement as cons
-from resharpen.experiments.core.ledger import Outcome, claim
+from resharpen.experiments.ledger import Outcome, claim
 from resharpen.experiments.core.model import ModelConfig, Transformer
 from resharpen.experiments.core.profiles import pick
 from resharpen.experiments.set_complement.below_bound import minimize, objective
@@ -35,14 +35,16 @@ TOL = 1e-9
 
 # ----------------------------------------------------------------------------- without a model
 @claim("sc.metrics.closed_forms", source=SRC, kind="symbolic", tolerance="exact (sympy)",
-       statement="With equal valid logits: TV = invalid mass and KL(p*||p) = -log(1 - invalid mass)")
+       statement="With equal valid logits: TV = invalid mass and KL(p*||p) = -log(1 - invalid mass)",
+       cost="fast")
 def check_metrics_closed_forms(profile):
     proofs = sc.prove_metric_identities()
     return Outcome(str(proofs), "{'kl': True, 'tv': True}", all(proofs.values()))
 
 
 @claim("sc.lemma.logit_identity", source=SRC + ", Lemma", kind="symbolic", tolerance="exact (sympy)",
-       statement="D[x] == u - lambda_x e_x and B[x] == -u - beta_x e_x give f(t) == -beta_q e_q - sum_i w_i lambda_i e_{t_i}")
+       statement="D[x] == u - lambda_x e_x and B[x] == -u - beta_x e_x give f(t) == -beta_q e_q - sum_i w_i lambda_i e_{t_i}",
+       cost="fast")
 def check_lemma_logit_identity(profile):
     sizes = pick(profile, quick=[(6, 4)], full=[(5, 2), (6, 4), (7, 6)])
     ok = all(sc.prove_lemma_logit_identity(vv, ss) for vv, ss in sizes)
@@ -81,7 +83,8 @@ def lemma_nullspace_dimension(vocab: int, seed: int = 0) -> tuple[int, int]:
 
 @claim("sc.lemma.nullspace", source=SRC + ", Lemma (needs v >= 4)", kind="numeric",
        tolerance="exact integer dimensions (SVD rank at rel 1e-10)",
-       statement="For v >= 4 the (B, D) with equal valid logits at lengths 1, 2 are exactly the lemma's (5v-1)-dim family; v = 3 admits more")
+       statement="For v >= 4 the (B, D) with equal valid logits at lengths 1, 2 are exactly the lemma's (5v-1)-dim family; v = 3 admits more",
+       cost="fast")
 def check_lemma_nullspace(profile):
     vocabs = pick(profile, quick=(4, 5, 8), full=(4, 5, 8, 12))
     dims = {vv: lemma_nullspace_dimension(vv) for vv in vocabs}
@@ -94,7 +97,8 @@ def check_lemma_nullspace(profile):
 
 @claim("sc.theorem.balanced_condition", source=SRC + ", Theorem part 3", kind="symbolic",
        tolerance="exact (sympy)",
-       statement="Balance at length 2, w lambda_x = (1-w) lambda_y, forces A[y,x] - A[y,y] = log(lambda_y / lambda_x)")
+       statement="Balance at length 2, w lambda_x = (1-w) lambda_y, forces A[y,x] - A[y,y] = log(lambda_y / lambda_x)",
+       cost="fast")
 def check_theorem_balanced_condition(profile):
     lx, ly = sp.symbols("lambda_x lambda_y", positive=True)
     got = sc.balanced_score_difference()
@@ -104,7 +108,8 @@ def check_theorem_balanced_condition(profile):
 
 @claim("sc.theorem.harmonic_symbolic", source=SRC + ", Theorem part 3", kind="symbolic",
        tolerance="exact (sympy)",
-       statement="With balanced scores every non-query margin w_i lambda_{t_i} equals H(t)/s (harmonic mean over s)")
+       statement="With balanced scores every non-query margin w_i lambda_{t_i} equals H(t)/s (harmonic mean over s)",
+       cost="fast")
 def check_theorem_harmonic_symbolic(profile):
     ok = all(sc.prove_harmonic_margin(n) for n in pick(profile, quick=(3, 4), full=(2, 3, 4, 6)))
     return Outcome(ok, True, ok)
@@ -113,7 +118,8 @@ def check_theorem_harmonic_symbolic(profile):
 @claim("sc.theorem.two_over_s_symbolic", source="arXiv 2510.08341 ('precision decays roughly as 2/s')",
        kind="symbolic", tolerance="exact (sympy)",
        statement="Lemma-form logits (D[x] = u - lambda e_x, B[x] = -u - beta e_x, symbolic u), equal "
-                 "lambdas, balanced attention: the derived non-query margins give m_s / m_2 = 2/s, s = 2..v-1")
+                 "lambdas, balanced attention: the derived non-query margins give m_s / m_2 = 2/s, s = 2..v-1",
+       cost="fast")
 def check_theorem_two_over_s_symbolic(profile):
     vocabs = pick(profile, quick=(8,), full=(5, 8, 12))
     ratios = {vv: sc.balanced_margin_ratios(vv) for vv in vocabs}
@@ -127,7 +133,8 @@ def check_theorem_two_over_s_symbolic(profile):
 
 
 @claim("sc.rank.symbolic", source=SRC + ", dimension bound", kind="symbolic", tolerance="exact (sympy, v = 4)",
-       statement="det(L - XY^T) = det L det(I - Y^T L^-1 X) and M[1,0] = sum 1/lambda > 0, so rank D >= v-1")
+       statement="det(L - XY^T) = det L det(I - Y^T L^-1 X) and M[1,0] = sum 1/lambda > 0, so rank D >= v-1",
+       cost="slow")
 def check_rank_symbolic(profile):
     proof = sc.prove_rank_bound(pick(profile, quick=4, full=5))
     ok = proof["determinant_lemma"] and proof["D_is_minus_low_rank_update"] and proof["M10_is_sum_inverse_lambda"]
@@ -159,7 +166,8 @@ def min_rank_random(vocab: int, trials: int, seed: int = 0) -> tuple[int, int]:
 
 @claim("sc.rank.random", source=SRC + ", dimension bound (tight)", kind="numeric",
        tolerance="numerical rank at rel 1e-9",
-       statement="rank(1u^T - Lambda + c1^T) >= v-1 over random lambda > 0, u, c; v-1 is attained")
+       statement="rank(1u^T - Lambda + c1^T) >= v-1 over random lambda > 0, u, c; v-1 is attained",
+       cost="fast")
 def check_rank_random(profile):
     trials = pick(profile, quick=200, full=2000)
     results = {vv: min_rank_random(vv, trials, seed=vv) for vv in (4, 5, 8, 12, 33)}
@@ -170,7 +178,8 @@ def check_rank_random(profile):
 
 @claim("sc.readout.attn_out_minimum", source=SRC + ", Post-Norm resharpens", kind="symbolic",
        tolerance="exact (sympy)",
-       statement="attn_out margin beta g sqrt(d v/(s(v-s))) is minimal at s = v/2, value 2 beta g sqrt(d/v)")
+       statement="attn_out margin beta g sqrt(d v/(s(v-s))) is minimal at s = v/2, value 2 beta g sqrt(d/v)",
+       cost="fast")
 def check_readout_attn_out_minimum(profile):
     found = sc.attn_out_minimum()
     ok = (sp.simplify(found["argmin"] - sc.v / 2) == 0
@@ -181,7 +190,8 @@ def check_readout_attn_out_minimum(profile):
 
 @claim("sc.readout.post_limit", source=SRC + ", Post-Norm resharpens", kind="symbolic",
        tolerance="exact (sympy)",
-       statement="post (N(x_q + o)) margin tends to the attn_out margin as K = lambda/beta -> infinity")
+       statement="post (N(x_q + o)) margin tends to the attn_out margin as K = lambda/beta -> infinity",
+       cost="fast")
 def check_readout_post_limit(profile):
     got = sc.post_limit_large_K()
     want = sc.readout_margin_exprs("attn_out", True)[0]
@@ -191,7 +201,8 @@ def check_readout_post_limit(profile):
 @claim("sc.readout.reconstruction_regression",
        source="regression: the reconstruction's own numbers (docs/theory.md section 8, v = 12, beta = g = 1), not the paper's",
        kind="numeric", tolerance="abs 5e-5 (4 d.p. as printed)",
-       statement="Regression check of the reconstruction's printed margins: attn_out 3.4641, 2.5690, 2.2111, 1.9149 (s=1,2,3,6); post K=6: 2.1756, 1.4958, 1.5988; K=6000: 2.5686, 1.9145, 3.4635 (s=2,6,11)")
+       statement="Regression check of the reconstruction's printed margins: attn_out 3.4641, 2.5690, 2.2111, 1.9149 (s=1,2,3,6); post K=6: 2.1756, 1.4958, 1.5988; K=6000: 2.5686, 1.9145, 3.4635 (s=2,6,11)",
+       cost="fast")
 def check_readout_reconstruction_regression(profile):
     expected = [3.4641, 2.5690, 2.2111, 1.9149, 2.1756, 1.4958, 1.5988, 2.5686, 1.9145, 3.4635]
     got = list(sc.readout_margins("attn_out", 12, np.array([1, 2, 3, 6]), 1.0, 1.0, 1.0, 11)[0])
@@ -205,7 +216,8 @@ def check_readout_reconstruction_regression(profile):
 
 @claim("sc.readout.post_K_needed", source=SRC + ", Post-Norm resharpens", kind="symbolic",
        tolerance="rel 1e-9 (plug back); every error finite",
-       statement="The K giving a post margin m solves a quadratic; plugging it back gives m")
+       statement="The K giving a post margin m solves a quadratic; plugging it back gives m",
+       cost="fast")
 def check_readout_post_K_needed(profile):
     errors = []
     for vv, ss, target in [(12, 6, 1.4958), (64, 32, 1.0), (64, 3, 2.0), (128, 100, 1.5)]:
@@ -222,7 +234,8 @@ def check_readout_post_K_needed(profile):
 
 @claim("sc.noise.trace_symbolic", source="arXiv 2510.08341 (noisy gradients; trace reconstructed)",
        kind="symbolic", tolerance="exact (sympy rationals)",
-       statement="Sampled labels y ~ p*: the trace of the explicit covariance sum_y p*(y)(e_y - p*)(e_y - p*)^T is 1 - 1/(v-s)")
+       statement="Sampled labels y ~ p*: the trace of the explicit covariance sum_y p*(y)(e_y - p*)(e_y - p*)^T is 1 - 1/(v-s)",
+       cost="fast")
 def check_noise_trace_symbolic(profile):
     pairs = pick(profile, quick=[(4, 1), (4, 3), (8, 2), (8, 7), (12, 5)],
                  full=[(vv, ss) for vv in (4, 8, 12, 16) for ss in range(1, vv)])
@@ -273,7 +286,7 @@ def readout_margin_claim(claim_id: str, norm: str, statement: str) -> None:
     the formulas, at every length, for every variant and scale of ``readout_configs``."""
     @claim(claim_id, source=SRC + ", readouts", kind="numeric",
            tolerance="rel 1e-9 margins, valid spread - 1 <= 1e-9; probabilities rel 1e-9 + abs 1e-15*scale*sqrt(d)",
-           statement=statement)
+           statement=statement, cost="fast")
     def check_readout_margins(profile):
         margin, metric, where = family_error(readout_configs(norm, profile), profile)
         return Outcome(margin, f"<= {TOL}", margin <= TOL and metric <= 1.0,
@@ -288,7 +301,8 @@ readout_margin_claim("sc.readout.pre", "pre", "The float64 torch pre model (x + 
 
 @claim("sc.construct.tight_dimensions", source=SRC + ", construction (tight)", kind="numeric",
        tolerance="exact integers; numerical rank at rel 1e-9",
-       statement="The tight construction has d = d_v = v-1 and rank D = v-1, and is complement-exact at every length")
+       statement="The tight construction has d = d_v = v-1 and rank D = v-1, and is complement-exact at every length",
+       cost="fast")
 def check_construct_tight_dimensions(profile):
     bad = []
     for vv in VOCABS:
@@ -306,7 +320,8 @@ def check_construct_tight_dimensions(profile):
 
 
 @claim("sc.theorem.harmonic_margin", source=SRC + ", Theorem part 3", kind="numeric", tolerance="rel 1e-9",
-       statement="Balanced non-uniform lambda: non-query margins H(t)/s, query beta + H(t)/s, valid logits equal, every length")
+       statement="Balanced non-uniform lambda: non-query margins H(t)/s, query beta + H(t)/s, valid logits equal, every length",
+       cost="fast")
 def check_theorem_harmonic_margin(profile):
     configs = [dict(variant="balanced", vocab=vv, lam=lam, beta=beta, seed=seed)
                for vv in VOCABS for lam, beta, _ in scales(profile, vv) for seed in (0, 1)]
@@ -316,7 +331,8 @@ def check_theorem_harmonic_margin(profile):
 
 @claim("sc.theorem.two_over_s", source="arXiv 2510.08341 ('precision decays roughly as 2/s')", kind="numeric",
        tolerance="rel 1e-9",
-       statement="Tight construction (equal lambdas, balanced): measured m_s / m_2 = 2/s at every s >= 2")
+       statement="Tight construction (equal lambdas, balanced): measured m_s / m_2 = 2/s at every s >= 2",
+       cost="fast")
 def check_theorem_two_over_s(profile):
     worst = 0.0
     for vv in VOCABS[1:]:
@@ -330,7 +346,8 @@ def check_theorem_two_over_s(profile):
 
 @claim("sc.theorem.unbalanced_breaks_2_over_s", source=SRC + ", Theorem (failure when unbalanced)", kind="numeric",
        tolerance="rel 1e-9 to the variant formula; deviation from 2/s >= 10%",
-       statement="Self-biased attention (score a on the query): m_s/m_2 = (e^a+1)/(e^a+s-1), not 2/s; still complement-exact")
+       statement="Self-biased attention (score a on the query): m_s/m_2 = (e^a+1)/(e^a+s-1), not 2/s; still complement-exact",
+       cost="fast")
 def check_theorem_unbalanced_breaks_2_over_s(profile):
     worst, deviation = 0.0, 0.0
     for vv in (8, 12, 33):
@@ -351,7 +368,8 @@ def check_theorem_unbalanced_breaks_2_over_s(profile):
 
 @claim("sc.theorem.negative_beta", source=SRC + ", Theorem (query margin beta_q + H/s)", kind="numeric",
        tolerance="exact (top-1 indicator per length)",
-       statement="beta < 0: the query token wins (top-1 invalid) exactly at lengths s > lambda/(-beta)")
+       statement="beta < 0: the query token wins (top-1 invalid) exactly at lengths s > lambda/(-beta)",
+       cost="fast")
 def check_theorem_negative_beta(profile):
     mismatches, details = [], []
     for vv in (12, 33, 128):
@@ -432,7 +450,8 @@ def lemma_errors_by_profile(profile: str) -> list[dict]:
 
 @claim("sc.theorem.exact_all_lengths", source=SRC + ", Theorem parts 1-2", kind="numeric",
        tolerance="rel 1e-9 (relative to lambda_max + beta_max)",
-       statement="Any lemma-form model (random u, lambda, beta, attention) is uniform on the complement at every length, margins w_i lambda_i (+beta_q)")
+       statement="Any lemma-form model (random u, lambda, beta, attention) is uniform on the complement at every length, margins w_i lambda_i (+beta_q)",
+       cost="fast")
 def check_theorem_exact_all_lengths(profile):
     errors = lemma_errors_by_profile(profile)
     margin = max(e["margin"] for e in errors)
@@ -443,7 +462,8 @@ def check_theorem_exact_all_lengths(profile):
 
 @claim("sc.theorem.dispersion_budget", source="arXiv 2510.08341 ('softmax compresses logit displacements')",
        kind="numeric", tolerance="<= 1e-9 (excess over the bound)",
-       statement="Lemma-form models: sum of non-query margins <= lambda_max; min_i w_i lambda_i <= lambda_max/s; min non-query margin <= lambda_max/(s-1)")
+       statement="Lemma-form models: sum of non-query margins <= lambda_max; min_i w_i lambda_i <= lambda_max/s; min non-query margin <= lambda_max/(s-1)",
+       cost="fast")
 def check_theorem_dispersion_budget(profile):
     errors = lemma_errors_by_profile(profile)
     excess = {k: max(e[k] for e in errors) for k in ("budget", "displacement", "nonquery")}
@@ -453,7 +473,8 @@ def check_theorem_dispersion_budget(profile):
 
 @claim("sc.theorem.dispersion_min_margin_erratum", source="docs/theory.md, Theorem part 2 (our reconstruction)",
        kind="numeric", erratum=True, tolerance="counterexample: excess > 0.1",
-       statement="The reconstruction's first 'the smallest margin is at most lambda_max/s' fails for non-query margins when the query takes little attention (true bound: lambda_max/(s-1))")
+       statement="The reconstruction's first 'the smallest margin is at most lambda_max/s' fails for non-query margins when the query takes little attention (true bound: lambda_max/(s-1))",
+       cost="fast")
 def check_theorem_dispersion_min_margin_erratum(profile):
     errors = lemma_errors_by_profile(profile)
     naive = max(e["naive"] for e in errors)
@@ -463,7 +484,8 @@ def check_theorem_dispersion_min_margin_erratum(profile):
 
 
 @claim("sc.model.decomposition", source="arXiv 2510.08341 (model formula, verified)", kind="numeric",
-       tolerance="abs 1e-12", statement="Placement none: logits = B[t_s] + sum_i w_i D[t_i] with B = E U, D = E W_V W_O U")
+       tolerance="abs 1e-12", statement="Placement none: logits = B[t_s] + sum_i w_i D[t_i] with B = E U, D = E W_V W_O U",
+       cost="fast")
 def check_model_decomposition(profile):
     worst = 0.0
     for vv in VOCABS[:5]:
@@ -481,7 +503,8 @@ def check_model_decomposition(profile):
 
 @claim("sc.rank.below_bound", source=SRC + ", dimension bound (tight)", kind="numeric",
        tolerance="best J at d = v-2 >= 0.02 over all starts; tight construction J <= 1e-20",
-       statement="d = v-2 cannot be complement-exact at lengths 1 and 2 (logit objective J bounded away from 0); d = v-1 reaches J = 0")
+       statement="d = v-2 cannot be complement-exact at lengths 1 and 2 (logit objective J bounded away from 0); d = v-1 reaches J = 0",
+       cost="slow")
 def check_rank_below_bound(profile):
     vocabs = pick(profile, quick=(4, 6), full=(4, 6, 8))
     starts, steps = pick(profile, quick=(12, 800), full=(32, 2000))
@@ -500,7 +523,8 @@ def check_rank_below_bound(profile):
 
 @claim("sc.noise.autograd_trace", source="arXiv 2510.08341 (noisy gradients; trace reconstructed)", kind="numeric",
        tolerance="abs 1e-9",
-       statement="Autograd logit gradients of CE(f, y), y ~ p*, have covariance trace 1 - 1/(v-s) at every length")
+       statement="Autograd logit gradients of CE(f, y), y ~ p*, have covariance trace 1 - 1/(v-s) at every length",
+       cost="fast")
 def check_noise_autograd_trace(profile):
     worst = 0.0
     for vv in (4, 12, 33):
@@ -523,7 +547,8 @@ def check_noise_autograd_trace(profile):
 
 
 @claim("sc.construct.save_load", source="package (exact round trip)", kind="numeric", tolerance="bitwise",
-       statement="save then load reproduces every construction's weights and logits bit for bit")
+       statement="save then load reproduces every construction's weights and logits bit for bit",
+       cost="fast")
 def check_construct_save_load(profile):
     mismatches = []
     tokens = torch.tensor([[0, 3, 1]])

@@ -13,7 +13,7 @@ INCONCLUSIVE, naming the command, when one is missing; profile ``quick`` runs (o
 quick sweeps (v = 16, d = 32) here. Every detail names v, the seeds, the profile
 and how many runs reached the fit.
 
-Statistics: every test pairs arms by seed (scipy.stats through core/stats); the claims that
+Statistics: every test pairs arms by seed (scipy.stats through ledger/stats); the claims that
 read the same runs form one family (FAMILIES: the placement sweeps with the large-K arm, the
 noise grid, the dropout grid) whose tests are Holm-adjusted together (:func:`in_family`), and
 each claim's detail names its family. Pre is reported as its own arm, outside the decision.
@@ -56,9 +56,8 @@ from typing import Callable
 
 import numpy as np
 
-from resharpen.experiments.core import stats
-from resharpen.experiments.core.ledger import Outcome, claim
-from resharpen.experiments.core.stats import ALPHA
+from resharpen.experiments.ledger import Outcome, claim, stats
+from resharpen.experiments.ledger.stats import ALPHA
 
 PAPER = "arXiv 2510.08341"
 SEEDS = tuple(range(8))
@@ -234,7 +233,7 @@ def _run_full(name: str) -> str:
                  "margin follows m_s = lambda/s in distribution: the exponent a of m_s ~ s^-a "
                  "over s = 2..L_train lies in (0.75, 1.25)",
        kind="experiment", tolerance="band 0.75 < a < 1.25; TOST, paired t, Holm over the fit_placements "
-                 "family, alpha 0.05")
+                 "family, alpha 0.05", expected_status="FAIL", cost="slow")
 def check_none_two_over_s(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`none_two_over_s_tests`."""
     return in_family(none_two_over_s_tests, profile)
@@ -270,7 +269,7 @@ def none_two_over_s_tests(profile: str) -> Part | Outcome:
                  "within 25 % of its closed form with beta g fitted on s = 2..L_train, and "
                  "closer to it than to the 1/s law fitted on the same margins",
        kind="experiment", tolerance="max relative deviation < 0.25; paired t, Holm over the "
-                 "fit_placements family, alpha 0.05")
+                 "fit_placements family, alpha 0.05", cost="slow")
 def check_attn_out_band(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`attn_out_band_tests`."""
     return in_family(attn_out_band_tests, profile)
@@ -330,7 +329,7 @@ def profile_distance(post: dict, ref: dict) -> float:
                  "(same seed) as its learned K grows: closer in the large-K arm "
                  "(model.attn_out_scale = 70) than in the standard arm, and falling with K",
        kind="experiment", tolerance="paired t and Spearman, Holm over the fit_placements family, "
-                 "alpha 0.05")
+                 "alpha 0.05", cost="slow")
 def check_post_approaches(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`post_approaches_tests`."""
     return in_family(post_approaches_tests, profile)
@@ -386,7 +385,8 @@ NORMALIZED = ("attn_out", "post", "peri")
        statement="trained to a matched in-distribution fit, attn_out, post and peri each have "
                  "lower raw out-of-distribution invalid mass than none (paired by seed); pre is "
                  "reported as its own arm in the same Holm family",
-       kind="experiment", tolerance="paired t, Holm over the fit_placements family, alpha 0.05")
+       kind="experiment", tolerance="paired t, Holm over the fit_placements family, alpha 0.05",
+       cost="slow")
 def check_normalized_beat_none(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`normalized_beat_none_tests`."""
     return in_family(normalized_beat_none_tests, profile)
@@ -417,7 +417,7 @@ def normalized_beat_none_tests(profile: str) -> Part | Outcome:
        statement="a none-placement model trained to the fit is close to the lemma's family: "
                  "compare_run's relative residual < 0.05",
        kind="experiment", tolerance="residual < 0.05; paired t against the bound, Holm over the "
-                 "fit_placements family, alpha 0.05")
+                 "fit_placements family, alpha 0.05", cost="slow")
 def check_lemma_residual(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`lemma_residual_tests`."""
     return in_family(lemma_residual_tests, profile)
@@ -553,7 +553,7 @@ def gain_trend_tests(rows: list[dict], weights: str, label: str = "") -> list[tu
                  "rate than under cosine decay to 0.1, for EMA windows of 50 and 200 steps "
                  "(decays 0.98, 0.995; decided whichever way the data fall)",
        kind="experiment", tolerance="Spearman (per schedule) and paired t, Holm over the fit_noise "
-                 "family, alpha 0.05")
+                 "family, alpha 0.05", expected_status="FAIL", cost="slow")
 def check_noise_ema_gain(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`noise_ema_gain_tests`."""
     return in_family(noise_ema_gain_tests, profile)
@@ -597,7 +597,7 @@ def noise_ema_gain_tests(profile: str) -> Part | Outcome:
 @claim("fit.dropout.ood", source=f"{PAPER} v1 (dropout counters attention dispersion)",
        statement="at matched in-distribution fit (soft targets, placement none), attention "
                  "dropout 0.1 lowers the raw out-of-distribution invalid mass (paired by seed)",
-       kind="experiment", tolerance="paired t, alpha 0.05")
+       kind="experiment", tolerance="paired t, alpha 0.05", expected_status="FAIL", cost="slow")
 def check_dropout_ood(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`dropout_ood_tests`."""
     return in_family(dropout_ood_tests, profile)
@@ -638,7 +638,8 @@ def dropout_ood_tests(profile: str) -> Part | Outcome:
                  "BEMA gain log(raw / BEMA) of the in-distribution invalid mass grows with the "
                  "label-noise variance 1/k (soft = 0), as the noise hypothesis predicts for any "
                  "average (decided whichever way the data fall)",
-       kind="experiment", tolerance="Spearman per schedule, Holm over the fit_noise family, alpha 0.05")
+       kind="experiment", tolerance="Spearman per schedule, Holm over the fit_noise family, alpha 0.05",
+       expected_status="FAIL", cost="slow")
 def check_noise_bema_gain(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`noise_bema_gain_tests`."""
     return in_family(noise_bema_gain_tests, profile)

@@ -74,7 +74,7 @@ def add_sweep(sub) -> None:
     p.add_argument("--out", default=None, help="sweep folder (default out/sweeps/<name>)")
     p.add_argument("--ensemble", type=positive_int, default=None,
                    help="train up to this many runs that differ only in seed, lr, weight decay, "
-                        "dropout or EMA as one batched ensemble (default: the file's "
+                        "EMA or init scale as one batched ensemble (default: the file's "
                         "sweep.ensemble, 1 = every run alone)")
     add_max_memory(p)
     p.set_defaults(handler=run_sweep_cli)

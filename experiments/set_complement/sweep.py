@@ -14,9 +14,9 @@ Configs are drawn by ``random.Random(sweep.seed)`` run after run, so ``--runs 51
 and uses one thread, so a run's metrics are the same on the local pool and on Ray.
 
 With ``ensemble = K`` (``[sweep]`` table or ``--ensemble``), runs that differ only in seed,
-learning rate, weight decay, dropout or EMA are trained K at a time as one batched ensemble
-(:mod:`resharpen.experiments.set_complement.ensemble_train`), one task per group; the groups are
-a fixed function of the planned run list, so resuming and the backends still give the same table.
+learning rate, weight decay, EMA or init scale are trained K at a time as one batched ensemble
+(:mod:`resharpen.experiments.core.engine`), one task per group; the unfinished runs are
+grouped when the sweep starts or resumes (:func:`resharpen.experiments.core.sweep.group_runs`).
 Under the stopping rule (``train.until_id_invalid_mass``) every run, grouped or alone, is
 evaluated at its own fit step, and the table adds ``fit_reached`` and ``fit_step``.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 from resharpen.experiments.core import config as cfgmod
 from resharpen.experiments.core.backends import check_backend
 from resharpen.experiments.core.io import ensure_writable_dir
-from resharpen.experiments.core.sweep import execute, load_runs, write_rows
+from resharpen.experiments.core.sweep import execute, group_runs, load_runs, write_rows
 from resharpen.experiments.core.runs import WEIGHT_KINDS
 from resharpen.experiments.set_complement.config import SCHEMA
 
@@ -38,8 +38,8 @@ TABLE_SUMMARY_KEYS = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", 
 
 def run_group(configs: list[dict]) -> list[dict]:
     """Train sweep runs (in a worker) that share an ensemble, or one run alone; return their
-    serializable results (:func:`resharpen.experiments.set_complement.ensemble_train.train_group`)."""
-    from resharpen.experiments.set_complement.ensemble_train import train_group
+    serializable results (:func:`resharpen.experiments.set_complement.train.train_group`)."""
+    from resharpen.experiments.set_complement.train import train_group
 
     return train_group(configs)
 
@@ -69,17 +69,14 @@ def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | No
               profile: str = "full", progress: bool = True, ensemble: int | None = None) -> Path:
     """Run (or resume) a sweep; return its folder. ``ensemble`` (default: the file's
     ``sweep.ensemble``) is the largest number of runs trained as one batched ensemble; runs
-    are grouped by :func:`resharpen.experiments.set_complement.ensemble_train.group_runs`
-    (1 = every run alone)."""
-    from resharpen.experiments.set_complement.ensemble_train import group_runs
-
+    are grouped by :func:`resharpen.experiments.core.sweep.group_runs` (1 = every run alone)."""
     planned = plan(path, runs, profile)
     size = planned["settings"]["ensemble"] if ensemble is None else ensemble
-    groups = group_runs(planned["configs"], size)
+    group_runs(planned["configs"], size)  # a bad size is refused before the folder exists
     check_backend(backend, address)  # before the folder exists
     root = ensure_writable_dir(Path(out) if out else cfgmod.sweep_folder(planned["name"]))
     execute(root, _identity(planned, size), planned["configs"], run_group,
-            lambda: write_table(root, planned["space"]), groups=groups,
+            lambda: write_table(root, planned["space"]), ensemble=size,
             marker={"file": str(path)}, backend=backend, workers=workers, address=address,
             progress=progress, desc=f"sweep {planned['name']}")
     return root

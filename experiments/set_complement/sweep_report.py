@@ -11,7 +11,7 @@ Statistics, stated where they are printed:
   metric's standardized rank per standardized rank of the factor (or vs the baseline level);
 - each placement against none, the control (pre, a normalized readout in one layer, is its own
   arm): ``placement - none`` paired by seed where the arms ran the same seeds, else Welch
-  (``core/stats.compare``, scipy), with the test, n and p; at matched budget, or at matched fit
+  (``ledger/stats.compare``, scipy), with the test, n and p; at matched budget, or at matched fit
   for a sweep under the stopping rule;
 - averaging: per run, ood(EMA) - ood(raw) and ood(BEMA) - ood(raw), mean ± std over runs and
   the fraction of runs where the average is better.
@@ -25,9 +25,10 @@ import numpy as np
 
 from resharpen.experiments.core.io import loads_json
 from resharpen.experiments.core.sweep import load_runs, read_table
+from resharpen.experiments.core.train_config import NORM_PLACEMENTS
 
 OOD_METRICS = ("ood_invalid_mass", "ood_kl", "lg_score")
-PLACEMENT_ORDER = ("none", "pre", "post", "attn_out", "peri")
+PLACEMENT_ORDER = NORM_PLACEMENTS  # the report's order of the placements a sweep trained
 
 
 def summary_stats(values) -> dict:
@@ -119,11 +120,11 @@ def placement_comparison(rows: list[dict]) -> dict:
     """Each placement against ``none``, the control without a normalized readout (in one layer
     ``pre`` with its final norm is a normalized readout too, so it is its own arm): per OOD
     metric and placement, the arm's summary and ``placement - none`` by
-    :func:`resharpen.experiments.core.stats.compare` (paired by seed where both arms ran the
+    :func:`resharpen.experiments.ledger.stats.compare` (paired by seed where both arms ran the
     same seeds, else Welch), two-sided."""
     import dataclasses
 
-    from resharpen.experiments.core import stats
+    from resharpen.experiments.ledger import stats
 
     seeded = _seeded(rows)
 

@@ -60,8 +60,8 @@ import torch
 from resharpen.experiments.core.model import ModelConfig
 from resharpen.experiments.core.set_complement_task import seen_mask
 from resharpen.experiments.core.targets import Batch, TrainingTarget, label_generator, make_batch
-from resharpen.experiments.core.train import (fit, model_config, seeded_model, training_state,
-                                              weight_sets)
+from resharpen.experiments.core.train import (fit_members, members_state, model_config,
+                                              seeded_model, weight_sets)
 from resharpen.experiments.set_complement.config import SCHEMA, load_config
 from resharpen.experiments.set_complement.evaluate import evaluate_lengths
 
@@ -183,32 +183,83 @@ def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: 
     ``log`` receives each history record (step, loss, lr and, every ``train.eval_every``
     steps, the ID/OOD summary of each weight set) as it is made. Under the stopping rule the run
     ends at its fit (module docstring)."""
-    start = time.perf_counter()
-    task, tr = config["task"], config["train"]
-    v, length = task["vocab"], task["train_len"]
-    model = seeded_model(config, vocab=v, max_len=v)
-    data = torch.Generator().manual_seed(tr["seed"] + 1_000_003)
-    batch = target_batches(v, tr)
-    state = training_state(model, tr)
+    (result,), state = _train_members([config], log=log, progress=progress,
+                                      history_per_length=history_per_length)
+    return {**result, "model": state.model, "averaged": state.weights()}
 
-    def record(step: int, loss: float) -> dict:
+
+def train_group(configs: list[dict], *, progress: bool = False,
+                history_per_length: int = 16) -> list[dict]:
+    """Train runs that share an ensemble (:func:`resharpen.experiments.core.sweep.group_key`:
+    configs equal but for seed, lr, weight decay, EMA and init scale) as one batched
+    computation (:mod:`resharpen.experiments.core.engine`), a run alone as one model; return
+    each run's {config, per_length, summary, history, weights}, what :func:`train` gives for it
+    alone (up to float32 rounding). Under the stopping rule each member ends at its own fit:
+    its weights are kept at that step while the others train on."""
+    return _train_members(configs, progress=progress, history_per_length=history_per_length)[0]
+
+
+def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = None,
+                   progress: bool = True, history_per_length: int = 16) -> tuple[list, object]:
+    from resharpen.experiments.core.sweep import check_shared
+
+    start = time.perf_counter()
+    check_shared(configs)
+    k, first = len(configs), configs[0]
+    task, tr = first["task"], first["train"]
+    v, length = task["vocab"], task["train_len"]
+    models = [seeded_model(c, vocab=v, max_len=v) for c in configs]
+    state = members_state(models, [c["train"] for c in configs])
+    seeds = [c["train"]["seed"] for c in configs]
+    stream = data_stream([torch.Generator().manual_seed(s + 1_000_003) for s in seeds], v,
+                         length + 1, tr["batch_size"], tr["steps"])
+    batch = target_batches(v, tr, None if k == 1 else [label_generator(s) for s in seeds])
+
+    def next_batch(step: int) -> Batch:
+        tokens = next(stream)
+        return batch(tokens[0] if k == 1 else tokens)
+
+    def record(i: int, step: int, loss: float) -> dict:
+        config = configs[i]
         evaluate = bool(tr["eval_every"]) or step == tr["steps"]
-        row = history_row(config, step, loss, state.lr(), state.weights() if evaluate else None,
-                          history_per_length)
+        weights = state.member_weights(i) if evaluate else None
+        row = history_row(config, step, loss, state.lr(i), weights, history_per_length)
         if tr["until_id_invalid_mass"]:
-            row["fit_id_invalid_mass"] = fit_measure(state.weights()["raw"], config)
+            row["fit_id_invalid_mass"] = fit_measure(weights["raw"], config)
         if log is not None:
             log(row)
         return row
 
-    history = fit(state, tr,
-                  lambda step: batch(sample_sequences(v, length + 1, tr["batch_size"], data)),
-                  every=tr["eval_every"], record=record,
-                  stop=lambda row: fit_reached(config, row), smoothing=0.02,
-                  name=config.get("name", ""), progress=progress)
-    result = finish_run(config, state.weights(), history, start)
-    return {**result, "weights": weight_sets(state.weights()), "model": model,
-            "averaged": state.weights()}
+    fitted = fit_members(state, tr, next_batch, every=tr["eval_every"], record=record,
+                         stop=lambda i, row: fit_reached(configs[i], row), smoothing=0.02,
+                         names=[c.get("name", "") for c in configs], progress=progress)
+    extra = {} if k == 1 else {"ensemble": k}
+    results = []
+    for config, history, weights in zip(configs, fitted.histories, fitted.weights):
+        result = finish_run(config, weights, history, start, **extra)
+        results.append({**result, "weights": weight_sets(weights)})
+    if k > 1:  # the group's wall time, shared evenly
+        for result in results:
+            result["summary"]["seconds"] = (time.perf_counter() - start) / k
+    return results, state
+
+
+DATA_CHUNK = 64  # training steps of data drawn at once per run
+
+
+def data_stream(gens, vocab: int, length: int, batch: int, steps: int):
+    """Yield each step's (K, batch, length) tokens of K runs: run k's batches are exactly the
+    ones ``sample_sequences(vocab, length, batch, gens[k])`` would give step after step (a CPU
+    generator fills ``rand(n * batch, vocab)`` with the same numbers as n draws of
+    ``rand(batch, vocab)``), drawn DATA_CHUNK steps at a time with one argsort for all runs."""
+    done = 0
+    while done < steps:
+        n = min(DATA_CHUNK, steps - done)
+        keys = torch.stack([torch.rand(n * batch, vocab, generator=g) for g in gens])
+        chunk = keys.argsort(dim=-1)[..., :length].reshape(len(gens), n, batch, length)
+        for i in range(n):
+            yield chunk[:, i]
+        done += n
 
 
 def history_row(config: dict, step: int, loss: float, lr: float, modules: dict | None,
@@ -245,5 +296,5 @@ def finish_run(config: dict, modules: dict, history: list[dict], start: float,
 
 __all__ = ["SCHEMA", "SUMMARY_METRICS", "load_config", "sc_model_config", "sample_sequences",
            "next_token_targets", "target_batches", "summarize", "evaluate_weights", "fit_measure",
-           "fit_reached", "fit_summary", "train", "history_row", "finish_run",
+           "fit_reached", "fit_summary", "train", "train_group", "data_stream", "history_row", "finish_run",
            "attn_out_margin", "fit_exponent"]

@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from resharpen.experiments.core.train_config import FIRST_PLACEMENTS
 from resharpen.paper_figs import MissingResults
 
-COLUMNS = (("none", ""), ("pre", ""), ("post", ""), ("attn_out", ""), ("peri", ""),
-           ("post", "large_k"))
+COLUMNS = tuple((placement, "") for placement in FIRST_PLACEMENTS) + (("post", "large_k"),)
 ROWS = {32: {"": "fit_placements_v32", "large_k": "fit_post_large_k_v32"},
         64: {"": "fit_placements_v64"}}
 """Per vocabulary, the sweep of each arm kind ('' = the placements sweep)."""

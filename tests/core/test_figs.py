@@ -50,8 +50,10 @@ def test_the_style_file_is_applied_on_import():
     assert style.STYLE_FILE.is_file()
     assert matplotlib.rcParams["axes.spines.top"] is False
     assert matplotlib.rcParams["legend.fontsize"] == 7
-    assert set(style.PLACEMENT_COLORS) == {"none", "pre", "post", "attn_out", "peri"}
-    assert len(set(style.PLACEMENT_COLORS.values())) == 5
+    from resharpen.experiments.core.train_config import NORM_PLACEMENTS
+
+    assert tuple(style.PLACEMENT_COLORS) == NORM_PLACEMENTS
+    assert len(set(style.PLACEMENT_COLORS.values())) == len(NORM_PLACEMENTS)
 
 
 def test_outputs_list_every_module_and_every_grid_task():

@@ -36,7 +36,7 @@ def resharpen(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 def report(tmp_path_factory) -> Path:
     """out/report.html written by the command from a small real ledger and two figures."""
     import resharpen as rs
-    from resharpen.experiments.core import ledger
+    from resharpen.experiments import ledger
 
     root = tmp_path_factory.mktemp("report")
     records = [rs.run_claim(i) for i in CLAIMS]

@@ -2,8 +2,10 @@
 
 Dependencies point one way: the front (``resharpen.cli``, ``resharpen.claims``,
 ``resharpen.api``) -> ``paper_figs`` -> the experiment slices (independent of each other) ->
-``constructions`` -> ``experiments.core`` -> ``theory``; ``theory`` imports no torch and
-``experiments.core`` no matplotlib. docs/architecture.md draws the layers.
+``constructions`` and the ledger (``experiments.ledger``, independent of each other) ->
+``experiments.core`` -> ``theory``; ``theory`` imports no torch, ``experiments.core`` no
+matplotlib, and the ledger no torch, no matplotlib and from the core only ``io`` and
+``profiles``. docs/architecture.md draws the layers.
 
 ``resharpen/`` links the four top-level folders in (``resharpen/theory -> ../theory``, ...), so
 import-linter's graph builder walks the whole package from ``resharpen/``, and a plain
@@ -63,6 +65,20 @@ def test_layering_contracts_hold():
     if done.returncode != 0:
         pytest.fail("import-linter: broken contracts (pyproject.toml [tool.importlinter])\n"
                     + done.stdout + done.stderr, pytrace=False)
+
+
+def test_the_ledger_imports_no_torch():
+    """import-linter sees every import, the one ``import torch`` inside the mutation test's
+    forked child included (an ignored import of the ledger-light contract); importing the ledger
+    itself loads no torch."""
+    code = ("import sys\n"
+            "from resharpen.experiments.ledger import baseline, mutation, stats  # noqa: F401\n"
+            "import resharpen.experiments.ledger as ledger\n"
+            "print(sorted(m for m in ('torch', 'matplotlib') if m in sys.modules))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_broken_contract_is_reported(tmp_path):

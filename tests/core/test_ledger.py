@@ -5,8 +5,9 @@ Every registered claim's metadata and quick-profile status are tested in test_re
 import pytest
 
 from resharpen.claims import all_claims
-from resharpen.experiments.core import ledger
+from resharpen.experiments import ledger
 from resharpen.experiments.core.profiles import PROFILES, pick
+from resharpen.experiments.ledger.registry import _REGISTRY
 
 all_claims()
 
@@ -33,7 +34,7 @@ def test_a_failing_or_broken_check_is_reported_not_raised():
 
 
 def test_one_profile_mechanism():
-    assert ledger.PROFILES is PROFILES == ("quick", "full")
+    assert PROFILES == ("quick", "full")
     assert pick("quick", quick=1, full=2) == 1 and pick("full", quick=1, full=2) == 2
     with pytest.raises(ValueError, match="'fast' is not one of"):
         pick("fast", quick=1, full=2)
@@ -42,7 +43,8 @@ def test_one_profile_mechanism():
 
 
 def test_where_locates_a_claim_declared_in_a_test():
-    @ledger.claim("t.where.here", source="s", statement="s", kind="numeric", tolerance="t")
+    @ledger.claim("t.where.here", source="s", statement="s", kind="numeric", tolerance="t",
+                  cost="fast")
     def check_here(profile):
         return ledger.Outcome(0, 0, True)
 
@@ -54,12 +56,19 @@ def test_where_locates_a_claim_declared_in_a_test():
         assert '"t.where.here"' in open(path).read().splitlines()[int(line) - 1]
         assert entries[1:] == []  # it names no derivation
     finally:
-        ledger._REGISTRY.pop("t.where.here")
+        _REGISTRY.pop("t.where.here")
 
 
-def test_registry_refuses_bad_kind_and_unknown_patterns():
+def test_registry_refuses_bad_declarations_and_unknown_patterns():
     with pytest.raises(ValueError, match="kind"):
-        ledger.claim("t.x", source="s", statement="s", kind="vibes", tolerance="t")
+        ledger.claim("t.x", source="s", statement="s", kind="vibes", tolerance="t", cost="fast")
+    with pytest.raises(ValueError, match="cost 'quick' is not one of"):
+        ledger.claim("t.x", source="s", statement="s", kind="numeric", tolerance="t", cost="quick")
+    with pytest.raises(ValueError, match="expected_status 'ERROR' is not one of"):
+        ledger.claim("t.x", source="s", statement="s", kind="numeric", tolerance="t", cost="fast",
+                     expected_status="ERROR")
+    with pytest.raises(TypeError, match="cost"):  # every claim declares its cost class
+        ledger.claim("t.x", source="s", statement="s", kind="numeric", tolerance="t")
     with pytest.raises(ValueError, match="matches no claim"):
         ledger.select(all_claims(), ["zzz.*"])
 

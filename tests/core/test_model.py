@@ -1,8 +1,10 @@
+import math
+
 import pytest
 import torch
 
 from resharpen.experiments.core.model import (NORM_PLACEMENTS, PLACEMENTS, ModelConfig, Norm,
-                                              Transformer)
+                                              Parts, Transformer, layer_of, unit)
 
 
 @pytest.mark.parametrize("norm", NORM_PLACEMENTS)
@@ -53,17 +55,23 @@ def test_theory_matrices_refuse_deep_models():
 
 # -- the placement table ---------------------------------------------------------------------
 def test_placement_table_final_norms_and_names():
-    assert NORM_PLACEMENTS == ("none", "pre", "post", "attn_out", "peri")
-    assert {name for name, p in PLACEMENTS.items() if p.final_norm} == {"pre", "peri"}
+    assert NORM_PLACEMENTS == ("none", "pre", "post", "attn_out", "peri", "pre_nofinal",
+                               "mixln", "ln_scaling", "ngpt")
+    assert {name for name, p in PLACEMENTS.items() if p.final_norm} == {"pre", "peri", "mixln",
+                                                                        "ln_scaling"}
     assert all(name == p.name for name, p in PLACEMENTS.items())
     for name, placement in PLACEMENTS.items():
-        model = Transformer(ModelConfig(vocab=5, d_model=4, norm=name, mlp="gelu"))
+        model = Transformer(ModelConfig(vocab=5, d_model=4, n_layers=2, norm=name, mlp="gelu"))
         assert isinstance(model.final_norm, Norm) == placement.final_norm
-        block = model.blocks[0]
-        for norm_in, norm_out in ((block.attn_norm_in, block.attn_norm_out),
-                                  (block.mlp_norm_in, block.mlp_norm_out)):
-            assert isinstance(norm_in, Norm) == placement.input_norm
-            assert isinstance(norm_out, Norm) == (placement.output_norm is not None)
+        for i, block in enumerate(model.blocks):
+            layer = layer_of(name, i, 2)
+            for norm_in, norm_out, alpha in ((block.attn_norm_in, block.attn_norm_out,
+                                              block.attn_alpha),
+                                             (block.mlp_norm_in, block.mlp_norm_out,
+                                              block.mlp_alpha)):
+                assert isinstance(norm_in, Norm) == layer.input_norm
+                assert isinstance(norm_out, Norm) == (layer.output_norm is not None)
+                assert (alpha is not None) == layer.eigen_rate
 
 
 class _Symbol(str):
@@ -72,27 +80,43 @@ class _Symbol(str):
     def __add__(self, other):
         return _Symbol(f"{self} + {other}")
 
+    def __sub__(self, other):
+        return _Symbol(f"({self} - {other})")
 
-@pytest.mark.parametrize("name, formula", [
-    ("none", "x + f(x)"), ("pre", "x + f(N_in(x))"), ("post", "N_out(x + f(x))"),
-    ("attn_out", "x + N_out(f(x))"), ("peri", "x + N_out(f(N_in(x)))")])
-def test_placement_rules_put_the_norms_where_the_record_says(name, formula):
-    placement = PLACEMENTS[name]
+    def __mul__(self, other):
+        return _Symbol(f"{self} * {other}")
+
+    __rmul__ = __mul__
+
+
+@pytest.mark.parametrize("name, layer, formula", [
+    ("none", 0, "x + f(x)"), ("pre", 0, "x + f(N_in(x))"), ("post", 0, "N_out(x + f(x))"),
+    ("attn_out", 0, "x + N_out(f(x))"), ("peri", 0, "x + N_out(f(N_in(x)))"),
+    ("pre_nofinal", 0, "x + f(N_in(x))"), ("mixln", 0, "N_out(x + f(x))"),
+    ("mixln", 1, "x + f(N_in(x))"), ("ln_scaling", 0, "x + f(N_in(x) * 1.0)"),
+    ("ln_scaling", 3, "x + f(N_in(x) * 0.5)"),
+    ("ngpt", 0, "u(x + alpha * (u(f(x)) - x))")])
+def test_placement_rules_put_the_norms_where_the_record_says(name, layer, formula, monkeypatch):
+    import resharpen.experiments.core.model as model_module
+
+    rule = layer_of(name, layer, 4)
+    monkeypatch.setattr(model_module, "unit", lambda h: _Symbol(f"u({h})"))
     apply = {n: (lambda n: lambda h: _Symbol(f"{n}({h})"))(n) for n in ("f", "N_in", "N_out")}
-    text = placement.rule(_Symbol("x"), apply["f"], apply["N_in"], apply["N_out"])
+    text = rule.rule(_Symbol("x"), apply["f"], Parts(apply["N_in"], apply["N_out"],
+                                                     _Symbol("alpha")))
     assert text == formula
-    assert ("N_in" in text) == placement.input_norm
-    assert placement.output_norm == {"N_out(x + f(x))": "residual",
-                                     "x + N_out(f(x))": "branch",
-                                     "x + N_out(f(N_in(x)))": "branch"}.get(text)
+    assert ("N_in" in text) == rule.input_norm and ("alpha" in text) == rule.eigen_rate
+    assert rule.output_norm == {"N_out(x + f(x))": "residual",
+                                "x + N_out(f(x))": "branch",
+                                "x + N_out(f(N_in(x)))": "branch"}.get(text)
 
 
 # -- named capture points --------------------------------------------------------------------
 def _expected_points(model: Transformer, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
     """Every capture point recomputed from the docstring's formulas, module by module."""
-    placement = PLACEMENTS[model.cfg.norm]
     expected, x = {}, model.residual(tokens)
     for i, block in enumerate(model.blocks):
+        placement = layer_of(model.cfg.norm, i, model.cfg.n_layers)
         expected[f"blocks.{i}.hook_resid_pre"] = x
         sublayers = [("attn", block.attn_norm_in, block.attn_norm_out, block.attn)]
         if block.mlp is not None:
@@ -101,6 +125,8 @@ def _expected_points(model: Transformer, tokens: torch.Tensor) -> dict[str, torc
             if s == "mlp":
                 expected[f"blocks.{i}.hook_resid_mid"] = x
             h = norm_in(x) if placement.input_norm else x
+            if model.cfg.norm == "ln_scaling":
+                h = h * (1.0 / math.sqrt(i + 1))
             out = layer(h)
             if s == "attn":
                 out, expected[f"blocks.{i}.attn.hook_pattern"] = out
@@ -111,6 +137,9 @@ def _expected_points(model: Transformer, tokens: torch.Tensor) -> dict[str, torc
             elif placement.output_norm == "branch":  # x + N(f)
                 into = out
                 x = x + norm_out(into)
+            elif placement.eigen_rate:  # nGPT: u(x + alpha (u(f) - x))
+                alpha = block._eigen_rate(getattr(block, f"{s}_alpha"))
+                x = unit(x + alpha * (unit(out) - x))
             else:
                 x = x + out
             if placement.output_norm is not None:
@@ -145,7 +174,8 @@ def test_every_capture_point_has_the_value_and_shape_it_claims(norm, mlp):
         assert torch.allclose(pattern.sum(-1), torch.ones(3, 2, 6, dtype=torch.float64))
         assert torch.all(pattern.triu(1) == 0)  # causal
     last = cache["blocks.1.hook_resid_post"]
-    assert torch.equal(model.final_norm(last) @ model.W_U, logits)
+    if model.s_z is None:
+        assert torch.equal(model.final_norm(last) @ model.W_U, logits)
 
 
 def test_capture_points_exist_only_where_the_block_has_the_part():

@@ -1,4 +1,4 @@
-"""The mutation test of the ledger (experiments/core/mutation.py): a circular check survives a
+"""The mutation test of the ledger (experiments/ledger/mutation.py): a circular check survives a
 mutation of its derivation, an honest one is killed, and the perturbation and its patching do
 what they say."""
 from __future__ import annotations
@@ -15,8 +15,7 @@ import sympy as sp
 import torch
 
 from resharpen.cli import main
-from resharpen.experiments.core import mutation
-from resharpen.experiments.core.ledger import Claim
+from resharpen.experiments.ledger import Claim, mutation
 
 FORMULAS = "resharpen.toy_mutation_formulas"
 CHECKS = "resharpen.toy_mutation_checks"
@@ -37,7 +36,7 @@ CHECKS_SOURCE = f"""
 import math
 
 from {FORMULAS} import area_by_quadrature, circle_area, label
-from resharpen.experiments.core.ledger import Outcome
+from resharpen.experiments.ledger import Outcome
 
 def check_circular(profile):
     measured, expected = circle_area(2.0), circle_area(2.0)  # the same function twice
@@ -194,7 +193,7 @@ def test_verify_mutate_rejects_the_ledger_outputs(capsys):
 def test_independent_checks_of_the_ledger_are_killed():
     """A handful of real claims whose checks compare two routes are killed by a mutation."""
     from resharpen.claims import all_claims
-    from resharpen.experiments.core.ledger import select
+    from resharpen.experiments.ledger import select
 
     chosen = select(all_claims(), ["lang.dyck2.oracle_agreement", "othello.perft",
                                    "collapse.rms_jacobian_formula", "sc.model.decomposition",

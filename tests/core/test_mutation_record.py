@@ -13,14 +13,14 @@ import json
 import pytest
 
 from resharpen.claims import all_claims
-from resharpen.experiments.core import mutation
-from resharpen.experiments.core.mutation import Mutation, MutationResult
+from resharpen.experiments.ledger import mutation
+from resharpen.experiments.ledger.mutation import Mutation, MutationResult
 
 CHEAP_SECONDS = 0.4
-"""A claim is cheap when its unmutated quick check took at most this long in the recorded run:
-the mutation test of the 90 such non-experiment claims (each check once per derivation, each in
-a forked process) took about 31 s of check time there, within the default suite's budget on a
-loaded 2-core machine."""
+"""A claim declared ``cost="fast"`` is cheap when its unmutated quick check took at most this
+long in the recorded run: the mutation test of the 91 such claims (each check once per
+derivation, each in a forked process) took about 31 s of check time there, within the default
+suite's budget on a loaded 2-core machine."""
 
 
 def _result(claim_id: str, verdict: str, baseline: str = "PASS", perturbed: int = 1,
@@ -75,11 +75,11 @@ def _check_against_record(claims, max_seconds: float | None, timings) -> None:
 
 
 def test_cheap_claims_keep_their_recorded_mutation_verdicts():
-    """Every claim of the registry whose recorded unmutated quick check took at most
-    CHEAP_SECONDS (a claim not in the record: as its run here takes), except the experiment
-    claims, which train or read trained runs in out/ (their cost depends on what it holds)."""
+    """Every claim declared ``cost="fast"`` whose recorded unmutated quick check took at most
+    CHEAP_SECONDS (a claim not in the record: as its run here takes). The claims that train or
+    read trained runs in out/ are declared slow (their cost depends on what out/ holds)."""
     record = mutation.read_record()
-    claims = [c for c in all_claims() if c.kind != "experiment"]
+    claims = [c for c in all_claims() if c.cost == "fast"]
     seconds = {claim_id: entry["seconds"] for claim_id, entry in record.items()}
     _check_against_record(claims, CHEAP_SECONDS, seconds)
 

@@ -1,13 +1,13 @@
 """Every registered claim id: its metadata, where it is declared, and its quick-profile status.
 
-The statuses are those of the quick-profile ledger (``resharpen verify --profile quick``): every
-claim passes except the known findings in ``KNOWN_FAIL``, which are measured disagreements the
-ledger reports (a committed baseline tells a regression from a known finding), and the
-experiment claims in ``KNOWN_INCONCLUSIVE``, whose quick data are too few to decide. Claims whose
-quick check took more than ~3 s in that ledger (``make reproduce``: two workers on two cores),
-and the experiment claims that train or read sweeps, carry the ``slow`` marker; the rest add
-about 35 s to the default suite. The checks run in a scratch folder, so that the sweeps they train are
-the quick ones and land outside the repository.
+Each claim declares, with its ``@claim``, its quick-profile status (``expected_status``: PASS,
+a known finding that FAILs, or INCONCLUSIVE when the quick data are too few to decide) and its
+cost class (``cost``): the test below runs every claim and asserts the declared status, and a
+claim declared ``slow`` (over ~3 s in the quick ledger of ``make reproduce``, two workers on two
+cores, or it trains or reads sweeps) carries the ``slow`` marker; the fast ones add about 35 s to
+the default suite. The committed baseline is checked against the same declarations
+(test_baseline.py). The checks run in a scratch folder, so that the sweeps they train are the
+quick ones and land outside the repository.
 """
 from __future__ import annotations
 
@@ -18,50 +18,15 @@ from pathlib import Path
 import pytest
 
 from resharpen.claims import PREFIX_MODULES, all_claims
-from resharpen.experiments.core import ledger
+from resharpen.experiments import ledger
 
 CLAIMS = {c.id: c for c in all_claims()}
 
-KNOWN_FAIL = {
-    "collapse.gradient_contraction", "collapse.stack_post_attention_x2",
-    "collapse.stack_post_attention_x4", "collapse.stack_post_swiglu_x2",
-    "collapse.stack_post_swiglu_x4", "train.bema.ood_kl", "train.dropout.ood_kl", "train.ema.ood_kl", "train.ema.ood_kl.fixed",
-    "train.ema.ood_kl.long", "train.ema.ood_kl.long_v32",
-    "fit.dropout.ood", "fit.none.two_over_s", "fit.noise.ema_gain",  # measured findings
-    "fit.noise.bema_gain",
-}
-KNOWN_INCONCLUSIVE = {  # quick data too small to decide (docs/ledger.md)
-    "langtrain.bema.ood_illegal_mass", "langtrain.ema.ood_illegal_mass",
-    "langtrain.othello.ema_ood", "langtrain.postnorm.ood_illegal_mass",
-    "train.dispersion.margin_exponent", "train.postnorm.balanced_grid",
-    "train.postnorm.long_runs", "train.postnorm.long_runs_v32", "train.postnorm.multi_layer",
-    "train.postnorm.ood_invalid_mass", "train.postnorm.random_search",
-    "train.postnorm.random_search_v32",
-}
-SLOW = {
-    "collapse.attn_step_one_layer", "collapse.contraction_bound", "collapse.ffn_step_one_layer",
-    "collapse.gradient_contraction",
-    "collapse.prefix_averaging", "collapse.training_collapse", "dyn.stack.preln_norm",
-    "sc.rank.below_bound", "sc.rank.symbolic", "train.noise.trace",
-    # experiment claims that train (or read) sweeps and task grids
-    "fit.attn_out.closed_form_band", "fit.dropout.ood", "fit.none.lemma_residual",
-    "fit.none.two_over_s", "fit.noise.ema_gain", "fit.noise.bema_gain",
-    "fit.normalized_beat_none_ood",
-    "fit.post.approaches_attn_out",
-    "langtrain.bema.ood_illegal_mass", "langtrain.ema.ood_illegal_mass",
-    "langtrain.othello.ema_ood", "langtrain.postnorm.ood_illegal_mass",
-    "train.bema.ood_kl", "train.bema.ood_kl.fixed", "train.bema.ood_kl.long",
-    "train.bema.ood_kl.long_v32", "train.dispersion.margin_exponent", "train.dropout.ood_kl",
-    "train.ema.ood_kl", "train.ema.ood_kl.fixed", "train.ema.ood_kl.long",
-    "train.ema.ood_kl.long_v32", "train.lengthgen.degrades", "train.postnorm.balanced_grid",
-    "train.postnorm.long_runs", "train.postnorm.long_runs_v32", "train.postnorm.multi_layer",
-    "train.postnorm.ood_invalid_mass", "train.postnorm.random_search",
-    "train.postnorm.random_search_v32",
-}
 
-
-def by_speed(ids):
-    return [pytest.param(i, marks=pytest.mark.slow) if i in SLOW else i for i in ids]
+def by_cost(ids):
+    """The ids, those of claims declared ``cost="slow"`` with the ``slow`` marker."""
+    return [pytest.param(i, marks=pytest.mark.slow) if CLAIMS[i].cost == "slow" else i
+            for i in ids]
 
 
 def location(entry: str) -> tuple[Path, int, str]:
@@ -76,8 +41,7 @@ def source_line(path: Path, number: int) -> str:
     return path.read_text().splitlines()[number - 1]
 
 
-def test_the_status_tables_name_registered_claims():
-    assert KNOWN_FAIL | KNOWN_INCONCLUSIVE <= set(CLAIMS) and SLOW <= set(CLAIMS)
+def test_every_prefix_has_its_module():
     assert {i.split(".")[0] for i in CLAIMS} == set(PREFIX_MODULES)
 
 
@@ -86,6 +50,7 @@ def test_claim_metadata_and_where_it_is_declared(claim_id):
     c = CLAIMS[claim_id]
     assert c.source.strip() and c.statement.strip() and c.tolerance.strip()
     assert c.kind in ledger.KINDS
+    assert c.cost in ledger.COSTS and c.expected_status in ledger.EXPECTED_STATUSES
     assert c.check.__name__.startswith("check_"), c.check.__name__
     assert c.module == c.check.__module__ == PREFIX_MODULES[claim_id.split(".")[0]]
     entries = ledger.where(c)
@@ -110,12 +75,10 @@ def scratch_folder(tmp_path_factory):
     os.chdir(before)
 
 
-@pytest.mark.parametrize("claim_id", by_speed(sorted(CLAIMS)))
-def test_claim_quick_status_is_the_known_one(claim_id, scratch_folder):
+@pytest.mark.parametrize("claim_id", by_cost(sorted(CLAIMS)))
+def test_claim_quick_status_is_the_declared_one(claim_id, scratch_folder):
     record = ledger.run_claim(CLAIMS[claim_id], "quick")
-    expected = "FAIL" if claim_id in KNOWN_FAIL else \
-        "INCONCLUSIVE" if claim_id in KNOWN_INCONCLUSIVE else "PASS"
-    assert record.status == expected, record
+    assert record.status == CLAIMS[claim_id].expected_status, record
 
 
 def test_where_names_the_derivations_a_check_uses():

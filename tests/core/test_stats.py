@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from resharpen.experiments.core import stats
+from resharpen.experiments.ledger import stats
 
 
 def test_paired_t_matches_the_textbook_formula():

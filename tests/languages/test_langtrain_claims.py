@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from resharpen.claims import all_claims
-from resharpen.experiments.core.ledger import run_claim
+from resharpen.experiments.ledger import run_claim
 
 CLAIMS = {c.id: c for c in all_claims() if c.id.startswith("langtrain.")}
 

@@ -259,7 +259,7 @@ def test_grid_runs_resumes_and_reports(tmp_path, monkeypatch):
     # a rerun trains nothing
     import resharpen.experiments.languages.grid as ts
 
-    monkeypatch.setattr(ts, "run_one", lambda c: (_ for _ in ()).throw(AssertionError(c["name"])))
+    monkeypatch.setattr(ts, "run_group", lambda c: (_ for _ in ()).throw(AssertionError(c[0]["name"])))
     run_grid(GRID, out=root, workers=1, progress=False)
     with pytest.raises(ValueError, match="different grid"):
         run_grid({**GRID, "seeds": [5]}, out=root, workers=1, progress=False)

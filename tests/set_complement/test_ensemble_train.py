@@ -1,36 +1,37 @@
-"""Sweep runs trained as one ensemble equal the same runs trained alone (to float32 rounding)."""
-from pathlib import Path
-
+"""Set Complement runs trained as one ensemble equal the same runs trained alone (to float32
+rounding), and the sweep groups runs into ensembles."""
 import numpy as np
 import pytest
+import torch
 
-from resharpen.experiments.set_complement import ensemble_train as G
-from resharpen.experiments.set_complement.train import load_config, train
+from resharpen.experiments.core.sweep import group_runs
+from resharpen.experiments.set_complement.train import (DATA_CHUNK, data_stream,
+                                                        sample_sequences, train, train_group)
 
-from tiny_configs import CONFIGS, tiny  # noqa: E402 (a sibling helper module)
-
-
+from tiny_configs import tiny  # noqa: E402 (a sibling helper module)
 
 
 def test_grouping_is_by_shared_config_and_deterministic():
     configs = [tiny("a", **{"train.lr": 1e-2}), tiny("b", **{"model.norm": "post"}),
                tiny("c", **{"train.seed": 3, "train.ema": "bema"}),
-               tiny("d", **{"model.attn_dropout": 0.1}), tiny("e", **{"model.norm": "post"})]
-    assert G.group_runs(configs, 8) == [[0, 2, 3], [1, 4]]
-    assert G.group_runs(configs, 2) == [[0, 2], [1, 4], [3]]
-    assert G.group_runs(configs, 1) == [[0], [1], [2], [3], [4]]
+               tiny("d", **{"model.init_std": 0.05}), tiny("e", **{"model.norm": "post"}),
+               tiny("f", **{"model.attn_dropout": 0.1})]
+    assert group_runs(configs, 8) == [[0, 2, 3], [1, 4], [5]]
+    assert group_runs(configs, 2) == [[0, 2], [1, 4], [3], [5]]
+    assert group_runs(configs, 1) == [[0], [1], [2], [3], [4], [5]]
     with pytest.raises(ValueError, match="ensemble size must be >= 1"):
-        G.group_runs(configs, 0)
+        group_runs(configs, 0)
     with pytest.raises(ValueError, match="cannot share an ensemble"):
-        G.train_group(configs[:2])
+        train_group(configs[:2])
 
 
 def test_grouped_runs_equal_runs_trained_alone():
     configs = [tiny("a", **{"train.seed": 0, "train.lr": 1e-2, "train.ema": "none"}),
                tiny("b", **{"train.seed": 5, "train.lr": 3e-3, "train.weight_decay": 0.1,
-                            "train.ema": "ema", "train.ema_decay": 0.9}),
+                            "train.ema": "ema", "train.ema_decay": 0.9,
+                            "model.init_std": 0.05}),
                tiny("c", **{"train.seed": 9, "train.lr": 2e-2, "train.ema": "bema"})]
-    grouped = G.train_group(configs, path="batched")
+    grouped = train_group(configs)
     for config, got in zip(configs, grouped):
         want = train(config, progress=False)
         assert got["summary"]["ensemble"] == 3 and got["summary"]["primary"] == want["summary"]["primary"]
@@ -44,14 +45,26 @@ def test_grouped_runs_equal_runs_trained_alone():
             assert h["loss"] == pytest.approx(w["loss"], rel=1e-5)
             assert h["ema"]["ood_invalid_mass"] == pytest.approx(w["ema"]["ood_invalid_mass"],
                                                                  rel=1e-4)
+        assert got["weights"].model_config == want["weights"].model_config
     # the runs differ, so agreement run by run is not trivial
     assert grouped[0]["summary"]["final_loss"] != pytest.approx(grouped[2]["summary"]["final_loss"],
                                                                 rel=1e-3)
 
 
-def test_grouped_runs_with_per_model_dropout_train():
-    configs = [tiny("a", **{"model.attn_dropout": 0.0}),
-               tiny("b", **{"model.attn_dropout": 0.3, "model.resid_dropout": 0.1})]
-    results = G.train_group(configs, path="batched")
+def test_grouped_runs_with_dropout_train():
+    configs = [tiny("a", **{"model.attn_dropout": 0.3, "model.resid_dropout": 0.1}),
+               tiny("b", **{"model.attn_dropout": 0.3, "model.resid_dropout": 0.1,
+                            "train.seed": 1})]
+    results = train_group(configs)
     assert all(np.isfinite(r["summary"]["ood_invalid_mass"]) for r in results)
     assert results[0]["config"]["name"] == "a" and results[1]["config"]["name"] == "b"
+
+
+def test_chunked_data_stream_is_each_runs_own_stream():
+    steps = DATA_CHUNK + 7  # crosses a chunk boundary
+    stream = list(data_stream([torch.Generator().manual_seed(s) for s in (3, 4)], 16, 9, 5, steps))
+    assert len(stream) == steps
+    for k, seed in enumerate((3, 4)):
+        gen = torch.Generator().manual_seed(seed)
+        for step in range(steps):
+            assert torch.equal(stream[step][k], sample_sequences(16, 9, 5, gen))

@@ -10,8 +10,7 @@ import torch
 
 from resharpen.experiments.core.runs import load_run
 from resharpen.experiments.core.train import WEIGHTS, save_run
-from resharpen.experiments.set_complement import ensemble_train as G
-from resharpen.experiments.set_complement.train import load_config, train
+from resharpen.experiments.set_complement.train import load_config, train, train_group
 
 CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "set_complement"
 TARGET = 0.01
@@ -55,7 +54,7 @@ def test_grouped_runs_each_stop_at_their_own_fit_as_they_would_alone():
     configs = [tiny("a", **{"train.seed": 0, "train.lr": 3e-2}),
                tiny("b", **{"train.seed": 1, "train.lr": 1e-2, "train.ema": "ema"}),
                tiny("c", **{"train.seed": 2, "train.lr": 3e-3, "train.ema": "bema"})]
-    grouped = G.train_group(configs, path="batched")
+    grouped = train_group(configs)
     steps = [g["summary"]["fit_step"] for g in grouped]
     assert len(set(steps)) == 3 and all(g["summary"]["fit_reached"] for g in grouped)
     for config, got in zip(configs, grouped):
@@ -88,8 +87,8 @@ def test_weights_are_saved_and_load_run_gives_back_the_model(tmp_path):
             module.float()
     assert not torch.equal(run.model("raw").W_U, run.model("ema").W_U)
     # a grouped run's weights too
-    grouped = G.train_group([tiny("g0", **{"train.steps": 20, "train.seed": 0}),
-                             tiny("g1", **{"train.steps": 20, "train.seed": 4})], path="batched")
+    grouped = train_group([tiny("g0", **{"train.steps": 20, "train.seed": 0}),
+                           tiny("g1", **{"train.steps": 20, "train.seed": 4})])
     save_run(grouped[1], tmp_path / "g1")
     alone = train(tiny("g1", **{"train.steps": 20, "train.seed": 4}), progress=False)
     with torch.no_grad():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from resharpen.experiments.core import stats
-from resharpen.experiments.core.ledger import Outcome
+from resharpen.experiments.ledger import stats
+from resharpen.experiments.ledger import Outcome
 from resharpen.experiments.set_complement import claims_fit
 
 

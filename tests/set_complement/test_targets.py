@@ -14,8 +14,7 @@ from resharpen.experiments.core.model import ModelConfig, Transformer
 from resharpen.experiments.core.targets import (IGNORE, Batch, TrainingTarget, cross_entropy,
                                                 label_generator, make_batch,
                                                 per_model_cross_entropy, sample_labels)
-from resharpen.experiments.set_complement import ensemble_train as G
-from resharpen.experiments.set_complement.train import (load_config, next_token_targets,
+from resharpen.experiments.set_complement.train import (load_config, next_token_targets, train_group,
                                                         sample_sequences, train)
 
 from tiny_configs import CONFIGS, tiny  # noqa: E402 (a sibling helper module)
@@ -166,7 +165,7 @@ def test_every_target_trains_by_one_loop_and_one_batched_path(target, k):
     sets = {"train.target": target, "train.labels_per_position": k}
     configs = [tiny("a", **sets, **{"train.seed": 0, "train.lr": 1e-2}),
                tiny("b", **sets, **{"train.seed": 5, "train.lr": 3e-3, "train.ema": "ema"})]
-    grouped = G.train_group(configs, path="batched")
+    grouped = train_group(configs)
     sampled = train(tiny("a", **{"train.seed": 0, "train.lr": 1e-2}), progress=False)
     for config, got in zip(configs, grouped):
         want = train(config, progress=False)

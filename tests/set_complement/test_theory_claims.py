@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 from resharpen.claims import all_claims
-from resharpen.experiments.core import ledger
+from resharpen.experiments import ledger
 from resharpen.theory.set_complement import formulas
 
 CLAIMS = {c.id: c for c in all_claims()}

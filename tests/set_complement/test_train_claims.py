@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from resharpen.claims import all_claims
-from resharpen.experiments.core import stats
+from resharpen.experiments.ledger import stats
 from resharpen.experiments.core.config import CONFIG_DIR, load_sweep
-from resharpen.experiments.core.ledger import run_claim
+from resharpen.experiments.ledger import run_claim
 
 
 def claims():
@@ -83,7 +83,7 @@ def test_generated_claims_read_their_own_sweep_and_weights(C):
         assert record.status == ("PASS" if sweep == "long_runs" else "FAIL"), (cid, record.detail)
         assert f"out/sweeps/{sweep}" in record.detail and "Holm-adjusted p=" in record.detail
     assert len(C.AVERAGING_CLAIMS) == 8
-    for cid, kind, sweep in C.AVERAGING_CLAIMS:
+    for cid, kind, sweep, _ in C.AVERAGING_CLAIMS:
         record = status(cid)
         assert record.status == ("PASS" if kind == "ema" and sweep == "long_runs" else "FAIL"), \
             (cid, record.detail)

@@ -10,14 +10,20 @@ reason (why it is not PASS, or "" for PASS)::
 direction: a FAIL that now passes is as much news as a PASS that now fails, so that the baseline
 is updated (``resharpen verify --write-baseline``) when a finding changes on purpose. The ledger
 itself still shows every FAIL as FAIL.
+
+The statuses of the quick baseline are not a second declaration: each claim declares its quick
+status once (``@claim(..., expected_status=...)``), and :func:`against_declarations` lists where
+a baseline and the declarations disagree (tests/core/test_baseline.py holds the committed one to
+them). A finding that changes on purpose changes both, the declaration and the baseline's entry.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
-from resharpen.experiments.core.ledger import STATUSES, Record
+from resharpen.experiments.core.io import atomic_write_text, dumps_json
+from resharpen.experiments.ledger.registry import STATUSES, Claim, Record
 
 BASELINES = Path(__file__).resolve().parents[1] / "configs" / "ledger"
 """The committed baselines: ``experiments/configs/ledger/<profile>.json``."""
@@ -67,12 +73,24 @@ def differences(records: Sequence[Record], baseline: dict[str, dict],
     return lines
 
 
+def against_declarations(baseline: dict[str, dict], claims: Iterable[Claim]) -> list[str]:
+    """One line per claim whose baseline status is not its declared ``expected_status``, per
+    claim missing from the baseline and per baseline entry that is no registered claim."""
+    declared = {c.id: c.expected_status for c in claims}
+    lines = [f"{claim_id}: declared {status}, baseline {baseline[claim_id]['status']}"
+             for claim_id, status in declared.items()
+             if claim_id in baseline and baseline[claim_id]["status"] != status]
+    lines += [f"{claim_id}: declared {status}, not in the baseline"
+              for claim_id, status in declared.items() if claim_id not in baseline]
+    lines += [f"{claim_id}: in the baseline, not a registered claim" for claim_id in baseline
+              if claim_id not in declared]
+    return lines
+
+
 def write(path: str | Path, records: Sequence[Record], profile: str,
           reasons: dict[str, str] | None = None) -> Path:
     """Write the statuses of ``records`` as the baseline; the reason of a non-PASS claim is taken
     from ``reasons`` (the earlier baseline's) or else the first line of its detail."""
-    from resharpen.experiments.core.io import atomic_write_text, dumps_json
-
     reasons = reasons or {}
     claims = {}
     for r in sorted(records, key=lambda r: r.id):

@@ -4,7 +4,7 @@ A check is *circular* when its expected value and its measurement come from the 
 then a wrong function changes both alike and the check still passes. The mutation test finds
 such checks by breaking the derivations one at a time. For a claim, the *targets* are the
 functions and classes of other ``resharpen`` modules that its check names (the derivations of
-:func:`resharpen.experiments.core.ledger.where`, without the statistics that decide, NOT_SUBJECTS);
+:func:`resharpen.experiments.ledger.where.where`, without the statistics that decide, NOT_SUBJECTS);
 a class contributes the methods defined in its body. A *mutation* replaces one target by a
 wrapper that returns a perturbed value (step = 10^-3 unless asked otherwise),
 
@@ -41,7 +41,8 @@ the expected verdict of every claim at the default step, the seconds its unmutat
 took, and for each survivor its diagnosis. :func:`against_record` turns a run into regressions:
 a claim the record has killed that now survives (or that no mutation perturbs any more), and a
 survivor the record gives no diagnosis. tests/core/test_mutation_record.py runs it over the
-registry (the cheap claims by default, every claim in the ``slow`` test).
+registry (by default the claims declared ``cost="fast"`` whose recorded check took at most
+0.4 s, every claim in the ``slow`` test).
 """
 from __future__ import annotations
 
@@ -60,7 +61,9 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from resharpen.experiments.core.io import dumps_json
-from resharpen.experiments.core.ledger import Claim, _derivations, run_claim
+from resharpen.experiments.ledger.registry import Claim
+from resharpen.experiments.ledger.runner import run_claim
+from resharpen.experiments.ledger.where import _derivations
 
 STEP = 1e-3
 """The perturbation x -> x (1 + STEP) + STEP of a float (integers move by 1), the default of
@@ -72,7 +75,7 @@ KILLING = ("FAIL", "ERROR", "TIMEOUT")
 status but PASS."""
 RECORD = Path(__file__).resolve().parents[1] / "configs" / "ledger" / "mutation.json"
 """The committed record of the expected verdict per claim (quick profile, step STEP)."""
-NOT_SUBJECTS = ("resharpen.experiments.core.stats",)
+NOT_SUBJECTS = ("resharpen.experiments.ledger.stats",)
 """Modules whose functions a check uses to decide, not to derive: a mutated p-value or verdict
 says nothing about whether the check's measurement and expectation are independent."""
 

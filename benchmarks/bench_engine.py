@@ -1,0 +1,199 @@
+"""The engine's speed, as ratios measured side by side in one process.
+
+    python benchmarks/bench_engine.py [--repeats 5] [--steps 20] [--threads 1] [--k 8]
+
+1. One model: the package's training step (``TrainingState.train_step``: the training
+   target's cross-entropy, backward, clipping, ``torch.optim.AdamW``, the schedule) against a
+   plain PyTorch loop of the same ``Transformer`` (``F.cross_entropy``, backward,
+   ``clip_grad_norm_``, ``torch.optim.AdamW``), for the one-layer Set Complement model, the 2 x 64
+   Dyck-2 model and the 4 x 64 Othello model; and, apart, what keeping EMA and BEMA weights
+   adds to a step.
+2. K members of the 2 x 64 language model (MLP, 4 heads, batch 32, length 40) on Dyck-2 with
+   the task's own sampler: per-member step time as one ensemble (the engine: the module stacked
+   and vmapped, per-member AdamW) against the same members one at a time, and the share of the
+   ensemble's step spent drawing the K members' batches.
+3. The engine's AdamW (:func:`resharpen.experiments.core.engine.adamw_update`, per-member rates)
+   against ``torch.optim.AdamW`` (one rate) on the same stacked tensors.
+
+Each measurement is repeated ``--repeats`` times, the arms interleaved within a repeat (so a
+change of the machine's load hits both), and the ratios are printed as min / median / max over
+the repeats, with the machine's load average before and after.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from resharpen.experiments.core.engine import Members, MemberAdamW, adamw_update  # noqa: E402
+from resharpen.experiments.core.model import ModelConfig, Transformer  # noqa: E402
+from resharpen.experiments.core.targets import Batch  # noqa: E402
+from resharpen.experiments.core.train import members_state  # noqa: E402
+from resharpen.experiments.languages.registry import get_task  # noqa: E402
+
+TRAIN = {"steps": 10**6, "lr": 3e-3, "min_lr_ratio": 0.1, "warmup": 10, "schedule": "cosine",
+         "weight_decay": 0.01, "beta1": 0.9, "beta2": 0.98, "grad_clip": 1.0,
+         "ema_decay": 0.999, "bema_update_freq": 1, "bema_ema_power": 0.5,
+         "bema_bias_power": 0.2, "bema_lag": 10.0, "bema_update_after": 0,
+         "bema_multiplier": 1.0}
+SHAPES = {  # name: model config, batch, sequence length
+    "set complement 1 x 64": (ModelConfig(vocab=64, d_model=64, norm="post"), 32, 16),
+    "dyck-2 2 x 64": (ModelConfig(vocab=6, d_model=64, n_layers=2, n_heads=4, norm="pre",
+                                  mlp="gelu", max_len=41), 32, 40),
+    "othello 4 x 64": (ModelConfig(vocab=61, d_model=64, n_layers=4, n_heads=4, norm="pre",
+                                   mlp="gelu", max_len=60), 32, 30),
+}
+
+
+def spread(values: list[float]) -> str:
+    return (f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}")
+
+
+def timed(fn, steps: int) -> float:
+    start = time.perf_counter()
+    for step in range(1, steps + 1):
+        fn(step)
+    return (time.perf_counter() - start) / steps
+
+
+def one_model(repeats: int, steps: int) -> None:
+    print("1. one model: package step / plain PyTorch loop (min / median / max over repeats)")
+    for name, (cfg, batch, length) in SHAPES.items():
+        data = torch.randint(0, cfg.vocab, (steps + 1, batch, length + 1))
+
+        def plain_arm():
+            torch.manual_seed(0)
+            model = Transformer(cfg)
+            opt = torch.optim.AdamW(model.parameters(), lr=3e-3, betas=(0.9, 0.98))
+
+            def step(i):
+                x = data[i]
+                loss = F.cross_entropy(model(x[:, :-1]).reshape(-1, cfg.vocab),
+                                       x[:, 1:].reshape(-1))
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                opt.step()
+                loss.item()
+            return step
+
+        def package_arm(weights):
+            torch.manual_seed(0)
+            state = members_state([Transformer(cfg)], [TRAIN], weights)
+
+            def step(i):
+                state.train_step(Batch(data[i]), i, TRAIN["grad_clip"])
+                state.update_averagers(i)
+            return step
+
+        ratios, averaging = [], []
+        for _ in range(repeats):
+            arms = {"plain": plain_arm(), "raw": package_arm(("raw",)),
+                    "all": package_arm(("raw", "ema", "bema"))}
+            for arm in arms.values():
+                arm(1)  # warm-up
+            t = {key: timed(arm, steps) for key, arm in arms.items()}
+            ratios.append(t["raw"] / t["plain"])
+            averaging.append(t["all"] / t["raw"])
+        print(f"   {name:24s} package/plain {spread(ratios)}   "
+              f"(+ EMA and BEMA weights: x {spread(averaging)}; plain step "
+              f"{t['plain'] * 1e3:.1f} ms)")
+
+
+def ensembles(repeats: int, steps: int, k: int) -> None:
+    cfg, batch, length = SHAPES["dyck-2 2 x 64"]
+    task = get_task("dyck2")
+    print(f"2. K = {k} members of the {cfg.n_layers} x {cfg.d_model} language model on "
+          f"Dyck-2 (batch {batch}, length {length}, the task's sampler in the step)")
+
+    def models():
+        out = []
+        for seed in range(k):
+            torch.manual_seed(seed)
+            out.append(Transformer(cfg))
+        return out
+
+    def sample(rngs):
+        return torch.as_tensor(np.stack([task.sample(batch, length + 1, rng) for rng in rngs]))
+
+    speedups, sampling = [], []
+    for _ in range(repeats):
+        alone = [members_state([m], [TRAIN], ("raw",)) for m in models()]
+        together = members_state(models(), [TRAIN] * k, ("raw",))
+        rngs = [np.random.default_rng(seed) for seed in range(k)]
+
+        def one_at_a_time(i):
+            seqs = sample(rngs)
+            for member, state in enumerate(alone):
+                state.train_step(Batch(seqs[member]), i, 1.0)
+
+        def as_ensemble(i):
+            together.train_step(Batch(sample(rngs)), i, 1.0)
+
+        one_at_a_time(1), as_ensemble(1)
+        t_alone = timed(one_at_a_time, steps)
+        t_together = timed(as_ensemble, steps)
+        t_sample = timed(lambda i: sample(rngs), steps)
+        speedups.append(t_alone / t_together)
+        sampling.append(t_sample / t_together)
+    print(f"   per-member speed-up, ensemble over one at a time: {spread(speedups)}   "
+          f"(ensemble step {t_together * 1e3:.1f} ms, {t_together / k * 1e3:.1f} ms per member)")
+    print(f"   sampling share of the ensemble's step: {spread([100 * s for s in sampling])} %")
+
+
+def optimizers(repeats: int, steps: int, k: int) -> None:
+    cfg = SHAPES["dyck-2 2 x 64"][0]
+    models = [Transformer(cfg) for _ in range(k)]
+    ratios = []
+    for _ in range(repeats):
+        members = Members(models)
+        for p in members.stack:
+            p.grad = torch.randn_like(p)
+        mine = MemberAdamW(members, [3e-3] * k, [0.01] * k, (0.9, 0.98))
+        stacked = [p.detach().clone().requires_grad_(True) for p in members.stack]
+        for p, q in zip(stacked, members.stack):
+            p.grad = q.grad.clone()
+        theirs = torch.optim.AdamW(stacked, lr=3e-3, betas=(0.9, 0.98), weight_decay=0.01,
+                                   foreach=True)
+        grads = [p.grad for p in members.stack]
+
+        def engine_step(i):
+            for p, g in zip(members.stack, grads):
+                p.grad = g
+            mine.step()
+
+        t_engine = timed(engine_step, steps)
+        t_torch = timed(lambda i: theirs.step(), steps)
+        ratios.append(t_engine / t_torch)
+    print(f"3. engine AdamW (per-member lr, decay, clipping off) / torch.optim.AdamW(foreach) on "
+          f"the K = {k} stack: {spread(ratios)}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--k", type=int, default=8)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    print(f"torch {torch.__version__}, {args.threads} thread(s), {os.cpu_count()} CPUs, "
+          f"load average before {os.getloadavg()[0]:.2f}")
+    one_model(args.repeats, args.steps)
+    ensembles(args.repeats, args.steps, args.k)
+    optimizers(args.repeats, args.steps, args.k)
+    print(f"load average after {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
