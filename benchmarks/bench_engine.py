@@ -8,10 +8,12 @@
    ``clip_grad_norm_``, ``torch.optim.AdamW``), for the one-layer Set Complement model, the 2 x 64
    Dyck-2 model and the 4 x 64 Othello model; and, apart, what keeping EMA and BEMA weights
    adds to a step.
-2. K members of the 2 x 64 language model (MLP, 4 heads, batch 32, length 40) on Dyck-2 with
-   the task's own sampler: per-member step time as one ensemble (the engine: the module stacked
-   and vmapped, per-member AdamW) against the same members one at a time, and the share of the
-   ensemble's step spent drawing the K members' batches.
+2. K members as one ensemble (the engine: the module stacked and vmapped, per-member AdamW)
+   against the same members one at a time, per member, with each member's data drawn in the
+   step: K = ``--k`` members of the 2 x 64 language model (MLP, 4 heads, batch 32, length 40) on
+   Dyck-2 with the task's own sampler, K = 64 one-layer Set Complement models at batch 8 and
+   K = 10 collapse stacks (24 x 32, Post-Norm, SwiGLU) at batch 8 (overhead-bound cases); and
+   the share of the ensemble's step spent sampling.
 3. The engine's AdamW (:func:`resharpen.experiments.core.engine.adamw_update`, per-member rates)
    against ``torch.optim.AdamW`` (one rate) on the same stacked tensors.
 
@@ -34,11 +36,12 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from resharpen.experiments.core.engine import Members, MemberAdamW, adamw_update  # noqa: E402
+from resharpen.experiments.core.engine import Members, MemberAdamW  # noqa: E402
 from resharpen.experiments.core.model import ModelConfig, Transformer  # noqa: E402
 from resharpen.experiments.core.targets import Batch  # noqa: E402
 from resharpen.experiments.core.train import members_state  # noqa: E402
 from resharpen.experiments.languages.registry import get_task  # noqa: E402
+from resharpen.experiments.set_complement.train import data_stream  # noqa: E402
 
 TRAIN = {"steps": 10**6, "lr": 3e-3, "min_lr_ratio": 0.1, "warmup": 10, "schedule": "cosine",
          "weight_decay": 0.01, "beta1": 0.9, "beta2": 0.98, "grad_clip": 1.0,
@@ -51,7 +54,28 @@ SHAPES = {  # name: model config, batch, sequence length
                                   mlp="gelu", max_len=41), 32, 40),
     "othello 4 x 64": (ModelConfig(vocab=61, d_model=64, n_layers=4, n_heads=4, norm="pre",
                                    mlp="gelu", max_len=60), 32, 30),
+    "collapse stack 24 x 32": (ModelConfig(vocab=64, d_model=32, n_layers=24, n_heads=2,
+                                           norm="post", mlp="swiglu", d_mlp=96, max_len=32,
+                                           init_std=96 ** -0.5), 8, 32),
 }
+
+
+def train_flops(cfg: ModelConfig, batch: int, seq: int) -> float:
+    """Matmul FLOPs of one training step of one model (forward x 3 for forward + backward)."""
+    d, h, dk, dv, v = cfg.d_model, cfg.n_heads, cfg.head_width, cfg.value_width, cfg.vocab
+    per_layer = 2 * seq * d * h * (2 * dk + dv) + 2 * seq * seq * h * (dk + dv) \
+        + 2 * seq * h * dv * d
+    if cfg.mlp:
+        per_layer += 2 * seq * d * cfg.mlp_width * (3 if cfg.mlp == "swiglu" else 2)
+    return 3.0 * (cfg.n_layers * per_layer + 2 * seq * d * v) * batch
+
+
+def matmul_peak_gflops(n: int = 1024, repeats: int = 20) -> float:
+    """Best of ``repeats`` n x n x n fp32 matmuls: the attainable peak with this thread count."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = min(timed(lambda i: torch.mm(a, b), 1) for _ in range(repeats))
+    return 2 * n ** 3 / best / 1e9
 
 
 def spread(values: list[float]) -> str:
@@ -109,45 +133,68 @@ def one_model(repeats: int, steps: int) -> None:
               f"{t['plain'] * 1e3:.1f} ms)")
 
 
+ENSEMBLES = {  # name: shape, K, task (None: Set Complement's own sampler)
+    "dyck-2 2 x 64": ("dyck-2 2 x 64", None, "dyck2"),
+    "set complement 1 x 64 at batch 8": ("set complement 1 x 64", 64, None),
+    "collapse stack 24 x 32 (post) at batch 8": ("collapse stack 24 x 32", 10, "uniform"),
+}
+
+
 def ensembles(repeats: int, steps: int, k: int) -> None:
-    cfg, batch, length = SHAPES["dyck-2 2 x 64"]
-    task = get_task("dyck2")
-    print(f"2. K = {k} members of the {cfg.n_layers} x {cfg.d_model} language model on "
-          f"Dyck-2 (batch {batch}, length {length}, the task's sampler in the step)")
+    print("2. ensembles: per-member step time one at a time / as one ensemble, data sampling "
+          "in the step (min / median / max over repeats)")
+    for name, (shape, k_shape, task_name) in ENSEMBLES.items():
+        cfg, batch, length = SHAPES[shape]
+        members = k_shape or k
+        if task_name is None:
+            batch = 8
+        task = get_task(task_name) if task_name not in (None, "uniform") else None
 
-    def models():
-        out = []
-        for seed in range(k):
-            torch.manual_seed(seed)
-            out.append(Transformer(cfg))
-        return out
+        def models():
+            out = []
+            for seed in range(members):
+                torch.manual_seed(seed)
+                out.append(Transformer(cfg))
+            return out
 
-    def sample(rngs):
-        return torch.as_tensor(np.stack([task.sample(batch, length + 1, rng) for rng in rngs]))
+        def sampler():
+            if task is not None:
+                rngs = [np.random.default_rng(seed) for seed in range(members)]
+                return lambda: torch.as_tensor(task.sample_streams(batch, length + 1, rngs))
+            if task_name == "uniform":  # i.i.d. tokens: the step's cost, not the task's
+                return lambda: torch.randint(0, cfg.vocab, (members, batch, length + 1))
+            gens = [torch.Generator().manual_seed(seed) for seed in range(members)]
+            stream = data_stream(gens, cfg.vocab, length + 1, batch, 10**6)
+            return lambda: next(stream)
 
-    speedups, sampling = [], []
-    for _ in range(repeats):
-        alone = [members_state([m], [TRAIN], ("raw",)) for m in models()]
-        together = members_state(models(), [TRAIN] * k, ("raw",))
-        rngs = [np.random.default_rng(seed) for seed in range(k)]
+        speedups, sampling = [], []
+        for _ in range(repeats):
+            alone = [members_state([m], [TRAIN], ("raw",)) for m in models()]
+            together = members_state(models(), [TRAIN] * members, ("raw",))
+            sample = sampler()
 
-        def one_at_a_time(i):
-            seqs = sample(rngs)
-            for member, state in enumerate(alone):
-                state.train_step(Batch(seqs[member]), i, 1.0)
+            def one_at_a_time(i):
+                seqs = sample()
+                for member, state in enumerate(alone):
+                    state.train_step(Batch(seqs[member]), i, 1.0)
 
-        def as_ensemble(i):
-            together.train_step(Batch(sample(rngs)), i, 1.0)
+            def as_ensemble(i):
+                together.train_step(Batch(sample()), i, 1.0)
 
-        one_at_a_time(1), as_ensemble(1)
-        t_alone = timed(one_at_a_time, steps)
-        t_together = timed(as_ensemble, steps)
-        t_sample = timed(lambda i: sample(rngs), steps)
-        speedups.append(t_alone / t_together)
-        sampling.append(t_sample / t_together)
-    print(f"   per-member speed-up, ensemble over one at a time: {spread(speedups)}   "
-          f"(ensemble step {t_together * 1e3:.1f} ms, {t_together / k * 1e3:.1f} ms per member)")
-    print(f"   sampling share of the ensemble's step: {spread([100 * s for s in sampling])} %")
+            one_at_a_time(1), as_ensemble(1)
+            t_alone = timed(one_at_a_time, steps)
+            t_together = timed(as_ensemble, steps)
+            t_sample = timed(lambda i: sample(), steps)
+            speedups.append(t_alone / t_together)
+            sampling.append(t_sample / t_together)
+        flops = train_flops(cfg, batch, length) * members
+        peak = matmul_peak_gflops()
+        print(f"   {name}, K = {members}: per-member speed-up "
+              f"{spread(speedups)} (ensemble step {t_together * 1e3:.1f} ms, "
+              f"{t_together / members * 1e3:.2f} ms per member); sampling "
+              f"{spread([100 * s for s in sampling])} % of the ensemble's step; matmul work "
+              f"one at a time {flops / t_alone / 1e9:.1f} GFLOP/s, ensemble "
+              f"{flops / t_together / 1e9:.1f}, fp32 matmul peak {peak:.1f}")
 
 
 def optimizers(repeats: int, steps: int, k: int) -> None:

@@ -136,6 +136,26 @@ class Task(ABC):
             states = self.step(states, out[:, i])
         return out
 
+    def sample_streams(self, count: int, length: int, seeds: Sequence) -> np.ndarray:
+        """K samples at once, one per seed or generator: int64 (K, count, length), exactly
+        ``np.stack([self.sample(count, length, g) for g in generators])`` (each generator draws
+        the same numbers in the same order), with the automaton run once over all K * count
+        sequences: the batches of the K members of an ensemble. A task with a sampler of its
+        own samples each stream with it."""
+        if type(self).sample is not Task.sample:
+            return np.stack([self.sample(count, length, seed) for seed in seeds])
+        count = check_int("count", count, 1)
+        length = self.check_length(length)
+        rngs = [make_rng(seed) for seed in seeds]
+        states = self.start(len(rngs) * count, length)
+        out = np.empty((len(rngs) * count, length), dtype=np.int64)
+        for i in range(length):
+            legal = self.legal(states)
+            out[:, i] = np.concatenate([uniform_choice(legal[k * count:(k + 1) * count], rng)
+                                        for k, rng in enumerate(rngs)])
+            states = self.step(states, out[:, i])
+        return out.reshape(len(rngs), count, length)
+
     def validate(self, seqs) -> np.ndarray:
         """``seqs`` as an int64 (count, length) array of token ids, else ValueError."""
         arr = np.asarray(seqs)

@@ -188,6 +188,32 @@ class Othello(Task):
                 states = self.advance(states, tokens)
         return out
 
+    def sample_streams(self, count, length, seeds):
+        """K samples at once (:meth:`Task.sample_streams`): exactly ``sample(count, length, g)``
+        per generator g, the rules applied once to all K * count games; each stream stops
+        drawing, as ``sample`` does, once all its games are over. More than CHUNK games per
+        stream: one stream at a time."""
+        count = check_int("count", count, 1)
+        length = self.check_length(length)
+        if count > CHUNK:
+            return np.stack([self.sample(count, length, seed) for seed in seeds])
+        rngs = [make_rng(seed) for seed in seeds]
+        out = np.full((len(rngs), count, length), PAD, dtype=np.int64)
+        states = self.start(len(rngs) * count, length).reshape(len(rngs), count, -1)
+        live = np.arange(len(rngs))
+        for i in range(length):
+            legal = self.legal(states[live].reshape(len(live) * count, -1))
+            tokens = np.stack([uniform_choice(legal[n * count:(n + 1) * count], rngs[k])
+                               for n, k in enumerate(live)])
+            out[live, :, i] = tokens
+            playing = ~(tokens == PAD).all(axis=1)  # a stream whose games are all over stops
+            live, tokens = live[playing], tokens[playing]
+            if not len(live):
+                break
+            states[live] = self.advance(states[live].reshape(len(live) * count, -1),
+                                        tokens.reshape(-1)).reshape(len(live), count, -1)
+        return out
+
     # ------------------------------------------------------------------ oracle
     def is_member(self, string: Sequence[int]) -> bool:
         """True when ``string`` is a legal game prefix (reference rules, implicit passes),

@@ -211,8 +211,8 @@ def _train_members(configs: list[dict], *, progress: bool = True,
         labels = label_generator(seeds[0]) if k == 1 else [label_generator(s) for s in seeds]
 
     def next_batch(step: int):
-        samples = [task.sample(tr["batch_size"], t["train_len"] + 1, rng) for rng in rngs]
-        seqs = torch.as_tensor(samples[0] if k == 1 else np.stack(samples))
+        samples = task.sample_streams(tr["batch_size"], t["train_len"] + 1, rngs)
+        seqs = torch.as_tensor(samples[0] if k == 1 else samples)
         return make_batch(seqs, target, lambda s: next_token_targets(task, s, t["ignore_pad"]),
                           labels)
 

@@ -313,3 +313,18 @@ def test_legal_next_is_batch_and_prefix_invariant(name):
     assert np.array_equal(task.legal_next(batch[:, :cut]), masks[:, :cut])
     assert masks[:20].any(axis=2).all()  # sampled rows stay valid
     assert not masks[20:40, -1].any(axis=1).all()  # most noise rows are dead by the end
+
+
+@pytest.mark.parametrize("name", sorted(TASKS))
+def test_streams_of_an_ensemble_are_each_generators_own_sample(name):
+    """Task.sample_streams (the K members' batches at once) draws exactly what K calls of
+    sample draw, and leaves every generator where those calls leave it."""
+    task = get_task(name)
+    length = min(12, task.max_length or 12)
+    seeds = [[seed, 7] for seed in range(3)]
+    together = [np.random.default_rng(s) for s in seeds]
+    alone = [np.random.default_rng(s) for s in seeds]
+    streams = task.sample_streams(4, length, together)
+    assert streams.shape == (3, 4, length)
+    assert np.array_equal(streams, np.stack([task.sample(4, length, g) for g in alone]))
+    assert [g.random() for g in together] == [g.random() for g in alone]
