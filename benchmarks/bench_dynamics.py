@@ -22,9 +22,9 @@ import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from resharpen.experiments.dynamics import particles as P
-from resharpen.theory.dynamics import speed as nd
-from resharpen.theory.dynamics import ode
+from resharpen.experiments.dynamics import particles as P  # noqa: E402
+from resharpen.theory.dynamics import speed as nd  # noqa: E402
+from resharpen.theory.dynamics import ode  # noqa: E402
 
 
 def timed(fn, repeat=1):

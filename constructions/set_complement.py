@@ -15,15 +15,17 @@ token space) and is refused.
 """
 from __future__ import annotations
 
+import copy
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from resharpen.constructions.set_complement_names import READOUT_NORMS, VARIANTS  # noqa: F401
+from resharpen.constructions.set_complement_names import (  # noqa: F401
+    DEFAULT_LAM_PER_TOKEN, NORM_KINDS, READOUT_NORMS, SYMMETRIC_VARIANTS, VARIANTS)
 from resharpen.experiments.core import limits
 from resharpen.experiments.core.model import ModelConfig, Norm, Transformer
 from resharpen.experiments.core.set_complement_task import check_vocab, validate_inputs
@@ -60,14 +62,34 @@ class Construction:
         return self.model.cfg.d_model
 
     @property
+    def symmetric(self) -> bool:
+        """Whether every input of a length gives the same metrics (tight, one_hot, unbalanced).
+
+        *Why.* Let pi be a permutation of V, Pi its matrix, and t' = pi(t) (any ordered s-subset
+        is the image of any other, (0, 1, ..., s-1) included). The attention is uniform (tight,
+        one_hot) or has scores a P (unbalanced), and P = Pi P Pi^T, so the weights are the same
+        for t and t', and the order of the non-query tokens does not enter (no positions).
+        one_hot: the residual of t' is the residual of t times Pi; tight: E = Q and Pi Q = Q R
+        with R = Q^T Pi Q orthogonal (Pi maps 1-perp to itself), so the residual is times R.
+        Every later map commutes: the norm (RMSNorm with one gain g on every coordinate, eps 0,
+        |x R| = |x|; LayerNorm's centring commutes with Pi), W_V W_O = K I, and the unembedding
+        (R Q^T = Q^T Pi, P Pi = Pi P). So f(t') = f(t) Pi: the logits are permuted with the
+        tokens, and every metric (mass on the seen set, margins of the query and of the other
+        seen tokens, TV, KL) is the same. One input per length is then exact (up to float64
+        rounding, which does differ); ``resharpen construct`` evaluates the prefixes of one
+        permutation. The balanced variant's per-token lambdas break the symmetry."""
+        return self.variant in SYMMETRIC_VARIANTS
+
+    @property
     def centred(self) -> bool:
         """Whether the norm acts on a centred residual (tight embedding or LayerNorm)."""
         return self.variant != "one_hot" or self.norm_kind == "layer"
 
     def params(self) -> dict:
-        out = asdict(self)
-        out.pop("model")
-        return out
+        """The parameters (every field but the model), copied; the model is not copied (at
+        v = 10^4 its weights are 4.8 GB)."""
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+                if f.name != "model"}
 
 
 def complement_basis(vocab: int) -> torch.Tensor:
@@ -90,8 +112,8 @@ def complement_basis(vocab: int) -> torch.Tensor:
 def _check_scales(lam: float, beta: float, gain: float, norm: str, norm_kind: str) -> None:
     if norm not in READOUT_NORMS:
         raise ValueError(f"norm {norm!r} is not one of {', '.join(READOUT_NORMS)}")
-    if norm_kind not in ("rms", "layer"):
-        raise ValueError(f"norm kind {norm_kind!r} is not one of rms, layer")
+    if norm_kind not in NORM_KINDS:
+        raise ValueError(f"norm kind {norm_kind!r} is not one of {', '.join(NORM_KINDS)}")
     if not (isinstance(lam, (int, float)) and math.isfinite(lam) and lam > 0):
         raise ValueError(f"lambda (--lam) must be a finite number > 0, got {lam!r}")
     if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta != 0):
@@ -236,10 +258,13 @@ def random_lambdas(vocab: int, seed: int, low: float = 0.5, high: float = 2.0) -
     return np.exp(rng.uniform(math.log(low), math.log(high), size=vocab))
 
 
-def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms", lam: float = 1.0,
-          beta: float = 1.0, gain: float = 1.0, seed: int = 0, self_score: float = 1.0,
-          max_memory: int | None = None) -> Construction:
+def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms",
+          lam: float | None = None, beta: float = 1.0, gain: float = 1.0, seed: int = 0,
+          self_score: float = 1.0, max_memory: int | None = None) -> Construction:
     """Build a construction by name: ``variant`` one of VARIANTS, ``norm`` one of READOUT_NORMS.
+
+    ``lam`` (lambda) defaults to 2 v, as ``resharpen construct`` without ``--lam``: the no-norm
+    non-query margin lambda / s is then above 2 at every length s <= v - 1.
 
     tight (d = d_v = v - 1, the dimension bound), one_hot (d = v), balanced (per-token
     lambda_x = lam r_x, attention w_i ~ 1/lambda_{t_i}) and unbalanced (a score ``self_score`` on
@@ -254,7 +279,11 @@ def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms", 
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r} is not one of {', '.join(VARIANTS)}")
     check_vocab(vocab)
-    limits.require(limits.construct_bytes(variant, vocab),
+    if lam is None:
+        lam = DEFAULT_LAM_PER_TOKEN * vocab
+    # construct evaluates one input per length of a symmetric variant (report.construction_report)
+    limits.require(limits.construct_bytes(variant, vocab,
+                                          inputs=1 if variant in SYMMETRIC_VARIANTS else 16),
                    f"the {variant} construction at v = {vocab} (--vocab)", max_memory)
     if variant in ("balanced", "unbalanced") and norm != "none":
         raise ValueError(f"the {variant} construction has readout 'none' only, got norm={norm!r}")
@@ -316,30 +345,75 @@ def theory_margins_by_length(built: Construction, tokens: torch.Tensor
             np.broadcast_to(np.asarray(q, dtype=np.float64), shape).copy())
 
 
+WEIGHTS_FILE = "weights.safetensors"
+LEGACY_WEIGHTS_FILE = "weights.pt"  # saved before safetensors: a pickled state dict, still read
+
+
 def save(built: Construction, folder: str | Path) -> Path:
-    """Write ``weights.pt`` (float64 state dict) and ``config.json`` (model config + parameters)."""
-    from resharpen.experiments.core.io import atomic_write_json, atomic_write_with, ensure_writable_dir
+    """Write ``weights.safetensors`` (the float64 state dict, with the model config and the
+    construction's parameters as JSON in its metadata, ``model_config`` and ``construction``)
+    and ``config.json`` (the same two, for reading). The weights file alone is enough to load."""
+    from resharpen.experiments.core.io import (atomic_write_json, atomic_write_weights,
+                                               dumps_json, ensure_writable_dir)
 
     folder = ensure_writable_dir(folder)
-    state = built.model.state_dict()
-    atomic_write_with(folder / "weights.pt", lambda handle: torch.save(state, handle))
-    atomic_write_json(folder / "config.json", {"model": built.model.cfg.to_dict(),
-                                               "construction": built.params()})
+    state = {name: t.detach().contiguous() for name, t in built.model.state_dict().items()}
+    config = {"model": built.model.cfg.to_dict(), "construction": built.params()}
+    atomic_write_weights(folder / WEIGHTS_FILE, state,
+                         {"model_config": dumps_json(config["model"], indent=None),
+                          "construction": dumps_json(config["construction"], indent=None)})
+    atomic_write_json(folder / "config.json", config)
     return folder
 
 
 def load(folder: str | Path) -> Construction:
-    """Inverse of :func:`save`: the same weights bit for bit."""
+    """Inverse of :func:`save`: the same weights bit for bit. Reads ``weights.safetensors`` (its
+    metadata holds the config), or a folder saved before it, ``weights.pt`` (a state dict, read
+    with ``torch.load(weights_only=True)``: tensors only, no code) with ``config.json``.
+    ValueError names a missing or corrupt file."""
     folder = Path(folder)
+    if (folder / WEIGHTS_FILE).is_file():
+        state, config = _read_safetensors(folder / WEIGHTS_FILE)
+    else:
+        config = _read_config(folder)
+        if not (folder / LEGACY_WEIGHTS_FILE).is_file():
+            raise ValueError(f"{folder} holds no saved construction weights "
+                             f"({WEIGHTS_FILE} or {LEGACY_WEIGHTS_FILE} missing)")
+        try:
+            state = torch.load(folder / LEGACY_WEIGHTS_FILE, map_location="cpu",
+                               weights_only=True)
+        except Exception as exc:  # unpickling refused or a corrupt file
+            raise ValueError(f"{folder / LEGACY_WEIGHTS_FILE} is not a weights file: "
+                             f"{exc!r}"[:300]) from None
     try:
-        config = json.loads((folder / "config.json").read_text())
         cfg = ModelConfig.from_dict(config["model"])
-        params = config["construction"]
+        model = Transformer(cfg).to(DTYPE)
+        model.load_state_dict(state)
+        return Construction(model=model, **config["construction"])
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise ValueError(f"{folder} is not a valid saved construction: {exc!r}"[:300]) from None
+
+
+def _read_config(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "config.json").read_text())
     except FileNotFoundError:
         raise ValueError(f"{folder} holds no saved construction (config.json missing)") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"{folder / 'config.json'} is not a valid construction config: {exc}") from None
-    model = Transformer(cfg).to(DTYPE)
-    state = torch.load(folder / "weights.pt", map_location="cpu", weights_only=True)
-    model.load_state_dict(state)
-    return Construction(model=model, **params)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{folder / 'config.json'} is not a valid construction config: "
+                         f"{exc}") from None
+
+
+def _read_safetensors(path: Path) -> tuple[dict, dict]:
+    """(state dict, {"model", "construction"}) of a saved ``weights.safetensors``."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+            config = {"model": json.loads(metadata["model_config"]),
+                      "construction": json.loads(metadata["construction"])}
+            state = {name: handle.get_tensor(name) for name in handle.keys()}
+    except (SafetensorError, OSError, KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path} is not a construction's weights file: {exc!r}"[:300]) from None
+    return state, config

@@ -8,3 +8,10 @@ from __future__ import annotations
 
 VARIANTS = ("tight", "one_hot", "balanced", "unbalanced")
 READOUT_NORMS = ("none", "attn_out", "post", "pre")
+NORM_KINDS = ("rms", "layer")
+SYMMETRIC_VARIANTS = ("tight", "one_hot", "unbalanced")
+"""The variants whose every input of a length gives the same metrics (permutation-symmetric:
+:func:`resharpen.constructions.set_complement.Construction.symmetric`)."""
+DEFAULT_LAM_PER_TOKEN = 2.0
+"""lambda defaults to 2 v (``build(lam=None)``, ``construct`` without ``--lam``): the no-norm
+non-query margin lambda / s is then >= 2 v / (v - 1) > 2 at every length s <= v - 1."""

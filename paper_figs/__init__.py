@@ -137,20 +137,30 @@ def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[P
                        report=lambda line: print(line, file=sys.stderr))[0]
 
 
+PROVENANCE_KEY = {"png": "resharpen:provenance", "pdf": "Subject"}
+"""Where a figure file carries its provenance (JSON): the PNG's text chunk of this key, the PDF's
+Subject entry (:func:`resharpen.experiments.core.provenance.provenance`: commit, dirty flag,
+versions, machine, profile, time)."""
+
+
 def save(fig, outdir: Path, stem: str, profile: str | None = None) -> list[Path]:
     """Save ``fig`` as ``stem.png`` and ``stem.pdf`` in ``outdir`` (atomically) and close it;
-    ``profile="quick"`` stamps it as drawn from quick-profile data."""
+    ``profile="quick"`` stamps it as drawn from quick-profile data. Each file carries its
+    provenance in its own metadata (:data:`PROVENANCE_KEY`)."""
     import io
 
     import matplotlib.pyplot as plt
 
-    from resharpen.experiments.core.io import atomic_write_bytes
+    from resharpen.experiments.core.io import atomic_write_bytes, dumps_json
+    from resharpen.experiments.core.provenance import provenance
 
     style.stamp(fig, profile)
+    record = dumps_json(provenance(profile), indent=None, sort_keys=True)
     paths = []
     for ext in ("png", "pdf"):
         buffer = io.BytesIO()
-        fig.savefig(buffer, format=ext, dpi=150, bbox_inches="tight")
+        fig.savefig(buffer, format=ext, dpi=150, bbox_inches="tight",
+                    metadata={PROVENANCE_KEY[ext]: record})
         paths.append(atomic_write_bytes(Path(outdir) / f"{stem}.{ext}", buffer.getvalue()))
     plt.close(fig)
     return paths

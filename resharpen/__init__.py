@@ -6,11 +6,13 @@ The public API (imported on first use, so ``import resharpen`` is instant)::
     built = rs.build("tight", vocab=16, norm="attn_out", lam=32.0)   # explicit weights
     rows = rs.evaluate_lengths(built.model, vocab=16)                # exact metrics per length
     nonquery, query = rs.theory_margins(built, tokens)               # the theory's margins
-    run = rs.train("experiments/configs/set_complement/base.toml")    # train, save to out/runs/base
+    run = rs.train("set_complement/base")                             # train, save to out/runs/base
     run = rs.load_run("out/runs/base")                                # a finished run, read back
     model = run.model("raw")                                          # ... and its weights
     report = rs.compare_run("out/runs/base")                          # trained vs the lemma's form
     record = rs.run_claim("sc.theorem.two_over_s")                    # one ledger claim
+    model = rs.Transformer(rs.ModelConfig(vocab=16, d_model=16, norm="post"))  # the model
+    logits = model.run_with_hooks(tokens, [("blocks.0.attn.hook_pattern", edit)])  # hooks
 
 docs/api.md documents each name (generated from the docstrings). The packages: ``resharpen.theory`` (sympy, no torch), ``resharpen.constructions`` (explicit
 weights), ``resharpen.experiments`` (one sub-package per slice over a shared core) and
@@ -37,6 +39,25 @@ _API = {
     "run_claim": ("resharpen.api", "run_claim"),
     "train": ("resharpen.api", "train"),
     "all_claims": ("resharpen.claims", "all_claims"),
+    "Transformer": ("resharpen.experiments.core.model", "Transformer"),
+    "ModelConfig": ("resharpen.experiments.core.model", "ModelConfig"),
+    "PLACEMENTS": ("resharpen.experiments.core.model", "PLACEMENTS"),
+    "NORM_PLACEMENTS": ("resharpen.experiments.core.train_config", "NORM_PLACEMENTS"),
+    "HookPoint": ("resharpen.experiments.core.model", "HookPoint"),
+    "HOOK_POINTS": ("resharpen.experiments.core.model", "HOOK_POINTS"),
+}
+
+# what the constants of the API are (docs/api.md shows them; they have no docstring of their own)
+CONSTANT_DOCS = {
+    "PLACEMENTS": "The placement table: normalization scheme name -> its Placement (the residual "
+                  "rule each layer gets, whether a final norm follows, nGPT's sphere). "
+                  "ModelConfig(norm=NAME) picks an entry; docs/architecture.md draws each rule.",
+    "NORM_PLACEMENTS": "The names of the normalization schemes, the keys of PLACEMENTS in order "
+                       "(the values of a config's model.norm); importing it loads no torch.",
+    "HOOK_POINTS": "The capture points of block i, named blocks.<i>.<name>, in the order they "
+                   "fire (the norm-output points only with an output norm, the MLP points only "
+                   "with an MLP); Transformer.hook_points() lists a model's, Block's docstring "
+                   "gives their mathematics.",
 }
 
 __all__ = sorted(_API)
@@ -47,7 +68,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from resharpen.constructions.set_complement import Construction, build, theory_margins
     from resharpen.constructions.set_complement import load as load_construction
     from resharpen.constructions.set_complement import save as save_construction
+    from resharpen.experiments.core.model import (HOOK_POINTS, PLACEMENTS, HookPoint,
+                                                  ModelConfig, Transformer)
     from resharpen.experiments.core.runs import Run, load_run
+    from resharpen.experiments.core.train_config import NORM_PLACEMENTS
     from resharpen.experiments.set_complement.compare import compare_run, fit_lemma
     from resharpen.experiments.set_complement.evaluate import evaluate_lengths
 

@@ -23,9 +23,11 @@ def train(config: str | Path | Mapping[str, Mapping[str, object]],
     (the cross-entropy H(p*, p) itself). Every weight set (raw, EMA, BEMA) is then evaluated
     exactly, in float64, at every length s = 1..v-1: invalid mass, KL(p* || p), margins.
 
-    ``config``: a TOML file (``experiments/configs/set_complement/base.toml``; its
-    ``[profile.<profile>]`` table applies) or a mapping {section: {key: value}} over the schema's
-    defaults (sections task, model, train, eval; optional ``name``, default "run").
+    ``config``: a TOML file, or the name of a packaged config from any working folder
+    (``"set_complement/base"``, with or without ``.toml``; a file that exists wins; ``resharpen
+    configs`` lists them), whose ``[profile.<profile>]`` table applies; or a mapping
+    {section: {key: value}} over the schema's defaults (sections task, model, train, eval;
+    optional ``name``, default "run").
     ``overrides``: ``"section.key=value"`` strings, as ``--set``. ``out``: the run folder
     (default ``out/runs/<name>``). ``progress``: a progress bar or line per evaluation.
     ValueError names a bad file, key or value before any training."""

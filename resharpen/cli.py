@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from resharpen.experiments.core.cli_args import (EXIT_USAGE, UsageError, _Parser, bad_input,
-                                                  finite_float, positive_int, seed_int)
+                                                  finite_float, one_of, positive_int, seed_int)
 
 EXIT_BUG = 1
 DEBUG_FLAG = "--debug"
@@ -42,7 +42,10 @@ def add_verify(sub) -> None:
                         "matches it (known FAILs included), 1 and the differences when one changed")
     p.add_argument("--write-baseline", metavar="PATH",
                    help="write the statuses of this run as the baseline (reasons kept from the "
-                        "old baseline where it had one)")
+                        "old baseline where it had one); with --only it would hold only the "
+                        "chosen claims, so it is refused unless --force")
+    p.add_argument("--force", action="store_true",
+                   help="with --write-baseline and --only: write the partial baseline anyway")
     p.add_argument("--mutate", action="store_true",
                    help="the mutation test: run each check with each derivation it uses "
                         "perturbed (x -> x(1+1e-3)+1e-3), print which claims a mutation kills "
@@ -61,21 +64,34 @@ def add_verify(sub) -> None:
 
 
 def run_verify(args) -> int:
-    from resharpen.experiments.core.io import atomic_write_text, check_output_file
+    import os
+
+    from resharpen.experiments.core.io import atomic_write_text, check_output_file, read_text_file
     from resharpen.claims import all_claims
     from resharpen.experiments import ledger
     from resharpen.experiments.ledger import baseline as baselines
 
+    index = None
+    if args.list or args.where:  # the claim index: no slice imported (resharpen/claim_index.py)
+        from resharpen import claim_index
+
+        index = claim_index.load()
     with bad_input():
-        chosen = ledger.select(all_claims(), args.only)
+        chosen = ledger.select(index.claims() if index else all_claims(), args.only)
         if args.where:
             chosen = ledger.select(chosen, [args.where])
         for flag, target in (("--json", args.json), ("--markdown", args.markdown),
                              ("--write-baseline", args.write_baseline)):  # before the work
             if target and target != "-":
                 check_output_file(target, flag)
+        if args.write_baseline and args.only and not args.force:
+            raise ValueError("--write-baseline with --only would replace the baseline with the "
+                             "statuses of the chosen claims alone; run without --only, or add "
+                             "--force to write the partial baseline")
         baseline_path = (baselines.default_path(args.profile) if args.baseline == "default"
                          else args.baseline)
+        if args.baseline and os.path.lexists(baseline_path):  # a folder, an unreadable file
+            read_text_file(baseline_path, "--baseline", "JSON file")
         expected = baselines.read(baseline_path, args.profile) if args.baseline else None
         if args.mutate and (args.baseline or args.write_baseline or args.markdown):
             raise ValueError("--mutate writes only --json, not --baseline, --write-baseline or "
@@ -87,9 +103,13 @@ def run_verify(args) -> int:
     if args.mutate and not (args.where or args.list):
         return run_mutation_test(args, chosen)
     if args.where:
+        places = {c.id: index.where(c.id) for c in chosen} if index else {}
+        if not places or None in places.values():  # a name the index cannot place: import
+            claims = {c.id: c for c in all_claims()}
+            places = {c.id: ledger.where(claims[c.id]) for c in chosen}
         for c in chosen:
             print(c.id)
-            for place in ledger.where(c):
+            for place in places[c.id]:
                 print(f"  {place}")
         return 0
     if args.list:
@@ -171,6 +191,28 @@ def format_ledger(records) -> str:
     return "\n".join(out)
 
 
+# ----------------------------------------------------------------------------- configs
+def add_configs(sub) -> None:
+    p = sub.add_parser("configs", help="list the packaged configs: name, the command that reads "
+                                       "it, what it is")
+    p.description = ("The configs that ship inside the package (experiments/configs). A command "
+                     "that takes a config file (train, sweep, langs run --grid) also takes its "
+                     "name, from any folder: `resharpen train set_complement/base`. A path to a "
+                     "file that exists wins over a packaged config of the same name.")
+    p.set_defaults(handler=run_configs)
+
+
+def run_configs(args) -> int:
+    from resharpen.experiments.core.config import list_configs
+
+    rows = list_configs()
+    width = max(len(r["name"]) for r in rows)
+    command = max(len(r["command"]) for r in rows)
+    for r in rows:
+        print(f"{r['name']:{width}s}  {r['command']:{command}s}  {r['description']}")
+    return 0
+
+
 # ----------------------------------------------------------------------------- figs
 def add_figs(sub) -> None:
     p = sub.add_parser("figs", help="regenerate every figure into out/figs (PNG and PDF)")
@@ -202,16 +244,23 @@ def run_figs(args) -> int:
 
 # ----------------------------------------------------------------------------- construct
 def add_construct(sub) -> None:
-    from resharpen.constructions.set_complement_names import READOUT_NORMS, VARIANTS
+    from resharpen.constructions.set_complement_names import (NORM_KINDS, READOUT_NORMS,
+                                                              VARIANTS)
     from resharpen.experiments.core.limits import add_max_memory
 
     p = sub.add_parser("construct", help="build a Set Complement construction, save it, report")
     p.add_argument("--vocab", type=positive_int, required=True, help="vocabulary size v >= 2")
-    p.add_argument("--norm", default="none", help=" | ".join(READOUT_NORMS))
-    p.add_argument("--norm-kind", default="rms", help="rms | layer")
-    p.add_argument("--variant", default="tight", help=" | ".join(VARIANTS))
+    p.add_argument("--norm", default="none", choices=READOUT_NORMS,
+                   type=one_of(READOUT_NORMS, "norm {!r} is not one of {}"),
+                   help="the readout's normalization (default none)")
+    p.add_argument("--norm-kind", default="rms", choices=NORM_KINDS,
+                   type=one_of(NORM_KINDS, "norm kind {!r} is not one of {}"),
+                   help="RMSNorm or LayerNorm (default rms)")
+    p.add_argument("--variant", default="tight", choices=VARIANTS,
+                   type=one_of(VARIANTS, "variant {!r} is not one of {}"),
+                   help="the construction (default tight)")
     p.add_argument("--lam", type=finite_float, default=None,
-                   help="displacement scale lambda > 0 (default 2 v)")
+                   help="displacement scale lambda > 0 (default 2 v, as resharpen.build)")
     p.add_argument("--beta", type=finite_float, default=1.0, help="direct-path scale beta != 0")
     p.add_argument("--gain", type=finite_float, default=1.0, help="norm gain g > 0")
     p.add_argument("--seed", type=seed_int, default=0, help="seed for the non-uniform lambdas")
@@ -223,8 +272,11 @@ def add_construct(sub) -> None:
 
 def run_construct(args) -> int:
     from resharpen.constructions.set_complement import build, save
+    from resharpen.experiments.core.cli_args import require_finite
     from resharpen.experiments.core.io import (atomic_write_text, check_output_file,
-                                                check_writable_target, dumps_json)
+                                                check_writable_target, dumps_json,
+                                                undo_on_failure)
+    from resharpen.experiments.core.limits import check_construct_scales
     from resharpen.experiments.set_complement.report import construction_report
 
     with bad_input():
@@ -232,23 +284,28 @@ def run_construct(args) -> int:
             check_writable_target(args.out, "--out")  # before any work, creating nothing
         if args.json and args.json != "-":
             check_output_file(args.json, "--json")
-        lam = args.lam if args.lam is not None else 2.0 * args.vocab
+        check_construct_scales(lam=args.lam, beta=args.beta, gain=args.gain)
         built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
-                      lam=lam, beta=args.beta, gain=args.gain, seed=args.seed,
+                      lam=args.lam, beta=args.beta, gain=args.gain, seed=args.seed,
                       max_memory=args.max_memory)  # refuses a size that does not fit, first
     report = construction_report(built)
+    worst = max(row["rel_error_margin"] for row in report["lengths"])
+    require_finite({"max |margin - theory| / max(1, |theory|)": worst},
+                   f"construct --vocab {args.vocab} --norm {args.norm}")  # before any write
     text = dumps_json(report)
     if args.out:
-        save(built, args.out)
-        atomic_write_text(Path(args.out) / "report.json", text + "\n")
+        with undo_on_failure(args.out):  # a full disk: no half-saved construction, no folder
+            save(built, args.out)
+            atomic_write_text(Path(args.out) / "report.json", text + "\n")
     if args.json == "-":
         print(text)
     elif args.json:
         atomic_write_text(args.json, text + "\n")
-    worst = max(row["rel_error_margin"] for row in report["lengths"])
     print(f"built {args.variant} v={args.vocab} norm={args.norm}: max |margin - theory| / "
           f"max(1, |theory|) = {worst:.3g} over s = 1..{args.vocab - 1} "
-          f"({report['per_length_inputs']} input(s) per length)"
+          f"({report['per_length_inputs']} input(s) per length"
+          + ("; permutation-symmetric: the prefixes of one permutation cover every length)"
+             if "symmetric" in report else ")")
           + (f"; saved to {args.out}" if args.out else ""), file=sys.stderr)
     return 0
 
@@ -311,9 +368,12 @@ def run_report(args, sweep) -> int:
 
     if args.html is None:
         return sweep(args)
+    from resharpen.experiments.core.io import read_text_file
     from resharpen.html_report import read_ledger, write_report
 
     with bad_input():
+        if Path(args.ledger).exists():  # a folder, an unreadable file: one line
+            read_text_file(args.ledger, "--ledger", "ledger JSON file")
         read_ledger(args.ledger)
         if Path(args.html).is_dir():
             raise ValueError(f"--html {args.html!r} is a folder; name the file to write")
@@ -340,7 +400,7 @@ def grid_figures(root: Path) -> list[Path]:
 
 
 def commands() -> list:
-    """Every subcommand's ``add_<name>(subparsers)``: the four above and those declared beside
+    """Every subcommand's ``add_<name>(subparsers)``: the ones above and those declared beside
     the code they drive, one CLI module per slice. These modules import nothing heavy."""
     from functools import partial
 
@@ -349,7 +409,7 @@ def commands() -> list:
     from resharpen.experiments.languages import cli as languages_cli
     from resharpen.experiments.set_complement import cli as sc_cli
 
-    return [add_verify, add_construct, add_derive, add_figs,
+    return [add_verify, add_construct, add_derive, add_figs, add_configs,
             sc_cli.add_train, sc_cli.add_sweep, add_report,
             sc_cli.add_compare,
             partial(languages_cli.add_langs, figures=grid_figures),
@@ -388,6 +448,19 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:
+        from resharpen.experiments.core.io import DISK_FULL
+
+        if exc.errno not in DISK_FULL:  # a bug, not a full disk: keep its traceback
+            traceback.print_exc()
+            return EXIT_BUG
+        if debug:
+            traceback.print_exc()
+        where = f" writing {exc.filename!r}" if exc.filename else ""
+        print(f"error: {exc.strerror}{where}: the disk (or quota) is full; what was being "
+              "written was removed, nothing half-written is kept; free some space and rerun",
+              file=sys.stderr)
+        return EXIT_USAGE
     except Exception:  # a bug, not bad input: keep its traceback
         traceback.print_exc()
         return EXIT_BUG

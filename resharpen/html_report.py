@@ -12,8 +12,9 @@ URIs, the style and the filter script are inline, and it loads nothing else. It 
 - the figures, each with the claims it illustrates: the claim ids (and globs such as
   ``dyn.gamma_dot0.*``) named in the docstring of the figure script that wrote it
   (:data:`resharpen.paper_figs.FIGURES`);
-- the environment: the ledger's profile, package versions, platform, the ledger file's time
-  and the report's.
+- the environment, in two sections: where the ledger was run (its profile and the provenance
+  recorded in the ledger JSON: commit, dirty flag, versions, machine, time) and where the report
+  was rendered (the renderer's own provenance).
 """
 from __future__ import annotations
 
@@ -158,26 +159,61 @@ def code_locations(ids: list[str]) -> dict[str, list[str]]:
             for c in all_claims() if c.id in chosen}
 
 
-def environment(ledger: dict, ledger_path: str | Path) -> dict[str, str]:
-    """The run's environment: profile, the ledger's summary and time, versions, platform."""
+def _provenance_items(record: dict) -> dict[str, str]:
+    """A provenance record (:func:`resharpen.experiments.core.provenance.provenance`) as
+    definition-list items."""
+    items = {}
+    commit = record.get("commit")
+    dirty = record.get("dirty")
+    items["commit"] = (f"{commit}{' (dirty working tree)' if dirty else ''}" if commit
+                       else "unknown (not a git checkout)")
+    items["created"] = str(record.get("created", "?"))
+    for name, value in (record.get("versions") or {}).items():
+        items[name] = str(value) if value is not None else "not installed"
+    machine = record.get("machine") or {}
+    items["cpu"] = (f"{machine.get('cpu', '?')} ({machine.get('cpus', '?')} CPUs, "
+                    f"{machine.get('usable_cpus', '?')} usable)")
+    threads = record.get("threads") or {}
+    if threads:
+        items["threads"] = ", ".join(f"{k} {v}" for k, v in threads.items() if v is not None) \
+            or "not set"
+    items["platform"] = str(machine.get("platform", "?"))
+    return items
+
+
+def environment(ledger: dict, ledger_path: str | Path) -> dict[str, dict[str, str]]:
+    """Two sections: where the ledger was run (its profile, summary, checks' time and the
+    provenance recorded in the ledger JSON: commit, dirty flag, versions, machine, time; never
+    the file's time, which a copy changes) and where this report was rendered (the renderer's
+    own provenance and versions)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    env = {"profile": str(ledger.get("profile", "?"))}
+    from resharpen.experiments.core.provenance import provenance
+
+    run = {"profile": str(ledger.get("profile", "?"))}
     summary = ledger.get("summary") or {}
-    env["ledger summary"] = ", ".join(f"{n} {s}" for s, n in summary.items())
+    run["ledger summary"] = ", ".join(f"{n} {s}" for s, n in summary.items())
     seconds = sum(float(c.get("seconds") or 0) for c in ledger["claims"])
-    env["checks' time"] = f"{seconds:.0f} s (sum over claims)"
-    stamp = datetime.datetime.fromtimestamp(Path(ledger_path).stat().st_mtime)
-    env["ledger written"] = f"{stamp:%Y-%m-%d %H:%M:%S} ({ledger_path})"
-    env["report written"] = f"{datetime.datetime.now():%Y-%m-%d %H:%M:%S}"
-    env["python"] = sys.version.split()[0]
+    run["checks' time"] = f"{seconds:.0f} s (sum over claims)"
+    run["ledger file"] = str(ledger_path)
+    recorded = ledger.get("provenance")
+    if isinstance(recorded, dict):
+        run.update(_provenance_items(recorded))
+    else:
+        run["provenance"] = "not recorded (a ledger written before provenance was recorded)"
+    now = datetime.datetime.now(datetime.timezone.utc)
+    rendered = {"report written": f"{now:%Y-%m-%d %H:%M:%S} UTC"}
+    rendered.update(_provenance_items(provenance()))
+    del rendered["created"]
+    rendered["python"] = sys.version.split()[0]
     for name in VERSIONS:
         try:
-            env[name] = version(name)
+            rendered[name] = version(name)
         except PackageNotFoundError:
-            env[name] = "not installed"
-    env["platform"] = platform.platform()
-    return env
+            rendered[name] = "not installed"
+    rendered["platform"] = platform.platform()
+    return {"The ledger: where and how it was run (recorded in the ledger JSON)": run,
+            "This report: where it was rendered": rendered}
 
 
 _STYLE = """
@@ -227,7 +263,7 @@ def _options(name: str, values: list[tuple[str, str]]) -> str:
 
 
 def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
-           env: dict[str, str]) -> str:
+           env: dict) -> str:
     """The page (a string) from a ledger, its figures, the code locations and the environment."""
     records = ledger["claims"]
     shown_in: dict[str, list[str]] = {}
@@ -264,7 +300,10 @@ def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
             f'(script: {_e(fig.module or "unknown")}); claims: {links or "none named"}'
             f'</figcaption></figure>')
     summary = ", ".join(f"{sum(r.get('status') == s for r in records)} {s}" for s in statuses)
-    env_html = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in env.items())
+    sections = env if all(isinstance(v, dict) for v in env.values()) else {"": env}
+    env_html = "".join((f"<h3>{_e(title)}</h3>" if title else "") + "<dl>"
+                       + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items.items())
+                       + "</dl>" for title, items in sections.items())
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -287,7 +326,7 @@ reproduced. Rerun with <code>make reproduce</code>; any claim with
 </tbody></table>
 <h2>Figures</h2>
 {chr(10).join(figure_html) or "<p>No figures (run <code>resharpen figs</code>).</p>"}
-<h2>Environment</h2><dl>{env_html}</dl>
+<h2>Environment</h2>{env_html}
 <script>{_SCRIPT}</script>
 </body></html>
 """

@@ -232,6 +232,85 @@ def gradient_flow(norm: str = "post", n: int = 32, d: int = 32, depth: int = 24,
     return result
 
 
+def jacobian_norm(function: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                  rtol: float = 1e-10, seed: int = 0) -> tuple[float, int]:
+    """||J||_2 of ``function`` at ``x``: the largest gain sup ||J^T G|| / ||G|| of any gradient G
+    pulled back through it; returns (gain, operator applications). The square root of the largest
+    eigenvalue of G -> J J^T G (``torch.func.vjp`` then ``torch.func.jvp``, no projection and no
+    knowledge of the function's parts), by Lanczos (``scipy.sparse.linalg.eigsh``, seeded)."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    y, pullback = vjp(function, x)
+    shape, size, applied = y.shape, y.numel(), [0]
+
+    def apply(vector: np.ndarray) -> np.ndarray:
+        applied[0] += 1
+        (back_g,) = pullback(torch.as_tensor(np.asarray(vector).reshape(shape), dtype=y.dtype))
+        _, forward = jvp(function, (x,), (back_g,))
+        return forward.reshape(-1).detach().numpy()
+
+    start = torch.randn(shape, generator=torch.Generator().manual_seed(seed),
+                        dtype=y.dtype).reshape(-1).numpy()
+    operator = LinearOperator((size, size), matvec=apply, dtype=np.float64)
+    (top,) = eigsh(operator, k=1, which="LA", v0=start, tol=rtol, return_eigenvectors=False)
+    return math.sqrt(max(float(top), 0.0)), applied[0]
+
+
+def contraction_condition(n: int = 32, d: int = 32, depth: int = 12, multiplier: float = 1.0,
+                          mlp: str | None = None, seed: int = 0,
+                          betas: tuple[float, ...] = (0.0,),
+                          layers: tuple[int, ...] | None = None) -> list[dict]:
+    """Theorem 3.6's condition, sublayer by sublayer, in an exactly collapsed random Post-Norm
+    stack (the stack and input of :func:`gradient_flow`).
+
+    For each Post-Norm sublayer block B(X) = N_out(X + f_beta(X)) at its own collapsed input X_k
+    (the blocks of ``layers``, default all) and each ``beta``, with f_beta(X) = f(X) + beta X u u^T
+    (u the unit direction of X_k's rows: beta amplifies the collapsed direction, beta = 0 is the
+    random sublayer itself), one row with
+
+    * ``y_norm`` = max_i ||y_i|| of y = X_k + f_beta(X_k) (the rows are equal at collapse) and
+      ``a`` = :func:`sublayer_gain` of X -> X + f_beta(X) (the gain on the gradients that pass
+      the RMSNorm, no gradient used): the theorem's side, c = a sqrt d / ||y|| (computed by the
+      caller);
+    * ``gain`` = :func:`jacobian_norm` of the whole block through the model's own norm module:
+      the largest factor by which the block multiplies any gradient, measured, no formula.
+
+    The block contracts every gradient exactly when ``gain`` < 1; the theorem says this is when
+    ||y|| > a sqrt d."""
+    cfg = StackConfig(n=n, d=d, depth=depth, norm="post", mlp=mlp, multiplier=multiplier,
+                      t0=0.5, seed=seed)
+    model = build_stack(cfg)
+    sublayers = ("attn", "mlp") if mlp else ("attn",)
+    residual_in = {"attn": "hook_resid_pre", "mlp": "hook_resid_mid"}
+    x = _collapsed_input(n, d, seed)
+    with torch.no_grad(), model.capture("blocks.*.hook_resid_*") as cache:
+        h = x
+        for block in model.blocks:
+            h, _ = block(h)
+    rows = []
+    for i in (range(depth) if layers is None else layers):
+        block = model.blocks[i]
+        for s in sublayers:
+            x_k = cache[f"blocks.{i}.{residual_in[s]}"].detach()
+            unit = x_k[0, 0] / x_k[0, 0].norm()
+            inner = _sublayer_function(block, s)
+            norm_out = block.attn_norm_out if s == "attn" else block.mlp_norm_out
+            for beta in betas:
+                def amplified(z, inner=inner, beta=beta, unit=unit):
+                    return inner(z) + beta * (z @ unit)[..., None] * unit
+
+                def whole(z, amplified=amplified, norm_out=norm_out):
+                    return norm_out(amplified(z))
+
+                with torch.no_grad():
+                    y_norm = float(amplified(x_k).norm(dim=-1).max())
+                a, _ = sublayer_gain(amplified, x_k, seed=seed + 2 * i)
+                gain, _ = jacobian_norm(whole, x_k, seed=seed + 2 * i + 1)
+                rows.append({"layer": i, "sublayer": s, "beta": beta, "y_norm": y_norm,
+                             "a": a, "gain": gain})
+    return rows
+
+
 def _sublayer_function(block, sublayer: str) -> Callable[[torch.Tensor], torch.Tensor]:
     """Y = X + f(X) of one Post-Norm sublayer (what its output norm receives), eval mode."""
     if sublayer == "attn":

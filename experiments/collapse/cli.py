@@ -10,9 +10,13 @@ from __future__ import annotations
 
 
 from resharpen.experiments.core import limits
-from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int, seed_int
+from resharpen.experiments.core.cli_args import (bad_input, finite_float, one_of, positive_int,
+                                                  require_finite, seed_int)
 from resharpen.experiments.core.limits import add_max_memory
 from resharpen.experiments.core.profiles import PROFILES
+
+STACK_NORMS = ("post", "pre")  # stack.PLACEMENTS (that module imports torch; a test holds them equal)
+STACK_MLPS = ("none", "swiglu")  # stack.MLPS, with "none" for None
 
 
 def add_collapse(sub) -> None:
@@ -20,8 +24,12 @@ def add_collapse(sub) -> None:
     inner = p.add_subparsers(dest="collapse_command", required=True, parser_class=type(p))
 
     s = inner.add_parser("stack", help="random-weight stack: t_sim per layer vs the recursion")
-    s.add_argument("--norm", default="post", help="post | pre")
-    s.add_argument("--mlp", default="none", help="none | swiglu")
+    s.add_argument("--norm", default="post", choices=STACK_NORMS,
+                   type=one_of(STACK_NORMS, "norm {!r} is not one of {}"),
+                   help="Post-Norm or Pre-Norm (default post)")
+    s.add_argument("--mlp", default="none", choices=STACK_MLPS,
+                   type=one_of(STACK_MLPS, "mlp {!r} is not one of {}"),
+                   help="the FFN after attention (default none)")
     s.add_argument("--multiplier", type=finite_float, default=1.0, help="init variance x k > 0")
     s.add_argument("--n", type=positive_int, default=256, help="sequence length n >= 2")
     s.add_argument("--d", type=positive_int, default=256, help="width d")
@@ -73,6 +81,10 @@ def run_stack(args) -> int:
     rows = [{"layer": i + 1, "t_sim": float(r["t_block"][i]), "recursion": float(pred["t"][i + 1]),
              "delta_attn": float(r["delta_attn"][i]), "theory_attn": float(r["theory_attn"][i])}
             for i in range(cfg.depth)]
+    for row in rows:  # a non-finite number is not a result
+        require_finite({f"{key} at layer {row['layer']}": row[key] for key in
+                        ("t_sim", "recursion", "delta_attn", "theory_attn")},
+                       f"collapse stack --multiplier {cfg.multiplier:g}")
     print(f"{'layer':>5} {'t_sim':>8} {'recursion':>9} {'d_attn':>8} {'theory':>8}")
     for row in rows:
         print(f"{row['layer']:5d} {row['t_sim']:8.4f} {row['recursion']:9.4f} "

@@ -34,6 +34,11 @@ PLACEMENTS = ("post", "pre")
 MLPS = (None, "swiglu")
 
 
+MAX_MULTIPLIER = 1e6
+"""The largest variance multiplier k of a stack (``collapse stack --multiplier``): k^2 / 9 is the
+recursion's s and the weights' variance grows with k, so k = 1e300 overflows float64."""
+
+
 @dataclass(frozen=True)
 class StackConfig:
     """A random-weight stack: sequence length n, width d, depth, placement, FFN, multiplier."""
@@ -62,6 +67,10 @@ class StackConfig:
             raise ValueError(f"mlp must be None or 'swiglu', got {self.mlp!r}")
         if not (math.isfinite(self.multiplier) and self.multiplier > 0):
             raise ValueError(f"variance multiplier must be finite and > 0, got {self.multiplier!r}")
+        if self.multiplier > MAX_MULTIPLIER:
+            raise ValueError(f"variance multiplier {self.multiplier:g} is too large: at most "
+                             f"{MAX_MULTIPLIER:g} (k^2 enters the recursion and the weights' "
+                             "variance; far beyond it the numbers overflow float64)")
         if not (1.0 / self.n <= self.t0 < 1.0):
             raise ValueError(f"t0 must lie in [1/n, 1) = [{1 / self.n:.4g}, 1), got {self.t0!r}")
         if self.d_ff is not None and (not isinstance(self.d_ff, int) or self.d_ff < 1):

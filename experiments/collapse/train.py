@@ -317,8 +317,11 @@ def read_finished(folder: Path) -> tuple[dict, dict, list] | None:
 def check_finished(profile: str, out: str | Path, seed: int = 0,
                    overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Read every finished run folder of the sweep under ``out`` (before any work): ValueError
-    naming a corrupt file and its line."""
+    naming a corrupt file and its line, or a run folder a symbolic link leads outside ``out``."""
+    from resharpen.experiments.core.io import check_within
+
     for config in sweep_configs(profile, seed, overrides):
+        check_within(out, Path(out) / config["name"], "run folder")
         read_finished(Path(out) / config["name"])
 
 
@@ -344,13 +347,14 @@ def run_all(configs: list[dict], out: str | Path | None = None, progress: bool =
     the unfinished runs of one norm in batched ensembles of up to ``ensemble``
     (:func:`train_group`), and written atomically
     (:func:`resharpen.experiments.core.train.save_run`) when ``out`` is given."""
-    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.core.io import check_within, ensure_writable_dir
     from resharpen.experiments.core.sweep import group_runs
 
     folders = [Path(out) / c["name"] if out is not None else None for c in configs]
     results: dict[int, dict] = {}
     for i, (config, folder) in enumerate(zip(configs, folders)):
         if folder is not None:
+            check_within(out, folder, "run folder")  # never through a link out of ``out``
             ensure_writable_dir(folder)
             loaded = _load_finished(config, folder)
             if loaded is not None:

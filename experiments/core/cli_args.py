@@ -85,3 +85,31 @@ def seed_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"a seed must be an integer in [0, 2**63 - 1], "
                                          f"got {value}")
     return value
+
+
+def one_of(choices: tuple, message: str = "{!r} is not one of {}"):
+    """An argument type for an enumerated option, used with ``choices=choices`` (so ``--help``
+    lists them): a value outside ``choices`` is refused with ``message.format(value, allowed)``,
+    the library's own wording (``norm 'x' is not one of none, attn_out, ...``)."""
+    allowed = ", ".join(str(c) for c in choices)
+
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise argparse.ArgumentTypeError(message.format(text, allowed))
+        return text
+
+    parse.__name__ = "choice"  # argparse names the type in its messages
+    return parse
+
+
+def require_finite(numbers: dict, what: str) -> None:
+    """:class:`UsageError` naming the first non-finite value of ``numbers`` ({label: number,
+    None allowed for "not defined"}): a command's headline numbers must all be finite for it to
+    report success (exit 0); a NaN or an overflow is never printed as a result. ``what`` names
+    the result and, when it is known, what to change."""
+    import math
+
+    for label, value in numbers.items():
+        if value is not None and not math.isfinite(float(value)):
+            raise UsageError(f"{what}: {label} is {float(value)}, not a finite number; no result "
+                             "is reported or written")

@@ -30,6 +30,12 @@ A sweep file adds ``[sweep]`` (runs, seed, ensemble) and ``[search]``:
 order, the last key varying fastest), so ``runs = N`` is a balanced full grid and ``runs = 2 N``
 repeats it with fresh draws of the random keys.
 
+A config file is named by a path or by its name among the packaged configs (:func:`find_config`):
+a path that exists wins; otherwise ``set_complement/base`` (with or without ``.toml``, with or
+without a leading ``experiments/configs/``) is looked up in :data:`CONFIG_DIR`, the configs that
+ship inside the package, so it works from any working directory. :func:`list_configs` lists
+them (``resharpen configs``).
+
 Results go under :data:`OUT_ROOT` (``out/``, relative to the working directory) unless the user
 names another folder: ``out/runs/<name>``, ``out/sweeps/<name>``, ``out/<experiment>``.
 
@@ -71,6 +77,82 @@ def run_folder(name: str) -> Path:
 def sweep_folder(name: str) -> Path:
     """Default folder of a sweep or grid: ``out/sweeps/<name>`` (``name`` a safe name)."""
     return output_folder("sweeps", check_name(name, "sweep name"))
+
+
+# ----------------------------------------------------------------------------- configs by name
+CONFIG_PREFIX = "experiments/configs/"
+"""The packaged configs' folder as written from the repository root; a name given with it
+(``experiments/configs/set_complement/base.toml``) resolves from any working directory too."""
+
+
+def find_config(name: str | Path, what: str = "config file") -> Path:
+    """The config file ``name`` names: the path itself when it exists (a user's own file, or a
+    packaged one named by its path); else the packaged config of that name under
+    :data:`CONFIG_DIR`, with or without ``.toml`` and with or without a leading
+    ``experiments/configs/`` (``set_complement/fit_placements_v32``). A path that exists
+    always wins over a packaged config of the same name. FileNotFoundError naming ``name``
+    (``what``) when neither exists; a folder is returned as is (the reader refuses it)."""
+    path = Path(name)
+    if path.exists():
+        return path
+    text = str(name).replace("\\", "/")
+    candidates = []
+    for stem in (text, text[len(CONFIG_PREFIX):] if text.startswith(CONFIG_PREFIX) else None):
+        if stem and not Path(stem).is_absolute() and ".." not in Path(stem).parts:
+            candidates += [CONFIG_DIR / stem] + ([] if stem.endswith(".toml")
+                                                 else [CONFIG_DIR / f"{stem}.toml"])
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(f"{what} {str(name)!r} does not exist (neither a file here nor a "
+                            f"packaged config; `resharpen configs` lists those)")
+
+
+def config_description(path: str | Path) -> str:
+    """The first comment line of a config file, without its ``#`` ("" when it has none)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    for line in lines:
+        if line.strip().startswith("#"):
+            return line.strip().lstrip("#").strip()
+        if line.strip():
+            break
+    return ""
+
+
+def list_configs() -> list[dict]:
+    """Every packaged config: {name, path, command, description}, by name. ``name`` is the path
+    relative to :data:`CONFIG_DIR` without ``.toml`` (what ``resharpen train NAME`` takes);
+    ``command`` the command that reads it: ``sweep`` for a file with a ``[search]`` table (its own
+    or its base's), ``train`` for another Set Complement config, ``langs run --grid`` for a
+    language grid, ``collapse train`` for the collapse sweep."""
+    out = []
+    for path in sorted(CONFIG_DIR.rglob("*.toml")):
+        name = path.relative_to(CONFIG_DIR).with_suffix("").as_posix()
+        family = name.split("/", 1)[0]
+        if family == "languages":
+            command = "langs run --grid"
+        elif family == "collapse":
+            command = "collapse train"
+        else:
+            command = "sweep" if _has_search(path) else "train"
+        out.append({"name": name, "path": path, "command": command,
+                    "description": config_description(path)})
+    return out
+
+
+def _has_search(path: Path, depth: int = 0) -> bool:
+    """Whether a config file or its ``base`` chain has a ``[search]`` table."""
+    try:
+        data = read_toml(path)
+    except (OSError, ValueError):
+        return False
+    if "search" in data:
+        return True
+    base = data.get("base")
+    return isinstance(base, str) and depth < 16 and _has_search(path.parent / base, depth + 1)
 
 
 # ----------------------------------------------------------------------------- TOML and --set
@@ -263,13 +345,16 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | N
     file's sections, so along the chain base < base's profile table < child < child's profile
     table: a child's own value wins over its base's profile table (``long_runs_v32``'s
     ``vocab = 32`` over ``long_runs``'s ``[profile.quick] task.vocab = 16``), and the child's own
-    profile table wins over both."""
-    path = Path(path).resolve()
+    profile table wins over both. ``path`` may name a packaged config (:func:`find_config`)."""
+    path = (find_config(path) if not seen else Path(path)).resolve()
     if path in seen:
         raise ValueError(f"config base chain loops at {str(path)!r}")
     if profile is not None:
         check_profile(profile)
     data = read_toml(path)
+    if not data:  # an empty file would silently train with every default (at full size)
+        raise ValueError(f"config file {str(path)!r} is empty: name a base config (base = "
+                         "\"base.toml\") or set the tables you mean ([task], [model], [train])")
     top_keys = {"name", "base", "profile", "sweep", "search", *schema.sections}
     unknown = set(data) - top_keys
     if unknown:

@@ -47,7 +47,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from torch.optim.swa_utils import AveragedModel
 
 from resharpen.experiments.core.averaging import BEMA
-from resharpen.experiments.core.model import ModelConfig, Transformer, check_tokens
+from resharpen.experiments.core.model import Dropout, ModelConfig, Transformer, check_tokens
 from resharpen.experiments.core.probes import Probed, probed, zero_probes
 from resharpen.experiments.core.targets import Batch, cross_entropy
 
@@ -93,6 +93,9 @@ class Members(nn.Module):
         # kept out of this module's parameters (so not a registered submodule)
         self.__dict__["_shape"] = copy.deepcopy(models[0]).to("meta")
         self._shape.train(self.training)
+        for name, module in self._shape.named_modules():  # dropout on if any member drops
+            if isinstance(module, Dropout):
+                module.p = max(m.get_submodule(name).p for m in models)
 
     def train(self, mode: bool = True) -> "Members":
         super().train(mode)

@@ -3,15 +3,25 @@
 A reader (or a crash) never sees a half-written file: either the old content or the new. The
 temporary file of ``name`` is ``.<name>.resharpen-<random>.tmp`` (:data:`TEMP_MARK`), so that the
 clean-up after a killed writer (:func:`remove_stale_temporaries`) removes only files this package
-wrote, for the names it writes, in the folders it writes them to."""
+wrote, for the names it writes, in the folders it writes them to.
+
+Two more guarantees for a folder the user names:
+
+- nothing is written outside it through a symbolic link inside it (:func:`check_within`: a
+  ``runs/`` that links elsewhere is refused before the first write);
+- a write that fails (a full disk: ``OSError`` ENOSPC, named with the file by
+  :func:`atomic_write_with`) leaves no half-written result: :func:`undo_on_failure` removes the
+  files written and the folders created in the block, only those, and the command line prints
+  one line (``resharpen.cli.main``)."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 TEMP_MARK = ".resharpen-"
 """What every temporary file of this package has after its target's name: ``.<name>.resharpen-``."""
@@ -103,6 +113,85 @@ def check_writable_target(path: str | os.PathLike, what: str = "output path") ->
     return path
 
 
+def check_within(root: str | os.PathLike, path: str | os.PathLike, what: str = "output") -> Path:
+    """ValueError unless ``path`` (a folder or file this package will write under the named
+    folder ``root``) stays inside ``root`` once symbolic links are followed: a link inside the
+    named folder (say a ``runs/`` pointing elsewhere) would make the package write outside the
+    folder the user named. ``root`` itself may be anywhere (it is resolved too)."""
+    root, path = Path(root), Path(path)
+    try:
+        real_root, real = root.resolve(), path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise ValueError(f"{what} {str(path)!r} cannot be resolved: {exc}") from None
+    if real != real_root and real_root not in real.parents:
+        raise ValueError(f"{what} {str(path)!r} leads outside {str(root)!r} (to {str(real)!r}, "
+                         "through a symbolic link); the package writes only inside the folder "
+                         "named; remove the link or choose another folder")
+    return path
+
+
+_JOURNALS: list[list[Path]] = []
+"""The open :func:`undo_on_failure` blocks' lists of the files created in them (innermost last)."""
+
+
+def _record_new_file(path: Path) -> None:
+    for journal in _JOURNALS:
+        journal.append(path)
+
+
+@contextlib.contextmanager
+def undo_on_failure(folder: str | os.PathLike, remove_written: bool = True,
+                    own_files: tuple[str, ...] = ()) -> Iterator[Path]:
+    """Run a block that writes into ``folder``; if it raises (a full disk, an interrupt, a bug),
+    remove what the block made and nothing else, then re-raise:
+
+    - the files it created through :func:`atomic_write_with` (with ``remove_written``; a file
+      that existed before and was replaced stays replaced: its old bytes are gone);
+    - ``folder`` and its missing parents, each only if this block created it (it did not exist
+      when the block began), once empty: its empty sub-folders go with it, and with them the
+      package's ``own_files`` (e.g. a sweep's lock file); a file anyone else put there keeps the
+      folder.
+
+    Nested blocks each undo their own writes (a sweep keeps its finished runs when a later one
+    fails: each run is its own block)."""
+    folder = Path(folder)
+    created, probe = [], folder
+    while not _exists(probe) and probe.parent != probe:
+        created.append(probe)
+        probe = probe.parent
+    journal: list[Path] = []
+    _JOURNALS.append(journal)
+    try:
+        yield folder
+    except BaseException:
+        if remove_written:
+            for path in reversed(journal):
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        for made in created:  # deepest first
+            _prune(made, own_files)
+        raise
+    finally:  # by identity: two journals with the same files are equal lists
+        del _JOURNALS[next(i for i, j in enumerate(_JOURNALS) if j is journal)]
+
+
+def _prune(folder: Path, own_files: tuple[str, ...]) -> None:
+    """Remove ``folder`` (made by this package in this invocation) if nothing is left in it
+    but empty folders and the package's ``own_files``."""
+    if folder.is_symlink() or not folder.is_dir():
+        return
+    for entry in list(folder.iterdir()):
+        if entry.is_dir() and not entry.is_symlink():
+            _prune(entry, own_files)
+    left = list(folder.iterdir())
+    if all(entry.name in own_files and entry.is_file() and not entry.is_symlink()
+           for entry in left):  # only the package's own files: they go with the folder
+        with contextlib.suppress(OSError):
+            for entry in left:
+                entry.unlink()
+            folder.rmdir()
+
+
 def check_output_file(path: str | os.PathLike, what: str = "output file") -> Path:
     """ValueError unless a file could be written at ``path`` (atomically: its folder must be
     creatable and writable, and ``path`` must not be a folder); creates nothing that stays.
@@ -124,19 +213,30 @@ def atomic_write_with(path: str | os.PathLike, write) -> Path:
     file object), so a large file (a construction's weights) needs no copy in memory."""
     path = Path(path)
     ensure_writable_dir(path.parent, try_write=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_MARK}", suffix=".tmp")
+    new = not os.path.lexists(path)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_MARK}",
+                                   suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as exc:
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL:  # name the file it was writing
+            raise OSError(exc.errno, os.strerror(exc.errno), str(path)) from None
         raise
+    if new:
+        _record_new_file(path)
     return path
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+"""The errors of a full disk or an exhausted quota: the command line prints them as one line."""
 
 
 def _umask() -> int:
@@ -174,6 +274,8 @@ def read_text_file(path: str | os.PathLike, what: str, kind: str) -> str:
         raise ValueError(f"{what} {str(path)!r} is a folder, not a {kind}") from None
     except UnicodeDecodeError:
         raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (corrupt?)") from None
+    except OSError as exc:  # unreadable: permissions, an I/O error, a special file
+        raise ValueError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
 
 
 def read_json(path: str | os.PathLike, what: str = "file") -> object:

@@ -110,6 +110,36 @@ def require(estimate: float, what: str, max_memory: int | None = None) -> float:
     return estimate
 
 
+SMALL = 256 * 1024 ** 2
+"""Estimates below this many bytes are not checked (:func:`require_large`): no call to read the
+machine's memory on the hot paths of small evaluations."""
+
+
+def require_large(estimate: float, what: str, max_memory: int | None = None) -> float:
+    """:func:`require` for an estimate of at least :data:`SMALL` bytes; smaller ones pass."""
+    return require(estimate, what, max_memory) if estimate >= SMALL else estimate
+
+
+CONSTRUCT_SCALES = (1e-50, 1e50)
+"""The range of |lambda|, |beta| and the gain of ``construct`` (0 is left to the construction's
+own checks). The logits multiply these scales and the norms square them: measured on every
+variant, placement and norm kind at v = 12, every combination with each scale in this range
+(ratios lambda/beta up to 1e100 included) builds with max |margin - theory| / max(1, |theory|)
+< 1e-6; beyond it float64 fails (lambda = 1e154 with a norm: squares overflow; lambda/beta =
+1e150: NaN margins), and lambda = 1e300 gave meaningless metrics."""
+
+
+def check_construct_scales(**scales: float | None) -> None:
+    """ValueError naming the first of ``scales`` (lam, beta, gain; None = its default, 0 = the
+    construction's own error) whose absolute value is outside :data:`CONSTRUCT_SCALES`."""
+    lo, hi = CONSTRUCT_SCALES
+    for name, value in scales.items():
+        if value is not None and value != 0 and not lo <= abs(value) <= hi:
+            raise ValueError(f"--{name} {value:g} is out of range: |{name}| must lie in "
+                             f"[{lo:g}, {hi:g}] (the logits multiply lam, beta and gain, and the "
+                             "norms square them: beyond this float64 fails)")
+
+
 # ----------------------------------------------------------------------------- estimates
 INTERPRETER = 512 * 1024 ** 2
 """Python with torch, numpy and scipy loaded (about 0.3-0.5 GB resident)."""
@@ -158,6 +188,24 @@ def construct_bytes(variant: str, vocab: int, inputs: int = 16) -> int:
     per_input = evaluation_bytes_per_input(vocab, d, dh, dv, vocab - 1)
     evaluation = evaluation_chunk_inputs(per_input, inputs) * per_input
     return INTERPRETER + construct_weights_bytes(variant, vocab) + max(build, evaluation)
+
+
+def sample_inputs_bytes(count: int, vocab: int, length: int) -> int:
+    """Set Complement inputs (``set_complement_task.sample_inputs``): a float64 key and an int64
+    index per token of V for each input (the random orderings), then the kept int64 prefixes:
+    count (16 v + 8 length)."""
+    return int(count) * (2 * F64 * int(vocab) + I64 * int(length))
+
+
+def compare_bytes(count: int, vocab: int, d: int, d_head: int, d_value: int) -> int:
+    """``compare``: ``count`` inputs of v-1 tokens at once in float64 (the evaluation's per-input
+    memory, :func:`evaluation_bytes_per_input`, plus the attention pattern 8 S^2), for the model
+    and three logit sources (trained, fit, construction: 3 (S x v) more per input), plus the
+    inputs (:func:`sample_inputs_bytes`)."""
+    length = int(vocab) - 1
+    per_input = (evaluation_bytes_per_input(vocab, d, d_head, d_value, length)
+                 + F64 * length * length + 3 * F64 * length * vocab)
+    return int(count) * per_input + sample_inputs_bytes(count, vocab, length)
 
 
 def sample_bytes(count: int, length: int, size: int, sets: bool = False) -> int:

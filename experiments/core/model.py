@@ -63,8 +63,9 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
-from typing import Callable, Mapping, NamedTuple
+from typing import Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -318,17 +319,29 @@ class Dropout(nn.Module):
         self.register_buffer("rate", torch.tensor(self.p), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training:
+        if not self.training or self.p == 0:  # the engine sets p to its members' largest rate
             return x
         if not torch._C._functorch.is_functorch_wrapped_tensor(self.rate):
-            return F.dropout(x, self.p, True) if self.p > 0 else x
+            return F.dropout(x, self.p, True)
         keep = (torch.rand_like(x) >= self.rate).to(x.dtype)
         return x * keep / (1.0 - self.rate)
 
 
 class HookPoint(nn.Identity):
     """A named capture point: the identity map (no arithmetic, no parameters, no state_dict
-    entry) whose input :meth:`Transformer.capture` reads with a forward hook."""
+    entry) whose input :meth:`Transformer.capture` reads with a forward hook and
+    :meth:`Transformer.run_with_hooks` reads or replaces. The names of a block's points are
+    :data:`HOOK_POINTS` (``blocks.<i>.<name>``); :meth:`Transformer.hook_points` lists a
+    model's."""
+
+
+HOOK_POINTS = ("hook_resid_pre", "hook_attn_in", "attn.hook_pattern", "hook_attn_out",
+               "hook_attn_norm_out_input", "hook_attn_norm_out_output", "hook_resid_mid",
+               "hook_mlp_in", "hook_mlp_out", "hook_mlp_norm_out_input",
+               "hook_mlp_norm_out_output", "hook_resid_post")
+"""The capture points of block i, ``blocks.<i>.<name>``, in the order they fire; the norm-output
+points exist in placements with an output norm, the resid_mid and MLP points in models with an
+MLP (:class:`Block` gives each one's mathematics)."""
 
 
 class Norm(nn.Module):
@@ -566,8 +579,35 @@ class Capture(dict):
         self.close()
 
 
+HookFn = Callable[[torch.Tensor, str], "torch.Tensor | None"]
+"""A hook of :meth:`Transformer.run_with_hooks`: ``fn(activation, name)``, returning a replacement
+of the activation or None."""
+
+
+def _editing_hook(name: str, fn: HookFn):
+    """A forward hook on capture point ``name`` that calls ``fn(output, name)`` and returns its
+    replacement (a forward hook's return value replaces the module's output)."""
+    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
+        replaced = fn(output, name)
+        if replaced is None:
+            return None
+        if not isinstance(replaced, torch.Tensor) or replaced.shape != output.shape:
+            got = (tuple(replaced.shape) if isinstance(replaced, torch.Tensor)
+                   else type(replaced).__name__)
+            raise ValueError(f"the hook at {name} returned {got}; a replacement must be a "
+                             f"tensor of the activation's shape {tuple(output.shape)}, or None")
+        return replaced
+    return hook
+
+
 class Transformer(nn.Module):
-    """Decoder-only transformer; ``forward(tokens) -> logits`` of shape (batch, seq, vocab)."""
+    """Decoder-only transformer; ``forward(tokens) -> logits`` of shape (batch, seq, vocab).
+
+    ``Transformer(ModelConfig(vocab, d_model, norm=..., ...))``: the placement of the norms is
+    ``cfg.norm``, an entry of :data:`PLACEMENTS`. Every block has named capture points
+    (:meth:`hook_points`; their mathematics in :class:`Block`), read with :meth:`capture` and
+    read or edited with :meth:`run_with_hooks`. For the one-layer, one-head, attention-only
+    model of the theory, :meth:`logit_matrices` gives B and D and :meth:`attention_scores` A."""
 
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -615,6 +655,66 @@ class Transformer(nn.Module):
         """Every capture point by name, e.g. ``blocks.0.hook_attn_out`` (see :class:`Block`)."""
         return {name: module for name, module in self.named_modules()
                 if isinstance(module, HookPoint)}
+
+    def _matching(self, pattern: str | Callable[[str], bool]) -> dict[str, HookPoint]:
+        """The capture points named by ``pattern``: an exact name, a shell-style pattern
+        (``blocks.*.hook_attn_out``) or a predicate on the name. ValueError if none matches."""
+        points = self.hook_points()
+        if callable(pattern):
+            matched = {name: point for name, point in points.items() if pattern(name)}
+        elif isinstance(pattern, str):
+            matched = {name: point for name, point in points.items()
+                       if fnmatch.fnmatchcase(name, pattern)}
+        else:
+            raise TypeError(f"a hook point pattern is a name, a shell-style pattern or a "
+                            f"predicate on names, got {type(pattern).__name__}")
+        if not matched:
+            raise ValueError(f"hook point pattern {pattern!r} matches no capture point of this "
+                             f"model; its points are {', '.join(points)}")
+        return matched
+
+    @contextmanager
+    def hooks(self, fwd_hooks: Sequence[tuple[str | Callable[[str], bool], HookFn]] = ()
+              ) -> Iterator["Transformer"]:
+        """While open, each ``(pattern, fn)`` of ``fwd_hooks`` runs at every capture point the
+        pattern names (:meth:`run_with_hooks`); the hooks are removed on exit, also after an
+        error. ValueError for a pattern that names no point, before any hook is added."""
+        chosen = [(name, point, fn) for pattern, fn in fwd_hooks
+                  for name, point in self._matching(pattern).items()]
+        handles = []
+        try:
+            for name, point, fn in chosen:
+                handles.append(point.register_forward_hook(_editing_hook(name, fn)))
+            yield self
+        finally:
+            for handle in handles:
+                handle.remove()
+
+    def run_with_hooks(self, tokens: torch.Tensor,
+                       fwd_hooks: Sequence[tuple[str | Callable[[str], bool], HookFn]] = (),
+                       return_attention: bool = False):
+        """:meth:`forward` with hooks that read and edit activations (TransformerLens's call).
+
+        ``fwd_hooks``: pairs ``(pattern, fn)``; ``pattern`` names capture points (an exact
+        name such as ``blocks.0.attn.hook_pattern``, a shell-style pattern such as
+        ``blocks.*.hook_attn_out``, or a predicate on the name; :meth:`hook_points` lists them
+        and :class:`Block` gives their mathematics). At each such point ``fn(activation, name)``
+        is called with the tensor that passes there; it may return a replacement of the same
+        shape, which the model then uses in place of the activation (None keeps it). Hooks run
+        in the order given; the model, its parameters and its state dict are unchanged
+        afterwards (the hooks are removed, also after an error). Example, the query's attention
+        pattern zeroed (its attention output is then 0)::
+
+            def ablate(pattern, name):
+                pattern = pattern.clone()
+                pattern[:, :, -1, :] = 0.0      # (batch, heads, query, key): the last query's row
+                return pattern
+
+            logits = model.run_with_hooks(tokens, [("blocks.0.attn.hook_pattern", ablate)])
+
+        ValueError for a pattern that names no capture point, or a replacement of another shape."""
+        with self.hooks(fwd_hooks):
+            return self(tokens, return_attention=return_attention)
 
     def capture(self, *patterns: str, retain_grad: bool = False) -> Capture:
         """Record the capture points whose names match any of the shell-style ``patterns``

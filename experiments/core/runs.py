@@ -9,6 +9,7 @@ Transformer) and ``summary.json`` (written last: its presence marks the run fini
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,28 +44,73 @@ class Run:
     def model(self, weights: str = "raw", dtype: "torch.dtype | None" = None) -> "Transformer":
         """The run's Transformer with its ``weights`` (raw, ema or bema) weights, in evaluation
         mode, as float32 (as trained) or ``dtype`` (e.g. ``torch.float64`` for exact analysis).
-        ValueError if the folder keeps no such weights (runs saved before weights were kept)."""
-        from safetensors import SafetensorError, safe_open
-
-        from resharpen.experiments.core.model import ModelConfig, Transformer
+        ValueError if the folder keeps no such weights (runs saved before weights were kept), or
+        if the file is not what a run writes (:func:`read_weights`: checked before anything of
+        the model's size is allocated)."""
+        from resharpen.experiments.core.model import Transformer
 
         path = self.weights_path(weights)
         if not path.is_file():
             kept = [k for k in WEIGHT_KINDS if self.weights_path(k).is_file()]
             raise ValueError(f"run folder {str(self.folder)!r} has no {path.name} (weights kept: "
                              f"{', '.join(kept) or 'none'})")
-        try:
-            with safe_open(str(path), framework="pt") as handle:
-                tensors = {name: handle.get_tensor(name) for name in handle.keys()}
-                metadata = handle.metadata() or {}
-            cfg = ModelConfig.from_dict(json.loads(metadata["model_config"]))
-        except (SafetensorError, OSError, KeyError, ValueError, TypeError) as exc:
-            raise ValueError(f"{path} is not a weights file of a run: {exc!r}") from None
+        cfg, tensors = read_weights(path)
         model = Transformer(cfg)
         model.load_state_dict(tensors)
         if dtype is not None:
             model = model.to(dtype)
         return model.eval()
+
+
+def read_weights(path: str | Path, max_memory: int | None = None):
+    """(ModelConfig, {name: tensor}) of a run's safetensors weights file, checked in this order,
+    each failure one ValueError naming the file:
+
+    - the header: a safetensors file with the model config in its metadata (``model_config``);
+    - the shapes: the config's Transformer, built on the meta device (no memory), must have
+      exactly the file's tensor names and shapes, so metadata that claims d = 10^5 over small
+      tensors is refused before a 40 GB model is allocated;
+    - the memory: the tensors and the model built from them must fit
+      (:func:`resharpen.experiments.core.limits.require`; a file that truly holds that much
+      is refused when the machine does not have it);
+    - the values: every tensor finite (no NaN or inf: a corrupt file or a run that diverged)."""
+    import torch
+    from safetensors import SafetensorError, safe_open
+
+    from resharpen.experiments.core import limits
+    from resharpen.experiments.core.model import ModelConfig, Transformer
+
+    path = Path(path)
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            metadata = handle.metadata() or {}
+            shapes = {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
+        cfg = ModelConfig.from_dict(json.loads(metadata["model_config"]))
+        with torch.device("meta"):
+            expected = {name: tuple(t.shape) for name, t in Transformer(cfg).state_dict().items()}
+    except (SafetensorError, OSError, KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path} is not a weights file of a run: {exc!r}") from None
+    if shapes != expected:
+        wrong = sorted(set(shapes) ^ set(expected)) or sorted(
+            n for n in shapes if shapes[n] != expected[n])
+        name = wrong[0]
+        raise ValueError(f"{path} does not hold the model its metadata describes (vocab "
+                         f"{cfg.vocab}, d_model {cfg.d_model}, {cfg.n_layers} layer(s)): tensor "
+                         f"{name!r} is {shapes.get(name, 'missing')} in the file, "
+                         f"{expected.get(name, 'not a parameter')} in that model")
+    numbers = sum(math.prod(shape) for shape in shapes.values())
+    limits.require(2 * 8 * numbers + limits.INTERPRETER,
+                   f"loading {path.name} ({numbers} parameters)", max_memory)
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+    except (SafetensorError, OSError) as exc:
+        raise ValueError(f"{path} is not a weights file of a run: {exc!r}") from None
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"{path}: tensor {name!r} holds non-finite values (NaN or inf): the "
+                             "file is corrupt or the run diverged; there is no model to read")
+    return cfg, tensors
 
 
 def _read_json(path: Path):

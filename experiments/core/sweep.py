@@ -21,17 +21,21 @@ import contextlib
 import csv
 import io
 import json
+import os
+import threading
 from pathlib import Path
 
 from resharpen.experiments.core.backends import check_backend, run_tasks
 from resharpen.experiments.core.cli_args import UsageError, bad_input
-from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text, dumps_jsonl,
-                                           read_json, read_jsonl, remove_stale_temporaries)
+from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text, check_within,
+                                           dumps_jsonl, read_json, read_jsonl,
+                                           remove_stale_temporaries)
 from resharpen.experiments.core.runs import WEIGHT_KINDS, WEIGHTS_FILE
 
-SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl")
+SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl", "provenance.json")
 """The files a sweep driver writes in the sweep folder itself."""
-RUN_FILES = ("config.json", "metrics.jsonl", "per_length.json", "summary.json",
+RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json",
+             "summary.json",
              *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
 """The files :func:`resharpen.experiments.core.train.save_run` writes in a run folder."""
 
@@ -84,7 +88,8 @@ def group_runs(configs: list[dict], size: int) -> list[list[int]]:
 def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table_fn, *,
             ensemble: int = 1, marker: dict | None = None,
             backend: str = "local", workers: int = 2, address: str | None = None,
-            progress: bool = True, kind: str = "sweep", desc: str = "sweep") -> None:
+            progress: bool = True, kind: str = "sweep", desc: str = "sweep",
+            wait: bool = False) -> None:
     """Run every config of a sweep folder that has no ``summary.json`` yet, on ``backend``.
 
     ``run_fn(list of configs) -> list of results`` runs one task: the runs of one ensemble.
@@ -93,26 +98,42 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     ensembles of their own (a member equals its lone run up to float32 rounding, so the
     company does not matter beyond that).
     Refuses a folder whose ``sweep.json`` holds another identity or whose run folder holds
-    another config; removes the temporary files a killed writer left (only this package's, for
+    another config, and a ``runs/`` or run folder that a symbolic link leads outside ``root``
+    (:func:`~resharpen.experiments.core.io.check_within`). One process drives a folder at a time:
+    it holds an exclusive lock (``fcntl.flock``) on ``root/.lock`` (:data:`LOCK_FILE`, the
+    package's own file) from the checks to the end; a second sweep on the folder refuses with
+    one line, or with ``wait`` waits for the first and then trains only what is still
+    unfinished. Removes the temporary files a killed writer left (only this package's, for
     the files it writes: :data:`SWEEP_FILES` in ``root``, the run files in each planned run's
     folder; nothing else, nowhere else); writes ``sweep.json``,
     then each finished run (:func:`resharpen.experiments.core.train.save_run`) and the table as results come
     back (only this driver writes, every file atomically)."""
-    from resharpen.experiments.core.progress import Progress, bar as progress_bar
-    from resharpen.experiments.core.train import save_run  # torch: only once runs are due
-
-    identity = json.loads(json.dumps(identity))
-    path = root / "sweep.json"
-    with bad_input():  # every check before the first write: a refused resume changes nothing
+    with bad_input():
         check_backend(backend, address)
+    identity = json.loads(json.dumps(identity))
+    _plan_resume(root, identity, configs, ensemble, kind)  # refused: nothing written, no lock
+    with _locked(root, kind, wait):  # again under the lock: another process may have run
+        finished, pending = _plan_resume(root, identity, configs, ensemble, kind)
+        _run(root, identity, configs, run_fn, write_table_fn, finished, pending, marker,
+             backend, workers, address, progress, desc)
+
+
+def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
+                 kind: str) -> tuple[set, list]:
+    """(finished run indices, pending groups of indices): every check before the first write,
+    so a refused resume changes nothing."""
+    path = root / "sweep.json"
+    with bad_input():
         if path.exists():
             old = read_json(path, f"the {kind} file")
             if not isinstance(old, dict) or old.get("identity") != identity:
                 raise UsageError(f"{str(root)!r} holds a different {kind} (other configs, seed "
                                  "or search space); choose another --out")
+        check_within(root, root / "runs", f"{kind} folder")
         finished = set()
         for index, config in enumerate(configs):
             folder = root / "runs" / config["name"]
+            check_within(root, folder, "run folder")
             if (folder / "summary.json").exists():
                 read_json(folder / "summary.json", "run file")
                 if read_json(folder / "config.json", "run file") != json.loads(json.dumps(config)):
@@ -122,10 +143,19 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
         unfinished = [i for i in range(len(configs)) if i not in finished]
         pending = [[unfinished[j] for j in group]
                    for group in group_runs([configs[i] for i in unfinished], ensemble)]
+    return finished, pending
+
+
+def _run(root, identity, configs, run_fn, write_table_fn, finished, pending, marker, backend,
+         workers, address, progress, desc) -> None:
+    from resharpen.experiments.core.progress import Progress, bar as progress_bar
+    from resharpen.experiments.core.train import save_run  # torch: only once runs are due
+
     remove_stale_temporaries(root, SWEEP_FILES)  # left by a killed writer: ours only
     for config in configs:
         remove_stale_temporaries(root / "runs" / config["name"], RUN_FILES)
-    atomic_write_json(path, {"identity": identity, "runs": len(configs), **(marker or {})})
+    atomic_write_json(root / "sweep.json", {"identity": identity, "runs": len(configs),
+                                            **(marker or {})})
     bar = progress_bar(total=len(configs), initial=len(finished), desc=desc, unit="run",
                        enabled=progress, leave=True)
     lines = Progress(desc, len(configs), unit="run", enabled=progress)
@@ -135,7 +165,8 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
         for task, results in run_tasks(run_fn, tasks, backend, workers, address):
             for index, result in zip(pending[task], results):
                 if index not in finished:
-                    save_run(result, root / "runs" / configs[index]["name"])
+                    save_run(result, root / "runs" / configs[index]["name"],
+                             profile=identity.get("profile"))
                     bar.update(1)
                     done += 1
                     lines.line(done, finished=configs[index]["name"])
@@ -157,7 +188,16 @@ def load_runs(root: str | Path) -> list[dict]:
 
 
 def write_rows(root: Path, rows: list[dict]) -> list[dict]:
-    """The sweep table: ``table.jsonl`` and ``table.csv`` in ``root``, each written atomically."""
+    """The sweep table: ``table.jsonl`` and ``table.csv`` in ``root``, each written atomically,
+    and beside them ``provenance.json``, the table's provenance (the profile from sweep.json:
+    :func:`resharpen.experiments.core.provenance.provenance`)."""
+    from resharpen.experiments.core.provenance import PROVENANCE_FILE, provenance
+
+    try:
+        profile = json.loads((Path(root) / "sweep.json").read_text())["identity"]["profile"]
+    except (OSError, ValueError, KeyError, TypeError):
+        profile = None
+    atomic_write_json(Path(root) / PROVENANCE_FILE, provenance(profile))
     atomic_write_text(root / "table.jsonl", dumps_jsonl(rows))
     buffer = io.StringIO()
     if rows:
@@ -176,21 +216,64 @@ def read_table(root: str | Path) -> list[dict]:
 
 
 LOCK_FILE = ".lock"
-"""The lock file :func:`exclusive` holds in a sweep folder while one process drives it."""
+"""The lock file a process holds (``fcntl.flock``) in a sweep folder while it drives it
+(:func:`execute`, :func:`exclusive`): the package's own file, left in place (an flock lock file
+is never removed while another process may be waiting on it)."""
+
+_HOLDER = threading.local()
+"""``_HOLDER.held``: the sweep folders (resolved) whose lock this thread holds, with the depth: a
+sweep run inside :func:`exclusive` of its own folder does not lock it twice (another thread,
+like another process, waits or is refused)."""
+
+
+def _held() -> dict[str, int]:
+    if not hasattr(_HOLDER, "held"):
+        _HOLDER.held = {}
+    return _HOLDER.held
+
+
+@contextlib.contextmanager
+def _locked(root: Path, kind: str = "sweep", wait: bool = False):
+    """Hold the lock of ``root`` for the block (see :func:`execute`). The lock file is created
+    only when the folder exists (run_sweep creates it first); a refusal writes nothing."""
+    import fcntl
+
+    key, held = str(Path(root).resolve()), _held()
+    if key in held:
+        held[key] += 1
+        try:
+            yield
+        finally:
+            held[key] -= 1
+        return
+    lock = Path(root) / LOCK_FILE
+    with bad_input():
+        check_within(root, lock, f"{kind} lock file")
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise UsageError(f"{kind} folder {str(root)!r} is in use: another process is running "
+                             f"this {kind} (it holds {str(lock)!r}); wait for it to finish, or "
+                             "choose another --out") from None
+        held[key] = 1
+        try:
+            yield
+        finally:
+            del held[key]
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
 def exclusive(root: str | Path):
-    """Hold an exclusive POSIX lock (``fcntl.flock``) on ``root/.lock`` for the block: ledger
-    checks running in parallel workers that need the same quick sweep then train it once (the
-    second waits, then finds every run finished) instead of twice side by side."""
-    import fcntl
-
+    """Hold the sweep folder's lock (``fcntl.flock`` on ``root/.lock``) for the block, waiting
+    for it: ledger checks running in parallel workers that need the same quick sweep then train
+    it once (the second waits, then finds every run finished) instead of twice side by side.
+    A sweep run inside the block on ``root`` uses this lock (it does not take it again)."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / LOCK_FILE, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield root
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with _locked(root, wait=True):
+        yield root

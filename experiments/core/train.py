@@ -358,25 +358,35 @@ def weight_sets(modules: dict[str, nn.Module]) -> WeightSets:
     return WeightSets(next(iter(configs.values())).to_dict(), tensors)
 
 
-def save_run(result: dict, folder: str | Path) -> Path:
-    """Write a run folder atomically: config.json, metrics.jsonl (the history), per_length.json
-    (when the run has one), the weights (when the result has ``weights``, a :class:`WeightSets`:
-    ``weights_<kind>.safetensors`` per weight set, the model config in the file's metadata) and
-    summary.json (last: its presence marks the run finished)."""
+def save_run(result: dict, folder: str | Path, profile: str | None = None) -> Path:
+    """Write a run folder atomically: config.json, provenance.json (commit, dirty flag, versions,
+    machine, ``profile``, time: :func:`resharpen.experiments.core.provenance.provenance`),
+    metrics.jsonl (the history), per_length.json (when the run has one), the weights (when the
+    result has ``weights``, a :class:`WeightSets`: ``weights_<kind>.safetensors`` per weight set,
+    the model config in the file's metadata) and summary.json (last: its presence marks the run
+    finished).
+
+    A write that fails (a full disk) leaves no half-written run: the files written here and the
+    folder, when this call created it, are removed (:func:`resharpen.experiments.core.io.
+    undo_on_failure`) before the error goes on."""
     import json
 
     from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
                                                atomic_write_weights, dumps_jsonl,
-                                               ensure_writable_dir)
+                                               ensure_writable_dir, undo_on_failure)
+    from resharpen.experiments.core.provenance import PROVENANCE_FILE, provenance
 
-    folder = ensure_writable_dir(folder)
-    atomic_write_json(folder / "config.json", result["config"])
-    atomic_write_text(folder / "metrics.jsonl", dumps_jsonl(result["history"]))
-    if "per_length" in result:
-        atomic_write_json(folder / "per_length.json", result["per_length"])
-    saved: WeightSets | None = result.get("weights")
-    for kind, tensors in (saved.tensors.items() if saved is not None else ()):
-        atomic_write_weights(folder / WEIGHTS_FILE.format(kind), tensors,
-                             {"model_config": json.dumps(saved.model_config), "weights": kind})
-    atomic_write_json(folder / "summary.json", result["summary"])  # its presence = finished
+    with undo_on_failure(folder):
+        folder = ensure_writable_dir(folder)
+        atomic_write_json(folder / "config.json", result["config"])
+        atomic_write_json(folder / PROVENANCE_FILE, provenance(profile))
+        atomic_write_text(folder / "metrics.jsonl", dumps_jsonl(result["history"]))
+        if "per_length" in result:
+            atomic_write_json(folder / "per_length.json", result["per_length"])
+        saved: WeightSets | None = result.get("weights")
+        for kind, tensors in (saved.tensors.items() if saved is not None else ()):
+            atomic_write_weights(folder / WEIGHTS_FILE.format(kind), tensors,
+                                 {"model_config": json.dumps(saved.model_config),
+                                  "weights": kind})
+        atomic_write_json(folder / "summary.json", result["summary"])  # its presence = finished
     return folder

@@ -11,14 +11,23 @@ from __future__ import annotations
 import sys
 
 from resharpen.experiments.core import limits
-from resharpen.experiments.core.cli_args import bad_input, finite_float, positive_int, seed_int
+from resharpen.experiments.core.cli_args import (bad_input, finite_float, one_of, positive_int,
+                                                  require_finite, seed_int)
 from resharpen.experiments.core.limits import add_max_memory
 from resharpen.theory.dynamics.schemes import SCHEMES
 
 STARTS = ("uniform", "orthonormal", "gaussian")
 MAX_SIMULATE_T_END = 1e6
 """The longest ``dynamics simulate --t-end``: the particles have clustered long before, and the
-constant-speed schemes (postln, ngpt) take solver steps in proportion to t_end (1e4: seconds)."""
+constant-speed schemes (postln, ngpt) take solver steps in proportion to t_end (1e4: seconds).
+nGPT moves at a speed proportional to its alpha, so for it alpha0 x t_end is bounded by this
+(measured at the defaults: alpha0 x t_end = 2e3 in 2 s, 2e5 in 50 s; alpha0 = 1e300 never ends)."""
+MAX_ODE_T_END = 1e100
+"""The longest ``dynamics ode --t-end``. The ODE is solved in log space and takes about the same
+time at any horizon, but the terminal exponent of the exponential schemes (postln, ngpt) is the
+least-squares slope of log gamma' against t, and the fit squares t: far beyond 1e150 it
+overflows (at t_end = 1e300 it reported 0 instead of -2). Measured: up to 1e100 every scheme's
+exponent is its law's (-2, -3, -4 to four digits)."""
 
 
 def add_dynamics(sub) -> None:
@@ -34,12 +43,16 @@ def add_dynamics(sub) -> None:
     o.set_defaults(handler=run_ode)
 
     s = dsub.add_parser("simulate", help="particle simulation of NA; prints mean cosine and radius")
-    s.add_argument("--scheme", required=True, help=" | ".join(SCHEMES))
+    s.add_argument("--scheme", required=True, choices=SCHEMES,
+                   type=one_of(SCHEMES, "unknown scheme {!r}; allowed: {}"),
+                   help="the normalization scheme")
     s.add_argument("--n", type=positive_int, default=32)
     s.add_argument("--d", type=positive_int, default=16)
     s.add_argument("--beta", type=finite_float, default=1.0)
     s.add_argument("--t-end", type=finite_float, default=20.0)
-    s.add_argument("--start", default="uniform", help=" | ".join(STARTS))
+    s.add_argument("--start", default="uniform", choices=STARTS,
+                   type=one_of(STARTS, "unknown start {!r}; allowed: {}"),
+                   help="the initial tokens (default uniform)")
     s.add_argument("--qkv", choices=("identity", "random"), default="identity",
                    help="Q = K = V = I, or random N(0, 1/d) matrices (seeded)")
     s.add_argument("--tau", type=finite_float, default=2.0, help="Mix-LN switch time")
@@ -87,6 +100,10 @@ def run_ode(args) -> int:
 
     with bad_input():
         nd.check_beta(args.beta), nd.check_n(args.n), nd.check_horizon(args.t_end)
+        if args.t_end > MAX_ODE_T_END:
+            raise ValueError(f"--t-end {args.t_end:g} is too long: at most {MAX_ODE_T_END:g} "
+                             "(the terminal exponent is a least-squares fit over [T/2, T] that "
+                             "squares t: far beyond this it overflows float64)")
         nd.check_positive("r0", args.r0)
         _check_target(args.json)
         g0 = float(nd.G_num(0.0, args.beta, args.n))  # s gamma'(0) ~ -exp(-beta): representable?
@@ -105,6 +122,10 @@ def run_ode(args) -> int:
                      "rate_kind": kind,
                      "terminal_exponent": ode.fit_terminal_exponent(sol.t, sol.log_gamma_dot, kind,
                                                                    (horizon / 2, horizon))})
+    for r in rows:  # a non-finite number is not a result
+        require_finite({f"{r['scheme']} {key}": r[key] for key in
+                        ("gamma_dot0", "log10_one_minus_gamma_T", "r_T", "terminal_exponent")},
+                       f"dynamics ode --beta {args.beta:g} --n {args.n} --t-end {args.t_end:g}")
     if args.json != "-":
         print(f"{'scheme':8s} {'gamma_dot(0)':>13s} {'log10(1-g(T))':>14s} {'r(T)':>9s}  terminal exponent")
         for r in rows:
@@ -132,7 +153,7 @@ def run_simulate(args) -> int:
     import numpy as np
 
     from resharpen.experiments.dynamics import particles as P
-    from resharpen.theory.dynamics.speed import check_d, check_horizon, check_n
+    from resharpen.theory.dynamics.speed import check_d, check_horizon, check_n, check_positive
 
     with bad_input():  # the set-up checks every argument; none of it simulates
         check_n(args.n), check_d(args.d), check_horizon(args.t_end)
@@ -140,6 +161,12 @@ def run_simulate(args) -> int:
             raise ValueError(f"--t-end {args.t_end:g} is too long: at most "
                              f"{MAX_SIMULATE_T_END:g} (the particles cluster long before; the "
                              "postln and ngpt schemes take time in proportion to t_end)")
+        check_positive("alpha0", args.alpha0)
+        if args.scheme == "ngpt" and args.alpha0 * args.t_end > MAX_SIMULATE_T_END:
+            raise ValueError(f"--alpha0 {args.alpha0:g} with --t-end {args.t_end:g} is too long "
+                             f"a run for ngpt: alpha0 x t_end must be at most "
+                             f"{MAX_SIMULATE_T_END:g} (nGPT moves at a speed proportional to "
+                             "alpha, and the solver's steps grow with alpha0 x t_end)")
         _check_target(args.json)
         limits.require(limits.simulate_bytes(args.n, args.d, args.samples, args.qkv == "random"),
                        f"dynamics simulate --n {args.n} --d {args.d} --samples {args.samples}",
@@ -155,6 +182,10 @@ def run_simulate(args) -> int:
     G = tr.gram()
     rows = [{"t": float(t), "mean_cos": float(c), "min_cos": float(m), "mean_r": float(r)}
             for t, c, m, r in zip(tr.t, P.off_diagonal_mean(G), G.min(axis=(1, 2)), tr.r.mean(axis=1))]
+    for r in rows:  # a non-finite number is not a result
+        require_finite({f"{key} at t = {r['t']:g}": r[key] for key in ("mean_cos", "min_cos",
+                                                                        "mean_r")},
+                       f"dynamics simulate --scheme {args.scheme}")
     if args.json != "-":
         print(f"{'t':>9s} {'mean cos':>10s} {'min cos':>10s} {'mean r':>10s}")
         for r in rows:
@@ -176,6 +207,9 @@ def run_stacks_cmd(args) -> int:
     runs = run_stacks(n=args.n, d=args.d, layers=args.layers, seed=args.seed, tied=args.tied,
                       progress=True)
     marks = sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, args.layers} & set(range(args.layers + 1)))
+    for s, r in runs.items():  # a non-finite number is not a result
+        require_finite({f"{s} cosine at layer {m}": r.cosine[m] for m in marks},
+                       f"dynamics stacks --n {args.n} --d {args.d}")
     if args.json != "-":
         print("mean pairwise cosine by layer: " + " ".join(f"{m:>6d}" for m in marks))
         for s, r in runs.items():

@@ -15,8 +15,10 @@ learned their task in distribution only (raw ID illegal mass <= :data:`LEARNED_I
 are listed in the detail: a length-generalization effect of a model that has not learned the
 training lengths says nothing about the theory). Each claim names its
 test (paired t, Wilcoxon beside it), n, p and its Holm-adjusted p over the claims that read the
-same grid, and decides at adjusted p < 0.05: a direction the paper predicts but the runs do not
-show is a FAIL, reported as measured; the tiny grid or too few pairs is INCONCLUSIVE.
+same grid, with three outcomes (:func:`resharpen.experiments.ledger.stats.decision`): PASS when
+the effect is shown at adjusted p < 0.05, FAIL when the opposite effect is shown at that level,
+INCONCLUSIVE otherwise (the tiny grid, too few pairs, or neither direction shown), with what
+would decide.
 """
 from __future__ import annotations
 
@@ -244,8 +246,9 @@ def _data(claim_id: str, profile: str) -> tuple[list[dict], Path, str]:
 
 def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
     """The outcome of ``claim_id`` from its tests, Holm-adjusted with the tests of every claim
-    that reads the same grid: PASS when each has adjusted p < ALPHA; INCONCLUSIVE on the tiny
-    grid or when a test cannot decide; else FAIL."""
+    that reads the same grid (each direction): PASS when each shows the effect at adjusted
+    p < ALPHA; FAIL when one shows the opposite effect at that level; INCONCLUSIVE on the tiny
+    grid, when a test cannot decide or when neither direction is shown."""
     rows, root, which = _data(claim_id, profile)
     members = [c for c in FAMILY if _data(c, profile)[1] == root]
     tests = stats.family([(c, label, result) for c in members

@@ -33,8 +33,9 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
                    metavar="SECTION.KEY=VALUE", help="config override, e.g. model.norm=post")
     t.add_argument("--out", default=None, help="run folder (default out/runs/<name>)")
     r = actions.add_parser("run", help="run or resume the task x norm x seed grid")
-    r.add_argument("--grid", default=None, help="grid TOML (default "
-                   "experiments/configs/languages/grid.toml)")
+    r.add_argument("--grid", default=None, help="grid TOML, or the name of a packaged grid "
+                   "(languages/grid, languages/othello, languages/long; `resharpen configs`; "
+                   "a file that exists wins; default languages/grid)")
     r.add_argument("--profile", choices=PROFILES, default="quick")
     r.add_argument("--workers", type=positive_int, default=2)
     r.add_argument("--backend", choices=("local", "ray"), default="local")
@@ -93,6 +94,10 @@ def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
                 raise UsageError(f"{str(root)!r} is not a task grid folder (its sweep.json is "
                                  "another kind of sweep: a Set Complement sweep is reported by "
                                  "`resharpen report`)")
+        if figures is not None:  # no figure through a link out of the folder
+            from resharpen.experiments.core.io import check_within
+
+            check_within(root, root / "figs", "figures folder")
         rows = table_rows(root)
     if not rows:
         raise UsageError(f"{str(root)!r} holds no finished runs: is it a grid folder? "

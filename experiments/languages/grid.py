@@ -41,7 +41,8 @@ import numpy as np
 
 from resharpen.experiments.core.backends import check_backend
 from resharpen.experiments.core.config import (CONFIG_DIR, apply_profile, deep_merge,
-                                               profile_tables, read_toml, sweep_folder)
+                                               find_config, profile_tables, read_toml,
+                                               sweep_folder)
 from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
                                            ensure_writable_dir, loads_json)
 from resharpen.experiments.core.names import check_name
@@ -59,9 +60,11 @@ REPORT_METRICS = ("id_illegal_mass", "ood_illegal_mass", "ood_tv", "ood_kl",
 
 
 def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
-    """{name, profile, configs}: the validated run configs of a grid file (or dict) for a
+    """{name, profile, configs}: the validated run configs of a grid file (a path, or the name
+    of a packaged grid such as ``languages/othello``: :func:`find_config`; or a dict) for a
     profile, in a fixed order (task, norm, seed)."""
-    raw = copy.deepcopy(path) if isinstance(path, dict) else read_toml(path, "grid file")
+    raw = (copy.deepcopy(path) if isinstance(path, dict)
+           else read_toml(find_config(path, "grid file"), "grid file"))
     where_file = "the grid" if isinstance(path, dict) else f"grid file {str(path)!r}"
     profile_tables(raw.get("profile", {}), where_file)
     for key in ("base", "override"):  # tables of config sections
@@ -120,11 +123,14 @@ def default_root(name: str) -> Path:
 def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers: int = 2,
              backend: str = "local", address: str | None = None, profile: str = "full",
              progress: bool = True, only: list[str] | None = None,
-             ensemble: int | None = None) -> Path:
+             ensemble: int | None = None, wait: bool = False) -> Path:
     """Run (or resume) a grid; return its folder. ``only``: task names to run now (the others
     stay pending). ``ensemble`` (default: the grid's ``ensemble``, else
     :data:`DEFAULT_ENSEMBLE`): the largest number of runs of one task and placement that
-    differ only in seed trained as one batched ensemble (1 = every run alone)."""
+    differ only in seed trained as one batched ensemble (1 = every run alone). A folder another
+    process is running is refused (``wait``: waited for), as in
+    :func:`resharpen.experiments.core.sweep.execute`; a folder this call created is removed
+    again if the grid fails before a run is written in it."""
     planned = load_grid(path, profile)
     size = planned["ensemble"] if ensemble is None else ensemble
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
@@ -134,14 +140,20 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
         if unknown:
             raise ValueError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
     check_backend(backend, address)  # before the folder exists
-    root = ensure_writable_dir(Path(out) if out else default_root(planned["name"]))
+    target = Path(out) if out else default_root(planned["name"])
     identity = {"name": planned["name"], "profile": profile, "configs": planned["configs"]}
     if size > 1:  # members equal lone runs up to float32 rounding: other numbers
         identity["ensemble"] = size
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
-    execute(root, identity, selected, run_group, lambda: write_table(root), ensemble=size,
-            marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend, workers=workers, address=address,
-            progress=progress, kind="grid", desc=f"grid {planned['name']}")
+    from resharpen.experiments.core.io import undo_on_failure
+    from resharpen.experiments.core.sweep import LOCK_FILE
+
+    with undo_on_failure(target, remove_written=False, own_files=(LOCK_FILE,)):
+        root = ensure_writable_dir(target)
+        execute(root, identity, selected, run_group, lambda: write_table(root), ensemble=size,
+                marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend,
+                workers=workers, address=address, progress=progress, kind="grid",
+                desc=f"grid {planned['name']}", wait=wait)
     return root
 
 
@@ -325,7 +337,8 @@ def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Pat
             return root
         raise ValueError(f"no finished runs in {str(root)!r}; run: resharpen langs run "
                          "--profile full")
-    return run_grid(grid_file(profile), profile=profile, workers=workers, progress=progress)
+    return run_grid(grid_file(profile), profile=profile, workers=workers, progress=progress,
+                    wait=True)  # verify's parallel workers: one trains, the others wait
 
 
 __all__ = ["load_grid", "run_grid", "run_group", "table_rows", "summary_table", "paired_effects",

@@ -10,7 +10,7 @@ registry       ``Outcome``, ``Claim``, ``Record``; the ``@claim`` decorator (a c
 runner         ``run_claim`` and ``run_claims`` (in this process or a spawn process pool)
 where          ``where``: the file and line of a claim, its check and its derivations
 report         ``to_json`` and ``to_markdown`` of the records
-stats          paired tests, Welch, Spearman, Holm's correction, the too-little-data rule
+stats          paired tests, Welch, Spearman, TOST, Holm's correction, the three outcomes
 baseline       the committed baseline of statuses (``verify --baseline``), and its check
                against the declared statuses
 mutation       the mutation test (``verify --mutate``) and its committed record

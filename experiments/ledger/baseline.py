@@ -35,19 +35,30 @@ def default_path(profile: str) -> Path:
 
 def read(path: str | Path, profile: str) -> dict[str, dict]:
     """The baseline's ``{id: {"status", "reason"}}``; ValueError naming the file when it is
-    missing, not JSON, of another profile, or holds an unknown status."""
+    missing, not JSON, of another profile, or holds an unknown status. A ledger JSON (``verify
+    --json``, its ``claims`` a list of records) is read as a baseline too (reasons ""). Ledgers
+    of different profiles are never compared: a file of another profile (its ``profile``, or its
+    provenance's) is refused."""
     path = Path(path)
     try:
         data = json.loads(path.read_text())
         claims = data["claims"]
         found_profile = data["profile"]
+        if isinstance(claims, list):  # a ledger JSON: its records' statuses
+            claims = {c["id"]: {"status": c["status"], "reason": ""} for c in claims}
+        recorded = (data.get("provenance") or {}).get("profile", found_profile)
     except FileNotFoundError:
         raise ValueError(f"no ledger baseline {str(path)!r}; write one with "
                          f"`resharpen verify --profile {profile} --write-baseline {path}`") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError,
+            AttributeError) as exc:
         raise ValueError(f"{path} is not a ledger baseline ({type(exc).__name__}: {exc})") from None
-    if found_profile != profile:
-        raise ValueError(f"{path} is the baseline of profile {found_profile!r}, not {profile!r}")
+    if found_profile != profile or recorded not in (None, profile):
+        raise ValueError(f"refusing to compare ledgers of different profiles: {path} is of "
+                         f"profile {recorded if recorded != profile else found_profile!r}, this "
+                         f"run is {profile!r}")
+    if not isinstance(claims, dict):
+        raise ValueError(f"{path} is not a ledger baseline ('claims' is not a mapping)")
     for claim_id, entry in claims.items():
         if not isinstance(entry, dict) or entry.get("status") not in STATUSES:
             raise ValueError(f"{path}: claim {claim_id!r} has no valid status (one of {STATUSES})")

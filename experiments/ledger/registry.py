@@ -32,9 +32,11 @@ from typing import Callable, Iterable, Sequence
 KINDS = ("symbolic", "numeric", "experiment")
 STATUSES = ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")
 """PASS and FAIL: the measurement agrees / disagrees with the expectation at the tolerance fixed
-beforehand. INCONCLUSIVE: the data cannot decide (too few runs for the test's power, a tiny grid,
-a standard error that is not finite); the detail says why and which command would decide it.
-ERROR: the check itself raised."""
+beforehand (an experiment claim: its effect shown / the opposite effect shown, after Holm).
+INCONCLUSIVE: the data cannot decide (too few runs for the test's power, runs that did not learn
+the task, a tiny grid, a standard error that is not finite, or a test that shows neither
+direction); the detail says why and which command would decide it. ERROR: the check itself
+raised."""
 EXPECTED_STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
 """The statuses a claim may declare as expected (a check that raises is never expected)."""
 COSTS = ("fast", "slow")

@@ -188,14 +188,65 @@ def check_readout_attn_out_minimum(profile):
     return Outcome(f"argmin {found['argmin']}, min {found['minimum']}", "v/2, 2*beta*g*sqrt(d/v)", bool(ok))
 
 
+def post_margin_explicit(vocab: int, length: int, K, beta: float = 1.0,
+                         gain: float = 1.0, width: float | None = None):
+    """The post readout's non-query margin from its definition, in numpy over the v tokens: the
+    final residual has token image h = e_q + (K/s) 1_t (t the s input tokens, q among them), the
+    norm rescales it to g sqrt(d) h / |h - mean(h)| (RMSNorm on the centred tight embedding), the
+    logits are -beta times that, and the margin is logit(valid) - logit(another input). Shares no
+    code with :mod:`resharpen.theory.set_complement.formulas` (no sympy, no class vectors).
+    ``K`` a number (a float returned) or an array (one margin per K)."""
+    width = vocab - 1 if width is None else width
+    k = np.atleast_1d(np.asarray(K, dtype=float))
+    h = np.zeros((k.size, vocab))
+    h[:, :length] = (k / length)[:, None]  # the s input tokens, q = token 0 among them
+    h[:, 0] += 1.0
+    z = gain * np.sqrt(width) * h / np.linalg.norm(h - h.mean(1, keepdims=True), axis=1,
+                                                      keepdims=True)
+    margin = beta * (z[:, 1] - z[:, length]) if length > 1 else np.full(k.size, np.nan)
+    return float(margin[0]) if np.ndim(K) == 0 else margin
+
+
+def post_K_by_bisection(vocab: int, length: int, target: float) -> float:
+    """The smallest K > 0 at which :func:`post_margin_explicit` reaches ``target``: the first sign
+    change on a log grid of K in [1e-8, 1e12], refined by ``scipy.optimize.brentq``; inf when the
+    margin stays below the target on the whole grid."""
+    from scipy.optimize import brentq
+
+    grid = np.logspace(-8, 12, 2001)
+    gap = post_margin_explicit(vocab, length, grid) - target
+    crossing = np.flatnonzero((gap[:-1] < 0) & (gap[1:] >= 0))
+    if not crossing.size:
+        return float("inf")
+    i = int(crossing[0])
+    return float(brentq(lambda k: post_margin_explicit(vocab, length, k) - target,
+                        grid[i], grid[i + 1], xtol=1e-300, rtol=4 * np.finfo(float).eps))
+
+
 @claim("sc.readout.post_limit", source=SRC + ", Post-Norm resharpens", kind="symbolic",
-       tolerance="exact (sympy)",
-       statement="post (N(x_q + o)) margin tends to the attn_out margin as K = lambda/beta -> infinity",
+       tolerance="exact (sympy); the definition in numpy at K = 1e9 within rel 1e-6",
+       statement="post (N(x_q + o)) non-query margin tends to the attn_out margin "
+                 "beta g sqrt(d v/(s(v-s))) as K = lambda/beta -> infinity",
        cost="fast")
 def check_readout_post_limit(profile):
+    """Measured: the sympy limit of the derived post margin (formulas.readout_margin_exprs).
+    Expected: the attn_out margin as the statement prints it (a constant of the statement, which
+    sc.readout.attn_out holds the construction to), not derived by the same code; and the post
+    margin from its definition (:func:`post_margin_explicit`, numpy) at K = 1e9 against it."""
     got = sc.post_limit_large_K()
-    want = sc.readout_margin_exprs("attn_out", True)[0]
-    return Outcome(str(got), str(want), sp.simplify(got - want) == 0)
+    v, s, beta, g, d = sc.v, sc.s, sc.beta, sc.g, sc.d
+    want = beta * g * sp.sqrt(d * v / (s * (v - s)))
+    closed = sp.lambdify((v, s), want.subs({beta: 1, g: 1, d: v - 1}), "math")
+    pairs = [(12, 2), (12, 6), (12, 11), (64, 3), (64, 32), (128, 100)]
+    numeric = max(abs(post_margin_explicit(vv, ss, 1e9) / closed(vv, ss) - 1) for vv, ss in pairs)
+    n = sp.Symbol("n", positive=True)  # v - s >= 1: the valid tokens
+    residual = sp.simplify((got - want).subs(v, s + n))
+    exact = residual == 0
+    return Outcome(str(got), str(want), bool(exact and numeric <= 1e-6),
+                   f"sympy limit minus the statement's closed form, with v = s + n (n > 0), "
+                   f"simplifies to {residual}; the definition in numpy at "
+                   f"K = 1e9 (beta = g = 1, d = v - 1) deviates by at most {numeric:.1g} "
+                   f"(relative) over (v, s) in {pairs}")
 
 
 @claim("sc.readout.reconstruction_regression",
@@ -214,22 +265,36 @@ def check_readout_reconstruction_regression(profile):
                    "(they guard it against regressions; the paper prints none of them)")
 
 
-@claim("sc.readout.post_K_needed", source=SRC + ", Post-Norm resharpens", kind="symbolic",
-       tolerance="rel 1e-9 (plug back); every error finite",
-       statement="The K giving a post margin m solves a quadratic; plugging it back gives m",
+@claim("sc.readout.post_K_needed", source=SRC + ", Post-Norm resharpens", kind="numeric",
+       tolerance="rel 1e-9 against the K found by bisection on the margin's definition; "
+                 "a target above the K -> oo limit gives inf both ways",
+       statement="The K giving a post margin m solves a quadratic: its smallest positive root "
+                 "(formulas.post_K_needed) is the K at which the post margin, computed from its "
+                 "definition, first reaches m",
        cost="fast")
 def check_readout_post_K_needed(profile):
-    errors = []
-    for vv, ss, target in [(12, 6, 1.4958), (64, 32, 1.0), (64, 3, 2.0), (128, 100, 1.5)]:
-        k_needed = sc.post_K_needed(vv, ss, target)
-        got = sc.readout_margins("post", vv, np.array([ss]), k_needed, 1.0, 1.0, vv - 1)[0][0]
-        errors.append(float(abs(got - target) / target))
-    worst = max(errors)  # nan or inf when a root failed (K = inf): a failure, never a pass
+    """Measured: formulas.post_K_needed (the sympy root of the quadratic, lambdified). Expected:
+    :func:`post_K_by_bisection`, root finding on :func:`post_margin_explicit` (numpy, from the
+    readout's definition): neither the root formula nor its plug-back filter is used."""
+    cases = [(12, 6, 1.4958), (64, 32, 1.0), (64, 3, 2.0), (128, 100, 1.5)]
+    errors, pairs = [], []
+    for vv, ss, target in cases:
+        k_root = sc.post_K_needed(vv, ss, target)
+        k_bisect = post_K_by_bisection(vv, ss, target)
+        pairs.append((k_root, k_bisect))
+        errors.append(float(abs(k_root - k_bisect) / k_bisect))
+    worst = max(errors)  # nan or inf when a root failed (K = inf or nan): a failure, never a pass
     finite = all(np.isfinite(e) for e in errors)
     limit = sc.post_K_needed(12, 6, 5.0)  # above the K -> oo limit 1.9149: unreachable
-    return Outcome(worst if finite else f"non-finite errors {errors}", "<= 1e-9; unreachable target -> inf",
-                   finite and all(e <= 1e-9 for e in errors) and limit == float("inf"),
-                   f"relative errors {[f'{e:.2g}' for e in errors]}; unreachable target gives K = {limit}")
+    limit_bisect = post_K_by_bisection(12, 6, 5.0)
+    return Outcome(worst if finite else f"non-finite errors {errors}",
+                   "<= 1e-9; unreachable target -> inf",
+                   finite and all(e <= 1e-9 for e in errors) and limit == float("inf")
+                   and limit_bisect == float("inf"),
+                   "K (root, bisection) per (v, s, m): "
+                   + "; ".join(f"{c[:3]}: {a:.10g}, {b:.10g}" for c, (a, b) in zip(cases, pairs))
+                   + f"; relative errors {[f'{e:.2g}' for e in errors]}; unreachable target "
+                     f"gives K = {limit} (root) and {limit_bisect} (bisection)")
 
 
 @claim("sc.noise.trace_symbolic", source="arXiv 2510.08341 (noisy gradients; trace reconstructed)",

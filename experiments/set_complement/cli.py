@@ -4,6 +4,7 @@ line.
 Parsing imports nothing heavy: the handlers import torch, numpy and matplotlib."""
 from __future__ import annotations
 
+import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -17,7 +18,9 @@ from resharpen.experiments.core.profiles import PROFILES
 
 def add_train(sub) -> None:
     p = sub.add_parser("train", help="train one model on the Set Complement Task from a TOML config")
-    p.add_argument("config", help="TOML file, e.g. experiments/configs/set_complement/base.toml")
+    p.add_argument("config", help="TOML file, or the name of a packaged config, e.g. "
+                                  "set_complement/base (`resharpen configs` lists them; works "
+                                  "from any folder; a file that exists wins)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set model.norm=post (repeatable)")
     p.add_argument("--profile", choices=PROFILES, default="full")
@@ -26,9 +29,14 @@ def add_train(sub) -> None:
     p.set_defaults(handler=run_train)
 
 
+HEADLINE = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", "ood_tv")
+"""The numbers ``train`` prints for each weight set: all finite, or no success is reported."""
+
+
 def run_train(args) -> int:
+    from resharpen.experiments.core.cli_args import require_finite
     from resharpen.experiments.core.config import run_folder
-    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.core.io import check_writable_target
     from resharpen.experiments.set_complement.config import load_config
 
     with bad_input():  # the config file, the overrides and the run folder, before torch
@@ -38,33 +46,56 @@ def run_train(args) -> int:
                        f"{config['model']['d_model']}, batch {config['train']['batch_size']})",
                        args.max_memory)
         folder = Path(args.out) if args.out else run_folder(config["name"])
-        ensure_writable_dir(folder)
+        what = "--out" if args.out else "run folder"
+        if os.path.exists(folder) and not os.path.isdir(folder):
+            raise ValueError(f"{what} {str(folder)!r} exists and is not a folder")
+        check_writable_target(folder, what)  # creates nothing: save_run makes the folder
     from resharpen.experiments.core.train import WEIGHTS, save_run
     from resharpen.experiments.set_complement.train import train
 
     result = train(config)
-    save_run(result, folder)
     s = result["summary"]
+    for kind in WEIGHTS:  # a diverged run is not a result: nothing saved, one line
+        require_finite({f"the {kind} weights' {key}": s["by_weights"][kind][key]
+                        for key in HEADLINE},
+                       f"train {config['name']!r} diverged (final loss {s['final_loss']:.4g}); "
+                       "lower train.lr or train.init_std")
+    save_run(result, folder, profile=args.profile)  # the folder is made here; a full disk leaves none
     v, length = config["task"]["vocab"], config["task"]["train_len"]
     print(f"v={v} L_train={length} norm={config['model']['norm']} "
           f"({s['seconds']:.1f} s); ID = lengths 1..{length}, OOD = {length + 1}..{v - 1}")
     print(f"{'weights':8} {'ID inv':>8} {'OOD inv':>8} {'ID KL':>8} {'OOD KL':>8} {'OOD TV':>8} "
           f"{'LG score':>8} {'margin a':>8}")
+    undefined = False
     for kind in WEIGHTS:
         b = s["by_weights"][kind]
         mark = " *" if kind == s["primary"] else ""
+        a = b["margin_exponent"]
+        undefined |= a != a
         print(f"{kind:8} {b['id_invalid_mass']:8.4f} {b['ood_invalid_mass']:8.4f} "
               f"{b['id_kl']:8.4f} {b['ood_kl']:8.4f} {b['ood_tv']:8.4f} {b['lg_score']:8d} "
-              f"{b['margin_exponent']:8.3f}{mark}")
-    print(f"margin ~ s^-a: theory a = 1 (no norm), "
-          f"{s['margin_exponent_attn_out_theory']:.3f} (attn_out formula, same lengths); "
-          f"* = primary weights; saved to {folder}")
+              + (f"{a:8.3f}" if a == a else f"{'-':>8}") + mark)
+    chance_id = sum(range(1, length + 1)) / (length * v)
+    chance_ood = sum(range(length + 1, v)) / ((v - 1 - length) * v) if v - 1 > length else None
+    print(f"inv = mean invalid mass (chance, the uniform prediction's s/v: ID {chance_id:.4f}"
+          + (f", OOD {chance_ood:.4f}" if chance_ood is not None else "") + "); KL(p*||p) and "
+          "TV against the exact target p*, 0 = exact")
+    print(f"LG score = the largest s with mean invalid mass <= {config['eval']['threshold']:g} at "
+          f"every length 1..s (0: not even s = 1; at most {v - 1})")
+    theory = s["margin_exponent_attn_out_theory"]
+    print("margin a: margin ~ s^-a fitted on the lengths with a positive margin; theory a = 1 "
+          "(no norm)" + (f", {theory:.3f} (attn_out formula, same lengths)" if theory == theory
+                         else "")
+          + ("; - = undefined: fewer than 3 lengths with a positive margin" if undefined else ""))
+    print(f"* = primary weights; saved to {folder}")
     return 0
 
 
 def add_sweep(sub) -> None:
     p = sub.add_parser("sweep", help="run or resume a random-search sweep")
-    p.add_argument("config", help="sweep TOML, e.g. experiments/configs/set_complement/random_search.toml")
+    p.add_argument("config", help="sweep TOML, or the name of a packaged sweep, e.g. "
+                                  "set_complement/random_search (`resharpen configs` lists them; "
+                                  "a file that exists wins)")
     p.add_argument("--runs", type=positive_int, default=None, help="number of runs (default: file)")
     p.add_argument("--workers", type=positive_int, default=2, help="parallel runs (default 2)")
     p.add_argument("--backend", choices=("local", "ray"), default="local")
@@ -105,6 +136,8 @@ def run_sweep_cli(args) -> int:
     rows = read_table(root)
     print(f"{len(rows)} finished runs in {root}; table: {root / 'table.csv'}; "
           f"next: resharpen report {root}", file=sys.stderr)
+    for warning in _warnings(root):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -141,6 +174,10 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
                                  "`resharpen langs report`")
         if not read_table(args.sweep):
             raise UsageError(f"sweep {args.sweep!r} has no finished runs yet")
+        from resharpen.experiments.core.io import check_within
+
+        if figures is not None and not args.no_figs:  # no figure through a link out of it
+            check_within(args.sweep, Path(args.sweep) / "figs", "figures folder")
     if args.fit_json:
         write_fit_json(args.sweep, args.fit_json)
     text, paths = report(args.sweep)
@@ -155,7 +192,20 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
     print(text)
     for path in paths:
         print(f"wrote {path}", file=sys.stderr)
+    for warning in _warnings(args.sweep):
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
+
+
+def _warnings(root) -> list[str]:
+    """The unbalanced-arm warnings of a sweep folder (``sweep_report.arm_warnings``)."""
+    from resharpen.experiments.core.io import read_json
+    from resharpen.experiments.core.sweep import read_table
+    from resharpen.experiments.set_complement.sweep_report import arm_warnings
+
+    marker = read_json(Path(root) / "sweep.json", "sweep file")
+    identity = marker.get("identity", {}) if isinstance(marker, dict) else {}
+    return arm_warnings(read_table(root), identity if isinstance(identity, dict) else {})
 
 
 def write_fit_json(sweep: str, target: str) -> None:
@@ -175,8 +225,10 @@ def write_fit_json(sweep: str, target: str) -> None:
 
 
 def add_compare(sub) -> None:
-    p = sub.add_parser("compare", help="hold a trained none-placement run against the lemma's "
-                                       "construction (fit of B and D, balance, margins)")
+    p = sub.add_parser("compare", help="hold a trained one-layer run (placement none, pre, post, "
+                                       "attn_out, peri or pre_nofinal) against the lemma's "
+                                       "construction (gain-folded fit of B and D, balance, "
+                                       "margins)")
     p.add_argument("run", help="finished run folder, e.g. out/runs/base")
     p.add_argument("--weights", choices=("raw", "ema", "bema"), default=None,
                    help="weight set (default: the run's primary weights)")
@@ -184,7 +236,10 @@ def add_compare(sub) -> None:
                    help="write the full comparison as JSON ('-' = stdout)")
     p.add_argument("--count", type=positive_int, default=256,
                    help="inputs per length (default 256)")
-    p.add_argument("--seed", type=seed_int, default=0, help="seed of the sampled inputs (default 0)")
+    p.add_argument("--seed", type=seed_int, default=0,
+                   help="seed of the sampled inputs and of the random model whose residual is "
+                        "the reference (default 0)")
+    add_max_memory(p)
     p.set_defaults(handler=run_compare)
 
 
@@ -193,13 +248,24 @@ def run_compare(args) -> int:
     from resharpen.experiments.set_complement.compare import (check_comparable, compare_model,
                                                               load_trained)
 
-    with bad_input():  # the run folder, its weights, its placement and the JSON target
+    from resharpen.experiments.core.cli_args import require_finite
+
+    with bad_input():  # the run folder, its weights, its placement, the sizes, the JSON target
         if args.json and args.json != "-":
             check_output_file(args.json, "--json")
-        model, config, weights = load_trained(args.run, args.weights)
+        model, config, weights = load_trained(args.run, args.weights)  # checked, then read
         check_comparable(model)
+        cfg = model.cfg  # the inputs' size, before they are drawn
+        limits.require(limits.compare_bytes(args.count, cfg.vocab, cfg.d_model,
+                                            cfg.head_width, cfg.value_width),
+                       f"compare (v = {cfg.vocab}, --count {args.count} inputs per length)",
+                       args.max_memory)
     record = {"run": str(args.run), "weights": weights,
-              **compare_model(model, config["task"]["train_len"], args.count, args.seed)}
+              **compare_model(model, config["task"]["train_len"], args.count, args.seed,
+                              args.max_memory)}
+    require_finite({key: record[key] for key in ("relative_residual",
+                                                 "random_relative_residual")},
+                   f"compare {args.run}")
     if args.json:
         from resharpen.experiments.core.io import dumps_json
 
@@ -210,18 +276,26 @@ def run_compare(args) -> int:
 
 
 def format_comparison(record: dict) -> str:
-    """A short table: the fit, the balance and, at a dozen lengths, trained next to fitted."""
+    """A short table: the fit with its reference (a random model's residual), the balance and,
+    at a dozen lengths, trained next to fitted and constructed, with the chance invalid mass;
+    every column and symbol explained below it."""
     def num(value, width: int = 10) -> str:
         return f"{value:{width}.4g}" if value is not None else f"{'-':>{width}}"
 
     v, L = record["vocab"], record["train_len"]
     lam, beta, att = record["lambda"], record["beta"], record["attention"]
+    placement = record.get("placement", "none")
     lines = [
-        f"{record['run']} ({record['weights']} weights): v={v}, L_train={L}, "
-        f"{record['inputs_per_length']} inputs per length",
-        f"lemma fit D[x] = u - lambda_x e_x, B[x] = -u - beta_x e_x (mod 1): relative residual "
+        f"{record['run']} ({record['weights']} weights): placement {placement}"
+        + (f" ({record.get('norm_kind')} norm)" if placement != "none" else "")
+        + f", v={v}, L_train={L}, {record['inputs_per_length']} inputs per length",
+        f"logit form: {record.get('form', FORMS_NONE)}",
+        f"lemma fit of the {'gain-folded ' if placement != 'none' else ''}maps: D[x] = u - "
+        f"lambda_x e_x, B[x] = -u - beta_x e_x (mod 1): relative residual "
         f"{record['relative_residual']:.3g} (D {num(record['relative_residual_D'], 0).strip()}, "
-        f"B {num(record['relative_residual_B'], 0).strip()})",
+        f"B {num(record['relative_residual_B'], 0).strip()}); reference: 0 on the lemma's "
+        f"family, {record['random_relative_residual']:.3g} for a random model of this config "
+        f"(its initialization, seed {record['seed']})",
         f"lambda mean {lam['mean']:.4g} std {lam['std']:.3g} [{lam['min']:.4g}, {lam['max']:.4g}];"
         f" beta mean {beta['mean']:.4g} std {beta['std']:.3g} [{beta['min']:.4g}, "
         f"{beta['max']:.4g}]",
@@ -231,10 +305,8 @@ def format_comparison(record: dict) -> str:
     ]
     if not record["lambdas_positive"]:
         lines.append("some fitted lambda <= 0: no construction has these lambdas (its columns: -)")
-    lines.append("margins: smallest non-query (m_nq) and query (m_q), means over inputs; fit = "
-                 "fitted B, D with the model's attention; constr = balanced construction")
-    header = ("s", "inv trained", "inv constr", "m_nq trained", "m_nq fit", "m_nq constr",
-              "m_q trained", "m_q constr", "uniformity")
+    header = ("s", "inv trained", "inv constr", "inv chance", "m_nq trained", "m_nq fit",
+              "m_nq constr", "m_q trained", "m_q constr", "uniformity")
     lines.append(f"{header[0]:>4} " + " ".join(f"{h:>12}" for h in header[1:]))
     rows = {r["length"]: r for r in record["per_length"]}
     shown = sorted({1, 2, L, min(L + 1, v - 1), v - 1}
@@ -242,10 +314,25 @@ def format_comparison(record: dict) -> str:
     for s in shown:
         r = rows[s]
         cells = (r["trained_invalid_mass"], r["construction_invalid_mass"],
+                 r.get("chance_invalid_mass", s / v),
                  r["trained_margin_nonquery_min"], r["fit_margin_nonquery_min"],
                  r["construction_margin_nonquery_min"], r["trained_margin_query"],
                  r["construction_margin_query"], r["attention_uniformity"])
         mark = "*" if s <= L else " "
         lines.append(f"{s:>3}{mark} " + " ".join(num(c, 12) for c in cells))
-    lines.append("* = in distribution (s <= L_train); every length is in the JSON (--json)")
+    lines += [
+        "inv = mean invalid mass sum_{x in t} p(x) (chance = s/v, the uniform prediction's); "
+        "m_nq = smallest non-query margin, m_q = the query's margin (mean valid logit - f_x, "
+        "means over the inputs; > 0 = the seen token is below every unseen one on average)",
+        "trained = the model; fit = the fitted B, D with the model's own attention"
+        + (" and norm scales" if placement != "none" else "") + " (isolates the fit); constr = "
+        "the fitted construction (fitted lambda, beta, balanced attention w_i ~ 1/lambda_t_i"
+        + (", read out through the model's norms" if placement != "none" else "") + ")",
+        "- = not defined: m_nq and uniformity need s >= 2 (no other seen token at s = 1); constr "
+        "needs every fitted lambda > 0",
+        "* = in distribution (s <= L_train); every length is in the JSON (--json)",
+    ]
     return "\n".join(lines)
+
+
+FORMS_NONE = "f = B[t_s] + sum_i w_i D[t_i]"

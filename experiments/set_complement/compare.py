@@ -27,9 +27,27 @@ This module measures how far a model is from that family and what its nearest me
 
 :func:`compare_run` gathers these as plain records; ``resharpen compare RUN`` prints them.
 
-Placements: none only. With a norm the residual is rescaled input by input, so the logits are
-no longer B[t_s] + sum_i w_i D[t_i] and a fit of B and D would describe a different model:
-:func:`compare_run` refuses every other placement (and positions, MLPs, several layers or heads)
+Placements (:data:`READOUTS`): none, pre, pre_nofinal, post, attn_out and peri. In the one-layer
+attention-only model every one of them reads out, at each prefix, logits of the one form
+(:class:`Readout`, :func:`readout`)
+
+    f(t) = c(t) (B*[t_s] + a(t) sum_i w_i D*[t_i]) + e,
+
+with the norms' gains (and, for LayerNorm, their centring) folded into the *gain-folded* logit
+maps B*, D*, the input norm of pre and peri folded into the value rows (it acts on each token's
+embedding alone), and two positive scalars per input and position: a = 1 / sigma(o) for a norm
+on the attention output o (attn_out, peri; else 1) and c = 1 / sigma(r) for a norm on the
+residual r (post, pre, peri; else 1), sigma the norm's RMS (or standard deviation). e is the
+logits of the norms' biases (LayerNorm; 0 otherwise). For none B*, D* are the plain B, D and
+a = c = 1: the lemma's own model. The fit is the lemma fit of (B*, D*) (``fit_report``'s
+gain-folded fit, here for every placement), and the three sources above keep the model's own
+a, c (``fit``) or recompute them on the model's residual under balanced attention
+(``construction``: the fitted construction read out through the model's own norms).
+
+Every number gets its reference: the relative residual of a random model of the same config
+(its initialization, seeded: :func:`random_residual`, about 0.9), the chance invalid mass s/v
+of the uniform prediction at each length, the construction's margins beside the trained ones.
+Other placements (mixln, ln_scaling, ngpt), positions, MLPs, several layers or heads are refused
 with a ValueError instead of reporting numbers that do not apply.
 """
 from __future__ import annotations
@@ -130,15 +148,134 @@ def _ratio(part: float, whole: float) -> float | None:
     return float(part) / float(whole) if whole > 0 else None
 
 
+READOUTS = ("none", "pre", "pre_nofinal", "post", "attn_out", "peri")
+"""The placements whose one-layer logits have the lemma's readout form (module docstring)."""
+FORMS = {
+    "none": "f = B[t_s] + sum_i w_i D[t_i]",
+    "pre_nofinal": "f = B[t_s] + sum_i w_i D*[t_i] (the input norm folded into the value rows)",
+    "attn_out": "f = B[t_s] + (sum_i w_i D*[t_i]) / sigma(o) + e (the branch norm's gain folded "
+                "into D*)",
+    "post": "f = (B*[t_s] + sum_i w_i D*[t_i]) / sigma(r) + e (the residual norm's gain folded "
+            "into B*, D*)",
+    "pre": "f = (B*[t_s] + sum_i w_i D*[t_i]) / sigma(r) + e (the input norm folded into the "
+           "value rows, the final norm's gain into B*, D*)",
+    "peri": "f = (B*[t_s] + (sum_i w_i D*[t_i]) / sigma(o)) / sigma(r) + e (input norm in the "
+            "value rows, both gains folded)",
+}
+"""Each placement's logit form, as ``compare`` prints it (o: attention output, r: residual)."""
+
+
+@dataclass(frozen=True)
+class Readout:
+    """The logits of a one-layer, one-head, attention-only model in the lemma's form
+    f = c (B*[t_s] + a sum_i w_i D*[t_i]) + e (module docstring), float64: the gain-folded maps
+    ``B``, ``D`` (v x v), the bias logits ``e`` (v), and what recomputes the scales a and c for
+    any attention weights: the embeddings ``E`` (v x d), the value rows ``V`` (v x d, the input
+    norm folded in) and the model's output norms."""
+
+    placement: str
+    B: torch.Tensor
+    D: torch.Tensor
+    e: torch.Tensor
+    E: torch.Tensor
+    V: torch.Tensor
+    branch_norm: torch.nn.Module | None  # the norm on the attention output (attn_out, peri)
+    residual_norm: torch.nn.Module | None  # the norm on the residual (post; pre and peri: final)
+
+    def scales(self, weights: torch.Tensor, tokens: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(a, c), each (N, S), for causal attention weights (N, S, S) on ``tokens`` (N, S): the
+        model's own residual stream under those weights, a = 1/sigma(o), c = 1/sigma(r)."""
+        o = weights @ self.V[tokens]
+        ones = torch.ones(tokens.shape, dtype=self.B.dtype)
+        a = 1.0 / _sigma(self.branch_norm, o) if self.branch_norm is not None else ones
+        r = self.E[tokens] + (self.branch_norm(o) if self.branch_norm is not None else o)
+        c = 1.0 / _sigma(self.residual_norm, r) if self.residual_norm is not None else ones
+        return a, c
+
+    def logits(self, B: torch.Tensor, D: torch.Tensor, weights: torch.Tensor,
+               tokens: torch.Tensor, scales: tuple[torch.Tensor, torch.Tensor] | None = None
+               ) -> torch.Tensor:
+        """f = c (B[t_s] + a sum_i w_i D[t_i]) + e at every prefix, (N, S, v), for maps B, D
+        (the model's own or a fit), attention ``weights`` (N, S, S) and the scales (default:
+        :meth:`scales` of these weights)."""
+        a, c = self.scales(weights, tokens) if scales is None else scales
+        return c[..., None] * (B[tokens] + a[..., None] * (weights @ D[tokens])) + self.e
+
+
+def _sigma(norm: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The divisor of a :class:`~resharpen.experiments.core.model.Norm` on x: sqrt(mean x^2 +
+    eps) (RMSNorm) or sqrt(var x + eps) (LayerNorm), over the last axis."""
+    if norm.kind == "layer":
+        x = x - x.mean(-1, keepdim=True)
+    return torch.sqrt((x * x).mean(-1) + norm.eps)
+
+
+def _fold(norm: torch.nn.Module, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(C diag(g), b) of a norm: its centring (LayerNorm; I for RMSNorm) times its gain, and its
+    bias (0 without one), float64."""
+    gain = (norm.gain.detach().double() if norm.gain is not None
+            else torch.ones(d, dtype=torch.float64))
+    centre = torch.eye(d, dtype=torch.float64)
+    if norm.kind == "layer":
+        centre = centre - 1.0 / d
+    bias = (norm.bias.detach().double() if getattr(norm, "bias", None) is not None
+            else torch.zeros(d, dtype=torch.float64))
+    return centre * gain, bias
+
+
+@torch.no_grad()
+def readout(model: Transformer) -> Readout:
+    """The :class:`Readout` of a one-layer, one-head, attention-only model of a placement in
+    :data:`READOUTS` (:func:`check_comparable`), in float64 (a copy; the model is unchanged)."""
+    check_comparable(model)
+    model = copy.deepcopy(model).to(torch.float64).eval()
+    placement, d = model.cfg.norm, model.cfg.d_model
+    block, attn = model.blocks[0], model.blocks[0].attn
+    E, U = model.W_E, model.W_U
+    H = block.attn_norm_in(E) if placement in ("pre", "pre_nofinal", "peri") else E
+    V = H @ attn.W_V[0] @ attn.W_O[0]
+    zero = torch.zeros(model.cfg.vocab, dtype=torch.float64)
+    branch = block.attn_norm_out if placement in ("attn_out", "peri") else None
+    residual = {"post": block.attn_norm_out, "pre": model.final_norm,
+                "peri": model.final_norm}.get(placement)
+    if placement in ("none", "pre_nofinal"):
+        B, D, e = E @ U, V @ U, zero
+    elif placement == "attn_out":
+        fold_o, bias_o = _fold(branch, d)
+        B, D, e = E @ U, V @ fold_o @ U, bias_o @ U
+    elif placement in ("post", "pre"):
+        fold_r, bias_r = _fold(residual, d)
+        B, D, e = E @ fold_r @ U, V @ fold_r @ U, bias_r @ U
+    else:  # peri: the branch bias reaches the logits scaled by c, as B*[t_s] does
+        fold_o, bias_o = _fold(branch, d)
+        fold_r, bias_r = _fold(residual, d)
+        B = E @ fold_r @ U + (bias_o @ fold_r @ U)[None, :]
+        D, e = V @ fold_o @ fold_r @ U, bias_r @ U
+    return Readout(placement, B, D, e, E, V, branch, residual)
+
+
+def random_residual(cfg, seed: int = 0) -> float:
+    """The lemma fit's relative residual of a random model of config ``cfg``: its
+    initialization with torch seed ``seed`` (the global random state is left as it was), the
+    reference a trained model's residual is read against (about 0.9; 0 is the lemma's family)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Transformer(cfg)
+    form = readout(model)
+    return fit_lemma(form.B, form.D).relative_residual
+
+
 def check_comparable(model: Transformer) -> None:
     """ValueError unless ``model`` is the theory's model: one layer, one head, no MLP, no
-    positions, placement none (the only one whose logits are B[t_s] + sum_i w_i D[t_i])."""
+    positions, a placement of :data:`READOUTS` (whose logits have the lemma's readout form)."""
     if not isinstance(model, Transformer):
         raise ValueError(f"expected a Transformer or a run folder, got {type(model).__name__}")
     cfg = model.cfg
-    if cfg.norm != "none":
-        raise ValueError(f"the lemma comparison applies to placement 'none' only (its logits are "
-                         f"B[t_s] + sum_i w_i D[t_i]); this model has norm={cfg.norm!r}")
+    if cfg.norm not in READOUTS:
+        raise ValueError(f"the lemma comparison applies to placements {', '.join(READOUTS)} "
+                         f"(their one-layer logits have the lemma's readout form); this model "
+                         f"has norm={cfg.norm!r}")
     if cfg.n_layers != 1 or cfg.n_heads != 1 or cfg.mlp or cfg.max_len:
         raise ValueError("the lemma comparison needs the one-layer, one-head, attention-only model "
                          f"without positions; this one has n_layers={cfg.n_layers}, "
@@ -206,19 +343,30 @@ def load_trained(folder: str | Path, weights: str | None = None) -> tuple[Transf
 
 @torch.no_grad()
 def compare_model(model: Transformer, train_len: int | None = None, count: int = 256,
-                  seed: int = 0) -> dict:
+                  seed: int = 0, max_memory: int | None = None) -> dict:
     """The comparison of one model (see the module docstring) as plain, JSON-ready records.
 
     ``train_len``: the in-distribution lengths 1..L_train over which the attention balance is
     summarized (default v // 4, the configs' default). ``count`` inputs per length, shared by
-    every length (prefixes of ``sample_inputs(v, v-1, count, seed)``, as the evaluation does)."""
+    every length (prefixes of ``sample_inputs(v, v-1, count, seed)``, as the evaluation does),
+    held at once: ValueError before anything is allocated when they do not fit the memory
+    (``max_memory`` bytes, default what the machine has available;
+    :func:`resharpen.experiments.core.limits.compare_bytes`)."""
+    from resharpen.experiments.core import limits
+
     check_comparable(model)
     vocab = model.cfg.vocab
     train_len = vocab // 4 if train_len is None else train_len
     check_length(train_len, vocab)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive integer, got {count!r}")
+    cfg = model.cfg
+    limits.require_large(limits.compare_bytes(count, vocab, cfg.d_model, cfg.head_width,
+                                              cfg.value_width),
+                         f"compare (v = {vocab}, --count {count} inputs per length)", max_memory)
+    form = readout(model)
     model = copy.deepcopy(model).to(torch.float64).eval()
-    B, D = model.logit_matrices()
-    fit = fit_lemma(B, D)
+    fit = fit_lemma(form.B, form.D)
     tokens = sample_inputs(vocab, vocab - 1, count, seed)
     with model.capture(PATTERN) as cache:
         logits = model(tokens)
@@ -227,16 +375,16 @@ def compare_model(model: Transformer, train_len: int | None = None, count: int =
     B_fit, D_fit = (torch.from_numpy(m) for m in fit.matrices())
     lambdas = torch.from_numpy(fit.lambdas)
     positive = bool((fit.lambdas > 0).all())
-    sources = {"trained": logits, "fit": lemma_logits(B_fit, D_fit, tokens, weights)}
+    sources = {"trained": logits, "fit": form.logits(B_fit, D_fit, weights, tokens)}
     if positive:
-        sources["construction"] = lemma_logits(B_fit, D_fit, tokens,
-                                               balanced_weights(lambdas, tokens))
+        sources["construction"] = form.logits(B_fit, D_fit, balanced_weights(lambdas, tokens),
+                                              tokens)
     metrics = {name: complement_metrics(value, tokens, vocab) for name, value in sources.items()}
     uniformity, imbalance = balance(weights, tokens, lambdas if positive else None)
 
     rows = []
     for s in range(1, vocab):
-        row = {"length": s}
+        row = {"length": s, "chance_invalid_mass": s / vocab}
         for name in SOURCES:
             m = metrics.get(name)
             row[f"{name}_invalid_mass"] = _mean(m["invalid_mass"][:, s - 1]) if m else None
@@ -250,9 +398,11 @@ def compare_model(model: Transformer, train_len: int | None = None, count: int =
     in_distribution = [r for r in rows if 2 <= r["length"] <= train_len]
     return {
         "vocab": vocab, "train_len": train_len, "inputs_per_length": count, "seed": seed,
+        "placement": cfg.norm, "norm_kind": cfg.norm_kind, "form": FORMS[cfg.norm],
         "relative_residual": fit.relative_residual,
         "relative_residual_D": fit.relative_residual_D,
         "relative_residual_B": fit.relative_residual_B,
+        "random_relative_residual": random_residual(cfg, seed),
         "lambda": _summary(fit.lambdas), "beta": _summary(fit.betas),
         "lambdas_positive": positive,
         "attention": {
@@ -268,7 +418,8 @@ def compare_model(model: Transformer, train_len: int | None = None, count: int =
 
 
 def compare_run(source: Transformer | str | Path, weights: str | None = None,
-                train_len: int | None = None, count: int = 256, seed: int = 0) -> dict:
+                train_len: int | None = None, count: int = 256, seed: int = 0,
+                max_memory: int | None = None) -> dict:
     """:func:`compare_model` of a model, or of a run folder's ``weights`` (raw, ema or bema;
     default its primary weights) with its own L_train; the record names the weight set."""
     if isinstance(source, (str, Path)):
@@ -276,7 +427,8 @@ def compare_run(source: Transformer | str | Path, weights: str | None = None,
         if train_len is None:
             train_len = config["task"]["train_len"]
         return {"run": str(source), "weights": chosen,
-                **compare_model(model, train_len, count, seed)}
+                **compare_model(model, train_len, count, seed, max_memory)}
     if weights is not None:
         raise ValueError("weights picks a weight set of a run folder; a model is compared as given")
-    return {"run": None, "weights": None, **compare_model(source, train_len, count, seed)}
+    return {"run": None, "weights": None,
+            **compare_model(source, train_len, count, seed, max_memory)}

@@ -16,7 +16,8 @@ from typing import Sequence
 
 import torch
 
-from resharpen.experiments.core.limits import evaluation_bytes_per_input, evaluation_chunk_inputs
+from resharpen.experiments.core.limits import (evaluation_bytes_per_input, evaluation_chunk_inputs,
+                                               require_large, sample_inputs_bytes)
 from resharpen.experiments.set_complement.metrics import METRICS, complement_metrics
 from resharpen.experiments.core.set_complement_task import check_length, check_vocab, sample_inputs
 
@@ -24,14 +25,26 @@ from resharpen.experiments.core.set_complement_task import check_length, check_v
 @torch.no_grad()
 def per_position_metrics(model: torch.nn.Module, vocab: int, max_length: int, per_length: int = 64,
                          seed: int = 0, dtype: torch.dtype = torch.float64) -> tuple[dict, torch.Tensor]:
-    """Metrics of every input and every length 1..max_length: dict of (per_length, max_length)."""
+    """Metrics of every input and every length 1..max_length: dict of (per_length, max_length).
+
+    ValueError, before anything is allocated, when ``per_length`` is not a positive integer or
+    its inputs and metrics do not fit the available memory (the inputs are held at once, the
+    forward pass runs in chunks: :func:`resharpen.experiments.core.limits.require`)."""
     check_length(max_length, vocab)
+    if isinstance(per_length, bool) or not isinstance(per_length, int) or per_length < 1:
+        raise ValueError(f"per_length must be a positive integer, got {per_length!r}")
+    per_input = bytes_per_input(model, vocab, max_length)
+    require_large(sample_inputs_bytes(per_length, vocab, max_length)
+                  + per_length * 8 * max_length * (len(METRICS) + 2)  # the metrics kept
+                  + evaluation_chunk_inputs(per_input, per_length) * per_input,
+                  f"evaluating {per_length} inputs per length at v = {vocab} "
+                  f"(per_length = {per_length})")
     tokens = sample_inputs(vocab, max_length, per_length, seed)
     if dtype is not None and next(model.parameters()).dtype != dtype:
         model = copy.deepcopy(model).to(dtype)
     was_training = model.training
     model.eval()
-    chunk = evaluation_chunk_inputs(bytes_per_input(model, vocab, max_length), per_length)
+    chunk = evaluation_chunk_inputs(per_input, per_length)
     try:
         parts = [complement_metrics(model(rows), rows, vocab) for rows in tokens.split(chunk)]
     finally:

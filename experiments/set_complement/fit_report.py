@@ -40,7 +40,8 @@ import torch
 
 from resharpen.experiments.core.model import Transformer
 from resharpen.experiments.core.set_complement_task import sample_inputs
-from resharpen.experiments.set_complement.compare import PATTERN, WEIGHT_SETS, balance, fit_lemma
+from resharpen.experiments.set_complement.compare import (PATTERN, WEIGHT_SETS, balance, fit_lemma,
+                                                          readout)
 from resharpen.theory.set_complement.formulas import readout_margins
 
 K_RANGE = (1e-3, 1e6)
@@ -52,21 +53,15 @@ FITTED_READOUTS = ("none", "attn_out", "post")
 @torch.no_grad()
 def gain_folded_matrices(model: Transformer) -> tuple[torch.Tensor, torch.Tensor]:
     """(B', D') of the one-layer model with the output norm's gain folded into W_U (see the
-    module docstring); the plain (B, D) for none. ValueError for pre and peri (their norm acts
-    before attention and again at the end: the logits are not of this form)."""
+    module docstring); the plain (B, D) for none: the maps of ``compare.readout``, which
+    ``resharpen compare`` fits for every placement. ValueError for pre and peri here (their
+    closed-form margins are not fitted: :data:`FITTED_READOUTS`)."""
     placement = model.cfg.norm
     if placement not in FITTED_READOUTS:
         raise ValueError(f"effective K is read off placements {', '.join(FITTED_READOUTS)}; "
                          f"got {placement!r}")
-    B, D = model.logit_matrices()
-    if placement == "none":
-        return B.double(), D.double()
-    gain = model.blocks[0].attn_norm_out.gain.detach()
-    attn = model.blocks[0].attn
-    U_g = gain[:, None] * model.W_U
-    D_g = model.W_E @ attn.W_V[0] @ attn.W_O[0] @ U_g
-    B_g = model.W_E @ U_g if placement == "post" else B
-    return B_g.double(), D_g.double()
+    form = readout(model)
+    return form.B, form.D
 
 
 @torch.no_grad()

@@ -23,23 +23,55 @@ import math
 
 import torch
 
-from resharpen.experiments.core.set_complement_task import seen_mask
 
 METRICS = ("invalid_mass", "tv", "kl", "cross_entropy", "top1_invalid", "valid_spread",
            "margin_min", "margin_query", "margin_nonquery_min", "margin_nonquery_max")
 
 
+BLOCK_ELEMENTS = 2**24
+"""Logits per block of positions (128 MiB in float64): the metrics' dozen (N, S, v) temporaries
+are made one block of positions at a time, so at v = 10^4 they take about 1.5 GB instead of
+about 10 (every position's metrics depend on its own logits and seen set only, so the numbers
+are the same block by block)."""
+
+
 def complement_metrics(logits: torch.Tensor, tokens: torch.Tensor, vocab: int) -> dict[str, torch.Tensor]:
     """Every metric at every prefix: logits (N, S, v), tokens (N, S) -> dict of float64 (N, S).
 
-    Non-query margins are NaN at length 1 (there is no non-query token)."""
+    Non-query margins are NaN at length 1 (there is no non-query token). Large inputs are
+    scored in blocks of positions (:data:`BLOCK_ELEMENTS`)."""
     if logits.dim() == 2:  # a single position per input: the whole row is the input
         logits = logits[:, None, :].expand(-1, tokens.shape[1], -1)
         single = True
     else:
         single = False
+    count, positions = tokens.shape
+    first = first_seen(tokens, vocab)
+    block = max(1, BLOCK_ELEMENTS // max(1, count * vocab))
+    parts = [_metrics(logits[:, a:a + block], tokens[:, a:a + block],
+                      torch.arange(a, min(a + block, positions))[None, :, None] >= first[:, None, :])
+             for a in range(0, positions, block)]
+    out = parts[0] if len(parts) == 1 else {name: torch.cat([part[name] for part in parts], dim=1)
+                                            for name in parts[0]}
+    if single:
+        out = {k: v[:, -1] for k, v in out.items()}
+    return out
+
+
+def first_seen(tokens: torch.Tensor, vocab: int) -> torch.Tensor:
+    """(N, v): the first position of token x in row n, S where it does not occur; the seen set
+    of the prefix of length i+1 is {x : first[n, x] <= i} (``seen_mask`` without its (N, S, v)
+    int64 one-hot)."""
+    count, positions = tokens.shape
+    first = torch.full((count, vocab), positions, dtype=torch.long)
+    return first.scatter_reduce(1, tokens.long(), torch.arange(positions).expand(count, -1),
+                                reduce="amin")
+
+
+def _metrics(logits: torch.Tensor, tokens: torch.Tensor, invalid: torch.Tensor
+             ) -> dict[str, torch.Tensor]:
+    """:func:`complement_metrics` of positions whose seen sets are ``invalid`` (N, S, v)."""
     f = logits.to(torch.float64)
-    invalid = seen_mask(tokens, vocab)
     valid = ~invalid
     n_valid = valid.sum(-1)
     neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
@@ -76,8 +108,6 @@ def complement_metrics(logits: torch.Tensor, tokens: torch.Tensor, vocab: int) -
         "margin_nonquery_min": _nan_reduce(nq, torch.amin),
         "margin_nonquery_max": _nan_reduce(nq, torch.amax),
     }
-    if single:
-        out = {k: v[:, -1] for k, v in out.items()}
     return out
 
 

@@ -112,14 +112,28 @@ def construction_errors(built: Construction, per_length: int = 16, seed: int = 0
 
 def construction_report(built: Construction, per_length: int = 16, seed: int = 0,
                         max_flops: float = FLOPS_BUDGET) -> dict:
-    """The construction, its widths and :func:`construction_errors` at every length, on
-    :func:`bounded_inputs` inputs per length (a note says when that is fewer than asked)."""
+    """The construction, its widths and :func:`construction_errors` at every length.
+
+    A permutation-symmetric construction (tight, one_hot, unbalanced:
+    :attr:`~resharpen.constructions.set_complement.Construction.symmetric`) gives the same
+    metrics on every input of a length, so one input per length is exact: the prefixes of one
+    seeded random permutation of V, one forward pass for every length 1..v-1 (``per_length`` is
+    not used; ``per_length_inputs`` is 1 and ``symmetric`` says why). The other variants
+    (balanced) are evaluated on :func:`bounded_inputs` random inputs per length (a note says
+    when that is fewer than asked)."""
     cfg = built.model.cfg
-    inputs = bounded_inputs(built, per_length, max_flops)
+    symmetric = built.symmetric
+    inputs = 1 if symmetric else bounded_inputs(built, per_length, max_flops)
     report = {"construction": built.params(),
               "dimensions": {"d_model": cfg.d_model, "d_head": cfg.head_width, "d_value": cfg.value_width},
               "per_length_inputs": inputs, "seed": seed}
-    if inputs < per_length:
+    if symmetric:
+        report["symmetric"] = (
+            f"the {built.variant} construction is permutation-symmetric (a permutation of the "
+            f"tokens permutes its logits), so every input of a length gives the same metrics: "
+            f"one input per length, the prefixes of one random permutation (seed {seed}), "
+            f"covers every length 1..{built.vocab - 1} exactly")
+    elif inputs < per_length:
         report["per_length_inputs_note"] = (
             f"{inputs} random input(s) per length instead of {per_length}: one float64 forward "
             f"pass at v = {built.vocab} costs about "

@@ -26,11 +26,15 @@ from pathlib import Path
 
 from resharpen.experiments.core import config as cfgmod
 from resharpen.experiments.core.backends import check_backend
-from resharpen.experiments.core.io import ensure_writable_dir
-from resharpen.experiments.core.sweep import execute, group_runs, load_runs, write_rows
+from resharpen.experiments.core.io import ensure_writable_dir, undo_on_failure
+from resharpen.experiments.core.sweep import (LOCK_FILE, execute, group_runs, load_runs,
+                                              write_rows)
 from resharpen.experiments.core.runs import WEIGHT_KINDS
 from resharpen.experiments.set_complement.config import SCHEMA
 
+MAX_SWEEP_RUNS = 100_000
+"""The most runs one sweep plans (``--runs`` or ``sweep.runs``): every run's config is drawn and
+checked before the first run starts (about 0.1 ms and a few kB each)."""
 TABLE_SUMMARY_KEYS = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", "id_tv",
                       "ood_tv", "lg_score", "lg_fraction", "margin_exponent",
                       "margin_exponent_attn_out_theory")
@@ -50,6 +54,10 @@ def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> di
     runs = settings["runs"] if runs is None else runs
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
+    if runs > MAX_SWEEP_RUNS:  # planning alone would take minutes and gigabytes
+        raise ValueError(f"--runs {runs} is more than a sweep plans: at most {MAX_SWEEP_RUNS} "
+                         "runs per sweep folder (split a larger search into several sweeps "
+                         "with other sweep.seed)")
     configs = cfgmod.sample_configs(base, space, runs, settings["seed"], SCHEMA)
     name = base["name"] + ("-quick" if profile == "quick" else "")
     return {"name": name, "profile": profile, "base": base, "settings": settings,
@@ -66,19 +74,25 @@ def _identity(planned: dict, ensemble: int) -> dict:
 
 def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | None = None,
               workers: int = 2, backend: str = "local", address: str | None = None,
-              profile: str = "full", progress: bool = True, ensemble: int | None = None) -> Path:
+              profile: str = "full", progress: bool = True, ensemble: int | None = None,
+              wait: bool = False) -> Path:
     """Run (or resume) a sweep; return its folder. ``ensemble`` (default: the file's
     ``sweep.ensemble``) is the largest number of runs trained as one batched ensemble; runs
-    are grouped by :func:`resharpen.experiments.core.sweep.group_runs` (1 = every run alone)."""
+    are grouped by :func:`resharpen.experiments.core.sweep.group_runs` (1 = every run alone).
+    A folder another process is sweeping is refused (``wait``: waited for;
+    :func:`resharpen.experiments.core.sweep.execute`); a folder this call created is removed
+    again if the sweep fails before a run is written in it (a full disk, a refusal)."""
     planned = plan(path, runs, profile)
     size = planned["settings"]["ensemble"] if ensemble is None else ensemble
     group_runs(planned["configs"], size)  # a bad size is refused before the folder exists
     check_backend(backend, address)  # before the folder exists
-    root = ensure_writable_dir(Path(out) if out else cfgmod.sweep_folder(planned["name"]))
-    execute(root, _identity(planned, size), planned["configs"], run_group,
-            lambda: write_table(root, planned["space"]), ensemble=size,
-            marker={"file": str(path)}, backend=backend, workers=workers, address=address,
-            progress=progress, desc=f"sweep {planned['name']}")
+    target = Path(out) if out else cfgmod.sweep_folder(planned["name"])
+    with undo_on_failure(target, remove_written=False, own_files=(LOCK_FILE,)):
+        root = ensure_writable_dir(target)
+        execute(root, _identity(planned, size), planned["configs"], run_group,
+                lambda: write_table(root, planned["space"]), ensemble=size,
+                marker={"file": str(path)}, backend=backend, workers=workers, address=address,
+                progress=progress, desc=f"sweep {planned['name']}", wait=wait)
     return root
 
 

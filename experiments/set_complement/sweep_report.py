@@ -153,6 +153,35 @@ def _seeded(rows: list[dict]) -> bool:
     return all(s is not None for _, s in seen) and len(set(seen)) == len(seen)
 
 
+def arm_warnings(rows: list[dict], identity: dict) -> list[str]:
+    """Warnings for a sweep whose report compares placements (``model.norm`` in its search
+    space): an arm of the search space with no finished run, or with fewer runs than its test
+    needs (``ledger/stats.MIN_N`` per arm; fewer is inconclusive). [] when the sweep does not
+    search the placement or every arm is full enough."""
+    from collections import Counter
+
+    from resharpen.experiments.ledger.stats import MIN_N
+
+    spec = identity.get("space", {}).get("model.norm")
+    if not isinstance(spec, dict):
+        return []
+    arms = [p for values in spec.values() if isinstance(values, list) for p in values]
+    counts = Counter(r.get("model.norm") for r in rows)
+    out = []
+    for placement in arms:
+        n = counts.get(placement, 0)
+        role = ("the control: no placement is compared" if placement == "none"
+                else "it is left out of the comparison with none")
+        if n == 0:
+            out.append(f"arm {placement!r} is missing: the search space has it but none of the "
+                       f"{len(rows)} finished runs ({role})")
+        elif n < MIN_N:
+            out.append(f"arm {placement!r} has {n} run(s), fewer than the {MIN_N} per arm its "
+                       "test needs (experiments/ledger/stats.py MIN_N): its comparison is "
+                       "inconclusive")
+    return out
+
+
 def averaging_comparison(rows: list[dict]) -> dict:
     out = {}
     for metric in ("ood_invalid_mass", "ood_kl"):
@@ -183,6 +212,7 @@ def analyse(root: str | Path) -> dict:
         "effects": {m: factor_effects(rows, factors, m, categorical) for m in OOD_METRICS},
         "rank_regression": {m: rank_regression(rows, factors, m) for m in OOD_METRICS},
         "placements": placement_comparison(rows),
+        "warnings": arm_warnings(rows, identity),
         "averaging": averaging_comparison(rows),
         "seconds_per_run": summary_stats([r["seconds"] for r in rows]),
     }
@@ -203,6 +233,8 @@ def to_markdown(a: dict) -> str:
              f"{a['seconds_per_run']['mean']:.1f} s per run on average.",
              "Cells: mean ± std (sample std over runs) (max over runs, n runs). "
              "OOD = lengths L_train+1..v-1; primary weights of each run (train.ema).", ""]
+    if a.get("warnings"):
+        lines += ["## Warnings: unbalanced arms", ""] + [f"- {w}" for w in a["warnings"]] + [""]
     lines += ["## Each placement against none (the control; pre is its own arm)", "",
               "| metric | placement | arm | placement - none | test |", "|---|---|---|---|---|"]
     for m, by_placement in a["placements"].items():
@@ -270,4 +302,4 @@ def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search"
                              f"{path} --workers 2")
         return root
     return run_sweep(path, profile="quick", runs=runs_quick, workers=1, progress=True,
-                     ensemble=QUICK_ENSEMBLE)
+                     ensemble=QUICK_ENSEMBLE, wait=True)  # parallel ledger workers: one trains

@@ -110,5 +110,5 @@ def test_cli_collapse_stack_and_errors(capsys, tmp_path):
     data = json.loads(out.read_text())
     assert len(data["layers"]) == 3 and data["layers"][0]["layer"] == 1
     assert main(["collapse", "stack", "--norm", "peri"]) == 2
-    assert "error: norm must be one of" in capsys.readouterr().err
+    assert "error: argument --norm: norm 'peri' is not one of post, pre" in capsys.readouterr().err
     assert main(["collapse", "detect", str(tmp_path / "missing")]) == 2

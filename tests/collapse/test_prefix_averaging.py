@@ -2,7 +2,6 @@
 stacks are INCONCLUSIVE (never FAIL), and the run that decides uses enough stacks."""
 import numpy as np
 import pytest
-import torch
 
 from resharpen.experiments.collapse import claims, stack
 from resharpen.theory.collapse.attention import prefix_average

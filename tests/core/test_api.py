@@ -93,6 +93,15 @@ def reference() -> str:
     parts = []
     for name in rs.__all__:
         obj = getattr(rs, name)
+        if not callable(obj):  # a constant: its value's shape and CONSTANT_DOCS
+            module = _constant_module(name)
+            shown = (f"dict {{{', '.join(map(str, obj))}}} -> "
+                     f"{type(next(iter(obj.values()))).__name__}" if isinstance(obj, dict)
+                     else repr(obj))
+            parts.append(f"### `resharpen.{name}`\n\nconstant `{name}`, from `{module}`\n\n"
+                         f"<pre>\n{name} = {html.escape(shown, quote=False)}\n\n"
+                         f"{html.escape(rs.CONSTANT_DOCS[name], quote=False)}\n</pre>\n")
+            continue
         kind = "class" if inspect.isclass(obj) else "function"
         parts.append(f"### `resharpen.{name}`\n\n{kind} `{name}{_signature(obj)}`, from "
                      f"`{obj.__module__}`\n\n<pre>\n{html.escape(inspect.getdoc(obj), quote=False)}\n</pre>\n")
@@ -112,11 +121,20 @@ def reference() -> str:
     return "\n".join(parts)
 
 
+def _constant_module(name: str) -> str:
+    from resharpen import _API
+
+    return _API[name][0]
+
+
 def test_every_public_name_has_a_docstring_and_type_hints():
     import inspect
 
     for name in rs.__all__:
         obj = getattr(rs, name)
+        if not callable(obj):
+            assert rs.CONSTANT_DOCS.get(name, "").strip(), f"resharpen.{name} is not described"
+            continue
         assert (inspect.getdoc(obj) or "").strip(), f"resharpen.{name} has no docstring"
         if inspect.isclass(obj):
             continue

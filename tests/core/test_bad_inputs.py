@@ -50,6 +50,46 @@ SC_RUN = {"r/summary.json": '{"seconds": 1.0, "primary": "raw"}',
           "r/config.json": "{}", "r/per_length.json": "[]"}
 
 
+
+
+class Link(str):
+    """A file's content Link("target"): make a symbolic link to target (relative to the link)."""
+
+
+def safetensors_bytes(config: dict, shapes: dict, nan: str | None = None) -> bytes:
+    """A safetensors file written by hand (8-byte header length, JSON header, float32 data):
+    ``config`` in its metadata as a run's weights carry it, one tensor per ``shapes`` entry
+    filled with 0.5 (``nan``: that tensor's first value NaN)."""
+    import math
+    import struct
+
+    header = {"__metadata__": {"model_config": json.dumps(config), "weights": "raw"}}
+    data = b""
+    for name, shape in shapes.items():
+        values = [0.5] * math.prod(shape)
+        if name == nan:
+            values[0] = float("nan")
+        chunk = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": list(shape),
+                        "data_offsets": [len(data), len(data) + len(chunk)]}
+        data += chunk
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + data
+
+
+V8 = {"vocab": 8, "d_model": 8}  # the model config of the crafted weights: none placement
+SHAPES8 = {"W_E": (8, 8), "blocks.0.attn.W_Q": (1, 8, 8), "blocks.0.attn.W_K": (1, 8, 8),
+           "blocks.0.attn.W_V": (1, 8, 8), "blocks.0.attn.W_O": (1, 8, 8), "W_U": (8, 8)}
+
+
+def weights_run(weights: bytes) -> dict:
+    """A finished Set Complement run folder r/ whose raw weights file holds ``weights``."""
+    return {**SC_RUN, "r/config.json": '{"task": {"vocab": 8, "train_len": 2}}',
+            "r/summary.json": '{"seconds": 1.0, "primary": "raw"}',
+            "r/weights_raw.safetensors": weights}
+
+
 def case(args, pattern, files=None, id=None):
     return pytest.param(args, files or {}, pattern, id=id or " ".join(args)[:70])
 
@@ -391,6 +431,73 @@ CASES = [
          {"r/summary.json": "{oops", "r/metrics.jsonl": ""}, id="collapse detect corrupt summary"),
     case(["collapse", "detect", "r", "--patience", "0"], r"argument --patience"),
     case(["collapse", "detect", "r", "--t-threshold", "2"], r"t_threshold|t-threshold", SC_RUN),
+    # ------------------------------------------------------------------ issue 24, requirement 8
+    # sizes bounded before anything is allocated
+    case(["sweep", "{RS}", "--runs", "10000000"], r"--runs 10000000 is more than a sweep plans: "
+         r"at most 100000"),
+    case(["compare", "r", "--count", "1000000000000"],
+         r"compare \(v = 8, --count 1000000000000 inputs per length\) needs about .* of memory",
+         weights_run(safetensors_bytes(V8, SHAPES8)), id="compare --count 10^12"),
+    case(["compare", "r"], r"does not hold the model its metadata describes \(vocab 8, d_model "
+         r"100000, 1 layer\(s\)\): tensor 'W_E' is \(8, 8\) in the file, \(8, 100000\)",
+         weights_run(safetensors_bytes({"vocab": 8, "d_model": 100000}, SHAPES8)),
+         id="compare weights metadata claims d = 10^5"),
+    # a crafted or corrupt weights file
+    case(["compare", "r"], r"tensor 'W_E' is \(8, 4\) in the file, \(8, 8\) in that model",
+         weights_run(safetensors_bytes(V8, {**SHAPES8, "W_E": (8, 4)})),
+         id="compare weights of the wrong shape"),
+    case(["compare", "r"], r"tensor 'W_U' holds non-finite values \(NaN or inf\)",
+         weights_run(safetensors_bytes(V8, SHAPES8, nan="W_U")), id="compare NaN weights"),
+    case(["compare", "r"], r"is not a weights file of a run",
+         weights_run(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}      "),
+         id="compare corrupt weights header"),
+    # no write through a symbolic link that leaves the named folder
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"sweep folder 's/runs' leads outside 's' \(to '.*elsewhere', through a symbolic link\)",
+         {"elsewhere": DIR, "s/runs": Link("../elsewhere")}, id="sweep runs/ links outside"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"run folder 's/runs/random_search-0000' leads outside 's'",
+         {"elsewhere": DIR, "s/runs/random_search-0000": Link("../../elsewhere")},
+         id="sweep run folder links outside"),
+    case(["report", "s"], r"figures folder 's/figs' leads outside 's'",
+         {**SC_SWEEP, "elsewhere": DIR, "s/figs": Link("../elsewhere")},
+         id="report figs/ links outside"),
+    case(["langs", "report", "g"], r"figures folder 'g/figs' leads outside 'g'",
+         {**GRID_DIR, "elsewhere": DIR, "g/figs": Link("../elsewhere")},
+         id="langs report figs/ links outside"),
+    # overflowing parameters: refused at a stated limit
+    case(["dynamics", "simulate", "--scheme", "ngpt", "--alpha0", "1e300"],
+         r"--alpha0 1e\+300 with --t-end 20 is too long a run for ngpt: alpha0 x t_end must be "
+         r"at most 1e\+06"),
+    case(["dynamics", "simulate", "--scheme", "ngpt", "--alpha0", "0"], r"alpha0 must be a finite "
+         r"number > 0"),
+    case(["collapse", "stack", "--multiplier", "1e300"], r"variance multiplier 1e\+300 is too "
+         r"large: at most 1e\+06"),
+    case(["construct", "--vocab", "8", "--lam", "1e300"], r"--lam 1e\+300 is out of range: \|lam\| "
+         r"must lie in \[1e-50, 1e\+50\]"),
+    case(["construct", "--vocab", "8", "--beta", "-1e300"], r"--beta -1e\+300 is out of range"),
+    case(["construct", "--vocab", "8", "--gain", "1e300"], r"--gain 1e\+300 is out of range"),
+    case(["construct", "--vocab", "8", "--beta", "1e-300"], r"--beta 1e-300 is out of range"),
+    case(["dynamics", "ode", "--t-end", "1e300"], r"--t-end 1e\+300 is too long: at most 1e\+100"),
+    # a folder or an unreadable file as --baseline or --ledger
+    case(["verify", "--baseline", "d", "--only", "sc.lemma.*"], r"--baseline 'd' is a folder",
+         {"d": DIR}),
+    case(["verify", "--baseline", "b.json", "--only", "sc.lemma.*"],
+         r"--baseline 'b\.json' is not UTF-8", {"b.json": b"\xff\xfe\x00"},
+         id="verify --baseline binary file"),
+    case(["report", "--html", "r.html", "--ledger", "d"], r"--ledger 'd' is a folder", {"d": DIR}),
+    case(["report", "--html", "r.html", "--ledger", "l.json"], r"--ledger 'l\.json' is not UTF-8",
+         {"l.json": b"\xff\xfe\x00"}, id="report --ledger binary file"),
+    # a partial baseline needs --force
+    case(["verify", "--write-baseline", "b.json", "--only", "sc.lemma.*"],
+         r"--write-baseline with --only would replace the baseline .* add --force"),
+    # an empty config
+    case(["train", "c.toml"], r"config file '.*c\.toml' is empty: name a base config",
+         cfg(""), id="train empty config"),
+    case(["train", "c.toml"], r"config file '.*c\.toml' is empty", cfg("# nothing here\n\n"),
+         id="train config of comments only"),
+    case(["sweep", "c.toml"], r"config file '.*c\.toml' is empty", cfg(""),
+         id="sweep empty config"),
 ]
 
 
@@ -423,6 +530,8 @@ def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys):
         path.parent.mkdir(parents=True, exist_ok=True)
         if content is None:
             path.mkdir(exist_ok=True)
+        elif isinstance(content, Link):
+            path.symlink_to(content)
         elif isinstance(content, bytes):
             path.write_bytes(content)
         else:

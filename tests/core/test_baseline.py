@@ -74,7 +74,8 @@ def test_verify_baseline_exit_codes(tmp_path, capsys):
     assert main(["verify", "--only", "sc.metrics.closed_forms", "--baseline", str(path)]) == 1
     assert "sc.metrics.closed_forms: FAIL -> PASS" in capsys.readouterr().err
     written = tmp_path / "new.json"
-    assert main(["verify", "--only", "sc.metrics.closed_forms", "--write-baseline", str(written)]) == 0
+    assert main(["verify", "--only", "sc.metrics.closed_forms", "--write-baseline", str(written),
+                 "--force"]) == 0
     assert json.loads(written.read_text())["claims"]["sc.metrics.closed_forms"]["status"] == "PASS"
 
 

@@ -54,7 +54,7 @@ def test_construct_writes_weights_config_and_report(capsys, tmp_path):
                           "--beta", "1", "--out", str(tmp_path / "c12"), "--json", "-"], capsys)
     assert code == 0
     report = json.loads(out)
-    assert {p.name for p in (tmp_path / "c12").iterdir()} == {"weights.pt", "config.json", "report.json"}
+    assert {p.name for p in (tmp_path / "c12").iterdir()} == {"weights.safetensors", "config.json", "report.json"}
     rows = report["lengths"]
     assert [r["length"] for r in rows] == list(range(1, 12))
     assert rows[5]["theory_margin_nonquery"] == pytest.approx(1.9148542155, rel=1e-9)
@@ -120,11 +120,11 @@ def test_a_bug_shows_its_traceback_and_exits_1(monkeypatch, capsys):
 
 @pytest.mark.parametrize("where", [0, -1])  # --debug before or after the subcommand
 def test_debug_shows_the_traceback_of_a_usage_error(where, capsys, tmp_path):
-    args = ["construct", "--vocab", "8", "--variant", "magic", "--out", str(tmp_path / "o")]
+    args = ["construct", "--vocab", "8", "--gain", "0", "--out", str(tmp_path / "o")]
     args.insert(len(args) if where == -1 else 0, "--debug")
     code, out, err = run(args, capsys)
     assert code == 2 and "Traceback (most recent call last)" in err
-    assert err.strip().splitlines()[-1].startswith("error: variant 'magic' is not one of")
+    assert err.strip().splitlines()[-1].startswith("error: gain must be a finite number > 0")
     assert not (tmp_path / "o").exists()
 
 

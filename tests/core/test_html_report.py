@@ -8,7 +8,6 @@ are one drawn by `resharpen figs` and one committed copy from docs/figures.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import shutil

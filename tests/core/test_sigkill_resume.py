@@ -66,6 +66,8 @@ def contents(root: Path) -> dict[str, object]:
         if not path.is_file():
             continue
         name = str(path.relative_to(root))
+        if path.name == "provenance.json":  # when and where it ran: differs by design
+            continue
         if path.suffix == ".json":
             files[name] = _drop_timing(json.loads(path.read_text()))
         elif path.suffix == ".jsonl":

@@ -38,8 +38,76 @@ def test_too_little_data_is_inconclusive_not_a_verdict():
 def test_holm_by_hand():
     # sorted: 0.01 (x4), 0.02 (x3), 0.03 (x2), 0.5 (x1) -> 0.04, 0.06, 0.06, 0.5
     assert stats.holm([0.03, 0.01, 0.5, 0.02]) == pytest.approx([0.06, 0.04, 0.5, 0.06])
-    adjusted = stats.holm([0.01, float("nan")])
-    assert adjusted[0] == pytest.approx(0.01) and math.isnan(adjusted[1])
+
+
+def test_holm_counts_every_planned_test_a_missing_one_as_p_1():
+    """A family of 5 planned tests is corrected over 5, not over the 2 that could be computed."""
+    nan = float("nan")
+    assert stats.holm([0.01, nan]) == pytest.approx([0.02, 1.0])
+    assert stats.holm([0.01, 0.02, nan, nan, nan]) == pytest.approx([0.05, 0.08, 1, 1, 1])
+
+
+def noisy(diff, n=8):
+    noise = [0.01, -0.02, 0.015, -0.005, 0.02, -0.01, 0.005, -0.015][:n]
+    return stats.paired([diff + e for e in noise], [0.0] * n, "less")
+
+
+def test_three_outcomes_effect_shown_opposite_shown_neither():
+    def decide(*results):
+        tests = stats.family([("c", f"t{i}", r) for i, r in enumerate(results)])["c"]
+        return stats.decision(tests)
+
+    assert decide(noisy(-0.1))[0] == "PASS"
+    assert decide(noisy(+0.1))[0] == "FAIL"  # the opposite effect, shown
+    status, why = decide(noisy(0.0))  # no evidence either way: not a FAIL
+    assert status == "INCONCLUSIVE" and "neither the effect nor the opposite" in why
+    status, why = decide(noisy(-0.1), stats.paired([1, 2], [2, 3]))  # one test cannot decide
+    assert status == "INCONCLUSIVE" and "2 < 5" in why
+    assert decide(noisy(-0.1), noisy(+0.1))[0] == "FAIL"
+    assert stats.decision([])[0] == "INCONCLUSIVE"
+    r = noisy(+0.1)
+    assert r.p_opposite == pytest.approx(1 - r.p) and "opposite p=" in r.describe()
+
+
+def test_a_test_that_cannot_be_computed_still_costs_its_family():
+    """Alone, p = 0.02 passes; with 4 planned tests that could not be made it does not (Holm
+    over 5: 0.10), and the claim is INCONCLUSIVE, not FAIL."""
+    weak = noisy(-0.012)
+    assert 0.01 < weak.p < 0.05
+    alone = stats.family([("c", "t", weak)])["c"]
+    assert stats.decision(alone)[0] == "PASS"
+    crowded = stats.family([("c", "t", weak)] + [("d", f"u{i}", stats.paired([1], [2]))
+                                                 for i in range(4)])["c"]
+    assert stats.decision(crowded)[0] == "INCONCLUSIVE"
+    assert crowded[0].adjusted_p == pytest.approx(min(1, 5 * weak.p))
+
+
+def test_tost_by_hand_and_its_three_outcomes():
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(1)
+    b = rng.normal(size=20)
+    a = b + 0.01 * rng.normal(size=20)
+    result = stats.equivalence(a, b, margin=0.05)
+    d = a - b
+    se = d.std(ddof=1) / math.sqrt(20)
+    p_low = sps.t.sf((d.mean() + 0.05) / se, 19)
+    p_high = sps.t.cdf((d.mean() - 0.05) / se, 19)
+    assert result.p_low == pytest.approx(p_low, rel=1e-9)
+    assert result.p_high == pytest.approx(p_high, rel=1e-9)
+    assert result.p == pytest.approx(max(p_low, p_high)) and result.p < 0.05
+    assert "TOST" in result.describe()
+
+    def decide(result):
+        return stats.decision(stats.family([("c", "t", result)])["c"])[0]
+
+    assert decide(result) == "PASS"  # the absence (|diff| < 0.05) shown
+    assert decide(stats.equivalence(a + 0.2, b, margin=0.05)) == "FAIL"  # beyond the margin
+    wide = b + rng.normal(size=20)  # too noisy to show either
+    assert decide(stats.equivalence(wide, b, margin=0.05)) == "INCONCLUSIVE"
+    assert decide(stats.equivalence(a[:3], b[:3], margin=0.05)) == "INCONCLUSIVE"
+    with pytest.raises(ValueError, match="low < high"):
+        stats.equivalence(a, b, margin=(0.1, -0.1))
 
 
 def test_bad_alternative_and_shapes():

@@ -103,7 +103,7 @@ def test_save_run_writes_the_run_folder(tmp_path):
               "per_length": {"raw": []}, "summary": {"loss": 1.0}}
     T.save_run(result, tmp_path / "a")
     assert {p.name for p in (tmp_path / "a").iterdir()} == {
-        "config.json", "metrics.jsonl", "per_length.json", "summary.json"}
+        "config.json", "provenance.json", "metrics.jsonl", "per_length.json", "summary.json"}
     assert [json.loads(line)["step"] for line in
             (tmp_path / "a" / "metrics.jsonl").read_text().splitlines()] == [1, 2]
     del result["per_length"]

@@ -121,6 +121,20 @@ def test_sampler_uniformity_check_detects_a_biased_sampler():
             return out
 
     assert sampler_uniformity(Biased(2), 2000, 20, seed=0)["min_p"] < 1e-6
+    # the claim's equivalence test: the biased sampler is shown outside the 20 % margin (FAIL),
+    # the real one inside it (PASS)
+    from resharpen.experiments.languages.claims import UNIFORM_MARGIN, rank_draws
+    from resharpen.experiments.ledger import stats
+
+    def decide(task):
+        _, groups = rank_draws(task, 2000, 20, seed=0)
+        tests = [("t", f"k={k} r={r}", stats.equivalence((ranks == r).astype(float),
+                                                         np.full(ranks.size, 1.0 / k),
+                                                         UNIFORM_MARGIN / k))
+                 for k, ranks in groups.items() if ranks.size >= 1000 * k for r in range(k)]
+        return stats.decision(stats.family(tests)["t"])[0]
+
+    assert decide(Biased(2)) == "FAIL" and decide(Dyck(2)) == "PASS"
 
 
 def test_dyck1_first_steps_frequencies():

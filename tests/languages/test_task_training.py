@@ -252,6 +252,7 @@ def test_grid_runs_resumes_and_reports(tmp_path, monkeypatch):
     for run in runs:
         names = {p.name for p in (root / "runs" / run).iterdir()}
         assert names == {"config.json", "metrics.jsonl", "per_length.json", "summary.json",
+                         "provenance.json",
                          "weights_raw.safetensors", "weights_ema.safetensors",
                          "weights_bema.safetensors"}
     rows = table_rows(root)

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from resharpen.cli import main
-from resharpen.constructions.set_complement import balanced, random_lambdas, tight, unbalanced
+from resharpen.constructions.set_complement import (balanced, one_hot, random_lambdas, tight,
+                                                    unbalanced)
 from resharpen.experiments.core.model import ModelConfig, Transformer
 from resharpen.experiments.set_complement.compare import compare_model, compare_run, fit_lemma
 
@@ -153,8 +154,10 @@ def test_gaussian_model_comparison_is_json_ready():
 
 
 def test_other_placements_and_misuse_are_refused():
-    with pytest.raises(ValueError, match="placement 'none' only"):
-        compare_model(gaussian_model(8, 0, norm="post"))
+    for norm in ("mixln", "ngpt", "ln_scaling"):
+        with pytest.raises(ValueError, match=f"placements none, pre, .*; this model has "
+                                             f"norm='{norm}'"):
+            compare_model(gaussian_model(8, 0, norm=norm))
     with pytest.raises(ValueError, match="train_len|input length"):
         compare_model(tight(8, lam=8.0).model, train_len=8)
     with pytest.raises(ValueError, match="run folder"):
@@ -165,7 +168,8 @@ def test_other_placements_and_misuse_are_refused():
 @pytest.fixture
 def fake_runs(monkeypatch, tmp_path):
     """Run folders whose ``load_run(path).model(weights)`` returns a construction (none) or a
-    post-placement model (folder named 'post'): the CLI's path, without training."""
+    mixln model (folder named 'mixln', a placement compare refuses): the CLI's path, without
+    training."""
     calls = []
 
     def load_run(folder):
@@ -175,8 +179,8 @@ def fake_runs(monkeypatch, tmp_path):
 
         def model(weights):
             calls.append(weights)
-            if folder.name == "post":
-                return gaussian_model(8, 0, norm="post")
+            if folder.name == "mixln":
+                return gaussian_model(8, 0, norm="mixln")
             return tight(8, lam=16.0, beta=1.0).model
 
         return SimpleNamespace(summary={"primary": "ema"}, config={"task": {"train_len": 2}},
@@ -184,7 +188,7 @@ def fake_runs(monkeypatch, tmp_path):
 
     monkeypatch.setattr("resharpen.experiments.core.runs.load_run", load_run)
     (tmp_path / "none").mkdir()
-    (tmp_path / "post").mkdir()
+    (tmp_path / "mixln").mkdir()
     return tmp_path, calls
 
 
@@ -204,7 +208,7 @@ def test_cli_compare_prints_a_table_and_writes_json(fake_runs, capsys):
 
 @pytest.mark.parametrize("args, fragment", [
     (["compare", "missing"], "does not exist"),
-    (["compare", "post"], "placement 'none' only"),
+    (["compare", "mixln"], "this model has norm='mixln'"),
     (["compare", "none", "--weights", "swa"], "invalid choice: 'swa'"),
 ])
 def test_cli_compare_bad_input_is_one_line_and_exit_2(fake_runs, capsys, args, fragment):
@@ -226,3 +230,83 @@ def test_compare_a_trained_run_folder(tmp_path, capsys):
     assert 0.0 < record["relative_residual"] < 1.0
     assert main(["compare", str(folder), "--count", "8"]) == 0
     assert "(raw weights)" in capsys.readouterr().out  # train.ema = none: raw is primary
+
+
+# ----------------------------------------------------------------------------- every placement
+def perturbed(model: Transformer, seed: int) -> Transformer:
+    """``model`` with every norm gain and bias moved off 1 and 0 (the fold must carry them)."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if name.endswith(("gain", "bias")):
+                param.add_(0.3 * torch.randn(param.shape, generator=generator,
+                                             dtype=param.dtype))
+    return model
+
+
+@pytest.mark.parametrize("norm_kind", ["rms", "layer"])
+@pytest.mark.parametrize("norm", ["none", "pre", "pre_nofinal", "post", "attn_out", "peri"])
+def test_the_readout_form_is_the_models_own_logits(norm, norm_kind):
+    """f = c (B*[t_s] + a sum_i w_i D*[t_i]) + e with the model's attention reproduces its
+    logits at every prefix, for every placement compare takes, RMSNorm and LayerNorm."""
+    from resharpen.experiments.core.set_complement_task import sample_inputs
+    from resharpen.experiments.set_complement.compare import PATTERN, readout
+
+    torch.manual_seed(1)
+    model = perturbed(Transformer(ModelConfig(vocab=9, d_model=12, norm=norm, norm_kind=norm_kind,
+                                              init_std=0.5)).double().eval(), 2)
+    tokens = sample_inputs(9, 8, 5, seed=0)
+    with model.capture(PATTERN) as cache:
+        logits = model(tokens)
+    form = readout(model)
+    rebuilt = form.logits(form.B, form.D, cache[PATTERN][:, 0], tokens)
+    torch.testing.assert_close(rebuilt, logits, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("norm", ["attn_out", "post", "pre"])
+@pytest.mark.parametrize("norm_kind", ["rms", "layer"])
+def test_normalized_constructions_fit_exactly(norm, norm_kind):
+    """The constructions with a normalized readout lie on the lemma's family once the gains are
+    folded: residual ~ 0, and the fitted maps give the model's own margins (LayerNorm on the
+    one-hot embedding: the tight one is not exact with it)."""
+    build = tight if norm_kind == "rms" else one_hot
+    model = build(9, lam=18.0, beta=1.0, norm=norm, norm_kind=norm_kind).model
+    record = compare_model(model, train_len=3, count=8)
+    assert record["relative_residual"] < 1e-8
+    assert record["random_relative_residual"] > 0.5
+    for row in record["per_length"][1:]:
+        assert row["fit_margin_nonquery_min"] == pytest.approx(
+            row["trained_margin_nonquery_min"], rel=1e-7, abs=1e-9)
+
+
+def test_the_random_reference_is_computed_and_leaves_the_global_seed():
+    from resharpen.experiments.set_complement.compare import random_residual
+
+    torch.manual_seed(5)
+    expected = torch.rand(1)
+    torch.manual_seed(5)
+    cfg = ModelConfig(vocab=10, d_model=16, norm="post")
+    value = random_residual(cfg, seed=0)
+    assert torch.rand(1) == expected  # the global random state is untouched
+    assert 0.5 < value < 1.0 and value == random_residual(cfg, seed=0)
+
+
+@pytest.mark.parametrize("norm", ["none", "pre", "post", "attn_out", "peri"])
+def test_compare_every_placement_on_a_tiny_trained_run(norm, tmp_path, capsys):
+    """``resharpen compare RUN`` on a run trained 30 steps: exit 0, the residual with its random
+    reference, the chance invalid mass, the fitted construction's margins beside the trained
+    ones, every symbol explained, no 'nan'."""
+    run = tmp_path / norm
+    assert main(["train", str(BASE), "--profile", "quick", "--set", "train.steps=30",
+                 "--set", "task.vocab=8", "--set", "model.d_model=8", "--set",
+                 "train.eval_every=0", "--set", f"model.norm={norm}", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(run), "--count", "8", "--json", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert f"placement {norm}" in out and "for a random model of this config" in out
+    for column in ("inv chance", "m_nq trained", "m_nq constr"):
+        assert column in out
+    assert "chance = s/v" in out and "- = not defined" in out and "nan" not in out.lower()
+    record = json.loads((tmp_path / "c.json").read_text())
+    assert record["placement"] == norm and 0.0 <= record["relative_residual"] <= 1.0
+    assert record["per_length"][1]["chance_invalid_mass"] == pytest.approx(2 / 8)

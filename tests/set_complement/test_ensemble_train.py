@@ -16,8 +16,8 @@ def test_grouping_is_by_shared_config_and_deterministic():
                tiny("c", **{"train.seed": 3, "train.ema": "bema"}),
                tiny("d", **{"model.init_std": 0.05}), tiny("e", **{"model.norm": "post"}),
                tiny("f", **{"model.attn_dropout": 0.1})]
-    assert group_runs(configs, 8) == [[0, 2, 3], [1, 4], [5]]
-    assert group_runs(configs, 2) == [[0, 2], [1, 4], [3], [5]]
+    assert group_runs(configs, 8) == [[0, 2, 3, 5], [1, 4]]  # dropout rates are per member
+    assert group_runs(configs, 2) == [[0, 2], [1, 4], [3, 5]]
     assert group_runs(configs, 1) == [[0], [1], [2], [3], [4], [5]]
     with pytest.raises(ValueError, match="ensemble size must be >= 1"):
         group_runs(configs, 0)

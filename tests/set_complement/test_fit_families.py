@@ -38,13 +38,25 @@ def test_a_test_alone_passes_but_fails_in_a_family_of_many(family):
     assert not crowded.passed and "31 tests of 31 claims" in crowded.detail
 
 
-def test_a_member_without_data_adds_no_tests_and_reports_its_own_outcome(family):
+def test_a_member_without_data_counts_its_planned_tests_as_p_1(family):
     missing = Outcome("no data", "x", passed=False, inconclusive="run the sweep")
     family["a"] = lambda profile: part(-1.0)
     family["b"] = lambda profile: missing
     assert claims_fit.in_family(family["b"], "quick") is missing
     outcome = claims_fit.in_family(family["a"], "quick")
-    assert outcome.passed and "1 tests of 1 claims (a)" in outcome.detail
+    assert outcome.passed and "2 tests of 1 claims (a)" in outcome.detail
+    assert "1 planned tests of b not computed (no data), counted as p = 1" in outcome.detail
+    family["a"] = lambda profile: part(-0.012)  # p ~ 0.02: passes alone, not over 2 tests
+    assert not claims_fit.in_family(family["a"], "quick").passed
+
+
+def test_an_opposite_effect_fails_and_no_effect_is_inconclusive(family):
+    family["a"] = lambda profile: part(+1.0)
+    outcome = claims_fit.in_family(family["a"], "quick")
+    assert not outcome.passed and not outcome.inconclusive  # FAIL: the opposite is shown
+    family["a"] = lambda profile: part(0.0)
+    outcome = claims_fit.in_family(family["a"], "quick")
+    assert not outcome.passed and "neither" in outcome.inconclusive and "run it" in outcome.inconclusive
 
 
 def test_reported_tests_do_not_decide(family):

@@ -59,6 +59,8 @@ def test_report_on_a_real_tiny_sweep_writes_tables_and_figures(tmp_path):
     assert main(["report", str(root)]) == 0
     text = (root / "report.md").read_text()
     assert "4 finished runs" in text and "Each placement against none" in text
+    # 4 runs over two placements: each arm has fewer runs than its test needs, and says so
+    assert "## Warnings: unbalanced arms" in text and "fewer than the 5 per arm" in text
     report = json.loads((root / "report.json").read_text())
     assert report["runs"] == 4 and "train.seed" not in report["factors"]
     for name in ("placements", "dropout", "margins", "averaging"):
@@ -80,3 +82,42 @@ def test_terciles_partition_runs_even_with_tied_or_close_values():
         rows = [{"x": float(v), "ood_kl": 0.0} for v in values]
         groups = R.factor_effects(rows, ["x"], "ood_kl")["x"]
         assert len(groups) == bins and sum(g["n"] for g in groups.values()) == len(values)
+
+
+def test_missing_and_small_arms_are_warned_about():
+    from resharpen.experiments.ledger.stats import MIN_N
+
+    identity = {"space": {"model.norm": {"choice": ["none", "pre", "post"]}}}
+    rows = [{"model.norm": "none"}] * MIN_N + [{"model.norm": "pre"}] * 2
+    warnings = R.arm_warnings(rows, identity)
+    assert len(warnings) == 2
+    assert "arm 'pre' has 2 run(s), fewer than the 5 per arm" in warnings[0]
+    assert "arm 'post' is missing" in warnings[1] and "left out of the comparison" in warnings[1]
+    assert R.arm_warnings(rows, {"space": {"train.lr": {"uniform": [0, 1]}}}) == []
+    full = [{"model.norm": p} for p in ("none", "pre", "post") for _ in range(MIN_N)]
+    assert R.arm_warnings(full, identity) == []
+    text = R.to_markdown({
+        "sweep": "s", "runs": 7, "budget": {"vocab": 8, "train_len": 2, "steps": 1,
+                                            "batch_size": 1}, "seconds_per_run": {"mean": 1.0},
+        "warnings": warnings, "placements": {}, "averaging": {}, "effects": {
+            m: {} for m in R.OOD_METRICS}, "rank_regression": {
+            m: {"n": 0, "r2": float("nan"), "coefficients": {}} for m in R.OOD_METRICS}})
+    assert "## Warnings: unbalanced arms" in text and "arm 'post' is missing" in text
+
+
+def test_placements_sweep_grids_the_placement():
+    """placements.toml enumerates the placement: every prefix of 5k runs is balanced, and its
+    run count gives each arm the runs its test needs."""
+    from collections import Counter
+
+    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.ledger.stats import MIN_N
+    from resharpen.experiments.set_complement.sweep import plan
+
+    path = CONFIG_DIR / "set_complement" / "placements.toml"
+    full = plan(path, profile="full")
+    counts = Counter(c["model"]["norm"] for c in full["configs"])
+    assert set(counts) == {"none", "pre", "post", "attn_out", "peri"}
+    assert set(counts.values()) == {len(full["configs"]) // 5} and min(counts.values()) >= MIN_N
+    quick = plan(path, runs=10, profile="quick")  # what the quick ledger trains
+    assert set(Counter(c["model"]["norm"] for c in quick["configs"]).values()) == {2}

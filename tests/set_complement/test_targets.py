@@ -2,7 +2,6 @@
 the sampled loss, the mean sampled gradient = the soft gradient within Monte Carlo error, k labels
 divide the label noise by k, and one loop and one batched path serve every target."""
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +13,10 @@ from resharpen.experiments.core.model import ModelConfig, Transformer
 from resharpen.experiments.core.targets import (IGNORE, Batch, TrainingTarget, cross_entropy,
                                                 label_generator, make_batch,
                                                 per_model_cross_entropy, sample_labels)
-from resharpen.experiments.set_complement.train import (load_config, next_token_targets, train_group,
+from resharpen.experiments.set_complement.train import (next_token_targets, train_group,
                                                         sample_sequences, train)
 
-from tiny_configs import CONFIGS, tiny  # noqa: E402 (a sibling helper module)
+from tiny_configs import tiny  # noqa: E402 (a sibling helper module)
 Z_MAX = 5.0  # fixed before measuring: max |z| over the gradient's coordinates (~200 of them)
 
 

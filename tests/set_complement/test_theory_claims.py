@@ -35,6 +35,30 @@ def test_post_K_needed_passes_with_the_real_root():
     assert ledger.run_claim(CLAIMS["sc.readout.post_K_needed"], "quick").status == "PASS"
 
 
+def test_post_K_needed_expects_the_bisection_of_the_margins_definition():
+    """The expected K comes from root finding on the margin computed from the readout's
+    definition (numpy), not from the root's own plug-back: it agrees with the derived margin."""
+    from resharpen.experiments.set_complement import claims as sc_claims
+
+    k = sc_claims.post_K_by_bisection(12, 6, 1.4958)
+    assert k == pytest.approx(6.0006027, rel=1e-7)
+    derived = formulas.readout_margins("post", 12, [6], k, 1.0, 1.0, 11)[0][0]
+    assert derived == pytest.approx(1.4958, rel=1e-12)
+    assert sc_claims.post_K_by_bisection(12, 6, 5.0) == float("inf")
+
+
+def test_post_limit_fails_when_the_derived_margin_is_wrong(monkeypatch):
+    right = formulas.readout_margin_exprs
+
+    def wrong(readout, centred=True):
+        nq, q = right(readout, centred)
+        return (nq * sp.Rational(1001, 1000), q) if readout == "post" else (nq, q)
+
+    assert ledger.run_claim(CLAIMS["sc.readout.post_limit"], "quick").status == "PASS"
+    monkeypatch.setattr(formulas, "readout_margin_exprs", wrong)
+    assert ledger.run_claim(CLAIMS["sc.readout.post_limit"], "quick").status == "FAIL"
+
+
 def test_balanced_ratios_come_from_the_logits():
     assert formulas.balanced_margin_ratios(5) == {2: 1, 3: sp.Rational(2, 3), 4: sp.Rational(1, 2)}
     with pytest.raises(ValueError, match="vocab"):

@@ -1,7 +1,9 @@
 """The training claims are registered, and the experiment claims decide with tests that fit each
 sweep's design: placements against `none` on the raw weights (paired by seed when the placements
 share seeds, else Welch), pre its own arm, EMA/BEMA paired within runs, Holm over the claims that
-share a sweep, too little data INCONCLUSIVE.
+share a sweep (each direction, every planned test), only the runs that learned the task in
+distribution deciding; three outcomes: the effect shown PASS, the opposite shown FAIL, too little
+data or neither shown INCONCLUSIVE.
 
 Every claim's quick-profile status is tested in tests/core/test_registry.py."""
 import numpy as np
@@ -31,10 +33,13 @@ def test_training_claims_are_registered_with_sources():
 
 
 def planted(runs_per_arm=6, *, shared_seeds=False, post=0.0, attn_out=0.0, pre=0.0,
-            primary_post=0.0, ema=0.0, bema=0.0, dropout_slope=0.0):
+            primary_post=0.0, ema=0.0, bema=0.0, dropout_slope=0.0, raw_id=0.01,
+            unlearned_ema=0.0):
     """Sweep rows: raw OOD invalid mass 0.5 + (an effect per placement) + a small spread; the
     primary-weights column carries ``primary_post`` for post instead; EMA/BEMA move the raw
-    OOD KL by ``ema``/``bema``."""
+    OOD KL by ``ema``/``bema``. Every run's raw ID invalid mass is ``raw_id`` (learned: <=
+    0.05), and ``unlearned_ema`` adds as many runs again, near chance (raw ID 0.4), whose EMA
+    moves the KL by that much."""
     rng = np.random.default_rng(0)
     rows = []
     for norm, effect in (("none", 0.0), ("pre", pre), ("post", post), ("attn_out", attn_out)):
@@ -52,7 +57,11 @@ def planted(runs_per_arm=6, *, shared_seeds=False, post=0.0, attn_out=0.0, pre=0
                          "bema.ood_kl": kl + bema + 0.002 * rng.normal(),
                          "margin_exponent": (1.0 if norm == "none" else 0.3)
                          + 0.1 * rng.normal(),
-                         "margin_exponent_attn_out_theory": 0.3})
+                         "margin_exponent_attn_out_theory": 0.3, "raw.id_invalid_mass": raw_id})
+    if unlearned_ema:
+        rows += [dict(r, run=r["run"] + "-chance", **{"raw.id_invalid_mass": 0.4,
+                                                      "ema.ood_kl": r["raw.ood_kl"] + unlearned_ema})
+                 for r in list(rows)]
     return rows
 
 
@@ -78,15 +87,17 @@ def test_generated_claims_read_their_own_sweep_and_weights(C):
     C.use(lambda name: planted(post=-0.1 * (name == "long_runs"),
                                attn_out=-0.1 * (name == "long_runs"),
                                ema=-0.05 * (name == "long_runs"), bema=0.05))
-    for cid, sweep, _, _ in C.POSTNORM_SWEEPS:
+    for cid, sweep, _, _ in C.POSTNORM_SWEEPS:  # no effect elsewhere: not a FAIL
         record = status(cid)
-        assert record.status == ("PASS" if sweep == "long_runs" else "FAIL"), (cid, record.detail)
+        assert record.status == ("PASS" if sweep == "long_runs" else "INCONCLUSIVE"), \
+            (cid, record.detail)
         assert f"out/sweeps/{sweep}" in record.detail and "Holm-adjusted p=" in record.detail
     assert len(C.AVERAGING_CLAIMS) == 8
-    for cid, kind, sweep, _ in C.AVERAGING_CLAIMS:
+    for cid, kind, sweep, _ in C.AVERAGING_CLAIMS:  # BEMA worse everywhere: the opposite, FAIL
         record = status(cid)
-        assert record.status == ("PASS" if kind == "ema" and sweep == "long_runs" else "FAIL"), \
-            (cid, record.detail)
+        expected = ("FAIL" if kind == "bema" else
+                    "PASS" if sweep == "long_runs" else "INCONCLUSIVE")
+        assert record.status == expected, (cid, record.detail)
         assert f"out/sweeps/{sweep}" in record.detail and f"{kind} - raw: paired t" in record.detail
 
 
@@ -114,7 +125,7 @@ def test_pre_is_its_own_arm_and_raw_weights_decide(C):
     none and pre pooled), and an effect only in the primary weights does not count."""
     C.use(lambda name: planted(pre=0.2, primary_post=-0.1))
     record = status("train.postnorm.ood_invalid_mass")
-    assert record.status == "FAIL", record.detail
+    assert record.status == "INCONCLUSIVE", record.detail  # no raw effect: neither shown
     assert "pre - none (its own arm, not decided)" in record.detail
 
 
@@ -138,3 +149,32 @@ def test_holm_is_applied_across_the_claims_that_share_a_sweep(C):
     random_search, _ = C.family("random_search")
     assert "train.dropout.ood_kl" in random_search
     assert random_search["train.dropout.ood_kl"][0].result.test.startswith("Spearman")
+
+
+def test_the_same_rule_both_ways_on_the_same_runs(C):
+    """EMA and BEMA of the same runs: the effect shown is PASS, the opposite shown FAIL, no effect
+    INCONCLUSIVE (more runs decide), never a FAIL for the absence of evidence."""
+    C.use(lambda name: planted(ema=-0.05, bema=+0.05))
+    assert status("train.ema.ood_kl.long").status == "PASS"
+    assert status("train.bema.ood_kl.long").status == "FAIL"
+    C.use(lambda name: planted(ema=0.0, bema=0.0))
+    for cid in ("train.ema.ood_kl.long", "train.bema.ood_kl.long"):
+        record = status(cid)
+        assert record.status == "INCONCLUSIVE", record.detail
+        assert "neither the effect nor the opposite" in record.detail
+        assert "resharpen sweep" in record.detail
+
+
+def test_only_runs_that_learned_the_task_decide(C):
+    """Runs near chance in distribution are left out (and counted): a ten times larger opposite
+    effect in them changes no verdict, and with no learned run every claim is INCONCLUSIVE."""
+    C.use(lambda name: planted(ema=-0.05, unlearned_ema=+0.5))
+    record = status("train.ema.ood_kl.long")
+    assert record.status == "PASS" and "n=24" in record.detail, record.detail
+    assert "24 of 48 runs learned the task in distribution" in record.detail
+    C.use(lambda name: planted(ema=-0.05, bema=+0.05, post=-0.1, attn_out=-0.1, raw_id=0.4))
+    for cid in ("train.ema.ood_kl.long", "train.bema.ood_kl.long", "train.postnorm.long_runs",
+                "train.dropout.ood_kl"):
+        record = status(cid)
+        assert record.status == "INCONCLUSIVE", (cid, record.detail)
+        assert "0 of 24 runs learned the task in distribution" in record.detail
