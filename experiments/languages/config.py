@@ -28,6 +28,12 @@ SCHEMA = Schema({
         ema_decay=0.99, bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2,
         bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0, threads=1, log_every=50,
         target="sampled", labels_per_position=1),
+    "fit": {
+        # the stopping rule: end a run at the first record step whose raw weights' mean ID
+        # illegal mass on the evaluation set is <= until_id_illegal_mass (0 = off; train.steps
+        # is the cap); it must be below a tenth of a uniform prediction's (uniform_id_illegal_mass)
+        "until_id_illegal_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+    },
     "eval": {
         "count": Field(int, 128, 1, 10**6),
         "seed": Field(int, 1234, 0, 2**63 - 1),
@@ -53,6 +59,13 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
     task.check_length(t["eval_len"])
     check_model_shape(config)
     check_target(config["train"])
+    target = config["fit"]["until_id_illegal_mass"]
+    if target:
+        uniform = uniform_id_illegal_mass(task, t["train_len"])
+        if not target < 0.1 * uniform:
+            raise ValueError(f"fit.until_id_illegal_mass = {target:g} is not below a tenth of "
+                             f"the in-distribution illegal mass of a uniform prediction on task "
+                             f"{t['name']!r} ({uniform:.4g}): a fit must be well above chance")
     config["name"] = name or f"{t['name']}-{config['model']['norm']}-s{config['train']['seed']}"
     return config
 
@@ -61,3 +74,14 @@ def build_task(config: dict):
     t = config["task"]
     params = {"vocab": t["vocab"]} if t["vocab"] else {}
     return get_task(t["name"], **params)
+
+
+def uniform_id_illegal_mass(task, train_len: int, count: int = 256, seed: int = 0) -> float:
+    """The mean illegal mass, over the prefix lengths 1..train_len of ``count`` sampled
+    sequences, of the prediction uniform over the task's vocabulary: 1 - |N(prefix)| / |V|
+    (positions without a legal token left out). The chance level a stated fit is held against."""
+    import numpy as np
+
+    seqs = task.sample(count, train_len, seed)
+    sizes = task.legal_next(seqs).sum(axis=-1)
+    return float(np.mean(1.0 - sizes[sizes > 0] / task.size))

@@ -28,6 +28,14 @@ matrices only, warm-up then cosine / linear / constant, gradient clipping; ``[tr
 paired; all three are kept (``result["weights"]``, saved as safetensors by the core's
 ``save_run``).
 
+Stopping rule (``fit.until_id_illegal_mass`` = m > 0, ``train.steps`` the cap): at every record
+step (every ``train.log_every`` steps) the raw weights' mean illegal mass over the prefix lengths
+1..train_len of the evaluation sequences (:func:`fit_measure`) is measured exactly; the run ends
+at the first step where it is <= m, and the summary records ``fit_target``, ``fit_reached``,
+``fit_step`` and ``steps_trained``. The config refuses an m that is not below a tenth of a
+uniform prediction's ID illegal mass on the task (``config.uniform_id_illegal_mass``). In an
+ensemble each member ends at its own fit.
+
 Exact evaluation (float64), at every prefix length n = 1..eval_len, on ``eval.count`` sampled
 sequences of length ``eval_len`` (seed ``eval.seed``, the same for every run): with p the
 model's next-token distribution, S = N(prefix) the legal set and p* uniform on S,
@@ -168,6 +176,26 @@ def summarize(records: list[dict], train_len: int, threshold: float) -> dict:
     return out
 
 
+def fit_measure(module: torch.nn.Module, seqs: np.ndarray, legal: np.ndarray,
+                train_len: int) -> float:
+    """The stopping rule's measure: the mean over prefix lengths 1..train_len of the exact mean
+    illegal mass of ``module`` on the evaluation sequences cut at train_len (a causal model's
+    outputs there do not depend on the rest)."""
+    records = evaluate(module, seqs[:, :train_len], legal[:, :train_len])
+    return float(np.mean([r["illegal_mass"] for r in records if r["count"]]))
+
+
+def fit_summary(until: float, history: list[dict]) -> dict:
+    """{fit_target, fit_reached, fit_step (the first record step meeting the rule, or None),
+    steps_trained} under the stopping rule; {} when it is off."""
+    if not until:
+        return {}
+    reached = [row["step"] for row in history if row["fit_id_illegal_mass"] <= until]
+    return {"fit_target": until, "fit_reached": bool(reached),
+            "fit_step": reached[0] if reached else None,
+            "steps_trained": history[-1]["step"] if history else 0}
+
+
 # ------------------------------------------------------------------------- training
 def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | None = None,
           eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
@@ -216,17 +244,25 @@ def _train_members(configs: list[dict], *, progress: bool = True,
         return make_batch(seqs, target, lambda s: next_token_targets(task, s, t["ignore_pad"]),
                           labels)
 
+    seqs, legal = eval_data if eval_data is not None else eval_sequences(first, task)
+    until = first["fit"]["until_id_illegal_mass"]
+
     def record(i: int, step: int, loss: float) -> dict:
         smoothed = state.smoothed_loss if k == 1 else state.smoothed_loss[i]
         row = {"step": step, "loss": loss, "loss_smoothed": smoothed, "lr": state.lr(i)}
+        if until:
+            row["fit_id_illegal_mass"] = fit_measure(state.member_weights(i)["raw"], seqs,
+                                                     legal, t["train_len"])
         if log is not None:
             log(row)
         return row
 
+    def stop(i: int, row: dict) -> bool:
+        return bool(until) and row["fit_id_illegal_mass"] <= until
+
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
-                         ignore=pad, raise_on_nonfinite=True, smoothing=0.05,
+                         stop=stop, ignore=pad, raise_on_nonfinite=True, smoothing=0.05,
                          names=[c["name"] for c in configs], progress=progress)
-    seqs, legal = eval_data if eval_data is not None else eval_sequences(first, task)
     results = []
     for config, history, weights in zip(configs, fitted.histories, fitted.weights):
         per_length = {kind: evaluate(module, seqs, legal) for kind, module in weights.items()}
@@ -236,12 +272,13 @@ def _train_members(configs: list[dict], *, progress: bool = True,
                    "seed": config["train"]["seed"], "by_weights": summaries,
                    "final_loss": history[-1]["loss_smoothed"],
                    "seconds": (time.perf_counter() - start) / k,
-                   **({} if k == 1 else {"ensemble": k})}
+                   **fit_summary(until, history), **({} if k == 1 else {"ensemble": k})}
         results.append({"config": config, "per_length": per_length, "summary": summary,
                         "history": history, "weights": weight_sets(weights)})
     return results, state
 
 
-__all__ = ["METRICS", "SCHEMA", "make_config", "position_metrics", "target_sets",
+__all__ = ["METRICS", "SCHEMA", "make_config", "position_metrics", "target_sets", "fit_measure",
+           "fit_summary",
            "next_token_targets", "eval_sequences",
            "evaluate", "summarize", "train", "train_group"]

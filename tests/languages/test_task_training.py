@@ -14,6 +14,7 @@ from resharpen.experiments.languages.grid import (load_grid, overview_lines, pai
 from resharpen.experiments.languages.train import (eval_sequences, evaluate, make_config,
                                     position_metrics, summarize, train)
 from resharpen.experiments.languages.registry import get_task
+from resharpen.experiments.languages.config import build_task
 from resharpen.experiments.core.train import next_token_loss
 
 
@@ -354,3 +355,35 @@ def test_grid_only_rejects_a_task_outside_the_grid(tmp_path):
     with pytest.raises(ValueError, match="--only 'othello' is not a task"):
         run_grid(GRID, out=tmp_path / "g", workers=1, progress=False, only=["othello"])
     assert not (tmp_path / "g").exists()  # nothing created
+
+
+def test_stopping_rule_ends_each_member_at_its_own_fit():
+    """fit.until_id_illegal_mass ends a run at its first record step at the fit; in an
+    ensemble each member ends at its own step, as it would alone; a fit not well below chance
+    is refused."""
+    from resharpen.experiments.languages.config import uniform_id_illegal_mass
+    from resharpen.experiments.languages.train import train_group
+
+    def config(seed: int, lr: float) -> dict:
+        return make_config({"task": {"name": "dyck1", "train_len": 8, "eval_len": 12},
+                            "model": {"d_model": 16, "n_layers": 1, "n_heads": 2},
+                            "train": {"seed": seed, "lr": lr, "steps": 400, "warmup": 5,
+                                      "log_every": 20, "target": "soft"},
+                            "fit": {"until_id_illegal_mass": 0.02},
+                            "eval": {"count": 32}})
+
+    configs = [config(0, 1e-2), config(1, 5e-3)]  # rates at which rounding is not amplified
+    grouped = train_group(configs)
+    for cfg, got in zip(configs, grouped):
+        alone = train(cfg, progress=False)
+        s = got["summary"]
+        assert s["fit_reached"] and s["fit_step"] == alone["summary"]["fit_step"] < 400
+        assert s["steps_trained"] == s["fit_step"] == got["history"][-1]["step"]
+        assert got["history"][-1]["fit_id_illegal_mass"] <= 0.02
+        assert s["by_weights"]["raw"]["id_illegal_mass"] == pytest.approx(
+            alone["summary"]["by_weights"]["raw"]["id_illegal_mass"], rel=1e-3, abs=1e-6)
+    assert grouped[0]["summary"]["fit_step"] != grouped[1]["summary"]["fit_step"]
+    chance = uniform_id_illegal_mass(build_task(configs[0]), 8)
+    assert 0.2 < chance < 0.8
+    with pytest.raises(ValueError, match="not below a tenth of the in-distribution illegal mass"):
+        make_config({"task": {"name": "dyck1"}, "fit": {"until_id_illegal_mass": chance / 5}})
