@@ -93,11 +93,48 @@ def hline(ax, y, **kwargs):
     return ax.axhline(y, zorder=REFERENCE_ZORDER, **kwargs)
 
 
+COLUMN_WIDTH = 3.5
+"""Inches: one column of a two-column paper. A single-panel figure is drawn this wide, so its
+type (8 pt and up) is read at its own size when the figure is set at column width."""
+
+TEXT_WIDTH = 7.0
+"""Inches: the full text width, for multi-panel figures (type again 8 pt and up)."""
+
+MIN_FONT = 8
+"""Points: the smallest type of a figure drawn at :data:`COLUMN_WIDTH` or :data:`TEXT_WIDTH`."""
+
+
+def legend_below(ax_or_fig, handles=None, ncol: int = 1, **kwargs):
+    """A legend under the axes (or the whole figure), outside the data: it hides nothing.
+    ``bbox_inches="tight"`` grows the saved image to include it."""
+    kwargs.setdefault("fontsize", MIN_FONT)
+    kwargs.setdefault("frameon", False)
+    if handles is not None:
+        kwargs["handles"] = handles
+    if hasattr(ax_or_fig, "transAxes"):  # an Axes: below its x label
+        return ax_or_fig.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol,
+                                **kwargs)
+    return ax_or_fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, **kwargs)
+
+
+def key(label: str, **kwargs):
+    """A legend entry drawn nowhere (a proxy line): for what every panel shares, or a marker
+    that explains a set of lines."""
+    from matplotlib.lines import Line2D
+
+    kwargs.setdefault("color", REFERENCE)
+    return Line2D([], [], label=label, **kwargs)
+
+
 def stamp(fig, profile: str | None) -> None:
-    """Mark a figure drawn from quick-profile data (no mark for the full profile or None)."""
+    """Mark a figure drawn from quick-profile data (no mark for the full profile or None), under
+    everything the figure draws (its tight bounding box), so it covers no label or legend."""
     if profile == "quick":
-        fig.text(0.995, 0.005, QUICK_STAMP, ha="right", va="bottom", fontsize=8,
-                 color=STAMP_COLOR)
+        renderer = fig.canvas.get_renderer()
+        box = fig.get_tightbbox(renderer)  # inches, the figure's origin at the bottom left
+        width, height = fig.get_size_inches()
+        fig.text(box.x1 / width, (box.y0 - 0.04) / height, QUICK_STAMP, ha="right", va="top",
+                 fontsize=MIN_FONT, color=STAMP_COLOR)
 
 
 def apply() -> None:

@@ -60,6 +60,142 @@ def paper_of(source: str) -> str:
     return found.group(1) if found and found.group(1) in PAPERS else "other"
 
 
+PREFIX_PAPERS = {"sc": "2510.08341", "train": "2510.08341", "fit": "2510.08341",
+                 "lang": "2510.08341", "othello": "2510.08341", "langtrain": "2510.08341",
+                 "dyn": "2510.22026", "collapse": "2608.09417"}
+"""The paper of a claim by its id's first part, when its source names no arXiv id."""
+
+_SUPPORTING = re.compile(r"^\s*(known sequence|package|published|regression)\b", re.I)
+
+TOPICS_2510_08341 = (
+    ("The model and the Lemma", r"model formula|\bLemma\b|lemma's"),
+    ("The Theorem: 2/s precision and harmonic margins",
+     r"Theorem|2/s|precision decays|softmax compresses|closed.forms?\b"),
+    ("The construction and its dimension bound", r"dimension bound|construction"),
+    ("Readouts: Post-Norm resharpens", r"readouts|Post-Norm resharpens|attn_out|post ->"),
+    ("Training: Post-Norm and length generalization",
+     r"Post-Norm can resharpen|dispersion|length generalization with"),
+    ("Noisy gradients, averaging and dropout", r"nois|EMA|BEMA|averag|dropout"),
+)
+"""The sections of arXiv 2510.08341's summary, in reading order, and the source (or id) words
+that put a claim in each: its claims' sources cite no numbered section (first match wins;
+formal languages and OthelloGPT come last, then the other checks)."""
+
+_REF = re.compile(r"\b(Sec(?:tion)?|Thm|Theorem|Lemma|Lem|Cor|Prop|Assumption|App(?:endix)?"
+                  r"|Table|Figs?|eq)\.?\s*([A-Z](?:\.\d+)*|\d+(?:\.\d+)*)(?![\w.])")
+_KIND = {"Section": "Sec", "Theorem": "Thm", "Lem": "Lemma", "Appendix": "App", "Figs": "Fig"}
+
+
+def claim_paper(record: dict) -> str:
+    """The paper a claim checks: the arXiv id its ``source`` names (one of :data:`PAPERS`);
+    else "other" when the source is another paper (prior work), a known sequence, a package
+    round trip, a published count or a regression; else the paper of its id's first part
+    (:data:`PREFIX_PAPERS`: ``sc``, ``train``, ... -> 2510.08341, ``dyn`` -> 2510.22026,
+    ``collapse`` -> 2608.09417)."""
+    source = str(record.get("source", ""))
+    named = paper_of(source)
+    if named != "other":
+        return named
+    if re.search(r"\b\d{4}\.\d{5}\b", source) or _SUPPORTING.search(source):
+        return "other"
+    return PREFIX_PAPERS.get(str(record.get("id", "")).split(".")[0], "other")
+
+
+def _number_key(number: str) -> tuple[int, ...]:
+    return tuple(100 + ord(p) - ord("A") if p.isalpha() else int(p) for p in number.split("."))
+
+
+def claim_section(record: dict) -> tuple[tuple, str, str]:
+    """Where a claim sits in its paper: (sort key, section heading, reference). The first
+    numbered reference of its ``source`` ("Thm 4.1", "Sec. 3", "Prop D.2": heading "Section 4",
+    "Appendix D"; tables and figures after the sections, appendices last); for arXiv 2510.08341,
+    whose sources name parts ("Lemma", "readouts") rather than numbers, the first of
+    :data:`TOPICS_2510_08341` its source or id matches."""
+    source = str(record.get("source", ""))
+    paper = claim_paper(record)
+    prefix = str(record.get("id", "")).split(".")[0]
+    if paper == "2510.08341":
+        cited = re.sub(r"arXiv 2510\.08341\s*(\(reconstructed\))?,?\s*", "", source).strip(" ;,")
+        cited = (re.sub(r"\s*\([^()]*\)", "", cited).strip(" ;,") or cited.strip("()"))
+        cited = cited if len(cited) <= 28 else cited[:27] + "\u2026"
+        if prefix in ("lang", "langtrain", "othello"):
+            return (len(TOPICS_2510_08341),), "Formal languages and OthelloGPT", cited
+        text = f"{source} {record.get('id', '')}"
+        for rank, (title, pattern) in enumerate(TOPICS_2510_08341):
+            if re.search(pattern, text):
+                return (rank,), title, cited
+        return (len(TOPICS_2510_08341) + 1,), "Further checks", cited
+    found = _REF.search(source)
+    if not found:
+        return (999,), "Other" if paper == "other" else "Unnumbered", ""
+    kind, number = _KIND.get(found.group(1), found.group(1)), found.group(2)
+    key = _number_key(number)
+    if kind in ("Table", "Fig", "eq") and not number[0].isalpha():
+        key = (90, *key)
+    if number[0].isalpha():
+        heading = f"Appendix {number[0]}"
+    elif key[0] == 90:
+        heading = "Tables and figures"
+    else:
+        heading = f"Section {number.split('.')[0]}"
+    return key, heading, f"{kind} {number}"
+
+
+def paper_rank(paper: str) -> int:
+    return list(PAPERS).index(paper) if paper in PAPERS else len(PAPERS)
+
+
+_GREEK = {n: chr(c) for n, c in (
+    ("alpha", 0x3B1), ("beta", 0x3B2), ("gamma", 0x3B3), ("delta", 0x3B4), ("epsilon", 0x3B5),
+    ("eta", 0x3B7), ("theta", 0x3B8), ("kappa", 0x3BA), ("lambda", 0x3BB), ("mu", 0x3BC),
+    ("nu", 0x3BD), ("xi", 0x3BE), ("pi", 0x3C0), ("rho", 0x3C1), ("sigma", 0x3C3),
+    ("tau", 0x3C4), ("phi", 0x3C6), ("psi", 0x3C8), ("omega", 0x3C9), ("Gamma", 0x393),
+    ("Delta", 0x394), ("Theta", 0x398), ("Lambda", 0x39B), ("Pi", 0x3A0), ("Sigma", 0x3A3),
+    ("Phi", 0x3A6), ("Omega", 0x3A9))}
+_GREEK_RE = re.compile(r"(?<![A-Za-z_.])(" + "|".join(sorted(_GREEK, key=len, reverse=True))
+                       + r")(?![A-Za-z])")
+_SYMBOLS = ((re.compile(r"<="), "\u2264"), (re.compile(r">="), "\u2265"),
+            (re.compile(r"!="), "\u2260"), (re.compile(r"(?<![=<>])==(?!=)"), "="), (re.compile(r"->"), "\u2192"),
+            (re.compile(r"<-(?!\d)"), "\u2190"), (re.compile(r"\+-"), "\u00b1"),
+            (re.compile(r"(?<![A-Za-z])oo(?![A-Za-z])"), "\u221e"),
+            (re.compile(r"(?<![A-Za-z_.])sqrt\s*(?=[\w(\u0370-\u03ff])"), "\u221a"),
+            (re.compile(r"(?<=[\w)])\*(?=[\w(])"), "\u00b7"),
+            (re.compile(r"(?<![A-Za-z_.])sum(?=_)"), "\u2211"))
+_GROUP = r"(\{[^{}]*\}|\([^()]*\)|-?\d+(?:\.\d+)?|-?[^\W\d_]+\d*)"
+_SUP = re.compile(r"\^" + _GROUP)
+_SUB = re.compile(r"(?:(?<![\w.])([^\W\d_])|([|)\u2211]))_" + _GROUP)
+_ANGLE = re.compile(r"&lt;(?=[^\W\d_])([^<>&]{1,40}?)(?<=[\w)])&gt;")
+
+
+def _strip(group: str) -> str:
+    return group[1:-1] if group[:1] in "({" and group[-1:] in ")}" else group
+
+
+def math_html(text: object) -> str:
+    """ASCII math as HTML, converted here (no script, no font, no network): Greek names to
+    letters (``beta`` -> β, never inside an identifier such as ``ngpt_inv_alpha``), ``<=``,
+    ``>=``, ``->``, ``+-``, ``oo``, ``sqrt`` and ``*`` to ≤ ≥ → ± ∞ √ ·, ``x^2``, ``2^(n-1)``,
+    ``e^{b rho}`` to superscripts, ``C_n``, ``lambda_max``, ``S_{n+1}`` to subscripts (one
+    letter before the "_", so ``attn_out`` stays), ``<x_i, x_j>`` to ⟨⟩. Escaped first."""
+    raw = str(text)
+    raw = _GREEK_RE.sub(lambda m: _GREEK[m.group(1)], raw)
+    for pattern, symbol in _SYMBOLS:
+        raw = pattern.sub(symbol, raw)
+    out = html.escape(raw, quote=False)
+    out = _ANGLE.sub(lambda m: f"\u27e8{m.group(1)}\u27e9", out)
+    for _ in range(2):  # nested: ||C_n||_F^2
+        out = _SUB.sub(lambda m: f"{m.group(1) or m.group(2)}<sub>{_strip(m.group(3))}</sub>",
+                       out)
+        out = _SUP.sub(lambda m: f"<sup>{_strip(m.group(1))}</sup>", out)
+    return out
+
+
+def plain_repr(text: object) -> str:
+    """A Python repr made readable: quotes around list items dropped (``['0', '0']`` ->
+    ``[0, 0]``)."""
+    return re.sub(r"'([^'\[\]{},:]*)'(?=\s*[,\]}:])", r"\1", str(text))
+
+
 def read_ledger(path: str | Path) -> dict:
     """The ledger JSON written by ``resharpen verify --json``: {profile, summary, claims}.
     ValueError naming the file and the command that writes it when it is missing or not one."""
@@ -217,18 +353,52 @@ def environment(ledger: dict, ledger_path: str | Path) -> dict[str, dict[str, st
 
 
 _STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:100em}
-h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em}
-table{border-collapse:collapse;width:100%;font-size:.85em}
-th,td{border-bottom:1px solid #ddd;padding:.3em .4em;text-align:left;vertical-align:top}
-th{background:#f4f4f4;position:sticky;top:0}
-td.num{font-family:monospace;white-space:pre-wrap;max-width:14em;overflow-wrap:anywhere}
+*{box-sizing:border-box}
+body{font-family:system-ui,sans-serif;margin:0 auto;padding:1em 1.5em;color:#222;max-width:90em;
+line-height:1.4}
+h1{font-size:1.45em;margin:.2em 0}h2{font-size:1.2em;margin:1.6em 0 .3em}
+h3{font-size:1em;margin:1em 0 .3em;color:#444}
+header p{margin:.3em 0}nav a{margin-right:1em}
+.filters{display:flex;gap:.5em 1em;align-items:center;flex-wrap:wrap;margin:.5em 0;
+padding:.4em .6em;background:#f4f6f8;border:1px solid #dde;border-radius:4px;position:sticky;
+top:0;z-index:2}
+.filters input{width:12em;max-width:100%}.filters select{max-width:100%;min-width:0}
+.filters label{max-width:100%}
+section.paper{border-top:2px solid #99a;margin-top:1.2em}
+.tally{color:#555;font-size:.9em;margin:.2em 0}
+ol.stmts{list-style:none;padding:0;margin:0}
+ol.stmts li{display:grid;grid-template-columns:7.5em 6em minmax(0,1fr) minmax(0,22em);gap:.6em;
+padding:.25em 0;border-bottom:1px solid #eee;font-size:.9em;align-items:baseline}
+.ref{color:#555;font-size:.9em}.mv{font-family:monospace;font-size:.9em;overflow-wrap:anywhere}
+.mv b{font-weight:normal;color:#000}.mv i{font-style:normal;color:#777}
+.figs a{font-size:.85em;margin-right:.5em}
 .PASS{color:#176b2c;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}
 .INCONCLUSIVE{color:#8a5a00;font-weight:bold}.ERROR{color:#6a1b9a;font-weight:bold}
-.filters{display:flex;gap:1em;align-items:center;flex-wrap:wrap;margin:.5em 0}
-details{font-size:.95em}code,pre{font-size:.9em}pre{white-space:pre-wrap;margin:.2em 0}
-figure{margin:1em 0;padding:.5em;border:1px solid #ddd}figure img{max-width:min(100%,70em)}
-dl{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:bold}
+.figrow{display:flex;flex-wrap:wrap;gap:.8em;margin:.6em 0}
+figure{margin:0;padding:.4em;border:1px solid #ddd;border-radius:4px;width:min(100%,34em)}
+figure img{width:100%;height:auto;cursor:zoom-in;display:block}
+figure.zoom{width:100%}figure.zoom img{cursor:zoom-out;max-width:70em}
+figcaption{font-size:.8em;color:#444;overflow-wrap:anywhere}
+table{border-collapse:collapse;width:100%;font-size:.85em}
+th,td{border-bottom:1px solid #ddd;padding:.25em .4em;text-align:left;vertical-align:top}
+th{background:#f4f4f4}
+td.num{font-family:monospace;max-width:16em;overflow-wrap:anywhere}
+td code{overflow-wrap:anywhere}
+details{font-size:.95em}details summary{cursor:pointer;color:#345}
+code,pre{font-size:.9em}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0}
+dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em}dt{font-weight:bold}
+dd{margin:0;overflow-wrap:anywhere}
+[hidden]{display:none!important}
+@media (max-width:800px){
+body{padding:.6em}
+ol.stmts li{grid-template-columns:auto minmax(0,1fr);gap:.1em .6em}
+ol.stmts li>span:nth-child(3),ol.stmts li .mv{grid-column:1/3}
+#ledger thead{display:none}#ledger tr{display:block;border-bottom:1px solid #ccc;padding:.3em 0}
+#ledger td{display:block;border:0;padding:.1em .2em;max-width:none}
+#ledger td.num:before{content:attr(data-label) ": ";color:#777;font-family:system-ui}
+dl{grid-template-columns:minmax(0,1fr)}dd{margin-left:1em}
+.filters{position:static}
+}
 """
 
 _SCRIPT = """
@@ -236,18 +406,53 @@ _SCRIPT = """
   var paper = document.getElementById('paper'), status = document.getElementById('status'),
       text = document.getElementById('text'), count = document.getElementById('count');
   var rows = Array.prototype.slice.call(document.querySelectorAll('#ledger tbody tr'));
+  var items = Array.prototype.slice.call(document.querySelectorAll('li[data-claim]'));
+  var figs = Array.prototype.slice.call(document.querySelectorAll('figure[data-claims]'));
+  var groups = Array.prototype.slice.call(document.querySelectorAll('.group, section.paper, .figgroup'));
+  var params = new URLSearchParams(location.search);
+  if (params.get('paper')) { paper.value = params.get('paper'); }
+  if (params.get('status')) { status.value = params.get('status'); }
+  if (params.get('q')) { text.value = params.get('q'); }
   function apply() {
-    var p = paper.value, s = status.value, t = text.value.toLowerCase(), shown = 0;
+    var p = paper.value, s = status.value, t = text.value.toLowerCase(), shown = 0, nfig = 0;
+    var ok = {};
     rows.forEach(function (row) {
-      var ok = (!p || row.dataset.paper === p) && (!s || row.dataset.status === s) &&
-               (!t || row.textContent.toLowerCase().indexOf(t) >= 0);
-      row.hidden = !ok;
-      if (ok) { shown += 1; }
+      var pass = (!p || row.dataset.paper === p) && (!s || row.dataset.status === s) &&
+                 (!t || row.textContent.toLowerCase().indexOf(t) >= 0);
+      row.hidden = !pass;
+      ok[row.dataset.claim] = pass;
+      if (pass) { shown += 1; }
     });
-    count.textContent = shown + ' of ' + rows.length + ' claims shown';
+    items.forEach(function (li) { li.hidden = !ok[li.dataset.claim]; });
+    var any = p || s || t;
+    figs.forEach(function (fig) {
+      var named = fig.dataset.claims ? fig.dataset.claims.split(' ') : [];
+      var pass = !any || named.some(function (i) { return ok[i]; }) ||
+                 (!p && !s && t && fig.dataset.stem.toLowerCase().indexOf(t) >= 0);
+      fig.hidden = !pass;
+      if (pass) { nfig += 1; }
+    });
+    groups.slice().reverse().forEach(function (g) {
+      g.hidden = !g.querySelector('li[data-claim]:not([hidden]), figure:not([hidden])');
+    });
+    count.textContent = shown + ' of ' + rows.length + ' claims, ' + nfig + ' of ' +
+                        figs.length + ' figures shown';
+    var q = new URLSearchParams();
+    if (p) { q.set('paper', p); }
+    if (s) { q.set('status', s); }
+    if (t) { q.set('q', text.value); }
+    var search = q.toString();
+    if (('?' + search) !== location.search && (search || location.search)) {
+      try { history.replaceState(null, '', (search ? '?' + search : location.pathname) + location.hash); }
+      catch (e) { /* a browser that refuses: the filters still work */ }
+    }
   }
   [paper, status].forEach(function (el) { el.addEventListener('change', apply); });
   text.addEventListener('input', apply);
+  document.addEventListener('click', function (ev) {
+    var img = ev.target.closest && ev.target.closest('figure img');
+    if (img) { img.parentNode.classList.toggle('zoom'); }
+  });
   apply();
 })();
 """
@@ -262,74 +467,164 @@ def _options(name: str, values: list[tuple[str, str]]) -> str:
     return f'<select id="{name}"><option value="">all</option>{items}</select>'
 
 
+_LONG = 90
+"""Measured or expected values longer than this (characters) fold away in the summary."""
+
+
+def _measured(r: dict) -> str:
+    measured, expected = plain_repr(r.get("measured", "")), plain_repr(r.get("expected", ""))
+    body = f"<i>measured</i> <b>{math_html(measured)}</b> <i>expected</i> <b>{math_html(expected)}</b>"
+    if len(measured) + len(expected) > _LONG:
+        return f"<details><summary>measured vs expected</summary>{body}</details>"
+    return body
+
+
+def _folded(value: object, width: int = 48) -> str:
+    """A measured or expected value for a ledger cell: folded after ``width`` characters."""
+    text = plain_repr(value)
+    if len(text) <= width:
+        return math_html(text)
+    return (f"<details><summary>{math_html(text[:width - 8])}\u2026</summary>"
+            f"{math_html(text)}</details>")
+
+
+def _figure_html(fig: Figure) -> str:
+    data = base64.b64encode(fig.png).decode("ascii")
+    links = ", ".join(f'<a href="#claim-{_e(i)}">{_e(i)}</a>' for i in fig.claims)
+    return (f'<figure id="fig-{_e(fig.stem)}" data-stem="{_e(fig.stem)}" '
+            f'data-claims="{_e(" ".join(fig.claims))}"><img alt="{_e(fig.stem)}" loading="lazy" '
+            f'src="data:image/png;base64,{data}"><figcaption><code>{_e(fig.stem)}</code> '
+            f'(script: {_e(fig.module or "unknown")}); shows: {links or "no claim named"}'
+            f'</figcaption></figure>')
+
+
 def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
            env: dict) -> str:
-    """The page (a string) from a ledger, its figures, the code locations and the environment."""
+    """The page (a string) from a ledger, its figures, the code locations and the environment:
+    one summary per paper (its claims in the paper's order, each with its status, measured
+    versus expected and the figures that show it, the figures placed after the section of the
+    first claim they show), the full ledger sorted by paper then section, figures that show no
+    paper's claim, and the environment."""
     records = ledger["claims"]
+    where_of = {r["id"]: claim_section(r) for r in records}
+    paper_of_id = {r["id"]: claim_paper(r) for r in records}
+    order = sorted(range(len(records)), key=lambda k: (
+        paper_rank(paper_of_id[records[k]["id"]]), where_of[records[k]["id"]][0], k))
+    records = [records[k] for k in order]
     shown_in: dict[str, list[str]] = {}
     for fig in figures:
         for i in fig.claims:
             shown_in.setdefault(i, []).append(fig.stem)
     statuses = sorted({r.get("status", "?") for r in records})
-    papers = sorted({paper_of(r.get("source", "")) for r in records})
+    papers = sorted({paper_of_id[r["id"]] for r in records}, key=paper_rank)
+
+    def fig_links(claim_id: str) -> str:
+        return " ".join(f'<a href="#fig-{_e(s)}">fig: {_e(s)}</a>'
+                        for s in shown_in.get(claim_id, []))
+
+    placed: set[str] = set()
+    summaries = []
+    for paper in [p for p in PAPERS if p in papers]:
+        mine = [r for r in records if paper_of_id[r["id"]] == paper]
+        tally = ", ".join(f"{n} {s}" for s in statuses
+                          if (n := sum(r.get("status") == s for r in mine)))
+        parts, heading, current = [], None, []
+
+        def flush() -> None:
+            if not current:
+                return
+            figs_here = []
+            for r in current:
+                for fig in figures:
+                    if r["id"] in fig.claims and fig.stem not in placed:
+                        placed.add(fig.stem)
+                        figs_here.append(_figure_html(fig))
+            row = f'<div class="figrow">{"".join(figs_here)}</div>' if figs_here else ""
+            parts.append(f'<div class="group"><h3>{_e(heading)}</h3><ol class="stmts">'
+                         + "".join(_summary_item(r, where_of[r["id"]][2], fig_links(r["id"]))
+                                   for r in current) + f"</ol>{row}</div>")
+            current.clear()
+
+        for r in mine:
+            if where_of[r["id"]][1] != heading:
+                flush()
+                heading = where_of[r["id"]][1]
+            current.append(r)
+        flush()
+        summaries.append(
+            f'<section class="paper" id="paper-{_e(paper)}" data-paper="{_e(paper)}">'
+            f'<h2>{_e(PAPERS[paper])}</h2><p class="tally">{len(mine)} statements: {_e(tally)}'
+            f'</p>{"".join(parts)}</section>')
     rows = []
     for r in records:
         status = r.get("status", "?")
         mark = " (erratum reproduced)" if r.get("erratum") and status == "PASS" else ""
-        figs = ", ".join(f'<a href="#fig-{_e(s)}">{_e(s)}</a>' for s in shown_in.get(r["id"], []))
+        figs = fig_links(r["id"])
         places = "".join(f"<pre>{_e(line)}</pre>" for line in where.get(r["id"], []))
+        paper = paper_of_id[r["id"]]
         rows.append(
-            f'<tr id="claim-{_e(r["id"])}" data-paper="{_e(paper_of(r.get("source", "")))}" '
+            f'<tr id="claim-{_e(r["id"])}" data-claim="{_e(r["id"])}" data-paper="{_e(paper)}" '
             f'data-status="{_e(status)}"><td><code>{_e(r["id"])}</code></td>'
-            f'<td>{_e(paper_of(r.get("source", "")))}</td>'
             f'<td class="{_e(status)}">{_e(status)}{_e(mark)}</td>'
-            f'<td>{_e(r.get("statement", ""))}<details><summary>detail, source, code'
-            f'{", figures" if figs else ""}</summary><p>{_e(r.get("detail", ""))}</p>'
+            f'<td>{_e(paper)}<br><span class="ref">{_e(where_of[r["id"]][2] or where_of[r["id"]][1])}'
+            f'</span></td>'
+            f'<td><details><summary>{math_html(r.get("statement", ""))}</summary>'
+            f'<p>tolerance: {math_html(r.get("tolerance", ""))}</p>'
+            f'<p>{math_html(plain_repr(r.get("detail", "")))}</p>'
             f'<p>source: {_e(r.get("source", ""))}; kind: {_e(r.get("kind", ""))}</p>'
             f'{places}{"<p>shown in: " + figs + "</p>" if figs else ""}</details></td>'
-            f'<td class="num">{_e(r.get("measured", ""))}</td>'
-            f'<td class="num">{_e(r.get("expected", ""))}</td>'
-            f'<td class="num">{_e(r.get("tolerance", ""))}</td></tr>')
-    figure_html = []
-    for fig in figures:
-        data = base64.b64encode(fig.png).decode("ascii")
-        links = ", ".join(f'<a href="#claim-{_e(i)}">{_e(i)}</a>' for i in fig.claims)
-        figure_html.append(
-            f'<figure id="fig-{_e(fig.stem)}"><img alt="{_e(fig.stem)}" '
-            f'src="data:image/png;base64,{data}"><figcaption><code>{_e(fig.stem)}</code> '
-            f'(script: {_e(fig.module or "unknown")}); claims: {links or "none named"}'
-            f'</figcaption></figure>')
+            f'<td class="num" data-label="measured">{_folded(r.get("measured", ""))}</td>'
+            f'<td class="num" data-label="expected">{_folded(r.get("expected", ""))}</td></tr>')
+    rest = [_figure_html(f) for f in figures if f.stem not in placed]
     summary = ", ".join(f"{sum(r.get('status') == s for r in records)} {s}" for s in statuses)
+    others = sum(paper_of_id[r["id"]] == "other" for r in records)
     sections = env if all(isinstance(v, dict) for v in env.values()) else {"": env}
     env_html = "".join((f"<h3>{_e(title)}</h3>" if title else "") + "<dl>"
                        + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items.items())
                        + "</dl>" for title, items in sections.items())
+    nav = "".join(f'<a href="#paper-{_e(p)}">arXiv {_e(p)}</a>' for p in PAPERS if p in papers)
+    no_figs = "<p>No figures (run <code>resharpen figs</code>).</p>" if not figures else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>resharpen report: {len(records)} claims, profile {_e(ledger.get("profile", "?"))}</title>
 <style>{_STYLE}</style></head><body>
-<h1>resharpen: claim ledger and figures</h1>
-<p>{len(records)} claims ({_e(summary)}), profile <code>{_e(ledger.get("profile", "?"))}</code>.
-PASS: the check holds at its tolerance; FAIL: a measured disagreement; INCONCLUSIVE: too little
-data to decide; ERROR: the check raised. An erratum's PASS means the counterexample is
-reproduced. Rerun with <code>make reproduce</code>; any claim with
+<header><h1>resharpen: what the three papers claim, and what was measured</h1>
+<p>{len(records)} claims ({_e(summary)}), profile <code>{_e(ledger.get("profile", "?"))}</code>;
+{others} of them are supporting checks (prior work, known sequences, round trips), listed in the
+full ledger only. PASS: the check holds at its tolerance; FAIL: a measured disagreement;
+INCONCLUSIVE: too little data to decide; ERROR: the check raised; an erratum's PASS means the
+counterexample is reproduced. Rerun with <code>make reproduce</code>, one claim with
 <code>resharpen verify --only ID</code>.</p>
-<h2>Ledger</h2>
-<div class="filters"><label>paper {_options("paper", [(p, PAPERS.get(p, p)) for p in papers])}</label>
+<nav>{nav}<a href="#ledger-title">full ledger</a><a href="#figures-title">other figures</a><a
+href="#environment">environment</a></nav></header>
+<div class="filters"><label>paper {_options("paper", [(p, PAPERS.get(p, "other checks")) for p in papers])}</label>
 <label>status {_options("status", [(s, s) for s in statuses])}</label>
 <label>text <input id="text" type="search" placeholder="id, statement, detail"></label>
 <span id="count"></span></div>
-<table id="ledger"><thead><tr><th>id</th><th>paper</th><th>status</th><th>statement</th><th>measured</th>
-<th>expected</th><th>tolerance</th></tr></thead><tbody>
+{chr(10).join(summaries)}
+<h2 id="ledger-title">Full ledger, by paper and section</h2>
+<table id="ledger"><thead><tr><th>id</th><th>status</th><th>paper, section</th><th>statement
+</th><th>measured</th><th>expected</th></tr></thead><tbody>
 {chr(10).join(rows)}
 </tbody></table>
-<h2>Figures</h2>
-{chr(10).join(figure_html) or "<p>No figures (run <code>resharpen figs</code>).</p>"}
-<h2>Environment</h2>{env_html}
+<h2 id="figures-title">Other figures</h2>
+<div class="figgroup"><div class="figrow">{chr(10).join(rest)}</div></div>
+{no_figs or ("" if rest else "<p>Every figure is shown with its paper's summary.</p>")}
+<h2 id="environment">Environment</h2>{env_html}
 <script>{_SCRIPT}</script>
 </body></html>
 """
+
+
+def _summary_item(r: dict, reference: str, figs: str) -> str:
+    status = r.get("status", "?")
+    mark = " (erratum)" if r.get("erratum") else ""
+    return (f'<li data-claim="{_e(r["id"])}"><span class="ref" title="{_e(r.get("source", ""))}">'
+            f'{_e(reference)}</span><span class="st {_e(status)}">{_e(status)}{_e(mark)}</span>'
+            f'<span>{math_html(r.get("statement", ""))} <a href="#claim-{_e(r["id"])}" '
+            f'class="ref">{_e(r["id"])}</a>{f" <span class=figs>{figs}</span>" if figs else ""}'
+            f'</span><span class="mv">{_measured(r)}</span></li>')
 
 
 def write_report(target: str | Path, ledger_path: str | Path = "out/ledger.json",

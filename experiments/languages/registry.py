@@ -22,7 +22,7 @@ def _register(name: str, builder: Callable[..., Task], family: str, params: tupl
 
 
 def _languages() -> None:
-    from resharpen.experiments.languages.complement import MultisetComplement, SetComplement
+    from resharpen.experiments.core.set_complement_task import MultisetComplement, SetComplement
     from resharpen.experiments.languages.counter import Counting
     from resharpen.experiments.languages.dyck import Dyck, ShuffleDyck
     from resharpen.experiments.languages.tomita import Tomita

@@ -65,6 +65,10 @@ def rows(profile: str) -> dict[int, dict[str, Path]]:
     return found
 
 
+PANEL_COLUMNS = 3
+"""Panels per row: a vocabulary's six panels take two rows of three at text width."""
+
+
 def _panel(ax, group: list[dict], placement: str, placement_colour) -> None:
     from resharpen.paper_figs import style
 
@@ -75,11 +79,27 @@ def _panel(ax, group: list[dict], placement: str, placement_colour) -> None:
         _, theory, _ = _curve(group, "theory_margin")
         style.reference(ax, s, theory, label="closed form, fitted on s <= L_train")
     style.vline(ax, group[0]["train_len"], color=style.MUTED)
-    ax.legend()
+    ax.tick_params(labelsize=style.MIN_FONT)
+
+
+def _legend_keys(seeds: set[int]) -> list:
+    """The one legend of the figure: what every panel draws (a panel's colour is its placement)."""
+    from resharpen.paper_figs import style
+
+    n = "/".join(str(k) for k in sorted(seeds)) or "0"
+    return [style.key(f"trained: mean over the seeds that reached the fit (n = {n}), "
+                      "in the placement's colour", marker="o", ls="none", ms=3,
+                      color=style.MUTED),
+            style.key("band: ± sample sd over those seeds", lw=6, alpha=0.3, color=style.MUTED),
+            style.key("closed form, fitted on s <= L_train (mean of the per-seed curves; "
+                      "none, post, attn_out only)"),
+            style.key("L_train: fitted left of it, predicted right of it", ls="--", lw=0.8,
+                      color=style.MUTED)]
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
+    from matplotlib import ticker
 
     from resharpen.experiments.core.io import ensure_writable_dir
     from resharpen.experiments.set_complement.fit_report import sweep_reports
@@ -87,26 +107,40 @@ def make(profile: str, outdir: Path) -> list[Path]:
 
     found = rows(profile)
     ensure_writable_dir(outdir)
-    fig, axes = plt.subplots(len(found), len(COLUMNS), figsize=(3.2 * len(COLUMNS), 3.4 * len(found)),
+    per_vocab = -(-len(COLUMNS) // PANEL_COLUMNS)  # rows of panels per vocabulary
+    fig, grid = plt.subplots(per_vocab * len(found), PANEL_COLUMNS,
+                             figsize=(style.TEXT_WIDTH, 2.1 * per_vocab * len(found)),
                              squeeze=False)
+    flat = grid.ravel()  # row-major: the panels of a vocabulary, in the order of COLUMNS
     reports = {root: sweep_reports(root, "raw") for roots in found.values() for root in roots.values()}
-    for row, (vocab, roots) in zip(axes, found.items()):
-        for ax, (placement, kind) in zip(row, COLUMNS):
+    seeds: set[int] = set()
+    for index, (vocab, roots) in enumerate(found.items()):
+        row = flat[index * per_vocab * PANEL_COLUMNS:(index + 1) * per_vocab * PANEL_COLUMNS]
+        for ax in row[len(COLUMNS):]:
+            ax.set_visible(False)
+        for number, (ax, (placement, kind)) in enumerate(zip(row, COLUMNS)):
             if kind not in roots:
                 ax.set_visible(False)
                 continue
             group = [r for r in reports[roots[kind]] if r["placement"] == placement
                      and r["fit_reached"]]
             if not group:
-                ax.set_title(f"{placement}: no run reached the fit")
+                ax.set_title(f"{placement}: no run reached the fit", fontsize=style.MIN_FONT)
                 continue
+            seeds.add(len(group))
             _panel(ax, group, placement, style.placement_color(placement))
-            large = (f" (large K, attn_out_scale {group[0]['attn_out_scale']:g})"
+            large = (f", large K\n(attn_out_scale {group[0]['attn_out_scale']:g})"
                      if group[0]["attn_out_scale"] != 1.0 else "")
-            ax.set(title=f"v = {group[0]['vocab']}: {placement}{large}", yscale="log",
-                   xlabel="input length s")
-        row[0].set_ylabel("smallest non-query margin m_s")
-    fig.suptitle("Learned margins at the fit, mean ± sd over seeds; grey dashed = L_train "
-                 "(fitted left of it, predicted right of it)")
-    fig.tight_layout()
+            ax.set(yscale="log")
+            ax.yaxis.set_major_formatter(ticker.LogFormatter())  # 4, 6 rather than 4 x 10^0
+            ax.yaxis.set_minor_formatter(ticker.LogFormatter(minor_thresholds=(2, 0.5)))
+            ax.set_title(f"v = {group[0]['vocab']}: {placement}{large}", fontsize=style.MIN_FONT)
+            if number // PANEL_COLUMNS == per_vocab - 1 or number + PANEL_COLUMNS >= len(COLUMNS):
+                ax.set_xlabel("input length s")
+            if number % PANEL_COLUMNS == 0:
+                ax.set_ylabel("smallest non-query\nmargin m_s")
+    fig.suptitle(f"Learned margins at the fit, {profile} profile (raw weights), over the fitted "
+                 "closed form", fontsize=style.MIN_FONT + 1)
+    fig.tight_layout(h_pad=0.6, w_pad=0.4)
+    style.legend_below(fig, _legend_keys(seeds))
     return save(fig, outdir, "fig_fit_margins", profile)

@@ -28,25 +28,39 @@ def measured_margins(norm: str, lam: float = LAM) -> np.ndarray:
     return metrics["margin_nonquery_min"].nanmean(0).numpy()
 
 
+MARKERS = {"none": "o", "attn_out": "s", "post": "^"}
+"""Measured-margin marker per readout (the curves differ in greyscale, not only in colour)."""
+
+
 def make(profile: str, outdir):
     lengths = np.arange(1, VOCAB)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    labels = {"none": "none: lambda/s", "attn_out": "attn_out: x + N(o)",
-              "post": f"post: N(x + o), K = {LAM / BETA:g}"}
+    fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.9))
+    labels = {"none": "none: lambda/s (theory)", "attn_out": "attn_out: x + N(o) (theory)",
+              "post": f"post: N(x + o), K = {LAM / BETA:g} (theory)"}
+    handles = []
     for norm, label in labels.items():
         colour = style.placement_color(norm)
         theory, _ = readout_margins(norm, VOCAB, lengths, LAM, BETA, GAIN, VOCAB - 1)
-        ax.plot(lengths[1:], theory[1:], color=colour, label=label)
-        ax.plot(lengths[1:], measured_margins(norm)[1:], "o", color=colour, ms=3, mfc="none")
+        # attn_out drawn wide, so the K = 256 post curve (dashed, on top of it) shows both
+        handles += ax.plot(lengths[1:], theory[1:], color=colour, label=label,
+                           lw=2.6 if norm == "attn_out" else 1.2)
+        ax.plot(lengths[1:], measured_margins(norm)[1:], MARKERS[norm], color=colour, ms=3,
+                mfc="none", mew=0.7)
     large, _ = readout_margins("post", VOCAB, lengths, LARGE_K * BETA, BETA, GAIN, VOCAB - 1)
-    ax.plot(lengths[1:], large[1:], ls="--", color=style.placement_color("post"),
-            label=f"post, K = {LARGE_K:g} (theory)")
+    handles += ax.plot(lengths[1:], large[1:], ls=(0, (3, 2)), lw=1.2,
+                       color=style.placement_color("post"),
+                       label=f"post, K = {LARGE_K:g} (theory; on attn_out)")
     m1, m2 = LAM, LAM / 2
-    style.reference(ax, lengths, m1 / lengths, ls="--", lw=0.8, label="1/s law")
-    style.reference(ax, lengths[1:], m2 * 2 / lengths[1:], ls=":", lw=1.2,
-                    label="2/s law: (2/s) m_2")
-    ax.set(xscale="log", yscale="log", xlabel="input length s", ylabel="non-query margin",
-           title=f"v = {VOCAB}, lambda = {LAM:g}: without a norm the margin decays as 1/s;\n"
-                 "attn_out is U-shaped; post still falls 3x, approaching attn_out as K grows")
-    ax.legend()
+    handles += style.reference(ax, lengths, m1 / lengths, ls="--", lw=0.8,
+                               label="1/s law through m_1 (on none)")
+    handles += style.reference(ax, lengths[1:], m2 * 2 / lengths[1:], ls=(0, (1, 3)), lw=1.6,
+                               label="2/s law: (2/s) m_2 (on none)")
+    handles.append(style.key("markers: measured (float64 construction);\n"
+                             "o none, square attn_out, triangle post",
+                             marker="o", ls="none", mfc="none", ms=3))
+    ax.set(xscale="log", yscale="log", xlabel="input length s", ylabel="non-query margin")
+    ax.set_title(f"v = {VOCAB}, lambda = {LAM:g}, tight construction (exact: no profile)\n"
+                 "none decays as 1/s; attn_out U-shaped; post falls 3x", fontsize=style.MIN_FONT)
+    ax.tick_params(labelsize=style.MIN_FONT)
+    style.legend_below(ax, handles)
     return save(fig, outdir, "sc_margins")

@@ -94,17 +94,32 @@ def _mean_sd(curves: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return curves.mean(0), sd
 
 
-def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
+WEIGHT_MARKERS = {"raw": "o", "ema": "s", "bema": "^"}
+"""Weight set -> marker, so raw, EMA and BEMA differ in greyscale (with style.WEIGHT_STYLES)."""
+
+
+def context(runs: list[dict], profile: str | None) -> str:
+    """'v = 64, quick profile': what a title must say about the runs it draws (the profile is
+    left out for a sweep that names none, such as a user's own)."""
+    v = sorted({r["config"]["task"]["vocab"] for r in runs})
+    vocab = "v = " + "/".join(str(x) for x in v)
+    return vocab + (f", {profile} profile" if profile else "")
+
+
+def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass", profile: str | None = None):
     """The raw, EMA and BEMA weights' ``metric`` over training, one panel per placement: mean
     ± sample std over the runs of that placement (the band is the spread of everything else
     the sweep varies: seeds, and in a search also lr, dropout, EMA decay). A panel uses the
-    runs that share its most common evaluation schedule and says how many it left out."""
+    runs that share its most common evaluation schedule and says how many it left out. One
+    legend under the panels; the title says v and the profile."""
     import matplotlib.pyplot as plt
     from collections import Counter
 
     placements = sorted({r["config"]["model"]["norm"] for r in runs})
-    fig, axes = plt.subplots(1, len(placements), figsize=(3.2 * len(placements) + 1.2, 3.8),
-                             sharey=True, squeeze=False)
+    width = min(style.TEXT_WIDTH, style.COLUMN_WIDTH * len(placements))
+    fig, axes = plt.subplots(1, len(placements), figsize=(width, 2.8), sharey=True,
+                             squeeze=False)
+    counts = {}
     for ax, norm in zip(axes[0], placements):
         schedules = {id(r): tuple(h["step"] for h in r["history"] if "raw" in h)
                      for r in runs if r["config"]["model"]["norm"] == norm}
@@ -114,16 +129,26 @@ def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass"):
             curves = np.array([[h[kind][metric] for h in r["history"] if "raw" in h]
                                for r in group])
             mean, sd = _mean_sd(curves)
-            ax.plot(steps, mean, color=colour, marker="o", ms=3, label=f"{kind} (n={len(curves)})")
+            ax.plot(steps, mean, color=colour, marker=WEIGHT_MARKERS[kind], ms=3.5,
+                    ls=style.WEIGHT_STYLES[kind], label=f"{kind} (n={len(curves)})")
             ax.fill_between(steps, mean - sd, mean + sd, color=colour, alpha=0.12)
+        counts[norm] = len(group)
         left_out = len(schedules) - len(group)
-        ax.set(xlabel="step", title=norm + (f" ({left_out} runs on other schedules left out)"
-                                            if left_out else ""))
-        ax.legend()
+        ax.set(xlabel="step")
+        ax.set_title(f"{norm} (n = {len(group)} runs)" + (f"\n({left_out} runs on other "
+                                                           "schedules left out)" if left_out else ""),
+                     fontsize=style.MIN_FONT + 1)
+        ax.tick_params(labelsize=style.MIN_FONT)
     axes[0][0].set_ylabel(metric.replace("_", " "))
-    fig.suptitle("raw vs EMA vs BEMA weights over training (mean ± sample std over the runs "
-                 "of a placement)", fontsize=9)
+    keys = [style.key(f"{kind} weights: mean over the runs", color=colour,
+                      marker=WEIGHT_MARKERS[kind], ms=3.5, ls=style.WEIGHT_STYLES[kind])
+            for kind, colour in style.WEIGHT_COLORS.items()]
+    keys.append(style.key("band: ± sample std over the runs", lw=6, alpha=0.3,
+                          color=style.MUTED))
+    fig.suptitle(f"{context(runs, profile)}: raw vs EMA vs BEMA weights over training",
+                 fontsize=style.MIN_FONT + 1)
     fig.tight_layout()
+    style.legend_below(fig, keys, ncol=2)
     return fig
 
 
@@ -136,11 +161,13 @@ def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "marg
     ensure_writable_dir(outdir)
     runs = runs_with_data(Path(root))
     rows = read_table(root)
+    quick = profile == "quick" or Path(root).name.endswith("-quick")
+    named = "quick" if quick else profile
     builders = {"placements": lambda: fig_placements(runs), "dropout": lambda: fig_dropout(rows),
-                "margins": lambda: fig_margins(runs), "averaging": lambda: fig_averaging(runs)}
+                "margins": lambda: fig_margins(runs),
+                "averaging": lambda: fig_averaging(runs, profile=named)}
     paths = []
     for name in names:
-        quick = profile == "quick" or Path(root).name.endswith("-quick")
         paths += save(builders[name](), outdir, f"{prefix}_{name}", "quick" if quick else None)
     return paths
 

@@ -342,3 +342,15 @@ def test_streams_of_an_ensemble_are_each_generators_own_sample(name):
     assert streams.shape == (3, 4, length)
     assert np.array_equal(streams, np.stack([task.sample(4, length, g) for g in alone]))
     assert [g.random() for g in together] == [g.random() for g in alone]
+
+
+def test_the_task_suite_loads_no_torch():
+    """The Set Complement task lives with its torch helpers (core/set_complement_task.py); the
+    suite still imports no torch (torch comes with the helpers' calls only)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from resharpen.experiments.languages.registry import get_task; "
+            "get_task('set_complement', vocab=5).sample(2, 3, 0); print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
