@@ -29,6 +29,8 @@ import json
 import sys
 from pathlib import Path
 
+from resharpen.experiments.core.io import shown_path
+
 PACKAGE = Path(__file__).parent
 """The ``resharpen`` folder as imported (its sub-packages are symlinks to the top folders)."""
 INDEX = PACKAGE / "claims_index.json"
@@ -154,7 +156,7 @@ class Index:
         lines: dict[tuple[str, int], list[str]] = {}
         for path, line, what in entries:
             lines.setdefault((path, line), []).append(what)
-        return [f"{_shown(path)}:{line} {', '.join(whats)}"
+        return [f"{shown_path(path)}:{line} {', '.join(whats)}"
                 for (path, line), whats in lines.items()]
 
     def _locate(self, path: Path, qualname: str) -> int | None:
@@ -198,14 +200,6 @@ def _id_line(path: Path, claim_id: str) -> int | None:
         if any(q in line for q in quoted):
             return number
     return None
-
-
-def _shown(path: str) -> str:
-    """``path`` relative to the working folder when it lies inside it (as ``where`` shows it)."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return path
 
 
 def load(path: Path | None = None) -> Index | None:

@@ -408,3 +408,12 @@ def atomic_write_weights(path: str | os.PathLike, tensors: dict, metadata: dict[
     from safetensors.torch import save
 
     return atomic_write_bytes(path, save(tensors, metadata=metadata))
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` relative to the working folder when it lies inside it, else as given: how the
+    ledger's ``--where`` and the claim index print a file."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -13,10 +13,10 @@ import inspect
 import linecache
 import sys
 import types
-from pathlib import Path
 from typing import Callable, Iterator
 
 from resharpen.experiments.ledger.registry import Claim
+from resharpen.experiments.core.io import shown_path
 
 _MACHINERY = ("resharpen.experiments.ledger.registry", "resharpen.experiments.ledger.runner",
               "resharpen.experiments.ledger.where", "resharpen.experiments.ledger.report",
@@ -45,7 +45,7 @@ def where(c: Claim) -> list[str]:
     lines: dict[tuple[str, int], list[str]] = {}
     for path, line, what in entries:
         lines.setdefault((path, line), []).append(what)
-    return [f"{_shown(path)}:{line} {', '.join(whats)}" for (path, line), whats in lines.items()]
+    return [f"{shown_path(path)}:{line} {', '.join(whats)}" for (path, line), whats in lines.items()]
 
 
 def _source_line(obj: object) -> tuple[str, int]:
@@ -67,14 +67,6 @@ def _id_line(c: Claim) -> tuple[str, int] | None:
         if any(q in text for q in quoted):
             return path, number
     return None
-
-
-def _shown(path: str) -> str:
-    """``path`` relative to the working folder when it lies inside it."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return path
 
 
 def _derivations(check: Callable) -> list[object]:
