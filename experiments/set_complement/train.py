@@ -24,7 +24,10 @@ inputs of length s, the same number as the final summary's ``by_weights.raw.id_i
 first step where it is <= m. The summary then records ``fit_target``, ``fit_reached``,
 ``fit_step`` (the step that reached it, or null) and ``steps_trained``, and every weight set is
 evaluated at that step: runs are compared at their own fit. The learning-rate schedule spans
-the cap, so a run that stops early stops before its decay has ended.
+the cap, so a run that stops early stops before its decay has ended. On its way the run records
+the fit ladder (``summary.ladder``, :func:`ladder_rungs`): at the first evaluation reaching each
+rung 1e-2, 3e-3, 1e-3, 3e-4, 1e-4 above its target (and the target), the OOD invalid mass and the
+per-length invalid mass and margins, so OOD behaviour can be read against the fit.
 
 Config (TOML, ``experiments/configs/set_complement/``; :data:`SCHEMA`, read without torch by
 :mod:`resharpen.experiments.set_complement.config`)::
@@ -219,13 +222,19 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
         tokens = next(stream)
         return batch(tokens[0] if k == 1 else tokens)
 
+    ladders: list[list[dict]] = [[] for _ in configs]
+
     def record(i: int, step: int, loss: float) -> dict:
         config = configs[i]
         evaluate = bool(tr["eval_every"]) or step == tr["steps"]
         weights = state.member_weights(i) if evaluate else None
         row = history_row(config, step, loss, state.lr(i), weights, history_per_length)
-        if tr["until_id_invalid_mass"]:
-            row["fit_id_invalid_mass"] = fit_measure(weights["raw"], config)
+        if tr["until_id_invalid_mass"]:  # fit_measure, keeping its per-length records
+            records = evaluate_weights(weights["raw"], config)
+            row["fit_id_invalid_mass"] = summarize(records, v, length, config["eval"]["threshold"]
+                                                   )["id_invalid_mass"]
+            ladders[i] += ladder_rungs(ladders[i], tr["until_id_invalid_mass"], step,
+                                       row["fit_id_invalid_mass"], records, length)
         if log is not None:
             log(row)
         return row
@@ -235,13 +244,40 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
                          names=[c.get("name", "") for c in configs], progress=progress)
     extra = {} if k == 1 else {"ensemble": k}
     results = []
-    for config, history, weights in zip(configs, fitted.histories, fitted.weights):
-        result = finish_run(config, weights, history, start, **extra)
+    for config, history, weights, ladder in zip(configs, fitted.histories, fitted.weights,
+                                                ladders):
+        result = finish_run(config, weights, history, start, **extra,
+                            **({"ladder": ladder} if tr["until_id_invalid_mass"] else {}))
         results.append({**result, "weights": weight_sets(weights)})
     if k > 1:  # the group's wall time, shared evenly
         for result in results:
             result["summary"]["seconds"] = (time.perf_counter() - start) / k
     return results, state
+
+
+FIT_LADDER = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4)
+"""The rungs of in-distribution fit at which a run under the stopping rule records its OOD
+behaviour on the way to its fit (:func:`ladder_rungs`)."""
+
+
+def ladder_rungs(done: list[dict], target: float, step: int, fit: float, records: list[dict],
+                 train_len: int) -> list[dict]:
+    """The rungs of :data:`FIT_LADDER` (those >= the run's ``target``, and the target itself)
+    that the raw weights' ID invalid mass ``fit`` reaches for the first time at ``step``: for
+    each, {rung, step, id_invalid_mass, ood_invalid_mass, per_length: [length, invalid mass,
+    non-query min margin, query margin]} from the evaluation ``records`` of that step, so the
+    OOD mass and the margins can be read against the fit, rung by rung, not only at the stop."""
+    rungs = sorted({r for r in FIT_LADDER if r >= target} | {target}, reverse=True)
+    reached = {entry["rung"] for entry in done}
+    new = [r for r in rungs if r not in reached and fit <= r]
+    if not new:
+        return []
+    ood = [r["invalid_mass"] for r in records if r["length"] > train_len]
+    table = [[r["length"], r["invalid_mass"], r["margin_nonquery_min"], r["margin_query"]]
+             for r in records]
+    return [{"rung": rung, "step": step, "id_invalid_mass": fit,
+             "ood_invalid_mass": float(np.mean(ood)) if ood else float("nan"),
+             "per_length": table} for rung in new]
 
 
 DATA_CHUNK = 64  # training steps of data drawn at once per run

@@ -104,3 +104,39 @@ def test_weights_are_saved_and_load_run_gives_back_the_model(tmp_path):
     with pytest.raises(ValueError, match="is not a weights file of a run"):
         run.model("bema")
     assert json.loads((folder / "config.json").read_text())["train"]["target"] == "soft"
+
+
+def test_the_fit_ladder_records_ood_behaviour_at_every_rung_on_the_way():
+    """Under the stopping rule a run records, at the first evaluation reaching each rung of the
+    ladder (1e-2, 3e-3, ... down to its target), its OOD invalid mass and per-length margins;
+    the last rung is the target, reached at the fit step, and equals the run's final raw
+    evaluation; an ensemble member records the ladder it records alone."""
+    from resharpen.experiments.set_complement.train import FIT_LADDER, ladder_rungs
+
+    config = tiny("l", **{"train.lr": 1e-2, "train.seed": 1,
+                          "train.until_id_invalid_mass": 3e-3})
+    result = train(config, progress=False)
+    ladder, s = result["summary"]["ladder"], result["summary"]
+    assert [e["rung"] for e in ladder] == [1e-2, 3e-3]
+    assert all(e["id_invalid_mass"] <= e["rung"] for e in ladder)
+    assert ladder[0]["step"] <= ladder[-1]["step"] == s["fit_step"]
+    raw = s["by_weights"]["raw"]
+    assert ladder[-1]["ood_invalid_mass"] == pytest.approx(raw["ood_invalid_mass"], rel=1e-12)
+    assert len(ladder[-1]["per_length"]) == 7  # lengths 1..v-1
+    # the first crossing of each rung, as measured in the history
+    measured = [(row["step"], row["fit_id_invalid_mass"]) for row in result["history"]]
+    for entry in ladder:
+        assert entry["step"] == next(step for step, m in measured if m <= entry["rung"])
+    grouped = train_group([config, tiny("m", **{"train.lr": 1e-2, "train.seed": 2,
+                                                 "train.until_id_invalid_mass": 3e-3})])
+    assert [(e["rung"], e["step"]) for e in grouped[0]["summary"]["ladder"]] == \
+        [(e["rung"], e["step"]) for e in ladder]
+    # a rung is recorded once; a jump past several rungs records each at that step
+    assert ladder_rungs(ladder, 3e-3, 99, 1e-4, [], 2) == []
+    jumped = ladder_rungs([], 1e-4, 40, 5e-5, [{"length": 1, "invalid_mass": 0.0,
+                                                "margin_nonquery_min": 1.0,
+                                                "margin_query": 2.0}], 2)
+    assert [e["rung"] for e in jumped] == list(FIT_LADDER) and {e["step"] for e in jumped} == {40}
+    assert "ladder" not in train(tiny("o", **{"train.steps": 20,
+                                              "train.until_id_invalid_mass": 0.0}),
+                                 progress=False)["summary"]
