@@ -3,15 +3,25 @@
 ``resharpen report --html out/report.html`` (and ``make reproduce``) writes it from a ledger
 JSON (``resharpen verify --json out/ledger.json``) and a figures folder (``resharpen figs``,
 ``out/figs``). The page needs no server and no network: the figures are embedded as PNG data
-URIs, the style and the filter script are inline, and it loads nothing else. It holds
+URIs, the style and the filter script are inline, math is converted to Unicode here
+(:func:`math_html`), and it loads nothing else. It holds
 
-- the ledger, one row per claim: id, paper, status, statement, measured, expected, tolerance,
+- one summary per paper (:data:`PAPERS`, in that order): the paper's claims in the paper's order
+  (:func:`claim_paper`, :func:`claim_section`: the section, theorem or part their ``source``
+  cites), each with its status, measured versus expected values and links to the figures that
+  show it; each figure placed after the section of the first claim it shows;
+- the full ledger, one row per claim sorted by paper then section: id, status, paper and
+  section, statement, measured, expected; the row unfolds (``<details>``) to its tolerance,
   detail, source, code location (``resharpen verify --where``: file:line of the id, the check
-  and the derivations it uses) and the figures that show the claim; filterable by paper, status
-  and free text;
-- the figures, each with the claims it illustrates: the claim ids (and globs such as
-  ``dyn.gamma_dot0.*``) named in the docstring of the figure script that wrote it
-  (:data:`resharpen.paper_figs.FIGURES`);
+  and the derivations it uses) and figures. Claims whose source is prior work, a known
+  sequence, a round trip or a regression ("other") are in the ledger only;
+- the figures that show no paper's claim;
+- filters by paper, status and free text that act on the summaries, the ledger and the figures
+  (a figure stays while a claim it shows does) and are kept in the URL's query string
+  (``?paper=2510.22026&status=FAIL&q=gamma``), read back when the page loads;
+- figures are matched to claims by the claim ids (and globs such as ``dyn.gamma_dot0.*``) named
+  in the docstring of the figure script that wrote them (:data:`resharpen.paper_figs.FIGURES`;
+  the docstrings are parsed, the scripts are not imported);
 - the environment, in two sections: where the ledger was run (its profile and the provenance
   recorded in the ledger JSON: commit, dirty flag, versions, machine, time) and where the report
   was rendered (the renderer's own provenance).
@@ -154,12 +164,14 @@ _GREEK = {n: chr(c) for n, c in (
     ("Phi", 0x3A6), ("Omega", 0x3A9))}
 _GREEK_RE = re.compile(r"(?<![A-Za-z_.])(" + "|".join(sorted(_GREEK, key=len, reverse=True))
                        + r")(?![A-Za-z])")
+_GREEK_SUB = re.compile(r"(?<![\w.])([A-Za-z])_(" + "|".join(_GREEK) + r")(?![A-Za-z])")
 _SYMBOLS = ((re.compile(r"<="), "\u2264"), (re.compile(r">="), "\u2265"),
-            (re.compile(r"!="), "\u2260"), (re.compile(r"(?<![=<>])==(?!=)"), "="), (re.compile(r"->"), "\u2192"),
+            (re.compile(r"!="), "\u2260"), (re.compile(r"(?<![=<>])==(?!=)"), "="),
+            (re.compile(r"->"), "\u2192"),
             (re.compile(r"<-(?!\d)"), "\u2190"), (re.compile(r"\+-"), "\u00b1"),
             (re.compile(r"(?<![A-Za-z])oo(?![A-Za-z])"), "\u221e"),
             (re.compile(r"(?<![A-Za-z_.])sqrt\s*(?=[\w(\u0370-\u03ff])"), "\u221a"),
-            (re.compile(r"(?<=[\w)])\*(?=[\w(])"), "\u00b7"),
+            (re.compile(r"(?<=[\w)])\*(?=[\w(\u221a])"), "\u00b7"),
             (re.compile(r"(?<![A-Za-z_.])sum(?=_)"), "\u2211"))
 _GROUP = r"(\{[^{}]*\}|\([^()]*\)|-?\d+(?:\.\d+)?|-?[^\W\d_]+\d*)"
 _SUP = re.compile(r"\^" + _GROUP)
@@ -179,9 +191,11 @@ def math_html(text: object) -> str:
     letter before the "_", so ``attn_out`` stays), ``<x_i, x_j>`` to ⟨⟩. Escaped first."""
     raw = str(text)
     raw = _GREEK_RE.sub(lambda m: _GREEK[m.group(1)], raw)
+    raw = _GREEK_SUB.sub(lambda m: f"{m.group(1)}_{_GREEK[m.group(2)]}", raw)  # P_theta
     for pattern, symbol in _SYMBOLS:
         raw = pattern.sub(symbol, raw)
     out = html.escape(raw, quote=False)
+    out = re.sub(r"(?<![\w.])(min|max|arg ?max|arg ?min)_(\w)", r"\1<sub>\2</sub>", out)
     out = _ANGLE.sub(lambda m: f"\u27e8{m.group(1)}\u27e9", out)
     for _ in range(2):  # nested: ||C_n||_F^2
         out = _SUB.sub(lambda m: f"{m.group(1) or m.group(2)}<sub>{_strip(m.group(3))}</sub>",
@@ -358,11 +372,11 @@ body{font-family:system-ui,sans-serif;margin:0 auto;padding:1em 1.5em;color:#222
 line-height:1.4}
 h1{font-size:1.45em;margin:.2em 0}h2{font-size:1.2em;margin:1.6em 0 .3em}
 h3{font-size:1em;margin:1em 0 .3em;color:#444}
-header p{margin:.3em 0}nav a{margin-right:1em}
+header p{margin:.3em 0}nav{font-size:.95em}
 .filters{display:flex;gap:.5em 1em;align-items:center;flex-wrap:wrap;margin:.5em 0;
 padding:.4em .6em;background:#f4f6f8;border:1px solid #dde;border-radius:4px;position:sticky;
 top:0;z-index:2}
-.filters input{width:12em;max-width:100%}.filters select{max-width:100%;min-width:0}
+.filters input{width:12em;max-width:100%}.filters select{max-width:100%;min-width:0}#paper{width:24em}
 .filters label{max-width:100%}
 section.paper{border-top:2px solid #99a;margin-top:1.2em}
 .tally{color:#555;font-size:.9em;margin:.2em 0}
@@ -374,27 +388,32 @@ padding:.25em 0;border-bottom:1px solid #eee;font-size:.9em;align-items:baseline
 .figs a{font-size:.85em;margin-right:.5em}
 .PASS{color:#176b2c;font-weight:bold}.FAIL{color:#b00020;font-weight:bold}
 .INCONCLUSIVE{color:#8a5a00;font-weight:bold}.ERROR{color:#6a1b9a;font-weight:bold}
-.figrow{display:flex;flex-wrap:wrap;gap:.8em;margin:.6em 0}
+.figrow{display:flex;flex-wrap:wrap;gap:.8em;margin:.6em 0;align-items:flex-start}
 figure{margin:0;padding:.4em;border:1px solid #ddd;border-radius:4px;width:min(100%,34em)}
-figure img{width:100%;height:auto;cursor:zoom-in;display:block}
-figure.zoom{width:100%}figure.zoom img{cursor:zoom-out;max-width:70em}
+figure img{width:100%;height:auto;max-height:24em;object-fit:contain;cursor:zoom-in;display:block}
+figure.zoom{width:100%}figure.zoom img{cursor:zoom-out;max-width:80em;max-height:none}
 figcaption{font-size:.8em;color:#444;overflow-wrap:anywhere}
-table{border-collapse:collapse;width:100%;font-size:.85em}
+table{border-collapse:collapse;width:100%;font-size:.85em;table-layout:fixed}
+col.c-id{width:16em}col.c-st{width:6.5em}col.c-pa{width:9em}col.c-me{width:13em}col.c-ex{width:11em}
 th,td{border-bottom:1px solid #ddd;padding:.25em .4em;text-align:left;vertical-align:top}
 th{background:#f4f4f4}
-td.num{font-family:monospace;max-width:16em;overflow-wrap:anywhere}
+td.num{font-family:monospace;overflow-wrap:anywhere}
 td code{overflow-wrap:anywhere}
 details{font-size:.95em}details summary{cursor:pointer;color:#345}
 code,pre{font-size:.9em}pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:.2em 0}
 dl{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:.2em 1em}dt{font-weight:bold}
 dd{margin:0;overflow-wrap:anywhere}
 [hidden]{display:none!important}
+tr[id],figure[id],section[id],h2[id]{scroll-margin-top:4.5em}
 @media (max-width:800px){
-body{padding:.6em}
+body{padding:.6em}h1{font-size:1.2em}
 ol.stmts li{grid-template-columns:auto minmax(0,1fr);gap:.1em .6em}
 ol.stmts li>span:nth-child(3),ol.stmts li .mv{grid-column:1/3}
 #ledger thead{display:none}#ledger tr{display:block;border-bottom:1px solid #ccc;padding:.3em 0}
 #ledger td{display:block;border:0;padding:.1em .2em;max-width:none}
+#ledger td:nth-child(-n+3){display:inline-block;margin-right:.5em}#ledger td:nth-child(3) br{display:none}#ledger td:nth-child(3) .ref:before{content:" "}
+#ledger td.num{display:inline-block;width:50%;vertical-align:top}#ledger td.num details{display:inline-block;vertical-align:top}
+#ledger colgroup{display:none}
 #ledger td.num:before{content:attr(data-label) ": ";color:#777;font-family:system-ui}
 dl{grid-template-columns:minmax(0,1fr)}dd{margin-left:1em}
 .filters{position:static}
@@ -494,7 +513,8 @@ def _figure_html(fig: Figure) -> str:
     return (f'<figure id="fig-{_e(fig.stem)}" data-stem="{_e(fig.stem)}" '
             f'data-claims="{_e(" ".join(fig.claims))}"><img alt="{_e(fig.stem)}" loading="lazy" '
             f'src="data:image/png;base64,{data}"><figcaption><code>{_e(fig.stem)}</code> '
-            f'(script: {_e(fig.module or "unknown")}); shows: {links or "no claim named"}'
+            f'(script: {_e(fig.module or "unknown")}; click to enlarge); shows: '
+            f'{links or "no claim named"}'
             f'</figcaption></figure>')
 
 
@@ -523,11 +543,12 @@ def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
                         for s in shown_in.get(claim_id, []))
 
     placed: set[str] = set()
-    summaries = []
+    summaries, tallies = [], {}
     for paper in [p for p in PAPERS if p in papers]:
         mine = [r for r in records if paper_of_id[r["id"]] == paper]
         tally = ", ".join(f"{n} {s}" for s in statuses
                           if (n := sum(r.get("status") == s for r in mine)))
+        tallies[paper] = tally
         parts, heading, current = [], None, []
 
         def flush() -> None:
@@ -582,7 +603,8 @@ def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
     env_html = "".join((f"<h3>{_e(title)}</h3>" if title else "") + "<dl>"
                        + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items.items())
                        + "</dl>" for title, items in sections.items())
-    nav = "".join(f'<a href="#paper-{_e(p)}">arXiv {_e(p)}</a>' for p in PAPERS if p in papers)
+    nav = " &middot; ".join(f'<a href="#paper-{_e(p)}">arXiv {_e(p)}</a> ({_e(tallies[p])})'
+                            for p in PAPERS if p in papers)
     no_figs = "<p>No figures (run <code>resharpen figs</code>).</p>" if not figures else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
@@ -592,19 +614,24 @@ def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
 <header><h1>resharpen: what the three papers claim, and what was measured</h1>
 <p>{len(records)} claims ({_e(summary)}), profile <code>{_e(ledger.get("profile", "?"))}</code>;
 {others} of them are supporting checks (prior work, known sequences, round trips), listed in the
-full ledger only. PASS: the check holds at its tolerance; FAIL: a measured disagreement;
-INCONCLUSIVE: too little data to decide; ERROR: the check raised; an erratum's PASS means the
-counterexample is reproduced. Rerun with <code>make reproduce</code>, one claim with
-<code>resharpen verify --only ID</code>.</p>
-<nav>{nav}<a href="#ledger-title">full ledger</a><a href="#figures-title">other figures</a><a
-href="#environment">environment</a></nav></header>
+full ledger only.</p>
+<details><summary>what the statuses mean, how to rerun</summary><p>PASS: the check holds at its
+tolerance; FAIL: a measured disagreement; INCONCLUSIVE: too little data to decide; ERROR: the
+check raised; an erratum's PASS means the counterexample is reproduced. Rerun with
+<code>make reproduce</code>, one claim with <code>resharpen verify --only ID</code>. Math is
+written in Unicode (converted from the checks' ASCII when this page was written); a statement's
+row in the full ledger unfolds to its tolerance, detail, source and code.</p></details>
+<nav>{nav} &middot; <a href="#ledger-title">full ledger</a> &middot; <a
+href="#figures-title">other figures</a> &middot; <a href="#environment">environment</a></nav>
+</header>
 <div class="filters"><label>paper {_options("paper", [(p, PAPERS.get(p, "other checks")) for p in papers])}</label>
 <label>status {_options("status", [(s, s) for s in statuses])}</label>
 <label>text <input id="text" type="search" placeholder="id, statement, detail"></label>
 <span id="count"></span></div>
 {chr(10).join(summaries)}
 <h2 id="ledger-title">Full ledger, by paper and section</h2>
-<table id="ledger"><thead><tr><th>id</th><th>status</th><th>paper, section</th><th>statement
+<table id="ledger"><colgroup><col class="c-id"><col class="c-st"><col class="c-pa"><col>
+<col class="c-me"><col class="c-ex"></colgroup><thead><tr><th>id</th><th>status</th><th>paper, section</th><th>statement
 </th><th>measured</th><th>expected</th></tr></thead><tbody>
 {chr(10).join(rows)}
 </tbody></table>

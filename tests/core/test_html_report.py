@@ -102,6 +102,10 @@ def chromium() -> str | None:
 
 
 def test_the_page_in_headless_chromium(report, tmp_path):
+    """At 1400 px: the first paper's summary above the fold, before the ledger; the filters hide
+    ledger rows, summary statements and figures, and live in the URL (a reload keeps them). At
+    390 px (a phone): no horizontal overflow, the first summary above the fold. Screenshots of
+    both are written beside the test's files."""
     browser_path = chromium()
     if browser_path is None:
         pytest.skip("no chromium on this machine (apt-get install chromium; .ci/run does)")
@@ -111,7 +115,7 @@ def test_the_page_in_headless_chromium(report, tmp_path):
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=browser_path, args=CHROMIUM_FLAGS)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: problems.append(str(e)))
             page.on("request", lambda r: requests.append(r.url))
@@ -120,31 +124,100 @@ def test_the_page_in_headless_chromium(report, tmp_path):
 
             widths = page.evaluate("Array.from(document.images, i => i.complete ? i.naturalWidth : 0)")
             assert len(widths) == 2 and all(w > 0 for w in widths), widths
+            first = page.locator("section.paper").first
+            assert first.get_attribute("id") == "paper-2510.08341"  # the papers in PAPERS order
+            assert first.locator("h2").is_visible()
+            assert first.locator("h2").bounding_box()["y"] < 900, "the first summary is above the fold"
+            assert first.locator("li[data-claim]").first.bounding_box()["y"] < 900
+            assert (page.locator("#ledger").bounding_box()["y"]
+                    > page.locator("section.paper").last.bounding_box()["y"])
+            assert first.locator("figure#fig-sc_attn_out_over_sv").count() == 1
+            assert "<sub>" in page.inner_html("section.paper") or "\u221a" in page.inner_text("body")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+            wide_height = page.evaluate("document.documentElement.scrollHeight")
+            assert 900 < wide_height < 8000, wide_height
 
-            def visible() -> int:
-                return page.locator("#ledger tbody tr:visible").count()
+            def visible(selector: str = "#ledger tbody tr") -> int:
+                return page.locator(f"{selector}:visible").count()
 
             total = visible()
-            assert total == len(CLAIMS) + 1
+            assert total == len(CLAIMS) + 1 and visible("li[data-claim]") == total
+            assert visible("figure") == 2
             page.select_option("#status", "FAIL")
-            assert visible() == 1 and page.inner_text("#count") == f"1 of {total} claims shown"
+            assert visible() == 1 and visible("li[data-claim]") == 1 and visible("figure") == 0
+            assert page.inner_text("#count") == f"1 of {total} claims, 0 of 2 figures shown"
+            assert "status=FAIL" in page.url
             page.select_option("#status", "PASS")
-            assert visible() == total - 1
+            assert visible() == total - 1 and visible("figure") == 2
             page.select_option("#status", "")
             page.select_option("#paper", "2510.22026")
-            assert visible() == 1
+            assert visible() == 1 and visible("figure") == 1
+            assert page.locator("#fig-fig_dyn_gamma").is_visible()
+            assert not page.locator('[id="paper-2510.08341"]').is_visible()
+            assert "paper=2510.22026" in page.url and "status=" not in page.url
+            page.reload()
+            page.wait_for_load_state("load")
+            assert page.input_value("#paper") == "2510.22026" and visible() == 1  # kept in the URL
             page.select_option("#paper", "")
+            assert "?" not in page.url
             page.fill("#text", "closed_forms")
-            assert visible() == 1
+            assert visible() == 1 and "q=closed_forms" in page.url
             page.fill("#text", "")
             assert visible() == total
 
+            page.locator("#ledger tbody tr").first.locator("summary").click()  # the folded detail
+            assert page.locator("#ledger tbody tr").first.locator("pre").first.is_visible()
             page.click('a[href="#claim-sc.readout.attn_out_minimum"]')  # a figure's claim link
-            shot = tmp_path / "report.png"
-            page.screenshot(path=str(shot), full_page=True)
+            wide = tmp_path / "report-1400.png"
+            page.screenshot(path=str(wide), full_page=True)
+
+            phone = browser.new_page(viewport={"width": 390, "height": 844})
+            phone.on("pageerror", lambda e: problems.append(str(e)))
+            phone.goto(report.as_uri())
+            phone.wait_for_load_state("load")
+            assert phone.evaluate("document.documentElement.scrollWidth") <= 390, "no sideways scroll"
+            heading = phone.locator("section.paper h2").first
+            assert heading.is_visible() and heading.bounding_box()["y"] < 844
+            phone_height = phone.evaluate("document.documentElement.scrollHeight")
+            assert wide_height < phone_height < 20000, phone_height
+            narrow = tmp_path / "report-390.png"
+            phone.screenshot(path=str(narrow), full_page=True)
         finally:
             browser.close()
-    assert shot.stat().st_size > 10_000
+    assert wide.stat().st_size > 10_000 and narrow.stat().st_size > 10_000
     assert problems == [], problems
     offsite = [u for u in requests if not u.startswith(("file:", "data:"))]
     assert offsite == [], offsite
+
+
+def test_math_is_unicode_written_here():
+    page = html_report.math_html
+    assert page("n <= e^beta, lambda_max/s -> oo") == "n \u2264 e<sup>\u03b2</sup>, \u03bb<sub>max</sub>/s \u2192 \u221e"
+    assert page("2^(n-1) C_n, S_{n+1}, sqrt(d v), 2*exp(beta)") == (
+        "2<sup>n-1</sup> C<sub>n</sub>, S<sub>n+1</sub>, \u221a(d v), 2\u00b7exp(\u03b2)")
+    assert page("||C_n||_F^2 >= 1") == "||C<sub>n</sub>||<sub>F</sub><sup>2</sup> \u2265 1"
+    # identifiers stay as they are; the text is escaped
+    assert page("attn_out ngpt_inv_alpha long_runs_v32") == "attn_out ngpt_inv_alpha long_runs_v32"
+    assert page("a < b & <x_i, x_j>") == "a &lt; b &amp; \u27e8x<sub>i</sub>, x<sub>j</sub>\u27e9"
+    assert html_report.plain_repr("['0', '1e-3'] {'kl': True}") == "[0, 1e-3] {kl: True}"
+
+
+def test_claims_are_placed_in_their_papers_order():
+    claims = [{"id": "dyn.b", "source": "arXiv 2510.22026 App. D lem:matrix"},
+              {"id": "dyn.a", "source": "arXiv 2510.22026 Thm 4.3(ii) (corrected)"},
+              {"id": "dyn.c", "source": "arXiv 2510.22026 Sec. 3 (flow)"},
+              {"id": "dyn.d", "source": "arXiv 2510.22026 Cor. of Thm 3.1"},
+              {"id": "dyn.base", "source": "arXiv 2312.10794 eq. ybeta"},
+              {"id": "sc.x", "source": "arXiv 2510.08341 (reconstructed), readouts"},
+              {"id": "sc.y", "source": "arXiv 2510.08341 (reconstructed), Lemma"},
+              {"id": "lang.z", "source": "reconstructed (formal-language suite)"},
+              {"id": "lang.n", "source": "known sequence: Catalan numbers"}]
+    papers = [html_report.claim_paper(c) for c in claims]
+    assert papers == ["2510.22026"] * 4 + ["other", "2510.08341", "2510.08341", "2510.08341",
+                                           "other"]
+    where = {c["id"]: html_report.claim_section(c) for c in claims}
+    assert [where[i][2] for i in ("dyn.b", "dyn.a", "dyn.c", "dyn.d")] == [
+        "App D", "Thm 4.3", "Sec 3", "Thm 3.1"]
+    dyn = sorted(("dyn.a", "dyn.b", "dyn.c", "dyn.d"), key=lambda i: where[i][0])
+    assert dyn == ["dyn.c", "dyn.d", "dyn.a", "dyn.b"] and where["dyn.b"][1] == "Appendix D"
+    assert where["sc.y"][0] < where["sc.x"][0] < where["lang.z"][0]  # Lemma, readouts, languages
