@@ -39,7 +39,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import nn
@@ -47,7 +47,8 @@ from torch.func import functional_call, stack_module_state, vmap
 from torch.optim.swa_utils import AveragedModel
 
 from resharpen.experiments.core.averaging import BEMA
-from resharpen.experiments.core.model import Dropout, ModelConfig, Transformer, check_tokens
+from resharpen.experiments.core.model import (Dropout, ModelConfig, Transformer,
+                                              after_optimizer_step, check_tokens)
 from resharpen.experiments.core.probes import Probed, probed, zero_probes
 from resharpen.experiments.core.targets import Batch, cross_entropy
 
@@ -259,7 +260,7 @@ class EnsembleState:
 
     members: Members
     optimizer: MemberAdamW
-    lr_factor: object  # step (0-based) -> multiplier of every member's lr
+    lr_factor: Callable[[int], float]  # step (0-based) -> multiplier of every member's lr
     averagers: dict = field(default_factory=dict)
     smoothed_loss: list = field(default_factory=list)
     probe_points: tuple = ()  # capture points whose gradients each step records (``probed``)
@@ -291,7 +292,8 @@ class EnsembleState:
         if after_backward is not None:
             after_backward()
         self.optimizer.step(self.lr_factor(step - 1))
-        after_step(self.members)
+        with torch.no_grad():  # the scheme's step on the stack (nGPT: rows back on the sphere)
+            after_optimizer_step(self.members.cfg, self.members.params())
         return losses.detach().tolist()
 
     def update_averagers(self, step: int) -> None:
@@ -314,16 +316,6 @@ class EnsembleState:
         weights (views into the stack)."""
         return {name: (p[index].detach(), None if p.grad is None else p.grad[index])
                 for name, p in self.members.params().items()}
-
-
-def after_step(members: Members) -> None:
-    """The scheme's step after every optimizer step, on the stack (nGPT re-normalizes its weight
-    rows; the others have none)."""
-    from resharpen.experiments.core import model as model_module
-
-    hook = getattr(model_module, "after_optimizer_step", None)
-    if hook is not None:
-        hook(members.cfg, members.params())
 
 
 class RawStack:
@@ -360,5 +352,4 @@ def ensemble_state(models: Sequence[Transformer], trains: Sequence[dict], lr_fac
 
 
 __all__ = ["MEMBER_MODEL_KEYS", "Members", "unstack", "adamw_update", "MemberAdamW",
-           "StackedEMA", "EnsembleState", "ensemble_state", "per_member", "after_step",
-           "shared_model_config"]
+           "StackedEMA", "EnsembleState", "ensemble_state", "per_member", "shared_model_config"]
