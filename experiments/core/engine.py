@@ -46,7 +46,7 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.optim.swa_utils import AveragedModel
 
-from resharpen.experiments.core.averaging import BEMA
+from resharpen.experiments.core.averaging import BEMA, Raw
 from resharpen.experiments.core.model import (Dropout, ModelConfig, Transformer,
                                               after_optimizer_step, check_tokens)
 from resharpen.experiments.core.probes import Probed, probed, zero_probes
@@ -318,19 +318,6 @@ class EnsembleState:
                 for name, p in self.members.params().items()}
 
 
-class RawStack:
-    """No averaging: the stack itself."""
-
-    def __init__(self, members: Members):
-        self._members = members
-
-    def update(self, members: Members, step: int) -> None:
-        pass
-
-    def module(self) -> Members:
-        return self._members
-
-
 def ensemble_state(models: Sequence[Transformer], trains: Sequence[dict], lr_factor,
                    weights: tuple[str, ...] = ("raw", "ema", "bema")) -> EnsembleState:
     """The state of K members from their initial models and their ``[train]`` tables (lr,
@@ -342,7 +329,7 @@ def ensemble_state(models: Sequence[Transformer], trains: Sequence[dict], lr_fac
     optimizer = MemberAdamW(members, [t["lr"] for t in trains],
                             [t["weight_decay"] for t in trains],
                             (first["beta1"], first["beta2"]), grad_clip=first["grad_clip"])
-    makers = {"raw": lambda: RawStack(members),
+    makers = {"raw": lambda: Raw(members),
               "ema": lambda: StackedEMA(members, [t["ema_decay"] for t in trains]),
               "bema": lambda: BEMA(members, bema_config(first))}
     state = EnsembleState(members, optimizer, lr_factor,
