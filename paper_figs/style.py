@@ -31,6 +31,11 @@ if set(PLACEMENT_COLORS) != set(NORM_PLACEMENTS):
     raise ImportError(f"PLACEMENT_COLORS {sorted(PLACEMENT_COLORS)} must name every placement "
                       f"{sorted(NORM_PLACEMENTS)}")
 
+PLACEMENT_MARKERS: dict[str, str] = {"none": "o", "pre": "s", "post": "^", "attn_out": "D",
+                                     "peri": "v", "pre_nofinal": "P", "mixln": "X",
+                                     "ln_scaling": "*", "ngpt": "h"}
+"""Norm placement -> marker, so placements differ in greyscale too (not only in colour)."""
+
 SCHEME_COLORS: dict[str, str] = {scheme: PLACEMENT_COLORS[MODEL_NORM[scheme]]
                                  for scheme in SCHEMES}
 """The normalization schemes of arXiv 2510.22026, each in the colour of its trained placement
@@ -111,8 +116,10 @@ def legend_below(ax_or_fig, handles=None, ncol: int = 1, **kwargs):
     kwargs.setdefault("frameon", False)
     if handles is not None:
         kwargs["handles"] = handles
-    if hasattr(ax_or_fig, "transAxes"):  # an Axes: below its x label
-        return ax_or_fig.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol,
+    if hasattr(ax_or_fig, "transAxes"):  # an Axes: below its tick labels and x label
+        lines = 1 + ax_or_fig.get_xlabel().count("\n")
+        kwargs.setdefault("borderaxespad", 2.2 + 1.3 * lines)  # in font sizes, not axes heights
+        return ax_or_fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
                                 **kwargs)
     return ax_or_fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol, **kwargs)
 

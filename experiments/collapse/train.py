@@ -154,26 +154,36 @@ def batch_frequency_loss(labels: torch.Tensor, vocab: int) -> float:
 
 
 def _t_sim(x: torch.Tensor) -> torch.Tensor:
-    return (x.shape[-2] * x.mean(-2).pow(2).sum(-1) / x.pow(2).sum((-2, -1))).mean()
+    """t_sim of token states (K, B, S, d) per member (K,): n |mean_i x_i|^2 / sum_i |x_i|^2,
+    averaged over the batch."""
+    return (x.shape[-2] * x.mean(-2).pow(2).sum(-1) / x.pow(2).sum((-2, -1))).mean(-1)
 
 
-def contraction_factors(block_inputs: list, norm_io: list) -> list[float]:
-    """Theorem 3.6's c_k = a_k max_i |g|_max sqrt(d)/|y_i| per Post-Norm sublayer k, with the
-    sublayer gain a_k = ||dL/dX_k|| / ||dL/dY_k|| (X_k its residual input, Y_k = X_k + f_k(X_k),
-    g the learned RMSNorm gain, which the paper's theory sets to 1), so that
-    ||dL/dX_k|| <= c_k ||dL/dX_{k+1}||. ``block_inputs``: (value, gradient) of every block's
-    input; ``norm_io``: ((Y, dL/dY), (X' = RMS(Y), dL/dX'), gain) of every sublayer, whose inputs
-    alternate block input, attention-norm output."""
+def _norms(x: torch.Tensor) -> torch.Tensor:
+    """The Frobenius norm of each member's slice of x (K, ...): (K,)."""
+    return x.flatten(1).norm(dim=1)
+
+
+def contraction_factors(block_inputs: list, norm_io: list) -> torch.Tensor:
+    """Theorem 3.6's c_k = a_k max_i |g|_max sqrt(d)/|y_i| per Post-Norm sublayer k and member:
+    (sublayers, K), with the sublayer gain a_k = ||dL/dX_k|| / ||dL/dY_k|| (X_k its residual
+    input, Y_k = X_k + f_k(X_k), g the learned RMSNorm gain, which the paper's theory sets to 1),
+    so that ||dL/dX_k|| <= c_k ||dL/dX_{k+1}||. ``block_inputs``: (value, gradient) of every
+    block's input; ``norm_io``: ((Y, dL/dY), (X' = RMS(Y), dL/dX'), gain) of every sublayer,
+    whose inputs alternate block input, attention-norm output; every tensor with the member
+    axis first. NaN where a gradient is missing or dL/dY is zero."""
     factors = []
     for k, ((y, y_grad), out, gain) in enumerate(norm_io):
         x_grad = block_inputs[k // 2][1] if k % 2 == 0 else norm_io[k - 1][1][1]
-        if x_grad is None or y_grad is None or float(y_grad.norm()) == 0.0:
-            factors.append(float("nan"))
+        if x_grad is None or y_grad is None:
+            factors.append(torch.full((y.shape[0],), float("nan")))
             continue
-        a = float(x_grad.norm() / y_grad.norm())
-        jac = float(gain.abs().max() * math.sqrt(y.shape[-1]) / y.norm(dim=-1).min())
-        factors.append(a * jac)
-    return factors
+        y_norm = _norms(y_grad)
+        a = _norms(x_grad) / y_norm
+        smallest = y.norm(dim=-1).flatten(1).min(dim=1).values
+        jac = gain.abs().flatten(1).max(dim=1).values * math.sqrt(y.shape[-1]) / smallest
+        factors.append(torch.where(y_norm == 0, float("nan"), a * jac))
+    return torch.stack(factors)
 
 
 def probe_points(n_layers: int, post: bool) -> tuple[str, ...]:
@@ -189,15 +199,16 @@ def probe_points(n_layers: int, post: bool) -> tuple[str, ...]:
 
 
 @torch.no_grad()
-def measure(values: dict, grads: dict, params: dict, n_layers: int, post: bool) -> dict:
-    """One step of one run, from its probes (``values`` and ``grads`` at :func:`probe_points`)
-    and its parameters {name: (value, gradient)}: t_sim of the last block's output and of every
-    block's, the residual-stream and block-parameter gradient norms and (Post-Norm) the
-    contraction factors."""
+def measure(values: dict, grads: dict, params: dict, n_layers: int, post: bool) -> list[dict]:
+    """One step of K runs trained together, from their probes (``values`` and ``grads`` at
+    :func:`probe_points`) and their parameters {name: (value, gradient)}, every tensor with the
+    member axis first; for each member: t_sim of the last block's output and of every block's,
+    the residual-stream and block-parameter gradient norms and (Post-Norm) the contraction
+    factors. Computed for all members at once."""
+    k = next(iter(values.values())).shape[0]
     residuals = [(values[f"blocks.{i}.hook_resid_pre"], grads[f"blocks.{i}.hook_resid_pre"])
                  for i in range(n_layers)]
-    outputs = [values[f"blocks.{i}.hook_resid_post"] for i in range(n_layers)]
-    one = torch.ones(())
+    one = torch.ones(k, 1)
 
     def io(i: int, s: str, which: str) -> tuple:
         name = f"blocks.{i}.hook_{s}_norm_out_{which}"
@@ -206,16 +217,18 @@ def measure(values: dict, grads: dict, params: dict, n_layers: int, post: bool) 
     norm_io = [(io(i, s, "input"), io(i, s, "output"),
                 params.get(f"blocks.{i}.{s}_norm_out.gain", (one,))[0])
                for i in range(n_layers) for s in ("attn", "mlp")] if post else []
-    resid_grad = [float(g.norm()) for _, g in residuals]
+    resid_grad = torch.stack([_norms(g) for _, g in residuals]).T.tolist()
     block_grad = []
     for i in range(n_layers):
-        squares = [g.pow(2).sum() for name, (_, g) in params.items()
+        squares = [g.pow(2).flatten(1).sum(1) for name, (_, g) in params.items()
                    if name.startswith(f"blocks.{i}.") and g is not None]
-        block_grad.append(float(torch.sqrt(sum(squares))))
-    layer_t = [float(_t_sim(o)) for o in outputs]
-    factors = contraction_factors(residuals, norm_io) if post else None
-    return {"t_sim": layer_t[-1], "layer_t_sim": layer_t, "resid_grad": resid_grad,
-            "block_grad": block_grad, "contraction": factors}
+        block_grad.append(torch.sqrt(sum(squares)))
+    block_grad = torch.stack(block_grad).T.tolist()
+    layer_t = torch.stack([_t_sim(values[f"blocks.{i}.hook_resid_post"])
+                           for i in range(n_layers)]).T.tolist()
+    factors = contraction_factors(residuals, norm_io).T.tolist() if post else [None] * k
+    return [{"t_sim": layer_t[m][-1], "layer_t_sim": layer_t[m], "resid_grad": resid_grad[m],
+             "block_grad": block_grad[m], "contraction": factors[m]} for m in range(k)]
 
 
 def train(config: dict, progress: bool = True) -> dict:
@@ -251,8 +264,8 @@ def train_group(configs: list[dict], progress: bool = False) -> list[dict]:
         return tokens[0] if k == 1 else torch.stack(tokens)
 
     def after_backward() -> None:
-        step_data["measured"] = [measure(*state.probed.member(i), state.member_parameters(i),
-                                         m["n_layers"], post) for i in range(k)]
+        step_data["measured"] = measure(*state.probed.stacked(), state.stacked_parameters(),
+                                        m["n_layers"], post)
 
     def record(i: int, step: int, loss: float) -> dict:
         return {"step": step - 1, "loss": loss,  # 0-based: the step's weights before it

@@ -285,7 +285,7 @@ class EnsembleState:
             shape = (*batch.inputs.shape, self.members.cfg.d_model)
             deltas = zero_probes(self.probe_points, shape)
             losses, values = self.members.losses(batch, ignore, deltas)
-            self.probed = Probed(values, deltas, stacked=True)
+            self.probed = Probed(values, deltas, stacked_members=True)
         else:
             losses = self.members.losses(batch, ignore)
         losses.sum().backward()
@@ -311,11 +311,9 @@ class EnsembleState:
 
     snapshot = member_weights
 
-    def member_parameters(self, index: int) -> dict[str, tuple]:
-        """{parameter name: (member ``index``'s value, its gradient or None)} of the raw
-        weights (views into the stack)."""
-        return {name: (p[index].detach(), None if p.grad is None else p.grad[index])
-                for name, p in self.members.params().items()}
+    def stacked_parameters(self) -> dict[str, tuple]:
+        """{parameter name: (the stacked raw weights (K, ...), their gradient or None)}."""
+        return {name: (p.detach(), p.grad) for name, p in self.members.params().items()}
 
 
 def ensemble_state(models: Sequence[Transformer], trains: Sequence[dict], lr_factor,

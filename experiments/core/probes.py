@@ -56,18 +56,18 @@ def probed(module: nn.Module, deltas: dict[str, torch.Tensor]) -> Iterator[dict]
 class Probed:
     """One step's probes: ``values`` {point: activation} and ``deltas`` {point: the zero input
     whose ``.grad`` is the loss's gradient there, once backward has run}; with a leading member
-    axis for K stacked members (``stacked``)."""
+    axis for K stacked members (``stacked_members``)."""
 
     values: dict[str, torch.Tensor]
     deltas: dict[str, torch.Tensor]
-    stacked: bool
+    stacked_members: bool
 
-    def member(self, index: int) -> tuple[dict, dict]:
-        """({point: activation}, {point: gradient}) of member ``index`` (detached)."""
-        pick = (lambda t: t[index]) if self.stacked else (lambda t: t)
-        values = {name: pick(v.detach()) for name, v in self.values.items()}
-        grads = {name: None if d.grad is None else pick(d.grad)
-                 for name, d in self.deltas.items()}
+    def stacked(self) -> tuple[dict, dict]:
+        """({point: activations}, {point: gradients or None}), detached, with the member axis
+        first (a single model's gain one of length 1)."""
+        lift = (lambda t: t) if self.stacked_members else (lambda t: t.unsqueeze(0))
+        values = {name: lift(v.detach()) for name, v in self.values.items()}
+        grads = {name: None if d.grad is None else lift(d.grad) for name, d in self.deltas.items()}
         return values, grads
 
 

@@ -186,13 +186,14 @@ class TrainingState:
         inputs = batch.inputs if isinstance(batch, Batch) else batch[..., :-1]
         deltas = zero_probes(self.probe_points, (*inputs.shape, self.model.cfg.d_model))
         with probed(self.model, deltas) as values:
-            self.probed = Probed(values, deltas, stacked=False)
+            self.probed = Probed(values, deltas, stacked_members=False)
             return [train_step(self.model, self.optimizer, self.schedule, batch, grad_clip,
                                ignore, after_backward)]
 
-    def member_parameters(self, index: int = 0) -> dict[str, tuple]:
-        """{parameter name: (value, gradient or None)} of the raw weights."""
-        return {name: (p.detach(), p.grad) for name, p in self.model.named_parameters()}
+    def stacked_parameters(self) -> dict[str, tuple]:
+        """{parameter name: (value, gradient or None)}, with a member axis of length 1."""
+        return {name: (p.detach().unsqueeze(0), None if p.grad is None else p.grad.unsqueeze(0))
+                for name, p in self.model.named_parameters()}
 
     def update_averagers(self, step: int) -> None:
         for averager in self.averagers.values():

@@ -22,7 +22,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     alphas = np.linspace(0, 1, 101)
     points = np.linspace(0, 1, 6)
     samples = pick(profile, quick=8, full=64)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.8))
     for k, color in zip((1.0, 2.0), style.sequence_colors(2)):
         s = k * k / 9
         for t, ls in ((0.1, ":"), (0.3, "-"), (0.6, "--")):
@@ -31,10 +31,12 @@ def make(profile: str, outdir: Path) -> list[Path]:
         r = deaveraging_step(points, n=256, d=256, t0=0.3, multiplier=k, samples=samples, seed=1)
         ax.errorbar(points, r["measured"], yerr=2 * r["stderr"], fmt="o", color=color, ms=4,
                     capsize=2, label=f"MC s={s:.2g}, t={r['t_in']:.2f}")
-    style.hline(ax, 0, color=style.MUTED)
+    style.hline(ax, 0, color=style.MUTED, label="zero")
     ax.set_xlabel(r"de-averaging strength $\alpha$")
     ax.set_ylabel(r"$\Delta t_{sim}$ of one attention layer")
-    ax.set_title("De-averaging removes the similarity step (n = d = 256)", fontsize=10)
-    ax.legend()
+    ax.set_title(f"De-averaging removes the similarity step\n(n = d = 256, {profile} profile: "
+                 f"{samples} samples; error bars: 2 standard errors)", fontsize=style.MIN_FONT)
+    ax.tick_params(labelsize=style.MIN_FONT)
     fig.tight_layout()
+    style.legend_below(ax, ncol=2)
     return save(fig, outdir, "fig_collapse_deaveraging", profile)

@@ -25,7 +25,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.paper_figs.collapse.fig_collapse_training import line_style, run_label, runs
 
     trained = runs(profile)  # first: a missing sweep skips the figure before any work
-    fig, (left, right, third) = plt.subplots(1, 3, figsize=(16, 4))
+    fig, (left, right, third) = plt.subplots(1, 3, figsize=(style.TEXT_WIDTH, 2.6))
     for norm in ("post", "pre"):
         color = style.placement_color(norm)
         r = gradient_flow(norm, n=64, d=64, depth=24, multiplier=4.0, mlp=None)
@@ -37,8 +37,8 @@ def make(profile: str, outdir: Path) -> list[Path]:
             left.semilogy(k, bound, color=color, ls="--", label="post: prod of c_k (Thm 3.6)")
     left.set_xlabel("sublayer k")
     left.set_ylabel(r"$\|\partial L/\partial X_k\| / \|\partial L/\partial X_{out}\|$")
-    left.set_title("exactly collapsed random stack (x4)", fontsize=10)
-    left.legend()
+    left.set_title("exactly collapsed random stack (x4),\nn = d = 64, 24 layers",
+                   fontsize=style.MIN_FONT)
     for res in trained:
         s = res["summary"]
         tail = res["history"][-max(1, len(res["history"]) // 10):]
@@ -51,14 +51,24 @@ def make(profile: str, outdir: Path) -> list[Path]:
         if tail_c:
             c = np.nanmedian(np.asarray(tail_c, dtype=float), axis=0)
             third.semilogy(np.arange(1, len(c) + 1), c, marker=".", label=run_label(s), **kw)
-    style.hline(third, 1.0, lw=0.8)
-    third.set_xlabel("Post-Norm sublayer k (attention, SwiGLU alternating)")
-    third.set_ylabel(r"$c_k = a_k\,|g|_{max}\sqrt{d}/\min_i|y_i|$ (end of training)")
-    third.set_title("Theorem 3.6 factors in training", fontsize=10)
-    third.legend()
+    style.hline(third, 1.0, lw=0.8, label="c_k = 1 (below: contracts)")
+    third.set_xlabel("Post-Norm sublayer k\n(attention, SwiGLU alternating)")
+    third.set_ylabel(r"$c_k = a_k\,|g|_{max}\sqrt{d}/\min_i|y_i|$")
+    third.set_title("Theorem 3.6 factors, trained post-norm\n(median, last 10% of steps)",
+                    fontsize=style.MIN_FONT)
     right.set_xlabel("layer l")
-    right.set_ylabel(r"$\|\partial L/\partial X_l\| / \|\partial L/\partial X_L\|$ (end of training)")
-    right.set_title("trained decoders (floored at 1e-16)", fontsize=10)
-    right.legend()
-    fig.tight_layout()
+    right.set_ylabel(r"$\|\partial L/\partial X_l\| / \|\partial L/\partial X_L\|$")
+    right.set_title("trained decoders, end of training\n(mean, last 10%; floored at 1e-16)",
+                    fontsize=style.MIN_FONT)
+    cfg = trained[0]["config"]
+    fig.suptitle(f"Gradient contraction across layers; trained: {cfg['model']['n_layers']}-layer "
+                 f"decoders, d = {cfg['model']['d_model']}, v = {cfg['task']['vocab']}, "
+                 f"{profile} profile", fontsize=style.MIN_FONT + 1)
+    for ax in (left, right, third):
+        ax.tick_params(labelsize=style.MIN_FONT)
+        ax.xaxis.label.set_size(style.MIN_FONT)
+        ax.yaxis.label.set_size(style.MIN_FONT)
+    fig.tight_layout(w_pad=0.5)
+    for ax in (left, right, third):
+        style.legend_below(ax)
     return save(fig, outdir, "fig_collapse_gradients", profile)

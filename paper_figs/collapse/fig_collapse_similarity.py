@@ -31,7 +31,7 @@ def data(profile: str) -> dict:
 
 def make(profile: str, outdir: Path) -> list[Path]:
     results = data(profile)
-    fig, axes = plt.subplots(2, 2, figsize=(10, 7), sharex=True)
+    fig, axes = plt.subplots(2, 2, figsize=(style.TEXT_WIDTH, 4.8), sharex=True)
     for row, norm in enumerate(("post", "pre")):
         for col, (key, title) in enumerate((("attn", "attention"), ("mlp", "SwiGLU"))):
             ax = axes[row, col]
@@ -41,14 +41,18 @@ def make(profile: str, outdir: Path) -> list[Path]:
                 ax.plot(layers, r[f"delta_{key}"], color=COLORS[k], label=f"x{k:g} measured")
                 ax.plot(layers, r[f"theory_{key}"], color=COLORS[k], ls="--", lw=1.2,
                         label=f"x{k:g} theory")
-            style.hline(ax, 0, color=style.MUTED)
-            ax.set_title(f"{'Post' if norm == 'post' else 'Pre'}-Norm, {title} step")
+            style.hline(ax, 0, color=style.MUTED, label="zero")
+            ax.set_title(f"{'Post' if norm == 'post' else 'Pre'}-Norm, {title} step",
+                         fontsize=style.MIN_FONT + 1)
+            ax.tick_params(labelsize=style.MIN_FONT)
             ax.set_ylabel(r"$\Delta t_{sim}$ per layer")
             if row == 1:
                 ax.set_xlabel("layer")
-    axes[0, 0].legend(ncol=2)
     cfg = results[("post", 1.0)]["config"]
-    fig.suptitle(f"Similarity step at init (n = d = {cfg['n']}, {cfg['samples']} sample(s)); "
-                 "dashed: theory at the measured t", fontsize=10)
+    fig.suptitle(f"Similarity step at init (n = d = {cfg['n']}, {cfg['samples']} sample(s), "
+                 f"{profile} profile); solid: measured, dashed: theory at the measured t",
+                 fontsize=style.MIN_FONT + 1)
     fig.tight_layout()
+    style.legend_below(fig, [line for line in axes[0, 0].get_lines()
+                             if not line.get_label().startswith("_")], ncol=4)
     return save(fig, outdir, "fig_collapse_similarity", profile)

@@ -35,7 +35,7 @@ def curves(horizon: float):
 def make(profile: str, outdir: Path) -> list[Path]:
     horizon = pick(profile, quick=2000.0, full=20000.0)
     sols = curves(horizon)
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4))
+    fig, axes = plt.subplots(1, 3, figsize=(style.TEXT_WIDTH, 2.6))
     styles = dict(zip(sols, ["-", "--", "-.", ":", "-", "--", (0, (5, 1, 1, 1))]))
     for label, (scheme, sol) in sols.items():
         ls, color = styles[label], style.SCHEME_COLORS[scheme]
@@ -51,7 +51,13 @@ def make(profile: str, outdir: Path) -> list[Path]:
                 title=rf"symmetric start, $\beta={BETA:g}$, $n={N}$")
     axes[1].set(xlabel="t", ylabel=r"$\dot\gamma(t)$", title="log-log: power laws are lines")
     axes[2].set(xlabel="t", ylabel=r"$\dot\gamma(t)$", title="semi-log: exponentials are lines")
-    axes[0].legend(loc="upper left")
-    axes[1].legend(loc="lower left")
-    fig.tight_layout()
+    for ax in axes:
+        ax.title.set_size(style.MIN_FONT)
+        ax.tick_params(labelsize=style.MIN_FONT)
+    fig.suptitle(rf"Token-similarity ODE (theory; horizon t = {horizon:g}, {profile} profile)",
+                 fontsize=style.MIN_FONT + 1)
+    fig.tight_layout(w_pad=0.4)
+    keys = axes[0].get_lines() + [line for line in axes[1].get_lines()
+                                  if not line.get_label().startswith("_")]
+    style.legend_below(fig, keys, ncol=3)
     return save(fig, outdir, "fig_dyn_gamma", profile)

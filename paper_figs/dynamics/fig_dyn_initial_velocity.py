@@ -26,7 +26,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     marks = pick(profile, quick=np.array([0.5, 1, 2, 3, 5, 7, 10]), full=np.linspace(0.5, 10, 20))
     theta = P.orthonormal_start(N, N, seed=0)
     r0 = np.full(N, R0)
-    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.8))
     markers = dict(zip(nd.SCHEMES, "os^vDx"))
     styles = dict(zip(nd.SCHEMES, ["-", "-", "--", "-", "-", ":"]))
     for scheme in nd.SCHEMES:
@@ -37,10 +37,17 @@ def make(profile: str, outdir: Path) -> list[Path]:
         sim = [P.off_diagonal_mean(P.gamma_dot(theta, r0, 0.0,
                                                  P.Dynamics(scheme, float(b), alpha0=ALPHA0)))
                for b in marks]
-        ax.semilogy(marks, sim, ls="none", marker=markers[scheme], color=color, mfc="none", ms=7)
-    ax.set(xlabel=r"$\beta$", ylabel=r"$\dot\gamma(0)$",
-           title=rf"initial velocity, orthonormal start, $n={N}$, $r_0={R0:g}$, $\alpha_0={ALPHA0:g}$"
-                 "\nlines: Thm 4.1 closed form; markers: particle vector field")
-    ax.legend()
+        ax.semilogy(marks, sim, ls="none", marker=markers[scheme], color=color, mfc="none", ms=5)
+    ax.set(xlabel=r"$\beta$", ylabel=r"$\dot\gamma(0)$")
+    ax.set_title(rf"initial velocity, orthonormal start, $n={N}$, $r_0={R0:g}$, "
+                 rf"$\alpha_0={ALPHA0:g}$ ({profile} profile)" "\nlines: Thm 4.1 closed form; "
+                 "markers: particle vector field", fontsize=style.MIN_FONT)
+    ax.tick_params(labelsize=style.MIN_FONT)
+    keys = [style.key(nd.SCHEME_LABELS[scheme], color=style.SCHEME_COLORS[scheme],
+                      ls=styles[scheme], lw=2 if styles[scheme] == "-" else 2.5,
+                      marker=markers[scheme], mfc="none", ms=5) for scheme in nd.SCHEMES]
     fig.tight_layout()
+    style.legend_below(ax, keys, ncol=2,
+                       title="Post-LN, Mix-LN and sqrt-scaling coincide (dashed, dotted on top)",
+                       title_fontsize=style.MIN_FONT)
     return save(fig, outdir, "fig_dyn_initial_velocity", profile)

@@ -26,7 +26,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     for n, d, r, p in rows:
         ratio[ns.index(n), ds.index(d)] = r
         proj[ns.index(n), ds.index(d)] = p
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    fig, axes = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 3.0))
     for ax, data, title, vmax in [(axes[0], ratio, r"$\mathrm{max}_j\,\|A_j(0)\|\,/\,(\sqrt{\log n/n}+\log n/d)$", None),
                                   (axes[1], proj, r"mean $\|PA\|$ / mean $\|A\|$", 1.0)]:
         im = ax.imshow(data, origin="lower", vmin=0, vmax=vmax, aspect="auto")
@@ -34,14 +34,16 @@ def make(profile: str, outdir: Path) -> list[Path]:
         for i in range(len(ns)):
             for j in range(len(ds)):
                 if not np.isnan(data[i, j]):
-                    ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                    ax.text(j, i, f"{data[i, j]:.2f}", ha="center", va="center", fontsize=style.MIN_FONT,
                             color=style.ON_DARK if data[i, j] < 0.6 * np.nanmax(data)
                             else style.REFERENCE)
         ax.set_xticks(range(len(ds)), ds)
         ax.set_yticks(range(len(ns)), ns)
         ax.set(xlabel="d", ylabel="n")
-        ax.set_title(title, pad=10)
+        ax.set_title(title, pad=10, fontsize=style.MIN_FONT + 1)
+        ax.tick_params(labelsize=style.MIN_FONT)
         fig.colorbar(im, ax=ax)
-    fig.suptitle(r"Thm 4.2 Monte Carlo, $\beta=1$, $Q=K=V=I$ (blank: outside $e^{\sqrt{d}}\geq n\log n\geq d$)")
+    fig.suptitle(r"Thm 4.2 Monte Carlo, $\beta=1$, $Q=K=V=I$, " f"{profile} profile\n"
+                 r"(blank: outside $e^{\sqrt{d}}\geq n\log n\geq d$)", fontsize=style.MIN_FONT + 1)
     fig.tight_layout()
     return save(fig, outdir, "fig_dyn_mc_ratio", profile)

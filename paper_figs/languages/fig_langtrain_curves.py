@@ -26,7 +26,7 @@ def x_label(task: str) -> str:
     return "move index (moves played)" if task == "othello" else "prefix length n"
 
 
-def task_figure(task: str, lines: dict, grid: str):
+def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
     """The small multiples of one task: rows = metrics, columns = placements."""
     import matplotlib.pyplot as plt
     import numpy as np
@@ -35,7 +35,8 @@ def task_figure(task: str, lines: dict, grid: str):
 
     norms = sorted({norm for norm, _ in lines}, key=list(style.PLACEMENT_COLORS).index)
     train_len = next(iter(lines.values()))["train_len"]
-    fig, axes = plt.subplots(len(METRICS), len(norms), figsize=(3.4 * len(norms), 7.2),
+    fig, axes = plt.subplots(len(METRICS), len(norms),
+                             figsize=(min(style.TEXT_WIDTH, 2.4 * len(norms) + 0.6), 5.6),
                              sharex=True, sharey="row", squeeze=False)
     for col, norm in enumerate(norms):
         colour = style.placement_color(norm)
@@ -53,7 +54,7 @@ def task_figure(task: str, lines: dict, grid: str):
                         label=f"{weights} (n={len(values)})")
                 if weights == "raw":
                     ax.fill_between(slot["length"], lo, hi, color=colour, alpha=0.15, lw=0)
-        axes[0, col].set_title(norm)
+        axes[0, col].set_title(norm, fontsize=style.MIN_FONT + 1)
         axes[-1, col].set_xlabel(x_label(task))
     for row, (_, label, log) in enumerate(METRICS):
         axes[row, 0].set_ylabel(label)
@@ -61,10 +62,18 @@ def task_figure(task: str, lines: dict, grid: str):
             style.vline(ax, train_len)
             if log:
                 ax.set_yscale("log")
-    axes[0, 0].legend()
-    fig.suptitle(f"{task} ({grid}): mean over seeds, band min-max over seeds (raw weights); "
-                 f"dashed: L_train = {train_len}")
+    for ax in axes.ravel():
+        ax.tick_params(labelsize=style.MIN_FONT)
+    counts = {w: len(slot["illegal_mass"]) for (n, w), slot in lines.items()}
+    keys = [style.key(f"{weights} weights: mean over seeds (n = {counts.get(weights, 0)})", ls=ls)
+            for weights, ls in style.WEIGHT_STYLES.items() if weights in counts]
+    keys += [style.key("band: min to max over seeds (raw weights)", lw=6, alpha=0.3,
+                       color=style.MUTED),
+             style.key(f"L_train = {train_len} (dashed vertical); colour = placement", ls="--", lw=0.8)]
+    fig.suptitle(f"{task} (grid {grid}" + (f", {profile} profile" if profile else "") + ")",
+                 fontsize=style.MIN_FONT + 1)
     fig.tight_layout()
+    style.legend_below(fig, keys, ncol=2)
     return fig
 
 
@@ -80,7 +89,7 @@ def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_",
     quick = profile == "quick" or Path(root).name.endswith(("-quick", "-tiny"))
     written: list[Path] = []
     for task, lines in sorted(per_length_curves(root).items()):
-        fig = task_figure(task, lines, Path(root).name)
+        fig = task_figure(task, lines, Path(root).name, "quick" if quick else profile)
         written.extend(save(fig, outdir, f"{prefix}{task}", "quick" if quick else None))
     return written
 

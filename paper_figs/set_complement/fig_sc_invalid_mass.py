@@ -33,7 +33,7 @@ def matched_gain(norm: str) -> float:
 
 def make(profile: str, outdir):
     lengths = np.arange(1, VOCAB)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 2.8))
     for norm in ("none", "attn_out", "post"):
         colour = style.placement_color(norm)
         gain = matched_gain(norm)
@@ -43,13 +43,21 @@ def make(profile: str, outdir):
         theory = theory_metrics(VOCAB, lengths, nq, q)
         for ax, key in zip(axes, ("invalid_mass", "kl")):
             ax.plot(lengths, theory[key], color=colour, label=f"{norm} (g = {gain:.3g})")
-            ax.plot(lengths, metrics[key].mean(0).numpy(), "o", color=colour, ms=3, mfc="none")
+            ax.plot(lengths, metrics[key].mean(0).numpy(), style.PLACEMENT_MARKERS[norm],
+                    color=colour, ms=3, mfc="none", mew=0.7)
     for ax, label, top in zip(axes, ("invalid mass = TV(p, p*)", "KL(p* || p)"), (1.5, 5.0)):
         ax.set(yscale="log", xlabel="input length s", ylabel=label)
         ax.set_ylim(FLOOR, top)
         style.vline(ax, TRAIN_LENGTH)
-        ax.text(TRAIN_LENGTH * 1.03, FLOOR * 2, "L_train = v/4", fontsize=8)
-    axes[0].legend(title="readout")
-    fig.suptitle(f"Tight construction, v = {VOCAB}, lambda = {LAM:g}, gains matched at L_train: "
-                 "past it, no norm degrades fastest (lines: theory, markers: torch float64)")
+        ax.text(TRAIN_LENGTH * 1.03, FLOOR * 2, "L_train = v/4", fontsize=style.MIN_FONT)
+        ax.tick_params(labelsize=style.MIN_FONT)
+    keys = [line for line in axes[0].get_lines() if not line.get_label().startswith("_")]
+    keys.append(style.key("markers: measured on the float64 torch construction\n"
+                          "(o none, triangle post, diamond attn_out); lines: theory",
+                          marker="o", ls="none", ms=3, mfc="none"))
+    fig.suptitle(f"Tight construction, v = {VOCAB}, lambda = {LAM:g} (exact: no profile), gains "
+                 "matched at L_train:\npast it, no norm degrades fastest",
+                 fontsize=style.MIN_FONT + 1)
+    fig.tight_layout()
+    style.legend_below(fig, keys, ncol=2, title="readout", title_fontsize=style.MIN_FONT)
     return save(fig, outdir, "sc_invalid_mass")

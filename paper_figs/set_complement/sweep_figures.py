@@ -16,10 +16,10 @@ from resharpen.experiments.set_complement.train import attn_out_margin
 from resharpen.paper_figs import save, style
 
 
-def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
+def fig_placements(runs: list[dict], metric: str = "invalid_mass", profile: str | None = None):
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.8))
     placements = sorted({r["config"]["model"]["norm"] for r in runs})
     for norm in placements:
         group = [r for r in runs if r["config"]["model"]["norm"] == norm]
@@ -28,21 +28,24 @@ def fig_placements(runs: list[dict], metric: str = "invalid_mass"):
         s = [x["length"] for x in group[0]["per_length"]["raw"]]
         mean, sd = _mean_sd(curves)
         colour = style.placement_color(norm)
-        ax.plot(s, mean, color=colour, label=f"{norm} (n={len(group)})")
+        ax.plot(s, mean, color=colour, marker=style.PLACEMENT_MARKERS[norm], ms=3, mfc="none",
+                label=f"{norm} (n={len(group)})")
         ax.fill_between(s, mean - sd, mean + sd, color=colour, alpha=0.15)
     c = runs[0]["config"]["task"]
-    style.vline(ax, c["train_len"])
+    style.vline(ax, c["train_len"], label="L_train")
     style.reference(ax, s, np.array(s) / c["vocab"], lw=0.8, ls=":", label="s / v (no signal)")
-    ax.set(xlabel="input length s", ylabel=f"{metric.replace('_', ' ')} (exact)",
-           title=f"v = {c['vocab']}: mean ± std over the runs of a placement; dashed = L_train")
-    ax.legend()
+    ax.set(xlabel="input length s", ylabel=f"{metric.replace('_', ' ')} (exact)")
+    ax.set_title(f"{context(runs, profile)}: mean over the runs of a placement,\n"
+                 "band ± sample std (primary weights)", fontsize=style.MIN_FONT)
+    ax.tick_params(labelsize=style.MIN_FONT)
+    style.legend_below(ax, ncol=2)
     return fig
 
 
-def fig_dropout(rows: list[dict]):
+def fig_dropout(rows: list[dict], heading: str = ""):
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.0, 4.0))
+    fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.8))
     rng = np.random.default_rng(0)
     for kind, colour in (("none", style.WEIGHT_COLORS["raw"]), ("ema", style.WEIGHT_COLORS["ema"]),
                          ("bema", style.WEIGHT_COLORS["bema"])):
@@ -52,17 +55,19 @@ def fig_dropout(rows: list[dict]):
         x = np.array([r.get("model.attn_dropout", 0.0) for r in sel], dtype=float)
         ax.scatter(x + rng.uniform(-0.01, 0.01, len(x)), [r["ood_kl"] for r in sel], s=14,
                    color=colour, alpha=0.7, label=f"{kind} (n={len(sel)})")
-    ax.set(xlabel="attention dropout (jittered)", ylabel="OOD KL(p* || p)", yscale="log",
-           title="dropout vs OOD KL, coloured by the primary weights")
-    ax.legend()
+    ax.set(xlabel="attention dropout (jittered)", ylabel="OOD KL(p* || p)", yscale="log")
+    ax.set_title(f"{heading}dropout vs OOD KL, one point per run,\ncoloured by its primary weights",
+                 fontsize=style.MIN_FONT)
+    ax.tick_params(labelsize=style.MIN_FONT)
+    style.legend_below(ax, ncol=3)
     return fig
 
 
-def fig_margins(runs: list[dict]):
+def fig_margins(runs: list[dict], profile: str | None = None):
     import matplotlib
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.8))
     v = runs[0]["config"]["task"]["vocab"]
     s = np.arange(2, v)
     for norm in sorted({r["config"]["model"]["norm"] for r in runs}):
@@ -71,20 +76,26 @@ def fig_margins(runs: list[dict]):
                        if x["length"] >= 2] for r in group], dtype=float)
         a = summary_stats([r["summary"]["margin_exponent"] for r in group])["mean"]
         ax.plot(s, np.nanmean(m, 0), color=style.placement_color(norm),
-                label=f"learned, {norm} (fitted a = {a:.2f})")
+                marker=style.PLACEMENT_MARKERS[norm], ms=3, mfc="none",
+                label=f"learned, {norm} (fitted a = {a:.2f}, n = {len(group)})")
     m2 = float(np.nanmean([[x["margin_nonquery_min"] for x in r["per_length"][r["summary"]["primary"]]
                             if x["length"] == 2][0] for r in runs]))
     style.reference(ax, s, m2 * 2 / s, ls="--",
-                    label=f"construction / theory, no norm: m_2 (2/s), m_2 = {m2:.2f}, a = 1")
+                    label=f"construction / theory, no norm: m_2 (2/s),\nm_2 = {m2:.2f} "
+                          "(mean over all runs), a = 1")
     shape = attn_out_margin(v, s.astype(float))
     style.reference(ax, s, m2 * shape / shape[0], ls=":", lw=1.2, label="attn_out theory, same m_2")
     ax.set_xscale("log")
+    ax.set_xticks([t for t in (2, 3, 5, 10, 20, 50, 100, 200, 500, 1000) if t < v])
     ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-    ax.set( xlabel="input length s", ylabel="mean min non-query margin",
-           title="learned margins vs the construction and the theory")
-    style.hline(ax, 0, color=style.MUTED)
-    ax.legend()
+    ax.set(xlabel="input length s", ylabel="mean min non-query margin")
+    ax.set_title(f"{context(runs, profile)}: learned margins (mean over the runs of a\n"
+                 "placement, primary weights) vs the construction and the theory",
+                 fontsize=style.MIN_FONT)
+    ax.tick_params(labelsize=style.MIN_FONT)
+    style.hline(ax, 0, color=style.MUTED, label="zero margin")
+    style.legend_below(ax)
     return fig
 
 
@@ -106,7 +117,8 @@ def context(runs: list[dict], profile: str | None) -> str:
     return vocab + (f", {profile} profile" if profile else "")
 
 
-def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass", profile: str | None = None):
+def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass", profile: str | None = None,
+                  sweep: str = ""):
     """The raw, EMA and BEMA weights' ``metric`` over training, one panel per placement: mean
     ± sample std over the runs of that placement (the band is the spread of everything else
     the sweep varies: seeds, and in a search also lr, dropout, EMA decay). A panel uses the
@@ -135,8 +147,8 @@ def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass", profile: s
         counts[norm] = len(group)
         left_out = len(schedules) - len(group)
         ax.set(xlabel="step")
-        ax.set_title(f"{norm} (n = {len(group)} runs)" + (f"\n({left_out} runs on other "
-                                                           "schedules left out)" if left_out else ""),
+        ax.set_title(f"{norm}\n(n = {len(group)} runs)" + (f"\n({left_out} on other "
+                                                            "schedules left out)" if left_out else ""),
                      fontsize=style.MIN_FONT + 1)
         ax.tick_params(labelsize=style.MIN_FONT)
     axes[0][0].set_ylabel(metric.replace("_", " "))
@@ -145,7 +157,8 @@ def fig_averaging(runs: list[dict], metric: str = "ood_invalid_mass", profile: s
             for kind, colour in style.WEIGHT_COLORS.items()]
     keys.append(style.key("band: ± sample std over the runs", lw=6, alpha=0.3,
                           color=style.MUTED))
-    fig.suptitle(f"{context(runs, profile)}: raw vs EMA vs BEMA weights over training",
+    fig.suptitle(f"{context(runs, profile)}" + (f" (sweep {sweep})" if sweep else "")
+                 + ": raw vs EMA vs BEMA weights over training",
                  fontsize=style.MIN_FONT + 1)
     fig.tight_layout()
     style.legend_below(fig, keys, ncol=2)
@@ -163,9 +176,10 @@ def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "marg
     rows = read_table(root)
     quick = profile == "quick" or Path(root).name.endswith("-quick")
     named = "quick" if quick else profile
-    builders = {"placements": lambda: fig_placements(runs), "dropout": lambda: fig_dropout(rows),
-                "margins": lambda: fig_margins(runs),
-                "averaging": lambda: fig_averaging(runs, profile=named)}
+    builders = {"placements": lambda: fig_placements(runs, profile=named),
+                "dropout": lambda: fig_dropout(rows, heading=context(runs, named) + ": "),
+                "margins": lambda: fig_margins(runs, profile=named),
+                "averaging": lambda: fig_averaging(runs, profile=named, sweep=Path(root).name)}
     paths = []
     for name in names:
         paths += save(builders[name](), outdir, f"{prefix}_{name}", "quick" if quick else None)
