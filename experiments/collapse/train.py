@@ -243,8 +243,14 @@ def train_group(configs: list[dict], progress: bool = False) -> list[dict]:
     float32 rounding. Each run draws its own stream (its seed's Zipf-Markov matrix and
     generator) and ends at its first non-finite loss."""
     from resharpen.experiments.core.sweep import check_shared
+    from resharpen.experiments.core.train import model_config, stacking_pays
 
     check_shared(configs)
+    first = configs[0]
+    if len(configs) > 1 and not stacking_pays(
+            model_config(first, first["task"]["vocab"], first["task"]["train_len"]),
+            first["train"]["batch_size"], first["task"]["train_len"]):
+        return [result for config in configs for result in train_group([config], progress)]
     start = time.perf_counter()
     k, first = len(configs), configs[0]
     t, tr, m = first["task"], first["train"], first["model"]

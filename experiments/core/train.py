@@ -233,6 +233,24 @@ def members_state(models: list[nn.Module], trains: list[dict],
     return ensemble_state(models, trains, lambda k: lr_factor(k, first), weights)
 
 
+STACK_MAX_ACTIVATION = 65536
+"""The largest per-member activation (batch x sequence x the widest of d_model and the MLP
+width) at which stacking members pays (:func:`stacking_pays`), from benchmarks/bench_engine.py
+on this 2-core machine: 128 x 64 (one-layer Set Complement, batch 8) 3.7-5.5x and 256 x 96 (the
+collapse stacks) 2.0-2.3x faster per member; 1280 x 256 (the 2 x 64 language model, batch 32)
+0.77-0.92x, slower: its elementwise work is memory-bound and stacking leaves the cache."""
+
+
+def stacking_pays(cfg, batch: int, seq: int) -> bool:
+    """Whether K runs of model config ``cfg`` at ``batch`` sequences of ``seq`` tokens train
+    faster per member stacked (:mod:`resharpen.experiments.core.engine`) than one at a time:
+    batch x seq x max(d_model, MLP width) <= :data:`STACK_MAX_ACTIVATION`. The slices'
+    ``train_group`` trains the runs one at a time otherwise (the same numbers up to float32
+    rounding), and records ``ensemble`` = K in a run's summary only when it was stacked."""
+    width = max(cfg.d_model, cfg.mlp_width if cfg.mlp else 0)
+    return batch * seq * width <= STACK_MAX_ACTIVATION
+
+
 def is_record_step(step: int, every: int, steps: int) -> bool:
     """Steps (1-based) with a history row: every ``every`` steps (0: none) and the last."""
     return step == steps or bool(every and step % every == 0)

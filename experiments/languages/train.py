@@ -63,7 +63,8 @@ import numpy as np
 import torch
 
 from resharpen.experiments.core.targets import TrainingTarget, label_generator, make_batch
-from resharpen.experiments.core.train import fit_members, members_state, seeded_model, weight_sets
+from resharpen.experiments.core.train import (fit_members, members_state, model_config,
+                                              seeded_model, stacking_pays, weight_sets)
 from resharpen.experiments.languages.config import SCHEMA, build_task, make_config
 
 METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
@@ -215,6 +216,12 @@ def train_group(configs: list[dict], *, progress: bool = False,
     model; return each run's {config, per_length, summary, history, weights}: what
     :func:`train` gives for it alone, up to float32 rounding (each member draws its data from
     its own run's generator)."""
+    first = configs[0]
+    if len(configs) > 1 and not stacking_pays(
+            model_config(first, build_task(first).size, first["task"]["eval_len"]),
+            first["train"]["batch_size"], first["task"]["train_len"]):
+        return [result for config in configs
+                for result in train_group([config], progress=progress, eval_data=eval_data)]
     return _train_members(configs, progress=progress, eval_data=eval_data)[0]
 
 

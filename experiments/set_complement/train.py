@@ -64,7 +64,7 @@ from resharpen.experiments.core.model import ModelConfig
 from resharpen.experiments.core.set_complement_task import seen_mask
 from resharpen.experiments.core.targets import Batch, TrainingTarget, label_generator, make_batch
 from resharpen.experiments.core.train import (fit_members, members_state, model_config,
-                                              seeded_model, weight_sets)
+                                              seeded_model, stacking_pays, weight_sets)
 from resharpen.experiments.set_complement.config import SCHEMA, load_config
 from resharpen.experiments.set_complement.evaluate import evaluate_lengths
 
@@ -199,6 +199,11 @@ def train_group(configs: list[dict], *, progress: bool = False,
     each run's {config, per_length, summary, history, weights}, what :func:`train` gives for it
     alone (up to float32 rounding). Under the stopping rule each member ends at its own fit:
     its weights are kept at that step while the others train on."""
+    first = configs[0]
+    if len(configs) > 1 and not stacking_pays(sc_model_config(first), first["train"]["batch_size"],
+                                              first["task"]["train_len"]):
+        return [result for config in configs for result in train_group(
+            [config], progress=progress, history_per_length=history_per_length)]
     return _train_members(configs, progress=progress, history_per_length=history_per_length)[0]
 
 

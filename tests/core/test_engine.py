@@ -149,3 +149,15 @@ def test_refusals():
         members(torch.full((2, 2, 4), VOCAB, dtype=torch.long))
     with pytest.raises(ValueError, match="3 entries for 2"):
         per_member([1, 2, 3], 2, "lr")
+
+
+def test_stacking_pays_only_where_the_benchmark_measured_a_gain():
+    """The rule the slices' train_group uses to stack runs or train them one at a time: the
+    measured shapes fall on the measured side (benchmarks/bench_engine.py)."""
+    from resharpen.experiments.core.train import stacking_pays
+
+    set_complement = ModelConfig(vocab=64, d_model=64)
+    collapse = ModelConfig(vocab=64, d_model=32, n_layers=24, n_heads=2, mlp="swiglu", d_mlp=96)
+    language = ModelConfig(vocab=6, d_model=64, n_layers=2, n_heads=4, mlp="gelu")
+    assert stacking_pays(set_complement, 8, 16) and stacking_pays(collapse, 8, 32)
+    assert not stacking_pays(language, 32, 40)

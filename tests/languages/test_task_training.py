@@ -387,3 +387,17 @@ def test_stopping_rule_ends_each_member_at_its_own_fit():
     assert 0.2 < chance < 0.8
     with pytest.raises(ValueError, match="not below a tenth of the in-distribution illegal mass"):
         make_config({"task": {"name": "dyck1"}, "fit": {"until_id_illegal_mass": chance / 5}})
+
+
+def test_a_group_where_stacking_does_not_pay_trains_one_run_at_a_time():
+    from resharpen.experiments.languages.train import train_group
+
+    configs = [make_config({"task": {"name": "dyck2", "train_len": 40, "eval_len": 41},
+                            "model": {"d_model": 64, "n_layers": 2, "n_heads": 4},
+                            "train": {"seed": seed, "steps": 2, "warmup": 1, "batch_size": 32},
+                            "eval": {"count": 4}}) for seed in (0, 1)]
+    results = train_group(configs)
+    assert [r["config"]["train"]["seed"] for r in results] == [0, 1]
+    assert all("ensemble" not in r["summary"] for r in results)
+    alone = train(configs[1], progress=False)
+    assert results[1]["weights"].tensors["raw"]["W_U"].equal(alone["weights"].tensors["raw"]["W_U"])
