@@ -161,3 +161,14 @@ def test_stacking_pays_only_where_the_benchmark_measured_a_gain():
     language = ModelConfig(vocab=6, d_model=64, n_layers=2, n_heads=4, mlp="gelu")
     assert stacking_pays(set_complement, 8, 16) and stacking_pays(collapse, 8, 32)
     assert not stacking_pays(language, 32, 40)
+
+
+def test_the_comparison_can_fail():
+    """A lone run whose learning rate is off by 1% misses its member by far more than the
+    tolerance: the equality tests above can fail."""
+    shape = SHAPES["post-1layer"]
+    member = MEMBERS[1]
+    together = ensemble_runs(shape)[1]
+    wrong = lone_run(shape, dict(member, lr=member["lr"] * 1.01))
+    with pytest.raises(AssertionError, match="relative gap"):
+        assert_same(wrong, together, "lr off by 1%")
