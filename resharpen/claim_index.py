@@ -8,7 +8,7 @@ and saying where their code is needs none of that: this module reads ``claims_in
     python -m resharpen.claim_index --write
 
 It holds every claim's fields (id, source, statement, kind, tolerance, erratum, module, expected
-status, cost) and, for ``--where``, the file and qualified name of its check and of each
+status, cost, and where its expected value comes from: expected_from, origin, derived_by) and, for ``--where``, the file and qualified name of its check and of each
 derivation the check uses (:func:`resharpen.experiments.ledger.where`), plus the SHA-256 of the
 files that declare claims (every claims module and ``resharpen/claims.py``). The lines are found
 when asked, in the source files' syntax trees (a function's or class's first decorator, else its
@@ -34,7 +34,7 @@ from resharpen.experiments.core.io import shown_path
 PACKAGE = Path(__file__).parent
 """The ``resharpen`` folder as imported (its sub-packages are symlinks to the top folders)."""
 INDEX = PACKAGE / "claims_index.json"
-VERSION = 1
+VERSION = 2  # 2: the origin of each expected value (expected_from, origin, derived_by)
 
 
 def module_file(module: str) -> Path:
@@ -96,6 +96,8 @@ def build() -> dict:
             "id": c.id, "source": c.source, "statement": c.statement, "kind": c.kind,
             "tolerance": c.tolerance, "erratum": c.erratum, "module": c.module,
             "expected_status": c.expected_status, "cost": c.cost,
+            "expected_from": c.expected_from, "origin": c.origin,
+            "derived_by": list(c.derived_by),
             "where": [place(check)] + [place(obj) for obj in _derivations(check)],
         })
     modules = sorted(set(PREFIX_MODULES.values()) | {c["module"] for c in claims})
@@ -132,7 +134,9 @@ class Index:
 
         fields = ("id", "source", "statement", "kind", "tolerance")
         return [Claim(*(e[f] for f in fields), check=None, erratum=e["erratum"],
-                      module=e["module"], expected_status=e["expected_status"], cost=e["cost"])
+                      module=e["module"], expected_status=e["expected_status"], cost=e["cost"],
+                      expected_from=e["expected_from"], origin=e["origin"],
+                      derived_by=tuple(e["derived_by"]))
                 for e in self.data["claims"]]
 
     def where(self, claim_id: str) -> list[str] | None:

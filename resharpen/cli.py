@@ -30,7 +30,7 @@ def add_verify(sub) -> None:
                    help="only claims whose id matches this glob (repeatable)")
     p.add_argument("--json", metavar="PATH", help="write the ledger as JSON ('-' for stdout)")
     p.add_argument("--markdown", metavar="PATH", help="write the ledger as Markdown")
-    p.add_argument("--list", action="store_true", help="list the claims without running them")
+    p.add_argument("--list", action="store_true", help="list the claims without running them: id, kind, where the expected value comes from (paper | derivation | statement | regression), source")
     p.add_argument("--where", metavar="ID",
                    help="print the file:line of the check of each claim matching this id or glob "
                         "and of the theory and construction functions it uses; run nothing")
@@ -48,18 +48,20 @@ def add_verify(sub) -> None:
                    help="with --write-baseline and --only: write the partial baseline anyway")
     p.add_argument("--mutate", action="store_true",
                    help="the mutation test: run each check with each derivation it uses "
-                        "perturbed (x -> x(1+1e-3)+1e-3), print which claims a mutation kills "
-                        "(PASS -> FAIL/ERROR) and which survive; --json writes its results; one "
-                        "check at a time, each in a forked process (--workers does not apply)")
+                        "mutated by each operator (x -> x(1+-EPS)+-EPS, two arguments swapped, "
+                        "a term dropped, a constant returned), print which claims and (claim, "
+                        "function) pairs a mutation kills (a status change) and which survive; "
+                        "--json writes its results; one check at a time, each in a forked "
+                        "process (--workers does not apply)")
     p.add_argument("--step", type=finite_float, default=1e-3, metavar="EPS",
-                   help="with --mutate: the perturbation x -> x(1+EPS)+EPS (default 1e-3; a "
+                   help="with --mutate: the perturbation x -> x(1+-EPS)+-EPS (default 1e-3; a "
                         "larger one tells a loose tolerance from a circular check)")
-    p.add_argument("--max-seconds", type=finite_float, default=5.0, metavar="S",
-                   help="with --mutate: skip claims whose unmutated check takes over S seconds "
-                        "(default 5)")
-    p.add_argument("--timings", metavar="LEDGER_JSON",
-                   help="with --mutate: skip before running the claims a recorded ledger "
-                        "(`verify --json`) shows over --max-seconds")
+    p.add_argument("--costs", choices=("fast", "all"), default=None,
+                   help="with --mutate: the declared cost classes to run (default fast: the "
+                        "claims declared cost=\"slow\" are skipped; all: every claim)")
+    p.add_argument("--operators", default=None, metavar="OPS",
+                   help="with --mutate: comma-separated operators (default every one: "
+                        "up,down,swap,drop,const)")
     p.set_defaults(handler=run_verify)
 
 
@@ -96,8 +98,9 @@ def run_verify(args) -> int:
         if args.mutate and (args.baseline or args.write_baseline or args.markdown):
             raise ValueError("--mutate writes only --json, not --baseline, --write-baseline or "
                              "--markdown")
-        if args.timings and not args.mutate:
-            raise ValueError("--timings is an option of --mutate")
+        for flag, value in (("--costs", args.costs), ("--operators", args.operators)):
+            if value is not None and not args.mutate:
+                raise ValueError(f"{flag} is an option of --mutate")
         if not args.step > 0:
             raise ValueError(f"--step must be > 0, got {args.step:g}")
     if args.mutate and not (args.where or args.list):
@@ -111,10 +114,13 @@ def run_verify(args) -> int:
             print(c.id)
             for place in places[c.id]:
                 print(f"  {place}")
+            print(f"  expected value from the {c.expected_from}: {c.origin}")
+            if c.derived_by:
+                print(f"  derived by: {', '.join(c.derived_by)}")
         return 0
     if args.list:
         for c in chosen:
-            print(f"{c.id:48s} {c.kind:10s} {c.source}")
+            print(f"{c.id:48s} {c.kind:10s} {c.expected_from:10s} {c.source}")
         return 0
     from resharpen.experiments.core.progress import per_item
 
@@ -156,14 +162,20 @@ def run_mutation_test(args, chosen) -> int:
     from resharpen.experiments.ledger import mutation
     from resharpen.experiments.core.io import atomic_write_text
 
+    operators = tuple(mutation.OPERATORS)
     with bad_input():
-        timings = mutation.recorded_seconds(args.timings) if args.timings else None
+        if args.operators is not None:
+            operators = tuple(o.strip() for o in args.operators.split(",") if o.strip())
+            unknown = [o for o in operators if o not in mutation.OPERATORS]
+            if unknown or not operators:
+                raise ValueError(f"--operators: unknown {unknown or args.operators!r}; one or "
+                                 f"more of {','.join(mutation.OPERATORS)}")
+    costs = ("fast", "slow") if args.costs == "all" else ("fast",)
     from resharpen.experiments.core.progress import per_item
 
     with per_item("mutate", len(chosen), "claim", lambda r: {r.id: r.verdict}) as done:
-        results = mutation.run_mutations(chosen, args.profile, step=args.step,
-                                         max_seconds=args.max_seconds, timings=timings,
-                                         on_done=done)
+        results = mutation.run_mutations(chosen, args.profile, step=args.step, costs=costs,
+                                         operators=operators, on_done=done)
     print(mutation.format_table(results))
     if args.json:
         text = mutation.to_json(results, args.profile, args.step)

@@ -53,7 +53,11 @@ def one_thread():
 @claim("collapse.prefix_norm_identities", source=f"{SRC} Thm 3.2 proof",
        statement="||C_n||_F^2 = H_n and ||Pi_1 C_n||_F^2 = 2 - H_n/n for every n >= 1",
        kind="symbolic", tolerance="exact (symbolic residuals 0; explicit rational matrices n <= N)",
-       cost="fast")
+       cost="fast",
+       expected_from="statement",
+       origin="the identities themselves: their right sides H_n and 2 - H_n/n (sympy's "
+              "harmonic(n)) against sums of squared entries of the explicit Fraction matrices "
+              "and an induction; expected residuals and mismatches 0")
 def check_prefix_norm_identities(profile: str) -> Outcome:
     residuals = col.derive_norm_identities()
     top = pick(profile, quick=40, full=100)
@@ -72,7 +76,11 @@ def check_prefix_norm_identities(profile: str) -> Outcome:
 @claim("collapse.delta_attn_formula", source=f"{SRC} Thm 3.2 + Assumption 3.1",
        statement="ratio-of-expectations step under the equal-correlation closure equals "
                  "s f1/(1 + s f2) with the paper's f1, f2",
-       kind="symbolic", tolerance="exact (sympy residual 0)", cost="fast")
+       kind="symbolic", tolerance="exact (sympy residual 0)", cost="fast",
+       expected_from="statement",
+       origin="an identity, so residual 0: the ratio of expectations derived from the closure's "
+              "traces (theory.collapse.attention.derive_delta_attn) minus the paper's s f1/(1 + "
+              "s f2), typed there as separate expressions")
 def check_delta_attn_formula(profile: str) -> Outcome:
     out = col.derive_delta_attn()
     t = out["symbols"][1]
@@ -83,7 +91,11 @@ def check_delta_attn_formula(profile: str) -> Outcome:
 
 @claim("collapse.delta_attn_properties", source=f"{SRC} Thm 3.2",
        statement="Delta_attn > 0 on [1/n, 1), increasing in s, f1 maximal at t = (n-1)/(2n)",
-       kind="symbolic", tolerance="exact signs; grid n in 3..4096, s in [1e-3, 1e3]", cost="fast")
+       kind="symbolic", tolerance="exact signs; grid n in 3..4096, s in [1e-3, 1e3]", cost="fast",
+       expected_from="statement",
+       origin="the statement's signs and argmax: Delta_attn > 0, dDelta/ds = f1/(1+s f2)^2, f1''"
+              " < 0 and argmax (n-1)/(2n), typed in the check; measured on delta_attn / f1 "
+              "numerically and on derive_attn_properties symbolically")
 def check_delta_attn_properties(profile: str) -> Outcome:
     p = col.derive_attn_properties()
     n, t, s, H, _alpha = p["symbols"]
@@ -113,7 +125,11 @@ def check_delta_attn_properties(profile: str) -> Outcome:
 @claim("collapse.swiglu_moment", source=f"{SRC} Thm 3.4",
        statement="m(0) ~ 0.006 and m(1) ~ 0.100 at v0 = d sigma_1^2 = 1/3 (standard init)",
        kind="numeric", tolerance="half a unit of the printed digit (abs 5e-4); MC within 4 s.e.",
-       cost="fast")
+       cost="fast",
+       expected_from="paper",
+       origin="m(0) ~ 0.006 and m(1) ~ 0.100 as printed in 2608.09417 Thm 3.4 (2nd-hand); the "
+              "Monte Carlo mean of silu^2 is a second check of the quadrature (it shares "
+              "swiglu.silu with it)")
 def check_swiglu_moment(profile: str) -> Outcome:
     m0, m1 = (float(x) for x in ffn.swiglu_moment([0.0, 1.0]))
     rng = np.random.default_rng(0)
@@ -130,7 +146,11 @@ def check_swiglu_moment(profile: str) -> Outcome:
 @claim("collapse.ffn_damping_bound", source=f"{SRC} Thm 3.4",
        statement="Delta_FFN <= 0 and |Delta_FFN| <= xi m(1) (~0.011 at xi = 1/9); m increasing",
        kind="numeric", tolerance="on a grid t in [1/n, 1], n in {16, 256}, xi in {1/9, 4/9, 16/9}",
-       cost="fast")
+       cost="fast",
+       expected_from="statement",
+       origin="the statement's sign and bound: Delta_FFN <= 0 and |Delta_FFN| <= xi m(1) "
+              "(ffn_bound), with the paper's printed ~0.011 at xi = 1/9; both sides use the same"
+              " m (swiglu_moment), so the check tests the relation, not m")
 def check_ffn_damping_bound(profile: str) -> Outcome:
     worst_ratio, max_val = 0.0, -np.inf
     for n in (16, 256):
@@ -151,7 +171,13 @@ def check_ffn_damping_bound(profile: str) -> Outcome:
 @claim("collapse.rms_jacobian_formula", source=f"{SRC} Sec 3.2",
        statement="J_RMS(y) = (sqrt d/|y|)(I - y y^T/|y|^2): matches finite differences, "
                  "||J||_2 = sqrt d/|y|, J y = 0",
-       kind="numeric", tolerance="rel 1e-6 (central differences, h = 1e-6)", cost="fast")
+       kind="numeric", tolerance="rel 1e-6 (central differences, h = 1e-6)", cost="fast",
+       expected_from="derivation",
+       origin="the closed form (sqrt d/|y|)(I - y y^T/|y|^2) of Sec 3.2 (rms.rms_jacobian, "
+              "rms_jacobian_norm) against central differences of rms.rms_norm: the formula is "
+              "typed, it does not differentiate rms_norm",
+       derived_by=("resharpen.theory.collapse.rms.rms_jacobian",
+                   "resharpen.theory.collapse.rms.rms_jacobian_norm"))
 def check_rms_jacobian_formula(profile: str) -> Outcome:
     rng = np.random.default_rng(1)
     worst_fd, worst_norm, worst_kernel = 0.0, 0.0, 0.0
@@ -172,7 +198,11 @@ def check_rms_jacobian_formula(profile: str) -> Outcome:
 @claim("collapse.rescaling_bound", source=f"{SRC} Thm C.6",
        statement="max(sqrt t - eta, 0)^2/(1+eta)^2 <= t_sim(TY) <= (sqrt t + eta)^2/(1-eta)^2",
        kind="numeric", tolerance="no violation beyond 1e-12 over random and extreme T, Y",
-       cost="fast")
+       cost="fast",
+       expected_from="derivation",
+       origin="Thm C.6's two bounds in eta and t (rms.rescaling_bounds, a closed form) against "
+              "t_sim of the rescaled rows measured by attention.t_sim",
+       derived_by="resharpen.theory.collapse.rms.rescaling_bounds")
 def check_rescaling_bound(profile: str) -> Outcome:
     rng = np.random.default_rng(2)
     trials = pick(profile, quick=2000, full=20000)
@@ -202,7 +232,14 @@ def check_rescaling_bound(profile: str) -> Outcome:
        statement="||X - Pi_1 X||_F <= eps implies CE(XW) >= L_freq - 2||W||_2 eps/sqrt(n); "
                  "p_freq attains L_freq",
        kind="numeric", tolerance="no violation over random and gradient-adversarial states",
-       cost="fast")
+       cost="fast",
+       expected_from="derivation",
+       origin="Thm 3.8(i)'s floor L_freq - 2||W||_2 eps/sqrt(n) (rms.loss_floor, from label "
+              "counts) against the cross-entropy of random and adversarial states "
+              "(rms.cross_entropy); the attainment part compares CE(log p_freq) with L_freq, "
+              "both defined from the label frequencies (the statement's definition)",
+       derived_by=("resharpen.theory.collapse.rms.loss_floor",
+                   "resharpen.theory.collapse.rms.frequency_loss"))
 def check_loss_floor(profile: str) -> Outcome:
     rng = np.random.default_rng(3)
     trials = pick(profile, quick=300, full=3000)
@@ -284,7 +321,13 @@ def trajectory_claim(claim_id: str, stack: str, k: float, expected_status: str =
            statement=f"random-weight causal {text}, init variances x{k:g} "
                      f"(s = xi = {k * k:g}/9), n = d = 256",
            kind="numeric", tolerance=f"abs {TRAJECTORY_TOL} on t_sim at every layer",
-           cost="fast", expected_status=expected_status)
+           cost="fast", expected_status=expected_status,
+           expected_from="derivation",
+           origin="the similarity recursion t <- t + Delta_attn (+ Delta_FFN) of "
+                  "theory.collapse.recursion (closed forms of Thm 3.2 / 3.4) against the Monte "
+                  "Carlo t_sim of random-weight torch stacks "
+                  "(experiments.collapse.stack.simulate)",
+           derived_by="resharpen.theory.collapse.recursion.recursion")
     def check_trajectory_follows_recursion(profile: str) -> Outcome:
         return trajectory_outcome(profile, norm, mlp, k)
 
@@ -340,7 +383,13 @@ def one_layer_outcome(steps, theory, profile: str, mlp: str | None = None) -> Ou
        statement="one causal attention layer at init (n = d = 256): E t_sim(Y) - t_sim(X) = "
                  "Delta_attn(s, t) for t in {0.1, 0.5, 0.9}, s = k^2/9, k in {1, 2, 4}",
        kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean",
-       cost="slow")
+       cost="slow",
+       expected_from="derivation",
+       origin="Thm 3.2's closed form Delta_attn(s, t) = s f1/(1 + s f2) "
+              "(theory.collapse.attention.delta_attn) at each draw's input similarity, against "
+              "the measured step of a torch attention layer (stack.attention_steps, which "
+              "computes no theory)",
+       derived_by="resharpen.theory.collapse.attention.delta_attn")
 def check_attn_step_one_layer(profile: str) -> Outcome:
     def attention(cfg):
         return attention_steps(cfg, [0.0])[0]
@@ -356,7 +405,12 @@ def check_attn_step_one_layer(profile: str) -> Outcome:
        statement="one SwiGLU sublayer at init (n = d = 256, equal-correlation input): "
                  "E t_sim(Y) - t_sim(X) = Delta_FFN(xi, t), t in {0.1, 0.5, 0.9}, k in {1, 2, 4}",
        kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean",
-       cost="slow")
+       cost="slow",
+       expected_from="derivation",
+       origin="Thm 3.4's Delta_FFN(xi, t) (theory.collapse.swiglu.delta_ffn, Gauss-Hermite "
+              "moments) against the measured step of a torch SwiGLU sublayer (stack.ffn_steps, "
+              "which computes no theory)",
+       derived_by="resharpen.theory.collapse.swiglu.delta_ffn")
 def check_ffn_step_one_layer(profile: str) -> Outcome:
     def theorem_3_4(cfg, t):
         return ffn.delta_ffn(cfg.xi, t, cfg.n, v0=cfg.v0)
@@ -369,7 +423,12 @@ def check_ffn_step_one_layer(profile: str) -> Outcome:
        statement="after one attention step at standard init, E||Y_i||^2 = alpha + beta/i with "
                  "alpha = d + d^2 rho sigma_W^2, beta = d^2 sigma_W^2 (1 - rho) (n = d = 256)",
        kind="numeric", tolerance="rel 0.05 at every position (k = 1); k = 4 reported only",
-       cost="fast")
+       cost="fast",
+       expected_from="derivation",
+       origin="Lemma C.5's profile alpha + beta/i (theory.collapse.attention.row_norm_profile, a"
+              " closed form) against the sample mean of ||Y_i||^2 of a torch attention layer "
+              "(stack.row_norms_after_attention)",
+       derived_by="resharpen.theory.collapse.attention.row_norm_profile")
 def check_row_norms_after_attention(profile: str) -> Outcome:
     """The measurement is the simulation's sample mean of ||Y_i||^2; the expectation is Lemma
     C.5's profile from theory/collapse at the input's design correlation rho = (n t0 - 1)/(n - 1)
@@ -405,7 +464,10 @@ DEAVERAGING_MARGIN = 0.05
                                  "(0, 0.2, ..., 1); TOST of step(1) within +-0.05 mean step(0) "
                                  "(margin fixed beforehand); Holm over the 6 tests, alpha 0.05: "
                                  "PASS when all shown, FAIL when an opposite is, else "
-                                 "INCONCLUSIVE", cost="fast")
+                                 "INCONCLUSIVE", cost="fast",
+       expected_from="statement",
+       origin="the statement's ordering and absence: steps decrease in alpha and step(1) = 0 "
+              "within the margin 0.05 step(0) fixed beforehand (TOST); no theory value enters")
 def check_deaveraging_mc(profile: str) -> Outcome:
     """The removal at alpha = 1 is an absence, so it is shown by an equivalence test (TOST) with
     its margin, never by a small sample mean; the decrease by paired tests on the same draws."""
@@ -436,7 +498,12 @@ def check_deaveraging_mc(profile: str) -> Outcome:
 @claim("collapse.swiglu_damping_in_stack", source=f"{SRC} Thm 3.4, Fig 1",
        statement="in the Post-Norm stack the SwiGLU steps are small and negative: mean < 0, "
                  "every layer |Delta| <= xi m(1)",
-       kind="numeric", tolerance="sample-mean steps, no slack on the bound", cost="fast")
+       kind="numeric", tolerance="sample-mean steps, no slack on the bound", cost="fast",
+       expected_from="statement",
+       origin="the statement's sign (mean step < 0) and the bound xi m(1) "
+              "(theory.collapse.swiglu.ffn_bound) against the SwiGLU steps measured in a torch "
+              "Post-Norm stack",
+       derived_by="resharpen.theory.collapse.swiglu.ffn_bound")
 def check_swiglu_damping_in_stack(profile: str) -> Outcome:
     cfg = StackConfig(norm="post", mlp="swiglu", multiplier=1.0, seed=5, **stack_sizes(profile))
     r = simulate(cfg)
@@ -501,7 +568,10 @@ def prefix_averaging_outcome(n: int, depth: int, batches: int, per_batch: int, s
                  "most the paper's 2.1% average (paper: 2.7% layer 1, 1.2% layer 48)",
        kind="numeric", tolerance="one-sided 95% upper bound of the debiased distance (t over "
                                  "independent batches) <= 0.021; lower bound > 0.021 is a FAIL",
-       cost="slow")
+       cost="slow",
+       expected_from="paper",
+       origin="0.021, the paper's average ||E[P] - C_n||_F/||C_n||_F printed in 2608.09417 App "
+              "F.2 (2.7% at layer 1, 1.2% at layer 48)")
 def check_prefix_averaging(profile: str) -> Outcome:
     size = pick(profile, quick=dict(depth=12, batches=8, per_batch=8),
                 full=dict(depth=48, batches=8, per_batch=32))
@@ -511,7 +581,11 @@ def check_prefix_averaging(profile: str) -> Outcome:
 @claim("collapse.rms_autograd", source=f"{SRC} Sec 3.2",
        statement="through RMSNorm <y, dL/dy> = 0 and the autograd Jacobian is "
                  "(sqrt d/|y|)(I - yy^T/|y|^2) with spectral norm sqrt d/|y|",
-       kind="numeric", tolerance="1e-12 (float64)", cost="fast")
+       kind="numeric", tolerance="1e-12 (float64)", cost="fast",
+       expected_from="statement",
+       origin="an identity, residual 0: torch autograd through RMSNorm against the typed "
+              "Jacobian (sqrt d/|y|)(I - yy^T/|y|^2) and <y, dL/dy> = 0 "
+              "(experiments.collapse.backward.rms_gradient_check)")
 def check_rms_autograd(profile: str) -> Outcome:
     w = back.rms_gradient_check(d=pick(profile, quick=64, full=256))
     return Outcome(measured=", ".join(f"{k} {v:.1g}" for k, v in w.items()), expected="< 1e-12",
@@ -522,7 +596,11 @@ def check_rms_autograd(profile: str) -> Outcome:
        statement="at exact collapse a gradient step on W_O (or W2) gives "
                  "||Y(eta)||^2 = ||Y||^2 + eta^2 ||U||^2, U = H H^T G, exactly",
        kind="numeric", tolerance="rel 1e-10; contrast: cross term >= 1e-4 off collapse",
-       cost="fast")
+       cost="fast",
+       expected_from="statement",
+       origin="an identity, residual 0: Prop D.2's ||Y||^2 + eta^2 ||U||^2 against the norm "
+              "after a gradient step (experiments.collapse.backward.norm_growth_step); the off-"
+              "collapse cross term is a contrast")
 def check_norm_growth_exact(profile: str) -> Outcome:
     rows = {sub: back.norm_growth_step(sub, seed=1) for sub in ("attn", "mlp")}
     off = {sub: back.norm_growth_step(sub, seed=1, collapsed=False) for sub in ("attn", "mlp")}
@@ -576,7 +654,12 @@ def tightness(r: dict) -> tuple[float, float, bool]:
                  "state)",
        kind="numeric", tolerance="rel 1e-9 per sublayer and for the product (tightness >= 1 "
                                  "within 1e-9, finite); sublayer re-evaluation abs 1e-12",
-       cost="slow")
+       cost="slow",
+       expected_from="statement",
+       origin="the inequality of Thm 3.6, violation <= 0: c_k = a_k sqrt d/|y_k| with a_k from "
+              "power iteration on the sublayer's Jacobian (no gradient used) against the "
+              "measured gradient norms, both in experiments.collapse.backward.gradient_flow; its"
+              " tightness is reported")
 def check_contraction_bound(profile: str) -> Outcome:
     worst, parts, error, tight = -np.inf, [], 0.0, []
     for label, r in collapsed_flows(profile).items():
@@ -674,7 +757,11 @@ def condition_outcome(states: dict[str, list[dict]], d: int) -> Outcome:
        kind="numeric", tolerance="at every block (first, middle, last) and beta: (gain < 1) == "
                                  "(||y|| > a sqrt d) and |gain / c - 1| <= 1e-6; both sides must "
                                  "occur (else INCONCLUSIVE)",
-       cost="slow")
+       cost="slow",
+       expected_from="statement",
+       origin="the statement's equivalence (gain < 1) iff (||y|| > a sqrt d) and gain = c: the "
+              "measured largest gradient gain of a block against c = a sqrt d/||y|| computed in "
+              "the check")
 def check_gradient_contraction(profile: str) -> Outcome:
     return condition_outcome(condition_rows(profile), pick(profile, quick=32, full=64))
 
@@ -682,7 +769,11 @@ def check_gradient_contraction(profile: str) -> Outcome:
 @claim("collapse.collapsed_zero_gradients", source=f"{SRC} Thm 3.8(ii)",
        statement="an exactly collapsed Post-Norm stack whose head outputs p_freq has every "
                  "parameter gradient zero (and loss = L_freq)",
-       kind="numeric", tolerance="abs 1e-12 (float64); contrasts must exceed 1e-3", cost="fast")
+       kind="numeric", tolerance="abs 1e-12 (float64); contrasts must exceed 1e-3", cost="fast",
+       expected_from="statement",
+       origin="the statement's zeros: every parameter gradient 0 and loss = L_freq "
+              "(rms.frequency_loss of the label counts) at exact collapse, with contrasts that "
+              "must be nonzero")
 def check_collapsed_zero_gradients(profile: str) -> Outcome:
     layers = pick(profile, quick=2, full=6)
     r = back.collapsed_gradients(n_layers=layers)
@@ -716,7 +807,11 @@ def control_separation(summary: dict, t_threshold: float = 0.95,
                                     "0.05 for 10 steps), final |loss - L_freq| <= 0.1, gradient "
                                     "ratio < 1e-2; controls end >= 0.1 outside the detector's "
                                     "region (within 0.1: inconclusive); paired t on final t_sim, "
-                                    "p < 0.05", cost="slow", expected_status="INCONCLUSIVE")
+                                    "p < 0.05", cost="slow", expected_status="INCONCLUSIVE",
+       expected_from="statement",
+       origin="the statement's detector thresholds (t_sim >= 0.95, loss within 0.05 of L_freq, "
+              "gradient ratio < 1e-2) and the ordering post@hi > controls; no theory value "
+              "enters")
 def check_training_collapse(profile: str) -> Outcome:
     from resharpen.experiments.collapse.train import OUT, profile_config, run_all
     from resharpen.experiments.ledger.stats import paired

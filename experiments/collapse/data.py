@@ -56,3 +56,19 @@ def sample_batch(matrix: np.ndarray, batch: int, length: int,
         rows = cdf[out[:, pos]]
         out[:, pos + 1] = (rows < u[:, pos:pos + 1]).sum(axis=1)
     return torch.from_numpy(out)
+
+
+class ZipfMarkovStreams:
+    """The collapse demonstration's :class:`~resharpen.experiments.core.tasks.Streams`: run k
+    trains on chains of its own Zipf-Markov matrix (``zipf_markov_matrix(vocab, exponent,
+    seed=seeds[k])``), drawn by :func:`sample_batch` with ``default_rng(seeds[k] + 1)``; ``draw``
+    gives (K, batch, length + 1) tokens."""
+
+    def __init__(self, vocab: int, exponent: float, seeds, batch: int, length: int):
+        self.batch, self.length = batch, length
+        self.matrices = [zipf_markov_matrix(vocab, exponent, seed=seed) for seed in seeds]
+        self.generators = [np.random.default_rng(seed + 1) for seed in seeds]
+
+    def draw(self) -> torch.Tensor:
+        return torch.stack([sample_batch(matrix, self.batch, self.length, rng)
+                            for matrix, rng in zip(self.matrices, self.generators)])

@@ -42,18 +42,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from resharpen.experiments.collapse.data import (markov_entropy_rate, sample_batch, stationary,
-                                                 zipf_markov_matrix)
+from resharpen.experiments.collapse.data import (ZipfMarkovStreams, markov_entropy_rate,
+                                                 stationary, zipf_markov_matrix)
 from resharpen.experiments.collapse.detect import detect_collapse
-from resharpen.experiments.core.config import (CONFIG_DIR, Field, Schema, apply_profile,
-                                               deep_merge, output_folder, parse_sets,
-                                               pick_fields, read_toml)
+from resharpen.experiments.core.config import (CONFIG_DIR, Field, Schema, deep_merge,
+                                               output_folder, parse_sets, pick_fields, resolve)
 from resharpen.experiments.core.train import fit_members, members_state, save_run, seeded_model
 from resharpen.experiments.core.train_config import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
 
 NORMS = ("post", "pre")
 SWEEP_FILE = CONFIG_DIR / "collapse" / "train.toml"
-SWEEP_KEYS = {"name", "norms", "lrs", "task", "model", "train", "profile"}
 SWEPT = (("model", "norm"), ("train", "lr"), ("train", "seed"))
 OUT = output_folder("collapse_train")
 ENSEMBLE = 16  # most runs of one norm trained as one batched ensemble
@@ -108,19 +106,26 @@ def make_config(overrides: dict | None = None) -> dict:
 
 def load_sweep(profile: str, path: str | Path = SWEEP_FILE) -> dict:
     """{name, norms, lrs, base}: the sweep file for ``profile`` (``base``: its [task], [model]
-    and [train] tables)."""
-    raw = read_toml(path, "collapse sweep file")
-    unknown = sorted(set(raw) - SWEEP_KEYS)
-    if unknown:
-        raise ValueError(f"unknown key {unknown[0]!r} in {str(path)!r}; allowed: "
-                         f"{', '.join(sorted(SWEEP_KEYS))}")
-    sweep = apply_profile(raw, profile, str(path))
-    for key in ("norms", "lrs"):
-        if not isinstance(sweep.get(key), list) or not sweep[key]:
-            raise ValueError(f"{key} in {str(path)!r} must be a non-empty list")
-    base = {section: sweep.get(section, {}) for section in SCHEMA.sections}
-    return {"name": sweep.get("name", Path(path).stem), "norms": sweep["norms"],
-            "lrs": sweep["lrs"], "base": base}
+    and [train] tables, unvalidated: :func:`make_config` derives the paper's widths). The file
+    is in the one sweep format of every slice (:func:`resharpen.experiments.core.config.
+    load_sweep`); here its ``[search]`` must grid ``model.norm`` and ``train.lr`` and nothing
+    else (every run's seed is the sweep's ``--seed``)."""
+    raw = resolve(path, SCHEMA, profile=profile)
+    space = raw.get("search", {})
+    if set(space) != {"model.norm", "train.lr"} or not all(
+            isinstance(spec, dict) and set(spec) == {"grid"} and isinstance(spec["grid"], list)
+            and spec["grid"] for spec in space.values()):
+        raise ValueError(f"[search] in {str(path)!r} must grid exactly model.norm and train.lr "
+                         "(\"model.norm\" = {{ grid = [...] }}), got "
+                         f"{sorted(space) or 'nothing'}")
+    stray = sorted(set(raw.get("sweep", {})) - {"ensemble"})
+    if stray:
+        raise ValueError(f"sweep.{stray[0]} in {str(path)!r}: the collapse sweep takes only "
+                         "sweep.ensemble")
+    base = {section: raw.get(section, {}) for section in SCHEMA.sections}
+    return {"name": raw["name"], "norms": space["model.norm"]["grid"],
+            "lrs": space["train.lr"]["grid"], "base": base,
+            "ensemble": raw.get("sweep", {}).get("ensemble", ENSEMBLE)}
 
 
 def profile_config(profile: str, *, norm: str, lr: float, seed: int = 0,
@@ -255,19 +260,17 @@ def train_group(configs: list[dict], progress: bool = False) -> list[dict]:
     k, first = len(configs), configs[0]
     t, tr, m = first["task"], first["train"], first["model"]
     models = [seeded_model(c, vocab=t["vocab"], max_len=t["train_len"]) for c in configs]
-    matrices = [zipf_markov_matrix(t["vocab"], t["zipf"], seed=c["train"]["seed"])
-                for c in configs]
-    rngs = [np.random.default_rng(c["train"]["seed"] + 1) for c in configs]
+    streams = ZipfMarkovStreams(t["vocab"], t["zipf"], [c["train"]["seed"] for c in configs],
+                                tr["batch_size"], t["train_len"])
     state = members_state(models, [c["train"] for c in configs], weights=("raw",))
     post = m["norm"] == "post"
     state.probe_points = probe_points(m["n_layers"], post)
     step_data: dict = {}
 
     def next_batch(step: int) -> torch.Tensor:
-        tokens = [sample_batch(matrix, tr["batch_size"], t["train_len"], rng)
-                  for matrix, rng in zip(matrices, rngs)]
+        tokens = streams.draw()
         step_data["labels"] = [x[:, 1:] for x in tokens]
-        return tokens[0] if k == 1 else torch.stack(tokens)
+        return tokens[0] if k == 1 else tokens
 
     def after_backward() -> None:
         step_data["measured"] = measure(*state.probed.stacked(), state.stacked_parameters(),
@@ -285,7 +288,7 @@ def train_group(configs: list[dict], progress: bool = False) -> list[dict]:
     seconds = (time.perf_counter() - start) / k
     return [{"config": config, "history": history,
              "summary": summarize(config, history, matrix, seconds)}
-            for config, history, matrix in zip(configs, fitted.histories, matrices)]
+            for config, history, matrix in zip(configs, fitted.histories, streams.matrices)]
 
 
 def stream_frequency_loss(matrix: np.ndarray) -> float:
@@ -396,8 +399,10 @@ def run(config: dict, out: str | Path | None = None, progress: bool = True) -> d
 
 def sweep(profile: str = "quick", out: str | Path | None = OUT, seed: int = 0,
           progress: bool = True, overrides: list[str] | tuple[str, ...] = (),
-          ensemble: int = ENSEMBLE) -> list[dict]:
+          ensemble: int | None = None) -> list[dict]:
     """The learning-rate sweep of a profile (:func:`sweep_configs`), Post-Norm and Pre-Norm,
-    each norm's rates as one batched ensemble; returns the summaries."""
+    each norm's rates as one batched ensemble of at most ``ensemble`` (default: the file's
+    ``sweep.ensemble``, else :data:`ENSEMBLE`); returns the summaries."""
+    size = load_sweep(profile)["ensemble"] if ensemble is None else ensemble
     return [r["summary"] for r in run_all(sweep_configs(profile, seed, overrides), out,
-                                          progress, ensemble)]
+                                          progress, size)]

@@ -337,6 +337,39 @@ SWEEP_FIELDS = {"runs": Field(int, 16, 1, 10**6), "seed": Field(int, 0, 0, 2**63
 DISTRIBUTIONS = ("loguniform", "uniform", "randint", "choice", "grid")
 
 
+def when_tables(whens: object, where: str) -> list[dict]:
+    """The ``[[when]]`` tables of a sweep file: each holds conditions (quoted dotted keys,
+    ``"task.name" = "othello"`` or a list of allowed values) and section tables applied to
+    every run whose config meets all of them (``model = { n_layers = 4 }`` or ``[when.model]``).
+    ValueError naming ``where`` for anything else."""
+    if not isinstance(whens, list) or not all(isinstance(w, dict) for w in whens):
+        raise ValueError(f"when in {where} must be an array of tables ([[when]]), got {whens!r}"
+                         [:200])
+    for when in whens:
+        conditions = [key for key in when if "." in key]
+        if not conditions:
+            raise ValueError(f"a [[when]] table in {where} has no condition (a quoted dotted "
+                             f"key such as \"task.name\" = \"othello\"): {when!r}"[:200])
+        stray = [key for key, value in when.items() if "." not in key and not isinstance(value, dict)]
+        if stray:
+            raise ValueError(f"[[when]] key {stray[0]!r} in {where} must be a section table or a "
+                             "quoted dotted condition")
+    return copy.deepcopy(whens)
+
+
+def when_applies(when: dict, config: dict) -> bool:
+    """Whether ``config`` meets every condition of a ``[[when]]`` table (a value, or a list of
+    values one of which it must equal)."""
+    for dotted, wanted in when.items():
+        if "." not in dotted:
+            continue
+        section, _, key = dotted.partition(".")
+        value = config.get(section, {}).get(key)
+        if not (value in wanted if isinstance(wanted, list) else value == wanted):
+            return False
+    return True
+
+
 def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | None = None) -> dict:
     """Raw TOML of ``path`` with its ``base`` chain merged (later files override, section by
     section; the ``[profile.*]`` tables of the chain merged the same way into ``profile``).
@@ -345,26 +378,33 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | N
     file's sections, so along the chain base < base's profile table < child < child's profile
     table: a child's own value wins over its base's profile table (``long_runs_v32``'s
     ``vocab = 32`` over ``long_runs``'s ``[profile.quick] task.vocab = 16``), and the child's own
-    profile table wins over both. ``path`` may name a packaged config (:func:`find_config`)."""
-    path = (find_config(path) if not seen else Path(path)).resolve()
-    if path in seen:
-        raise ValueError(f"config base chain loops at {str(path)!r}")
+    profile table wins over both. ``path`` may name a packaged config (:func:`find_config`),
+    or be the parsed table itself (a dict, its ``base`` relative to the configs folder)."""
     if profile is not None:
         check_profile(profile)
-    data = read_toml(path)
+    if isinstance(path, dict):
+        data, path = copy.deepcopy(path), CONFIG_DIR / "<table>"
+    else:
+        path = (find_config(path) if not seen else Path(path)).resolve()
+        if path in seen:
+            raise ValueError(f"config base chain loops at {str(path)!r}")
+        data = read_toml(path)
     if not data:  # an empty file would silently train with every default (at full size)
         raise ValueError(f"config file {str(path)!r} is empty: name a base config (base = "
                          "\"base.toml\") or set the tables you mean ([task], [model], [train])")
-    top_keys = {"name", "base", "profile", "sweep", "search", *schema.sections}
+    top_keys = {"name", "base", "profile", "sweep", "search", "when", *schema.sections}
     unknown = set(data) - top_keys
     if unknown:
+        old = " (sweep axes are [search] grids, \"model.norm\" = { grid = [...] }, and a " \
+              "task's own values [[when]] tables: docs/usage.md, Sweep files)" \
+            if unknown & {"tasks", "norms", "seeds", "lrs", "override"} else ""
         raise ValueError(f"unknown top-level keys {sorted(unknown)} in {str(path)!r}; "
-                         f"allowed: {sorted(top_keys)}")
+                         f"allowed: {sorted(top_keys)}{old}")
     for key in ("sweep", "search"):
         if key in data and not isinstance(data[key], dict):
             raise ValueError(f"{key} in {str(path)!r} must be a table ([{key}]), got "
                              f"{type(data[key]).__name__} {data[key]!r}")
-    merged: dict = {"profile": {}}
+    merged: dict = {"profile": {}, "when": []}
     if "base" in data:
         if not isinstance(data["base"], str):
             raise ValueError(f"base in {str(path)!r} must be a string naming a TOML file "
@@ -379,7 +419,17 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | N
     for key in ("name", "sweep", "search"):
         if key in data:
             merged[key] = copy.deepcopy(data[key])
-    tables = profile_tables(data.get("profile", {}), repr(str(path)), sections=True)
+    merged["when"] = merged["when"] + when_tables(data.get("when", []), repr(str(path)))
+    raw_tables = data.get("profile", {})
+    if isinstance(raw_tables, dict):  # [[profile.<name>.when]]: conditional tables of a profile
+        raw_tables = {name: dict(table) if isinstance(table, dict) else table
+                      for name, table in raw_tables.items()}
+        for name, table in raw_tables.items():
+            if isinstance(table, dict) and "when" in table:
+                whens = when_tables(table.pop("when"), f"profile.{name} in {str(path)!r}")
+                if name == profile:
+                    merged["when"] = merged["when"] + whens
+    tables = profile_tables(raw_tables, repr(str(path)), sections=True)
     for name, table in tables.items():
         for section, values in table.items():
             merged["profile"].setdefault(name, {}).setdefault(section, {}).update(values)
@@ -390,7 +440,7 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | N
     return merged
 
 
-def load(path: str | Path, schema: Schema, overrides: list[str] | tuple[str, ...] = (),
+def load(path: str | Path | dict, schema: Schema, overrides: list[str] | tuple[str, ...] = (),
          profile: str = "full") -> dict:
     """A run config from a file, later winning: defaults < each file of the base chain, base
     first, each followed by its own ``[profile.<profile>]`` table (:func:`resolve`) <
@@ -404,8 +454,16 @@ def load(path: str | Path, schema: Schema, overrides: list[str] | tuple[str, ...
     return config
 
 
-def load_sweep(path: str | Path, schema: Schema, profile: str = "full") -> tuple[dict, dict, dict]:
-    """(base config, sweep settings, search space) of a sweep file, all validated."""
+def load_sweep(path: str | Path | dict, schema: Schema, profile: str = "full") -> tuple[dict, dict, dict]:
+    """(base config, sweep settings, search space) of a sweep file, all validated.
+
+    The one sweep-file format of every slice: the run config's sections (or ``base = "file"``),
+    ``[search]`` (per dotted config key a ``grid`` enumerated as a cartesian product, or a
+    distribution drawn per run), ``[sweep]`` (``runs``: by default the number of grid points
+    when every axis is a grid, else 16; ``seed`` of the draws; ``ensemble``: the most runs
+    trained as one batched ensemble), ``[[when]]`` tables (:func:`when_tables`, e.g. one task's
+    own lengths and model; ``settings["when"]``) and ``[profile.<name>]`` tables over all of
+    it (``[[profile.<name>.when]]`` adds conditional tables for that profile)."""
     raw = resolve(path, schema, profile=profile)
     base = load(path, schema, profile=profile)
     settings = {k: f.default for k, f in SWEEP_FIELDS.items()}
@@ -416,6 +474,25 @@ def load_sweep(path: str | Path, schema: Schema, profile: str = "full") -> tuple
     space = raw.get("search", {})
     if not space:
         raise ValueError(f"sweep file {str(path)!r} has no [search] table")
+    if "runs" not in raw.get("sweep", {}) and all(
+            isinstance(spec, dict) and "grid" in spec for spec in space.values()):
+        settings["runs"] = len(grid_points(space))
+    settings["when"] = raw.get("when", [])
+    for when in settings["when"]:
+        for dotted, value in when.items():
+            if "." in dotted:
+                section, _, key = dotted.partition(".")
+                if section not in schema.sections or key not in schema.sections[section]:
+                    raise ValueError(f"[[when]] condition {dotted!r} in {str(path)!r} is not a "
+                                     "config key")
+            elif dotted not in schema.sections:
+                raise ValueError(f"[[when]] table {dotted!r} in {str(path)!r} is not a config "
+                                 f"section; allowed: {', '.join(schema.sections)}")
+            else:
+                stray = sorted(set(value) - set(schema.sections[dotted]))
+                if stray:
+                    raise ValueError(f"unknown key {dotted}.{stray[0]} in a [[when]] table of "
+                                     f"{str(path)!r}")
     for dotted, spec in space.items():
         section, _, key = dotted.partition(".")
         if section not in schema.sections or key not in schema.sections[section]:
@@ -465,10 +542,15 @@ def grid_points(space: dict) -> list[dict]:
     return points
 
 
-def sample_configs(base: dict, space: dict, runs: int, seed: int, schema: Schema) -> list[dict]:
+def sample_configs(base: dict, space: dict, runs: int, seed: int, schema: Schema,
+                   when: list[dict] = (), make: Callable[[dict, int], dict] | None = None
+                   ) -> list[dict]:
     """``runs`` configs from ``space``: grid keys enumerated (run i takes grid point i mod N),
     the others drawn by ``random.Random(seed)``; the same list on any machine (draws are made
-    in sorted key order, one run after the other). Run ``i`` is named ``<base name>-<i:04d>``."""
+    in sorted key order, one run after the other). Then every ``[[when]]`` table whose
+    conditions the run meets is merged in, in file order. Run ``i`` is validated and named by
+    ``make(sections, i)`` (a slice's own run config and name), by default ``schema.validate``
+    and ``<base name>-<i:04d>``."""
     rng = random.Random(seed)
     points = grid_points(space)
     configs = []
@@ -480,7 +562,12 @@ def sample_configs(base: dict, space: dict, runs: int, seed: int, schema: Schema
             value = (points[index % len(points)][dotted] if dist == "grid"
                      else sample_value(dist, args, rng))
             config[section][key] = schema.sections[section][key].cast(value)
-        config = schema.validate({s: config[s] for s in schema.sections}) | {
-            "name": f"{base['name']}-{index:04d}"}
-        configs.append(config)
+        sections = {s: config[s] for s in schema.sections}
+        for table in when:
+            if when_applies(table, sections):
+                deep_merge(sections, {k: v for k, v in table.items() if "." not in k})
+        if make is not None:
+            configs.append(make(sections, index))
+        else:
+            configs.append(schema.validate(sections) | {"name": f"{base['name']}-{index:04d}"})
     return configs

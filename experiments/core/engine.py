@@ -20,6 +20,9 @@ per-member gradient-norm clipping, on the stacked tensors with ``torch._foreach`
 members, so per-member rates need this one small function; it follows ``torch.optim.AdamW``'s
 arithmetic (decoupled decay, bias corrections), and a member trained here equals the same model
 trained alone with ``torch.optim.AdamW`` up to float32 rounding (tests/core/test_engine.py).
+``train.optimizer = "sgd"`` takes SGD with momentum ``train.momentum`` instead
+(:func:`sgd_update`, ``torch.optim.SGD``'s arithmetic, L2 decay on the matrices), shared by the
+members of one ensemble (:func:`member_optimizer`).
 benchmarks/bench_engine.py times it against ``torch.optim.AdamW`` on the same stacked tensors.
 After the update the scheme's own step runs on the stack (nGPT's re-normalization of the weight
 rows, :func:`resharpen.experiments.core.model.after_optimizer_step` if the scheme has one).
@@ -30,9 +33,9 @@ Averaging. Raw, EMA and BEMA weights are kept per member: the averagers of
 :meth:`EnsembleState.member_weights` unstacks member k's three weight sets into Transformers.
 
 Dropout. Each member has its own rates (the module's dropout rates are buffers, stacked like
-the weights) and, under ``vmap(..., randomness="different")``, draws its own masks from torch's
-global generator: with dropout a member is a run of the lone run's distribution, not the same
-run.
+the weights) and its own masks: they are counter-based (:func:`resharpen.experiments.core.model.
+dropout_uniforms`), keyed by the member's run seed and the step, so a member draws exactly the
+masks of its lone run and equals it to float32 rounding, dropout included.
 """
 from __future__ import annotations
 
@@ -48,9 +51,10 @@ from torch.optim.swa_utils import AveragedModel
 
 from resharpen.experiments.core.averaging import BEMA, Raw
 from resharpen.experiments.core.model import (Dropout, ModelConfig, Transformer,
-                                              after_optimizer_step, check_tokens)
+                                              after_optimizer_step, check_tokens, dropout_key)
 from resharpen.experiments.core.probes import Probed, probed, zero_probes
 from resharpen.experiments.core.targets import Batch, cross_entropy
+from resharpen.experiments.core.train_config import OPTIMIZERS
 
 MEMBER_MODEL_KEYS = ("init_std", "attn_out_scale", "attn_dropout", "resid_dropout")
 """Model-config fields in which members of one ensemble may differ: the init scale (it acts at
@@ -136,6 +140,12 @@ class Members(nn.Module):
         values, captured = vmap(loss, randomness="different")(
             self.params(), self._buffers_stacked, fields, probes or {})
         return values if probes is None else (values, captured)
+
+    def set_dropout_keys(self, keys: Sequence[int]) -> None:
+        """Member k's dropout masks keyed by ``keys[k]`` (:class:`~resharpen.experiments.core.model.Dropout`)."""
+        for name, buffer in self._buffers_stacked.items():
+            if name.endswith(".key"):
+                buffer.copy_(torch.tensor(list(keys), dtype=buffer.dtype))
 
     def _check(self, tokens: torch.Tensor) -> None:
         if tokens.dim() != 3 or tokens.shape[0] != self.size:
@@ -228,12 +238,92 @@ class MemberAdamW:
             p.grad = None
 
 
+@torch.no_grad()
+def sgd_update(params: list, grads: list, momentum_buf: list, lrs: list, decays: list,
+               momentum: float, grad_clip: float) -> None:
+    """One clipped SGD-with-momentum step on stacked tensors (member axis first), in place.
+
+    Per member k: the gradient clipped as in :func:`adamw_update`, then with lr_k (``lrs``,
+    shaped to broadcast), the L2 weight-decay coefficient ``decays`` (wd_k on matrices, 0 on
+    gains) and momentum mu (``torch.optim.SGD``'s arithmetic, dampening 0, not Nesterov; the
+    buffer starts at 0, so its first value is g as in torch):
+        g <- g + wd_k p,   b <- mu b + g,   p <- p - lr_k b."""
+    k = params[0].shape[0]
+    if grad_clip > 0:
+        sq = sum(g.pow(2).flatten(1).sum(1) for g in grads)
+        coef = (grad_clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+        torch._foreach_mul_(grads, [coef.view((k,) + (1,) * (g.dim() - 1)) for g in grads])
+    grads = torch._foreach_add(grads, torch._foreach_mul(params, decays))
+    torch._foreach_mul_(momentum_buf, momentum)
+    torch._foreach_add_(momentum_buf, grads)
+    torch._foreach_sub_(params, torch._foreach_mul(momentum_buf, lrs))
+
+
+class MemberSGD:
+    """SGD with momentum over a :class:`Members` stack (``train.optimizer = "sgd"``): per-member
+    learning rate and L2 weight decay (on the model's matrices only, as
+    :func:`resharpen.experiments.core.train.make_optimizer`), one momentum, per-member clipping
+    (:func:`sgd_update`). The same interface as :class:`MemberAdamW`."""
+
+    def __init__(self, members: Members, lrs, weight_decays, momentum: float,
+                 grad_clip: float = 0.0):
+        k = members.size
+        self.params = list(members.stack)
+        shape = lambda p: (k,) + (1,) * (p.dim() - 1)  # noqa: E731
+        self.lrs = per_member(lrs, k, "lr")
+        lrs = torch.tensor(self.lrs)
+        wds = torch.tensor(per_member(weight_decays, k, "weight_decay"))
+        self.base_lr = [lrs.view(shape(p)) for p in self.params]
+        self.wd = [wds.view(shape(p)) if p.dim() >= 3 else torch.zeros(shape(p))
+                   for p in self.params]
+        self.momentum, self.grad_clip = float(momentum), grad_clip
+        self.buf = [torch.zeros_like(p) for p in self.params]
+        self.steps = 0
+
+    @torch.no_grad()
+    def step(self, lr_scale: float = 1.0) -> None:
+        """One step at learning rates lr_k * ``lr_scale``; clears the gradients."""
+        self.steps += 1
+        for p in self.params:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        sgd_update(self.params, [p.grad for p in self.params], self.buf,
+                   [lr * lr_scale for lr in self.base_lr], self.wd, self.momentum,
+                   self.grad_clip)
+        for p in self.params:
+            p.grad = None
+
+
+def member_optimizer(members: Members, trains: Sequence[dict]):
+    """The optimizer ``trains[0]["optimizer"]`` names (default adamw) over ``members``, with each
+    member's lr and weight decay; ValueError when the members' optimizer settings differ."""
+    first = trains[0]
+    kind = first.get("optimizer", "adamw")
+    if kind not in OPTIMIZERS:
+        raise ValueError(f"train.optimizer = {kind!r} is not one of {', '.join(OPTIMIZERS)}")
+    for t in trains[1:]:
+        for key, default in (("optimizer", "adamw"), ("momentum", 0.9)):
+            if t.get(key, default) != first.get(key, default):
+                raise ValueError(f"members of one ensemble share train.{key}; got "
+                                 f"{first.get(key, default)!r} and {t.get(key, default)!r}")
+    lrs, wds = [t["lr"] for t in trains], [t["weight_decay"] for t in trains]
+    if kind == "sgd":
+        return MemberSGD(members, lrs, wds, first.get("momentum", 0.9),
+                         grad_clip=first["grad_clip"])
+    return MemberAdamW(members, lrs, wds, (first["beta1"], first["beta2"]),
+                       grad_clip=first["grad_clip"])
+
+
 class StackedEMA:
     """EMA of a stack with a per-member decay d_k: theta_ema <- lerp(theta_ema, theta, 1 - d_k)
     (``torch.optim.swa_utils.AveragedModel`` with this ``multi_avg_fn``: the arithmetic of
-    ``get_ema_multi_avg_fn``, per member)."""
+    ``get_ema_multi_avg_fn``, per member). ``start`` (default 0: from the first step): the EMA
+    begins at step ``start``, whose weights its first update copies (an EMA of a stationary
+    stretch of training, without the weights before it); until then it holds the initial
+    weights."""
 
-    def __init__(self, members: Members, decays: Sequence[float]):
+    def __init__(self, members: Members, decays: Sequence[float], start: int = 0):
+        self.start = start
         rates = 1.0 - torch.tensor(per_member(decays, members.size, "ema_decay"))
 
         def update(averaged: list, current: list, num_averaged) -> None:
@@ -244,7 +334,8 @@ class StackedEMA:
 
     @torch.no_grad()
     def update(self, members: Members, step: int) -> None:
-        self._averaged.update_parameters(members)
+        if step >= self.start:
+            self._averaged.update_parameters(members)
 
     def module(self) -> Members:
         return self._averaged.module
@@ -259,12 +350,13 @@ class EnsembleState:
     :meth:`update_averagers`, :meth:`lr`, :meth:`member_weights`, :meth:`snapshot`."""
 
     members: Members
-    optimizer: MemberAdamW
+    optimizer: "MemberAdamW | MemberSGD"
     lr_factor: Callable[[int], float]  # step (0-based) -> multiplier of every member's lr
     averagers: dict = field(default_factory=dict)
     smoothed_loss: list = field(default_factory=list)
     probe_points: tuple = ()  # capture points whose gradients each step records (``probed``)
     probed: Probed | None = None
+    dropout_seeds: list | None = None  # the members' run seeds, keying their dropout masks
 
     @property
     def size(self) -> int:
@@ -281,6 +373,8 @@ class EnsembleState:
         the scheme's after-step. Returns the K losses. ``batch``: a stacked
         :class:`~resharpen.experiments.core.targets.Batch` or sequences (K, B, S+1)."""
         batch = batch if isinstance(batch, Batch) else Batch(batch)
+        if self.dropout_seeds is not None:
+            self.members.set_dropout_keys([dropout_key(seed, step) for seed in self.dropout_seeds])
         if self.probe_points:
             shape = (*batch.inputs.shape, self.members.cfg.d_model)
             deltas = zero_probes(self.probe_points, shape)
@@ -319,22 +413,24 @@ class EnsembleState:
 def ensemble_state(models: Sequence[Transformer], trains: Sequence[dict], lr_factor,
                    weights: tuple[str, ...] = ("raw", "ema", "bema")) -> EnsembleState:
     """The state of K members from their initial models and their ``[train]`` tables (lr,
-    weight_decay and ema_decay per member; betas, clipping and the BEMA settings shared)."""
+    weight_decay and ema_decay per member; the optimizer (:func:`member_optimizer`), betas,
+    momentum, clipping and the BEMA settings shared)."""
     from resharpen.experiments.core.train import bema_config
 
     members = Members(models)
     first = trains[0]
-    optimizer = MemberAdamW(members, [t["lr"] for t in trains],
-                            [t["weight_decay"] for t in trains],
-                            (first["beta1"], first["beta2"]), grad_clip=first["grad_clip"])
+    optimizer = member_optimizer(members, trains)
     makers = {"raw": lambda: Raw(members),
               "ema": lambda: StackedEMA(members, [t["ema_decay"] for t in trains]),
               "bema": lambda: BEMA(members, bema_config(first))}
+    dropout = any(model.has_dropout() for model in models)
     state = EnsembleState(members, optimizer, lr_factor,
                           {kind: makers[kind]() for kind in weights},
-                          [float("nan")] * members.size)
+                          [float("nan")] * members.size,
+                          dropout_seeds=[t["seed"] for t in trains] if dropout else None)
     return state
 
 
 __all__ = ["MEMBER_MODEL_KEYS", "Members", "unstack", "adamw_update", "MemberAdamW",
+           "sgd_update", "MemberSGD", "OPTIMIZERS", "member_optimizer",
            "StackedEMA", "EnsembleState", "ensemble_state", "per_member", "shared_model_config"]

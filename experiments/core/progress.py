@@ -39,7 +39,7 @@ def fit_of(row: dict) -> float | None:
     if "fit_id_invalid_mass" in row:
         return row["fit_id_invalid_mass"]
     for source in (row.get("raw") or {}, row):
-        for key in ("id_invalid_mass", "id_illegal_mass"):
+        for key in ("id_invalid_mass", "id_invalid_mass"):
             if isinstance(source.get(key), (int, float)):
                 return source[key]
     return None

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 from abc import ABC, abstractmethod
-from typing import Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
@@ -155,6 +155,11 @@ class Task(ABC):
                                         for k, rng in enumerate(rngs)])
             states = self.step(states, out[:, i])
         return out.reshape(len(rngs), count, length)
+
+    def streams(self, seeds: Sequence[int], batch: int, length: int) -> "TaskStreams":
+        """The training data of K runs (:class:`Streams`): run k's batches from the generator
+        ``default_rng([seeds[k], STREAM_SALT])``, drawn by :meth:`sample_streams`."""
+        return TaskStreams(self, seeds, batch, length)
 
     def validate(self, seqs) -> np.ndarray:
         """``seqs`` as an int64 (count, length) array of token ids, else ValueError."""
@@ -367,3 +372,32 @@ def invalid_words(task: Task, seqs) -> int:
             else:
                 word.append(token)
     return bad
+
+
+STREAM_SALT = 1_000_003
+"""Mixed into every run's training-data seed, so that its data stream and its initialization
+(``torch.manual_seed(seed)``) draw from unrelated generators."""
+
+
+class Streams(Protocol):
+    """The one sampler interface of the trainer: the training batches of the K runs of a group
+    (K = 1 for a lone run), built from the runs' seeds. ``draw()`` returns the next step's
+    tokens, int64 (K, batch, length), run k's part depending on its own seed only, so a run
+    gets the same data alone and in any group. Every task has one: :meth:`Task.streams` (the
+    formal languages, Othello, the complement tasks),
+    ``resharpen.experiments.set_complement.train.SetComplementStreams`` (the Set Complement
+    slice's torch sampler) and ``resharpen.experiments.collapse.data.ZipfMarkovStreams``."""
+
+    def draw(self): ...
+
+
+class TaskStreams:
+    """:class:`Streams` of a :class:`Task`: ``task.sample_streams(batch, length, generators)``,
+    one numpy generator per run."""
+
+    def __init__(self, task: Task, seeds: Sequence[int], batch: int, length: int):
+        self.task, self.batch, self.length = task, batch, length
+        self.generators = [np.random.default_rng([seed, STREAM_SALT]) for seed in seeds]
+
+    def draw(self) -> np.ndarray:
+        return self.task.sample_streams(self.batch, self.length, self.generators)

@@ -9,7 +9,8 @@ positions over ``max_len`` slots (``model.positional = "learned"``), rotary posi
 (``"rope"``) or none (``"none"``).
 
 Optimizer: AdamW (decoupled weight decay on matrices only, not on norm gains and biases),
-betas (``train.beta1``, ``train.beta2``). Schedule: the multiplier of ``train.lr`` at optimizer
+betas (``train.beta1``, ``train.beta2``); or, with ``train.optimizer = "sgd"``, SGD with
+momentum ``train.momentum`` (L2 decay on the same matrices). Schedule: the multiplier of ``train.lr`` at optimizer
 step k (0-based) is
 
     (k + 1) / warmup                                 for k < warmup (linear warm-up), else
@@ -49,7 +50,7 @@ import torch
 from torch import nn
 
 from resharpen.experiments.core.averaging import BEMAConfig, make_averager
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.core.model import ModelConfig, Transformer, dropout_key
 from resharpen.experiments.core.runs import WEIGHT_KINDS, WEIGHTS_FILE
 from resharpen.experiments.core.targets import Batch, cross_entropy
 
@@ -101,12 +102,20 @@ def lr_factor(step: int, train: dict) -> float:
     return floor + (1.0 - floor) * shape
 
 
-def make_optimizer(model: nn.Module, train: dict) -> torch.optim.AdamW:
-    """AdamW with ``train.weight_decay`` on the matrices (p.dim() >= 2) and none on the rest."""
+def make_optimizer(model: nn.Module, train: dict) -> torch.optim.Optimizer:
+    """AdamW with ``train.weight_decay`` on the matrices (p.dim() >= 2) and none on the rest;
+    with ``train.optimizer = "sgd"``, ``torch.optim.SGD`` with momentum ``train.momentum``
+    (default 0.9) and that weight decay as an L2 term on the same matrices."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": train["weight_decay"]},
               {"params": no_decay, "weight_decay": 0.0}]
+    kind = train.get("optimizer", "adamw")
+    if kind == "sgd":
+        return torch.optim.SGD([g for g in groups if g["params"]], lr=train["lr"],
+                               momentum=train.get("momentum", 0.9))
+    if kind != "adamw":
+        raise ValueError(f"train.optimizer = {kind!r} is not one of adamw, sgd")
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=train["lr"],
                              betas=(train["beta1"], train["beta2"]))
 
@@ -157,6 +166,7 @@ class TrainingState:
     smoothed_loss: float = float("nan")
     probe_points: tuple = ()  # capture points whose gradients each step records (``probed``)
     probed: object = None  # the last step's :class:`resharpen.experiments.core.probes.Probed`
+    dropout_seed: int | None = None  # the run's seed, keying its dropout masks (None: no dropout)
 
     size = 1
 
@@ -177,7 +187,18 @@ class TrainingState:
                    after_backward: Callable[[], None] | None = None) -> list[float]:
         """:func:`train_step` on the model; the loss as a list of one. With ``probe_points``
         the step also records the activations and gradients there (``self.probed``,
-        :mod:`resharpen.experiments.core.probes`), before ``after_backward`` runs."""
+        :mod:`resharpen.experiments.core.probes`), before ``after_backward`` runs. Dropout
+        masks are keyed by (run seed, step) (:func:`~resharpen.experiments.core.model.dropout_key`),
+        as in an ensemble."""
+        if self.dropout_seed is not None:
+            self.model.set_dropout_key(dropout_key(self.dropout_seed, step))
+        try:
+            return self._step(batch, step, grad_clip, ignore, after_backward)
+        finally:
+            if self.dropout_seed is not None:
+                self.model.set_dropout_key(-1)
+
+    def _step(self, batch, step, grad_clip, ignore, after_backward) -> list[float]:
         if not self.probe_points:
             return [train_step(self.model, self.optimizer, self.schedule, batch, grad_clip,
                                ignore, after_backward)]
@@ -212,7 +233,9 @@ def training_state(model: nn.Module, train: dict, weights: tuple[str, ...] = WEI
     unknown = sorted(set(weights) - set(makers))
     if unknown:
         raise ValueError(f"weights {unknown[0]!r} is not one of {', '.join(WEIGHTS)}")
-    return TrainingState(model, optimizer, schedule, {kind: makers[kind]() for kind in weights})
+    seed = train["seed"] if isinstance(model, Transformer) and model.has_dropout() else None
+    return TrainingState(model, optimizer, schedule, {kind: makers[kind]() for kind in weights},
+                         dropout_seed=seed)
 
 
 def members_state(models: list[nn.Module], trains: list[dict],

@@ -27,6 +27,7 @@ NORM_GAINS = ("learned", "frozen")  # frozen: every gain 1 (LayerNorm's bias 0),
 POSITIONAL = ("none", "learned", "rope")
 TARGETS = ("sampled", "soft")
 AVERAGING_KINDS = ("none", "ema", "bema")  # train.ema: the averaging of the primary weights
+OPTIMIZERS = ("adamw", "sgd")  # train.optimizer (the engine's MemberAdamW / MemberSGD)
 
 MODEL_FIELDS: dict[str, Field] = {
     "d_model": Field(int, 64, 1, 4096),
@@ -57,6 +58,8 @@ TRAIN_FIELDS: dict[str, Field] = {
     "beta1": Field(float, 0.9, 0.0, 1.0, hi_open=True),
     "beta2": Field(float, 0.98, 0.0, 1.0, hi_open=True),
     "grad_clip": Field(float, 1.0, 0.0, None),  # 0 = off
+    "optimizer": Field(str, "adamw", choices=OPTIMIZERS),  # adamw | sgd (with momentum)
+    "momentum": Field(float, 0.9, 0.0, 1.0, hi_open=True),  # SGD's momentum (sgd only)
     "seed": Field(int, 0, 0, 2**63 - 1),
     "ema": Field(str, "none", choices=AVERAGING_KINDS),  # the primary weights of a run
     "ema_decay": Field(float, 0.999, 0.0, 1.0, lo_open=True, hi_open=True),

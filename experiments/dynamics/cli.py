@@ -3,6 +3,7 @@
     resharpen dynamics ode --beta 5 --n 256 --t-end 2000          # the six symmetric ODEs
     resharpen dynamics simulate --scheme preln --n 64 --d 16 --beta 1 --t-end 50 --json out.json
     resharpen dynamics stacks --layers 64 --n 32                   # the random-weight stacks
+    resharpen dynamics trained --profile quick                     # real models, init and trained
 
 Parsing imports nothing heavy: the handlers import numpy, scipy and sympy.
 """
@@ -72,6 +73,14 @@ def add_dynamics(sub) -> None:
     k.add_argument("--json", metavar="PATH", help="write per-layer curves as JSON ('-' = stdout)")
     add_max_memory(k)
     k.set_defaults(handler=run_stacks_cmd)
+
+    t = dsub.add_parser("trained", help="real models of every scheme at init and trained to a "
+                                        "fit (issue 25): train or load the set, print its tables")
+    t.add_argument("--profile", choices=("quick", "full"), default="quick")
+    t.add_argument("--task", nargs="*", choices=("tomita3", "dyck1"), help="only these tasks")
+    t.add_argument("--scheme", nargs="*", help="only these schemes (model.norm names)")
+    t.add_argument("--depth", nargs="*", type=positive_int, help="only these depths")
+    t.set_defaults(handler=run_trained)
 
 
 def _emit(obj, target) -> None:
@@ -220,4 +229,21 @@ def run_stacks_cmd(args) -> int:
                   file=sys.stderr)
     _emit({s: {"cosine": r.cosine.tolist(), "norm": r.norm.tolist()} for s, r in runs.items()},
           args.json)
+    return 0
+
+
+def run_trained(args) -> int:
+    from resharpen.experiments.dynamics.trained import SCHEMES as MODEL_SCHEMES
+    from resharpen.experiments.dynamics.trained import main
+
+    with bad_input():
+        for scheme in args.scheme or ():
+            if scheme not in MODEL_SCHEMES:
+                raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(MODEL_SCHEMES)}")
+    argv = ["--profile", args.profile]
+    for flag, values in (("--task", args.task), ("--scheme", args.scheme),
+                         ("--depth", args.depth)):
+        if values:
+            argv += [flag, *map(str, values)]
+    main(argv)
     return 0

@@ -143,7 +143,12 @@ def oracle_agreement_claim(claim_id: str, name: str) -> None:
     @claim(claim_id, source=SOURCE,
            statement=f"{name}: the legal-next set of every short prefix equals the independent "
                      f"oracle's, word counts agree, sampled words are members",
-           kind="numeric", tolerance="exact", cost="fast")
+           kind="numeric", tolerance="exact", cost="fast",
+           expected_from="derivation",
+           origin="the legal-next sets and word counts enumerated from the language's membership"
+                  " predicate (experiments.core.tasks.oracle_legal_sets: brute force over words,"
+                  " no automaton) against the task's automaton",
+           derived_by="resharpen.experiments.core.tasks.oracle_legal_sets")
     def check_oracle_agreement(profile: str) -> Outcome:
         return agreement(name, profile)
 
@@ -154,7 +159,10 @@ def known_counts_claim(claim_id: str, name: str) -> None:
 
     @claim(claim_id, source=f"known sequence: {known_source}",
            statement=f"{name}: number of words of each length = {known_source}",
-           kind="numeric", tolerance="exact", cost="fast")
+           kind="numeric", tolerance="exact", cost="fast",
+           expected_from="paper",
+           origin=f"the published sequence {known_source}, computed in the check's table from its"
+                  f" closed form or recurrence, against the automaton's word counts")
     def check_known_counts(profile: str) -> Outcome:
         return known_counts(name, profile)
 
@@ -217,7 +225,10 @@ def rank_draws(task, count: int, length: int, seed: int) -> tuple[int, dict[int,
        kind="numeric", tolerance="no illegal token; TOST per (language, set size k, token): the "
                                  "frequency within (1 +- 0.2)/k (margin fixed beforehand), Holm "
                                  "over all, alpha 0.05; set sizes with < 1000 k draws untested",
-       cost="fast")
+       cost="fast",
+       expected_from="statement",
+       origin="the statement's uniform 1/k over each legal-next set, with the equivalence margin"
+              " UNIFORM_MARGIN/k fixed beforehand (TOST)")
 def check_sampler_uniform(profile: str) -> Outcome:
     """Uniformity is a claim of no effect, so it is shown by an equivalence test (a chi-square
     that does not reject shows nothing): per legal-set size, the indicator of each rank, TOST
@@ -265,7 +276,10 @@ PERFT = (4, 12, 56, 244, 1396, 8200, 55092, 390216)  # published perft counts, d
 @claim("othello.perft", source="published Othello perft counts (initial position)",
        statement="bitboard perft from the initial position, depths 1..6 (full: 1..8) = "
                  "4, 12, 56, 244, 1396, 8200 (, 55092, 390216)",
-       kind="numeric", tolerance="exact", cost="fast")
+       kind="numeric", tolerance="exact", cost="fast",
+       expected_from="paper",
+       origin="the published Othello perft counts from the initial position (PERFT, typed in the"
+              " module) against the bitboard move generator")
 def check_othello_perft(profile: str) -> Outcome:
     from resharpen.experiments.languages.othello import perft
 
@@ -279,7 +293,10 @@ def check_othello_perft(profile: str) -> Outcome:
 
 @claim("othello.reference_perft", source="published Othello perft counts (initial position)",
        statement="the square-by-square reference rules give the same perft counts, depths 1..5 "
-                 "(full: 1..6)", kind="numeric", tolerance="exact", cost="fast")
+                 "(full: 1..6)", kind="numeric", tolerance="exact", cost="fast",
+       expected_from="paper",
+       origin="the published Othello perft counts (PERFT) against the square-by-square reference"
+              " rules")
 def check_othello_reference_perft(profile: str) -> Outcome:
     from resharpen.experiments.languages.othello import reference_perft
 
@@ -294,7 +311,12 @@ def check_othello_reference_perft(profile: str) -> Outcome:
        "arXiv 2510.08341 v1)",
        statement="every generated game is legal under the reference rules, and the legal-next "
                  "sets (implicit passes, PAD at game end) equal the reference's at every move",
-       kind="numeric", tolerance="exact", cost="fast")
+       kind="numeric", tolerance="exact", cost="fast",
+       expected_from="derivation",
+       origin="the square-by-square reference rules "
+              "(experiments.languages.othello.reference_replay: a 64-square list board, no bit "
+              "tricks) against the bitboard generator's games and legal-next masks",
+       derived_by="resharpen.experiments.languages.othello.reference_replay")
 def check_othello_generator_vs_reference(profile: str) -> Outcome:
     import numpy as np
 
@@ -330,7 +352,10 @@ def solved_game_moves() -> str:
 @claim("othello.solved_game", source="arXiv 2310.19387 (Othello is solved), Fig. 1",
        statement="the published perfectly played game is legal under both rule implementations, "
                  "fills the board and ends in a 32-32 draw", kind="numeric", tolerance="exact",
-       cost="fast")
+       cost="fast",
+       expected_from="paper",
+       origin="Takizawa's perfectly played game (arXiv 2310.19387 Fig. 1: 60 moves, a 32-32 "
+              "draw), typed in SOLVED_GAME, replayed on both rule implementations")
 def check_othello_solved_game(profile: str) -> Outcome:
     import numpy as np
 

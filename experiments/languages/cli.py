@@ -44,7 +44,7 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
     r.add_argument("--out", default=None, help="grid folder (default out/sweeps/<name>)")
     r.add_argument("--ensemble", type=positive_int, default=None,
                    help="train up to this many runs of one task and placement (they differ in "
-                        "seed) as one batched ensemble (default: the grid's 'ensemble', 8; "
+                        "seed) as one batched ensemble (default: the grid's sweep.ensemble; "
                         "1 = every run alone)")
     r.add_argument("--no-report", action="store_true", help="skip the report")
     q = actions.add_parser("report", help="summary tables and per-task figures of a grid folder")
@@ -133,8 +133,8 @@ def _train(args) -> int:
           f"{'OOD top1':>8} {'LG':>5}")
     for kind in WEIGHTS:
         b = s["by_weights"][kind]
-        print(f"{kind:8} {b['id_illegal_mass']:8.4f} {b['ood_illegal_mass']:8.4f} "
-              f"{b['ood_tv']:8.4f} {b['ood_kl']:8.4f} {b['ood_top1_illegal']:8.4f} "
+        print(f"{kind:8} {b['id_invalid_mass']:8.4f} {b['ood_invalid_mass']:8.4f} "
+              f"{b['ood_tv']:8.4f} {b['ood_kl']:8.4f} {b['ood_top1_invalid']:8.4f} "
               f"{b['lg_score']:5d}")
     print(f"saved to {folder}", file=sys.stderr)
     return 0

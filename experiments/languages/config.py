@@ -30,9 +30,9 @@ SCHEMA = Schema({
         target="sampled", labels_per_position=1),
     "fit": {
         # the stopping rule: end a run at the first record step whose raw weights' mean ID
-        # illegal mass on the evaluation set is <= until_id_illegal_mass (0 = off; train.steps
-        # is the cap); it must be below a tenth of a uniform prediction's (uniform_id_illegal_mass)
-        "until_id_illegal_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+        # invalid mass on the evaluation set is <= until_id_invalid_mass (0 = off; train.steps
+        # is the cap); it must be below a tenth of a uniform prediction's (uniform_id_invalid_mass)
+        "until_id_invalid_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
     },
     "eval": {
         "count": Field(int, 128, 1, 10**6),
@@ -59,12 +59,12 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
     task.check_length(t["eval_len"])
     check_model_shape(config)
     check_target(config["train"])
-    target = config["fit"]["until_id_illegal_mass"]
+    target = config["fit"]["until_id_invalid_mass"]
     if target:
-        uniform = uniform_id_illegal_mass(task, t["train_len"])
+        uniform = uniform_id_invalid_mass(task, t["train_len"])
         if not target < 0.1 * uniform:
-            raise ValueError(f"fit.until_id_illegal_mass = {target:g} is not below a tenth of "
-                             f"the in-distribution illegal mass of a uniform prediction on task "
+            raise ValueError(f"fit.until_id_invalid_mass = {target:g} is not below a tenth of "
+                             f"the in-distribution invalid mass of a uniform prediction on task "
                              f"{t['name']!r} ({uniform:.4g}): a fit must be well above chance")
     config["name"] = name or f"{t['name']}-{config['model']['norm']}-s{config['train']['seed']}"
     return config
@@ -76,8 +76,8 @@ def build_task(config: dict):
     return get_task(t["name"], **params)
 
 
-def uniform_id_illegal_mass(task, train_len: int, count: int = 256, seed: int = 0) -> float:
-    """The mean illegal mass, over the prefix lengths 1..train_len of ``count`` sampled
+def uniform_id_invalid_mass(task, train_len: int, count: int = 256, seed: int = 0) -> float:
+    """The mean invalid mass, over the prefix lengths 1..train_len of ``count`` sampled
     sequences, of the prediction uniform over the task's vocabulary: 1 - |N(prefix)| / |V|
     (positions without a legal token left out). The chance level a stated fit is held against."""
     import numpy as np

@@ -1,16 +1,20 @@
 """The task-training grid: every task x norm placement x seed, with raw/EMA/BEMA on each run.
 
-A grid file (TOML, ``experiments/configs/languages/``) holds::
+A grid file (TOML, ``experiments/configs/languages/``) is a sweep file in the one format of
+every slice (:func:`resharpen.experiments.core.config.load_sweep`)::
 
     name = "langs"
-    tasks = ["dyck2", "othello", ...]      # registered task names
-    norms = ["pre", "post", "attn_out"]    # norm placements
-    seeds = [0, 1, 2]                       # train.seed of each run
-    ensemble = 8                            # most runs per batched ensemble (1 = alone)
-    [base.<section>]                        # run config shared by every task (config.SCHEMA)
-    [override.<name>.<section>]             # per-task overrides (e.g. Othello's lengths, model)
-    [profile.quick] / [profile.full]        # overrides of any of the above for a profile
-                                            # (resharpen.experiments.core.config.apply_profile)
+    [sweep]
+    ensemble = 8                                # most runs per batched ensemble (1 = alone)
+    [search]                                    # the grid: every combination is one run
+    "task.name" = { grid = ["dyck2", "othello", ...] }
+    "model.norm" = { grid = ["pre", "post", "attn_out"] }
+    "train.seed" = { grid = [0, 1, 2] }
+    [task] / [model] / [train] / [eval] / [fit] # the run config shared by every run (config.SCHEMA)
+    [[when]]                                    # a task's own values, e.g. Othello's lengths:
+    "task.name" = "othello"                     #   conditions (quoted dotted keys) ...
+    task = { train_len = 30, eval_len = 59 }    #   ... and the section tables they set
+    [profile.quick] / [[profile.quick.when]]    # a profile's values over all of the above
 
 Each run trains one model and evaluates its raw, EMA and BEMA weights on the same trajectory,
 so the "x {raw, EMA, BEMA}" factor costs no extra training and is compared *paired* within
@@ -33,78 +37,52 @@ rerun skips finished runs and refuses a folder that holds another grid.
 """
 from __future__ import annotations
 
-import copy
 import math
 from pathlib import Path
 
 import numpy as np
 
 from resharpen.experiments.core.backends import check_backend
-from resharpen.experiments.core.config import (CONFIG_DIR, apply_profile, deep_merge,
-                                               find_config, profile_tables, read_toml,
-                                               sweep_folder)
+from resharpen.experiments.core.config import (CONFIG_DIR, find_config, load_sweep,
+                                               sample_configs, sweep_folder)
 from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
                                            ensure_writable_dir, loads_json)
-from resharpen.experiments.core.names import check_name
 from resharpen.experiments.core.sweep import execute, load_runs, write_rows
 from resharpen.experiments.core.runs import WEIGHT_KINDS
 from resharpen.experiments.core.train_config import NORM_PLACEMENTS
-from resharpen.experiments.languages.config import make_config
+from resharpen.experiments.languages.config import SCHEMA, make_config
 from resharpen.experiments.languages.registry import TASKS
 
 GRID_DIR = CONFIG_DIR / "languages"
-GRID_KEYS = {"name", "tasks", "norms", "seeds", "ensemble", "base", "override"}
-DEFAULT_ENSEMBLE = 8  # runs of one task and placement trained as one batched ensemble
-REPORT_METRICS = ("id_illegal_mass", "ood_illegal_mass", "ood_tv", "ood_kl",
-                  "ood_top1_illegal", "lg_score")
+REPORT_METRICS = ("id_invalid_mass", "ood_invalid_mass", "ood_tv", "ood_kl",
+                  "ood_top1_invalid", "lg_score")
 
 
 def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
-    """{name, profile, configs}: the validated run configs of a grid file (a path, or the name
-    of a packaged grid such as ``languages/othello``: :func:`find_config`; or a dict) for a
-    profile, in a fixed order (task, norm, seed)."""
-    raw = (copy.deepcopy(path) if isinstance(path, dict)
-           else read_toml(find_config(path, "grid file"), "grid file"))
-    where_file = "the grid" if isinstance(path, dict) else f"grid file {str(path)!r}"
-    profile_tables(raw.get("profile", {}), where_file)
-    for key in ("base", "override"):  # tables of config sections
-        table = raw.get(key, {})
-        if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
-            raise ValueError(f"{key} in {where_file} must be a table of tables ([{key}.<name>])"
-                             f", got {table!r}"[:200])
-    for where, table in [("", raw)] + [(f"profile.{k}.", v) for k, v in
-                                       raw.get("profile", {}).items()]:
-        unknown = sorted(set(table) - GRID_KEYS - ({"profile"} if not where else set()))
-        if unknown:
-            raise ValueError(f"unknown grid key {where}{unknown[0]}; allowed: "
-                             f"{', '.join(sorted(GRID_KEYS))}")
-    grid = apply_profile(raw, profile, "the grid")
-    overrides = grid.get("override", {})
-    stray = sorted(set(overrides) - set(TASKS))
-    if stray:
-        raise ValueError(f"[override.{stray[0]}] names no registered task; known tasks: "
-                         f"{', '.join(sorted(TASKS))}")
-    for key in ("tasks", "norms", "seeds"):
-        if not isinstance(grid.get(key), list) or not grid[key]:
-            raise ValueError(f"grid key {key!r} must be a non-empty list, got {grid.get(key)!r}")
-    if len(set(grid["seeds"])) != len(grid["seeds"]):
-        raise ValueError(f"grid seeds repeat: {grid['seeds']}")
-    name = grid.get("name", "langs")
-    check_name(name, "grid name")
-    base = grid.get("base", {})
-    configs = []
-    for task in grid["tasks"]:
-        for norm in grid["norms"]:
-            for seed in grid["seeds"]:
-                run = deep_merge(copy.deepcopy(base), copy.deepcopy(overrides.get(task, {})))
-                run = deep_merge(run, {"task": {"name": task}, "model": {"norm": norm},
-                                       "train": {"seed": seed}})
-                configs.append(make_config(run))
-    ensemble = grid.get("ensemble", DEFAULT_ENSEMBLE)
-    if not isinstance(ensemble, int) or isinstance(ensemble, bool) or not 1 <= ensemble <= 1024:
-        raise ValueError(f"grid key 'ensemble' must be an integer in [1, 1024], got {ensemble!r}")
-    return {"name": name + ("-quick" if profile == "quick" else ""), "profile": profile,
-            "configs": configs, "ensemble": ensemble}
+    """{name, profile, configs, ensemble}: the validated run configs of a grid file for a
+    profile. A grid file is a sweep file in the one format of every slice
+    (:func:`resharpen.experiments.core.config.load_sweep`): a path, the name of a packaged grid
+    such as ``languages/othello`` (:func:`find_config`), or the parsed table. Its ``[search]``
+    grids ``task.name``, ``model.norm`` and ``train.seed``; each run is named
+    ``<task>-<norm>-s<seed>`` and must be distinct."""
+    source = path if isinstance(path, dict) else find_config(path, "grid file")
+    base, settings, space = load_sweep(source, SCHEMA, profile)
+    for when in settings["when"]:
+        wanted = when.get("task.name", [])
+        stray = sorted(set(wanted if isinstance(wanted, list) else [wanted]) - set(TASKS))
+        if stray:
+            raise ValueError(f"a [[when]] table names no registered task {stray[0]!r}; known "
+                             f"tasks: {', '.join(sorted(TASKS))}")
+    configs = sample_configs(base, space, settings["runs"], settings["seed"], SCHEMA,
+                             settings["when"], make=lambda sections, index: make_config(sections))
+    names = [c["name"] for c in configs]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"the grid trains run {repeated[0]!r} twice: its runs are named "
+                         "<task>-<norm>-s<seed>, so grid task.name, model.norm and train.seed "
+                         "(without repeats) and keep sweep.runs at their product")
+    return {"name": base["name"] + ("-quick" if profile == "quick" else ""), "profile": profile,
+            "configs": configs, "ensemble": settings["ensemble"]}
 
 
 def run_group(configs: list[dict]) -> list[dict]:
@@ -125,9 +103,9 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
              progress: bool = True, only: list[str] | None = None,
              ensemble: int | None = None, wait: bool = False) -> Path:
     """Run (or resume) a grid; return its folder. ``only``: task names to run now (the others
-    stay pending). ``ensemble`` (default: the grid's ``ensemble``, else
-    :data:`DEFAULT_ENSEMBLE`): the largest number of runs of one task and placement that
-    differ only in seed trained as one batched ensemble (1 = every run alone). A folder another
+    stay pending). ``ensemble`` (default: the grid's ``sweep.ensemble``, else 1):
+    the largest number of runs of one task and placement that differ only in seed trained as
+    one batched ensemble (1 = every run alone). A folder another
     process is running is refused (``wait``: waited for), as in
     :func:`resharpen.experiments.core.sweep.execute`; a folder this call created is removed
     again if the grid fails before a run is written in it."""
@@ -202,7 +180,7 @@ def summary_table(rows: list[dict]) -> list[dict]:
     return out
 
 
-def paired_effects(rows: list[dict], metric: str = "ood_illegal_mass") -> list[dict]:
+def paired_effects(rows: list[dict], metric: str = "ood_invalid_mass") -> list[dict]:
     """Per task: EMA - raw and BEMA - raw paired within runs, and post / attn_out - pre paired
     by seed (raw weights); mean ± std of the differences and how many are negative."""
     by_run = {(r["run"], r["weights"]): r for r in rows}
@@ -223,7 +201,7 @@ def paired_effects(rows: list[dict], metric: str = "ood_illegal_mass") -> list[d
     return out
 
 
-def overview_lines(rows: list[dict], metric: str = "ood_illegal_mass") -> list[str]:
+def overview_lines(rows: list[dict], metric: str = "ood_invalid_mass") -> list[str]:
     """A markdown table, one row per task: ``metric`` of the raw weights per placement (mean ±
     sample std over seeds, max = worst seed), then EMA - raw and BEMA - raw paired within runs
     over all placements (mean ± std of the differences, runs where the average is lower)."""
@@ -271,21 +249,21 @@ def report(root: str | Path) -> tuple[str, dict]:
     lines = [f"# Task-training grid `{root.name}`", "",
              f"{len({r['run'] for r in rows})} finished runs; cells are mean ± sample std "
              "(max) over seeds; ID = lengths 1..L_train, OOD = L_train+1..L_eval; lower is "
-             "better except LG score (largest n with mean illegal mass <= threshold at every "
-             "length 1..n).", "", "## Overview: OOD illegal mass", ""] + overview_lines(rows) + [""]
+             "better except LG score (largest n with mean invalid mass <= threshold at every "
+             "length 1..n).", "", "## Overview: OOD invalid mass", ""] + overview_lines(rows) + [""]
     for task in sorted({e["task"] for e in table}):
         first = next(r for r in rows if r["task"] == task)
         seconds = sum(r["seconds"] for r in rows if r["task"] == task and r["weights"] == "raw")
         lines += [f"## {task} (L_train = {first['train_len']}, L_eval = {first['eval_len']}; "
                   f"run time {seconds:.0f} s, training + evaluation, summed over runs)", "",
-                  "| norm | weights | seeds | ID illegal | OOD illegal | OOD TV | OOD KL | "
-                  "OOD top-1 illegal | LG score |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| norm | weights | seeds | ID invalid | OOD invalid | OOD TV | OOD KL | "
+                  "OOD top-1 invalid | LG score |", "|---|---|---|---|---|---|---|---|---|"]
         for e in (e for e in table if e["task"] == task):
             cells = [_fmt(e[k], k == "lg_score") for k in REPORT_METRICS]
             lines.append(f"| {e['norm']} | {e['weights']} | {e['seeds']} | " + " | ".join(cells)
                          + " |")
         lines.append("")
-    lines += ["## Paired effects on OOD illegal mass", "",
+    lines += ["## Paired effects on OOD invalid mass", "",
               "Differences within a run (EMA/BEMA vs raw) or between placements at the same seed "
               "(raw weights); negative = the first is better.", "",
               "| task | comparison | n | mean diff | std | negative |", "|---|---|---|---|---|---|"]
@@ -310,11 +288,11 @@ def per_length_curves(root: str | Path) -> dict:
             slot = lines.setdefault((c["model"]["norm"], weights),
                                     {"train_len": c["task"]["train_len"]})
             slot["length"] = np.array([r["length"] for r in records])
-            for metric in ("illegal_mass", "kl", "tv", "top1_illegal"):
+            for metric in ("invalid_mass", "kl", "tv", "top1_invalid"):
                 slot.setdefault(metric, []).append([r[metric] for r in records])
     for task in out.values():
         for slot in task.values():
-            for metric in ("illegal_mass", "kl", "tv", "top1_illegal"):
+            for metric in ("invalid_mass", "kl", "tv", "top1_invalid"):
                 slot[metric] = np.array(slot[metric], dtype=float)
     return out
 

@@ -42,6 +42,7 @@ def _games() -> None:
     from resharpen.experiments.languages.othello import Othello
 
     _register("othello", Othello, "game")
+    _register("othello6", partial(Othello, 6), "game")  # the 6 x 6 board: the CPU study
 
 
 _languages()

@@ -28,29 +28,29 @@ matrices only, warm-up then cosine / linear / constant, gradient clipping; ``[tr
 paired; all three are kept (``result["weights"]``, saved as safetensors by the core's
 ``save_run``).
 
-Stopping rule (``fit.until_id_illegal_mass`` = m > 0, ``train.steps`` the cap): at every record
-step (every ``train.log_every`` steps) the raw weights' mean illegal mass over the prefix lengths
+Stopping rule (``fit.until_id_invalid_mass`` = m > 0, ``train.steps`` the cap): at every record
+step (every ``train.log_every`` steps) the raw weights' mean invalid mass over the prefix lengths
 1..train_len of the evaluation sequences (:func:`fit_measure`) is measured exactly; the run ends
 at the first step where it is <= m, and the summary records ``fit_target``, ``fit_reached``,
 ``fit_step`` and ``steps_trained``. The config refuses an m that is not below a tenth of a
-uniform prediction's ID illegal mass on the task (``config.uniform_id_illegal_mass``). In an
+uniform prediction's ID invalid mass on the task (``config.uniform_id_invalid_mass``). In an
 ensemble each member ends at its own fit.
 
 Exact evaluation (float64), at every prefix length n = 1..eval_len, on ``eval.count`` sampled
 sequences of length ``eval_len`` (seed ``eval.seed``, the same for every run): with p the
 model's next-token distribution, S = N(prefix) the legal set and p* uniform on S,
 
-    illegal_mass  = p(V minus S) = sigmoid(LSE_illegal - LSE_legal)
+    invalid_mass  = p(V minus S) = sigmoid(LSE_illegal - LSE_legal)
     tv            = (1/2) sum_j |p_j - p*_j|
     kl            = KL(p* || p) = -log|S| - mean_{j in S} log p_j
-    top1_illegal  = 1 if max_{illegal} logit >= max_{legal} logit (ties count against the model)
+    top1_invalid  = 1 if max_{illegal} logit >= max_{legal} logit (ties count against the model)
     cross_entropy = -mean_{j in S} log p_j = kl + log|S|
 
-Per-length records hold the mean over sequences (and ``illegal_mass_max``); positions without a
+Per-length records hold the mean over sequences (and ``invalid_mass_max``); positions without a
 target (Othello after the game ended, when ``ignore_pad``) are left out, and a length where every
 sequence is finished has ``count = 0`` and NaN metrics. Summaries (:func:`summarize`):
 ``id_<metric>`` = mean over lengths 1..train_len, ``ood_<metric>`` = mean over
-train_len+1..eval_len, ``lg_score`` = largest n with mean illegal mass <= ``eval.threshold`` at
+train_len+1..eval_len, ``lg_score`` = largest n with mean invalid mass <= ``eval.threshold`` at
 every length 1..n (lengths with no target are skipped), ``lg_fraction`` = lg_score / eval_len.
 """
 from __future__ import annotations
@@ -62,41 +62,20 @@ from typing import Callable
 import numpy as np
 import torch
 
+from resharpen.experiments.core.metrics import METRICS, target_set_metrics
 from resharpen.experiments.core.targets import TrainingTarget, label_generator, make_batch
 from resharpen.experiments.core.train import (fit_members, members_state, model_config,
                                               seeded_model, stacking_pays, weight_sets)
 from resharpen.experiments.languages.config import SCHEMA, build_task, make_config
 
-METRICS = ("illegal_mass", "tv", "kl", "top1_illegal", "cross_entropy")
-SUMMARY_METRICS = ("illegal_mass", "tv", "kl", "top1_illegal")
+SUMMARY_METRICS = ("invalid_mass", "tv", "kl", "top1_invalid")
 
 # ------------------------------------------------------------------------- exact metrics
 def position_metrics(logits: torch.Tensor, legal) -> dict[str, torch.Tensor]:
-    """Every metric at every position: logits (N, L, V), legal bool (N, L, V) -> float64 (N, L).
-
-    Positions whose legal set is empty get NaN. Computed in log space (no 1 - p cancellation)."""
-    f = torch.as_tensor(logits).to(torch.float64)
-    legal = torch.as_tensor(np.asarray(legal), dtype=torch.bool)
-    if f.shape != legal.shape:
-        raise ValueError(f"logits {tuple(f.shape)} and legal sets {tuple(legal.shape)} differ in "
-                         "shape")
-    neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
-    size = legal.sum(-1).to(torch.float64)
-    logp = torch.log_softmax(f, dim=-1)
-    lse_legal = torch.where(legal, f, neg_inf).logsumexp(-1)
-    lse_illegal = torch.where(legal, neg_inf, f).logsumexp(-1)
-    illegal = torch.sigmoid(lse_illegal - lse_legal)  # exactly 0 when every token is legal
-    target = legal.to(torch.float64) / size.clamp_min(1.0)[..., None]
-    tv = 0.5 * (logp.exp() - target).abs().sum(-1)
-    ce = -torch.where(legal, logp, 0.0).sum(-1) / size
-    kl = ce - torch.log(size)
-    max_legal = torch.where(legal, f, neg_inf).amax(-1)
-    max_illegal = torch.where(legal, neg_inf, f).amax(-1)
-    top1 = (max_illegal >= max_legal).to(torch.float64)
-    empty = size == 0
-    out = {"illegal_mass": illegal, "tv": tv, "kl": kl, "top1_illegal": top1,
-           "cross_entropy": ce}
-    return {k: torch.where(empty, float("nan"), v) for k, v in out.items()}
+    """Every metric at every position: logits (N, L, V), legal bool (N, L, V) -> float64 (N, L):
+    :func:`core.metrics.target_set_metrics` with the legal-next set as the valid set (NaN where
+    it is empty)."""
+    return target_set_metrics(logits, torch.as_tensor(np.asarray(legal), dtype=torch.bool))
 
 
 def target_sets(task, seqs: np.ndarray, ignore_pad: bool) -> np.ndarray:
@@ -135,7 +114,7 @@ def eval_sequences(config: dict, task=None) -> tuple[np.ndarray, np.ndarray]:
 def evaluate(module: torch.nn.Module, seqs: np.ndarray, legal: np.ndarray,
              batch: int = 256) -> list[dict]:
     """Per-length records (length n = 1..L): mean of every metric over the sequences that have a
-    target at that position, ``illegal_mass_max``, and ``count``. float64 forward pass."""
+    target at that position, ``invalid_mass_max``, and ``count``. float64 forward pass."""
     model = copy.deepcopy(module).to(torch.float64)
     model.eval()
     parts = []
@@ -145,13 +124,13 @@ def evaluate(module: torch.nn.Module, seqs: np.ndarray, legal: np.ndarray,
     metrics = {k: torch.cat([p[k] for p in parts]) for k in METRICS}
     records = []
     for i in range(tokens.shape[1]):
-        column = metrics["illegal_mass"][:, i]
+        column = metrics["invalid_mass"][:, i]
         keep = ~column.isnan()
         count = int(keep.sum())
         record = {"length": i + 1, "count": count}
         for name in METRICS:
             record[name] = float(metrics[name][keep, i].mean()) if count else float("nan")
-        record["illegal_mass_max"] = float(column[keep].max()) if count else float("nan")
+        record["invalid_mass_max"] = float(column[keep].max()) if count else float("nan")
         records.append(record)
     return records
 
@@ -169,7 +148,7 @@ def summarize(records: list[dict], train_len: int, threshold: float) -> dict:
         out[f"last_{name}"] = scored[-1][name] if scored else float("nan")
     score = 0
     for r in scored:
-        if not r["illegal_mass"] <= threshold:
+        if not r["invalid_mass"] <= threshold:
             break
         score = r["length"]
     out["lg_score"] = score
@@ -180,10 +159,10 @@ def summarize(records: list[dict], train_len: int, threshold: float) -> dict:
 def fit_measure(module: torch.nn.Module, seqs: np.ndarray, legal: np.ndarray,
                 train_len: int) -> float:
     """The stopping rule's measure: the mean over prefix lengths 1..train_len of the exact mean
-    illegal mass of ``module`` on the evaluation sequences cut at train_len (a causal model's
+    invalid mass of ``module`` on the evaluation sequences cut at train_len (a causal model's
     outputs there do not depend on the rest)."""
     records = evaluate(module, seqs[:, :train_len], legal[:, :train_len])
-    return float(np.mean([r["illegal_mass"] for r in records if r["count"]]))
+    return float(np.mean([r["invalid_mass"] for r in records if r["count"]]))
 
 
 def fit_summary(until: float, history: list[dict]) -> dict:
@@ -191,7 +170,7 @@ def fit_summary(until: float, history: list[dict]) -> dict:
     steps_trained} under the stopping rule; {} when it is off."""
     if not until:
         return {}
-    reached = [row["step"] for row in history if row["fit_id_illegal_mass"] <= until]
+    reached = [row["step"] for row in history if row["fit_id_invalid_mass"] <= until]
     return {"fit_target": until, "fit_reached": bool(reached),
             "fit_step": reached[0] if reached else None,
             "steps_trained": history[-1]["step"] if history else 0}
@@ -237,7 +216,7 @@ def _train_members(configs: list[dict], *, progress: bool = True,
     task = build_task(first)
     models = [seeded_model(c, vocab=task.size, max_len=t["eval_len"]) for c in configs]
     seeds = [c["train"]["seed"] for c in configs]
-    rngs = [np.random.default_rng([seed, 1_000_003]) for seed in seeds]
+    streams = task.streams(seeds, tr["batch_size"], t["train_len"] + 1)
     pad = getattr(task, "pad", None) if t["ignore_pad"] else None
     state = members_state(models, [c["train"] for c in configs])
     target = TrainingTarget.of(tr)
@@ -246,26 +225,26 @@ def _train_members(configs: list[dict], *, progress: bool = True,
         labels = label_generator(seeds[0]) if k == 1 else [label_generator(s) for s in seeds]
 
     def next_batch(step: int):
-        samples = task.sample_streams(tr["batch_size"], t["train_len"] + 1, rngs)
-        seqs = torch.as_tensor(samples[0] if k == 1 else samples)
+        samples = torch.as_tensor(streams.draw())
+        seqs = samples[0] if k == 1 else samples
         return make_batch(seqs, target, lambda s: next_token_targets(task, s, t["ignore_pad"]),
                           labels)
 
     seqs, legal = eval_data if eval_data is not None else eval_sequences(first, task)
-    until = first["fit"]["until_id_illegal_mass"]
+    until = first["fit"]["until_id_invalid_mass"]
 
     def record(i: int, step: int, loss: float) -> dict:
         smoothed = state.smoothed_loss if k == 1 else state.smoothed_loss[i]
         row = {"step": step, "loss": loss, "loss_smoothed": smoothed, "lr": state.lr(i)}
         if until:
-            row["fit_id_illegal_mass"] = fit_measure(state.member_weights(i)["raw"], seqs,
+            row["fit_id_invalid_mass"] = fit_measure(state.member_weights(i)["raw"], seqs,
                                                      legal, t["train_len"])
         if log is not None:
             log(row)
         return row
 
     def stop(i: int, row: dict) -> bool:
-        return bool(until) and row["fit_id_illegal_mass"] <= until
+        return bool(until) and row["fit_id_invalid_mass"] <= until
 
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
                          stop=stop, ignore=pad, raise_on_nonfinite=True, smoothing=0.05,

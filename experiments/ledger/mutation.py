@@ -5,44 +5,47 @@ then a wrong function changes both alike and the check still passes. The mutatio
 such checks by breaking the derivations one at a time. For a claim, the *targets* are the
 functions and classes of other ``resharpen`` modules that its check names (the derivations of
 :func:`resharpen.experiments.ledger.where.where`, without the statistics that decide, NOT_SUBJECTS);
-a class contributes the methods defined in its body. A *mutation* replaces one target by a
-wrapper that returns a perturbed value (step = 10^-3 unless asked otherwise),
+a class contributes the methods defined in its body. Each target is mutated by each operator of
+:data:`OPERATORS`:
 
-    x  ->  x (1 + step) + step        (floats, float/complex arrays and tensors, dtype kept;
-                                       sympy expressions with Rational(1, 1000))
-    n  ->  n + 1                      (ints, integer arrays and tensors)
-    b  ->  not b                      (bools, boolean arrays and tensors, sympy true/false)
+    up      x -> x (1 + step) + step      (floats, float/complex arrays and tensors, dtype kept;
+                                           sympy expressions with Rational(1, 1000); ints + 1;
+                                           bools negated)
+    down    x -> x (1 - step) - step      (ints - 1; bools negated)
+    swap    f(a, b, ...) -> f(b, a, ...)  (after self for a method)
+    drop    the first ``a + b`` / ``a - b`` of the function's source -> ``a`` (recompiled)
+    const   every call returns the value of the first call
 
-recursively inside tuples, lists and dicts, and in the float/tensor fields of dataclasses, plain
-objects and torch modules (their parameters and buffers, on a copy). Anything else (strings,
-paths, None, generators) is returned as it is, and a wrapper that never perturbed a value has not
-mutated anything. The wrapper replaces the target in its defining module and under every name a
-module bound it to (``from x import f``), and the originals are restored afterwards.
+``up`` and ``down`` perturb recursively inside tuples, lists and dicts, and in the float/tensor
+fields of dataclasses, plain objects and torch modules (their parameters and buffers, on a
+copy); anything else (strings, paths, None, generators) is returned as it is. A structural
+mutant is called beside the original and a call counts as perturbed only when their values
+differ. An operator that never perturbed a value has not mutated anything (an equivalent
+mutant on this check's inputs, or one that does not apply: no argument pair, no + or - term).
+The mutant replaces the target in its defining module and under every name a module bound it to
+(``from x import f``), and the originals are restored afterwards.
 
-The check is run once unmutated and once under each mutation, each in a forked child process, so
-that no cache carries a mutated value into another run. A claim is
+The check is run once unmutated and once under each (target, operator), each in a forked child
+process, so that no cache carries a mutated value into another run. A mutation that perturbed a
+value **kills** when it changes the status (:func:`kills`): a PASS into FAIL, ERROR or TIMEOUT
+(an erratum: into anything but PASS); a FAIL or INCONCLUSIVE into any other status (every claim
+is tested, whatever its unmutated status). Each **(claim, function) pair** gets a verdict
+(PAIR_VERDICTS): killed (by a status change that is not an exception), killed by an exception
+only (weaker evidence), survives (every perturbing operator left the status), untested. The
+claim is killed when one pair is, survives when a mutation perturbed and none killed, untested
+when nothing was perturbed or its unmutated check raised; **skipped** when its declared cost
+class (``@claim(cost=...)``) is not among those run (never by a measured time).
 
-* **killed** when a mutation that perturbed a value turns its PASS into FAIL or ERROR (or a
-  TIMEOUT; for an erratum: into anything but PASS): the check depends on that derivation. A kill
-  by an exception only (a perturbed integer used as an index, say) is weaker evidence than a
-  FAIL, and the summary counts those kills apart;
-* **survives** when it stays PASS under every such mutation: its measurement and expectation
-  move together (circular), or its tolerance is wider than the perturbation, or the mutated
-  values never reach the comparison (for instance, every arm of an experiment scaled alike);
-* **untested** when no mutation perturbed anything (no derivations, or none whose values can be
-  perturbed), or when the unmutated check does not PASS to begin with;
-* **skipped** when its unmutated check takes longer than the time budget.
-
-A survivor is a prompt to read the check, not a verdict of circularity; the diagnosis of each
-survivor is in docs/ledger.md.
+A survivor is a prompt to read the check, not a verdict of circularity: its measurement and
+expectation move together (circular), or its tolerance is wider than the perturbation, or the
+mutated values never reach the comparison; the diagnosis of each is in docs/ledger.md.
 
 The committed *record* (``experiments/configs/ledger/mutation.json``, :func:`read_record`) holds
-the expected verdict of every claim at the default step, the seconds its unmutated quick check
-took, and for each survivor its diagnosis. :func:`against_record` turns a run into regressions:
-a claim the record has killed that now survives (or that no mutation perturbs any more), and a
-survivor the record gives no diagnosis. tests/core/test_mutation_record.py runs it over the
-registry (by default the claims declared ``cost="fast"`` whose recorded check took at most
-0.4 s, every claim in the ``slow`` test).
+the expected verdict of every claim, the seconds its unmutated quick check took, the diagnosis of
+each survivor, and (for the claims run since issue 23) ``functions``: the verdict, operator
+statuses and, for a survivor, diagnosis of each pair. :func:`against_record` turns a run into
+regressions. tests/core/test_mutation_record.py runs it over a declared sample of fast claims by
+default and over every claim in the ``slow`` test.
 """
 from __future__ import annotations
 
@@ -66,7 +69,7 @@ from resharpen.experiments.ledger.runner import run_claim
 from resharpen.experiments.ledger.where import _derivations
 
 STEP = 1e-3
-"""The perturbation x -> x (1 + STEP) + STEP of a float (integers move by 1), the default of
+"""The perturbation x -> x (1 +- STEP) +- STEP of a float (integers move by 1), the default of
 ``step`` below; a larger step (``verify --mutate --step 0.1``) tells a loose tolerance from a
 circular check among the survivors."""
 VERDICTS = ("killed", "survives", "untested", "skipped")
@@ -99,7 +102,7 @@ def _perturbed(value: object, step: float, depth: int) -> object:
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
-        return value + 1
+        return value + (1 if step > 0 else -1)
     if isinstance(value, (float, complex)):
         return value * (1 + step) + step
     numpy = sys.modules.get("numpy")
@@ -131,7 +134,8 @@ def _perturbed_array(value, step, numpy):
     if array.dtype == bool:
         out = ~array
     elif numpy.issubdtype(array.dtype, numpy.integer):
-        out = array + numpy.ones((), dtype=array.dtype)
+        out = array + numpy.ones((), dtype=array.dtype) if step > 0 else \
+            array - numpy.ones((), dtype=array.dtype)
     elif numpy.issubdtype(array.dtype, numpy.inexact):
         out = (array * (1 + step) + step).astype(array.dtype)
     else:
@@ -144,7 +148,7 @@ def _perturbed_tensor(value, step, torch):
         return ~value
     if value.is_floating_point() or value.is_complex():
         return (value * (1 + step) + step).to(value.dtype)
-    return value + 1
+    return value + 1 if step > 0 else value - 1
 
 
 def _perturbed_module(module, step, torch):
@@ -284,6 +288,22 @@ class Counter:
     def __init__(self) -> None:
         self.perturbed = 0
         self.unchanged = 0
+        self.note = ""  # what a structural mutation changed (the term it dropped, say)
+
+
+OPERATORS = {
+    "up": "x -> x (1 + step) + step (n -> n + 1, b -> not b)",
+    "down": "x -> x (1 - step) - step (n -> n - 1, b -> not b)",
+    "swap": "the first two arguments swapped (after self for a method)",
+    "drop": "the first + or - term of the function's source dropped (a + b -> a)",
+    "const": "the value of the first call returned by every call",
+}
+"""The mutation operators, each applied to every target. ``up`` and ``down`` move a value in
+both directions (a one-sided bound survives one of them only when it is loose); ``swap``,
+``drop`` and ``const`` change the function's structure. A call counts as perturbed only when the
+mutant's value differs from the original's on that call (the structural operators run both), so
+a mutant equal to the original on every input the check uses has not mutated anything (an
+equivalent mutant: untested, not a survivor)."""
 
 
 def _wrapper(original: Callable, counter: Counter, step: float) -> Callable:
@@ -299,20 +319,168 @@ def _wrapper(original: Callable, counter: Counter, step: float) -> Callable:
     return mutated
 
 
+def _same(a: object, b: object, depth: int = 0) -> bool:
+    """Whether two values are equal: numbers (NaN equal to NaN), arrays and tensors by value,
+    sympy by ``==``, containers, dataclasses and plain objects field by field (False when
+    unsure, or deeper than 6 levels)."""
+    if a is b:
+        return True
+    if depth > 6 or type(a) is not type(b):
+        return False
+    try:
+        numpy = sys.modules.get("numpy")
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(a, torch.Tensor):
+            return a.shape == b.shape and a.dtype == b.dtype and bool(
+                torch.equal(a.detach(), b.detach())
+                or (a.is_floating_point() and torch.allclose(a.detach(), b.detach(), rtol=0,
+                                                             atol=0, equal_nan=True)))
+        if torch is not None and isinstance(a, torch.nn.Module):
+            return _same(a.state_dict(), b.state_dict(), depth + 1)
+        if numpy is not None and isinstance(a, (numpy.ndarray, numpy.generic)):
+            a, b = numpy.asarray(a), numpy.asarray(b)
+            if a.shape != b.shape:
+                return False
+            try:
+                return bool(numpy.array_equal(a, b, equal_nan=True))
+            except TypeError:  # a dtype without NaN
+                return bool(numpy.array_equal(a, b))
+        if isinstance(a, float):
+            return a == b or (a != a and b != b)
+        if isinstance(a, (tuple, list)):
+            return len(a) == len(b) and all(_same(x, y, depth + 1) for x, y in zip(a, b))
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(_same(a[k], b[k], depth + 1) for k in a)
+        if isinstance(a, (str, bytes, int, complex, type(None))):
+            return a == b
+        sympy = sys.modules.get("sympy")
+        if sympy is not None and isinstance(a, (sympy.Basic, sympy.MatrixBase)):
+            return bool(a == b)
+        if hasattr(a, "__dict__") and not callable(a):
+            return _same(vars(a), vars(b), depth + 1)
+        return bool(a == b)
+    except Exception:  # a comparison that raises or is ambiguous
+        return False
+
+
+def _counted(original: Callable, mutant: Callable, counter: Counter) -> Callable:
+    """Call ``mutant``; count the call perturbed when its value differs from ``original``'s on
+    the same arguments (both are called: the arguments are not modified by the functions the
+    ledger's checks use, and a difference is the only evidence of a mutation)."""
+    @functools.wraps(original)
+    def call(*args, **kwargs):
+        value = mutant(*args, **kwargs)
+        if _same(value, original(*args, **kwargs)):
+            counter.unchanged += 1
+        else:
+            counter.perturbed += 1
+        return value
+
+    return call
+
+
+def _swapped(original: Callable, method: bool) -> Callable:
+    first = 1 if method else 0
+
+    def mutant(*args, **kwargs):
+        if len(args) >= first + 2:
+            args = (*args[:first], args[first + 1], args[first], *args[first + 2:])
+        return original(*args, **kwargs)
+
+    return mutant
+
+
+def _constant(original: Callable) -> Callable:
+    first: list = []
+
+    def mutant(*args, **kwargs):
+        value = original(*args, **kwargs)
+        if not first:
+            first.append(value)
+        return first[0]
+
+    return mutant
+
+
+def _dropped(original: Callable, counter: Counter) -> Callable | None:
+    """``original`` recompiled from its source with the first ``a + b`` or ``a - b`` (in the order
+    :func:`ast.walk` meets them) replaced by ``a``; None when there is none, the source is not
+    available, or the function closes over variables (it could not be rebuilt alone)."""
+    import ast
+    import textwrap
+
+    function = _unwrapped(original)
+    if not isinstance(function, types.FunctionType) or function.__code__.co_freevars:
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return None
+    definition = tree.body[0]
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    definition.decorator_list = []
+    body = ast.Module(body=definition.body, type_ignores=[])
+    target = next((node for node in ast.walk(body) if isinstance(node, ast.BinOp)
+                   and isinstance(node.op, (ast.Add, ast.Sub))), None)
+    if target is None:
+        return None
+    counter.note = f"dropped {'+' if isinstance(target.op, ast.Add) else '-'} " \
+                   f"{ast.unparse(target.right)}"
+
+    class Drop(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            return node.left if node is target else self.generic_visit(node)
+
+    tree = ast.fix_missing_locations(Drop().visit(tree))
+    namespace: dict = {}
+    try:
+        exec(compile(tree, inspect.getsourcefile(function) or "<mutant>", "exec"),
+             function.__globals__, namespace)
+    except Exception:  # a definition that needs its class (super()) or fails to rebuild
+        return None
+    mutant = namespace.get(function.__name__)
+    if not isinstance(mutant, types.FunctionType):
+        return None
+    mutant.__defaults__, mutant.__kwdefaults__ = function.__defaults__, function.__kwdefaults__
+    return mutant
+
+
+def _replacement(original: Callable, counter: Counter, step: float, operator: str,
+                 method: bool) -> Callable | None:
+    """The mutant of ``original`` for ``operator`` (None: the operator does not apply)."""
+    if operator == "up":
+        return _wrapper(original, counter, abs(step))
+    if operator == "down":
+        return _wrapper(original, counter, -abs(step))
+    if operator == "swap":
+        return _counted(original, _swapped(original, method), counter)
+    if operator == "const":
+        return _counted(original, _constant(original), counter)
+    if operator == "drop":
+        mutant = _dropped(original, counter)
+        return None if mutant is None else _counted(original, mutant, counter)
+    raise ValueError(f"unknown mutation operator {operator!r}; one of {tuple(OPERATORS)}")
+
+
 @contextmanager
-def mutated(target: Target, step: float = STEP) -> Iterator[Counter]:
-    """Within the block, ``target`` returns perturbed values wherever it is looked up: in its
-    defining module (or class) and under every module-level name bound to it; restored after."""
+def mutated(target: Target, step: float = STEP, operator: str = "up") -> Iterator[Counter]:
+    """Within the block, ``target`` is replaced by its mutant for ``operator`` (OPERATORS)
+    wherever it is looked up: in its defining module (or class) and under every module-level
+    name bound to it; restored after. An operator that does not apply (``drop`` on a function
+    without a + or - term) leaves everything as it is (the counter stays at 0)."""
     counter = Counter()
     patches: list[tuple[object, str, object]] = []  # (namespace owner, attribute, original)
     raw = vars(target.owner)[target.attribute]
+    is_static = isinstance(raw, staticmethod)
+    plain = raw.__func__ if is_static else raw
+    method = inspect.isclass(target.owner) and not is_static
+    function = _unwrapped(plain)
+    mutant = _replacement(plain, counter, step, operator, method)
+    if mutant is None:
+        yield counter
+        return
     patches.append((target.owner, target.attribute, raw))
-    if isinstance(raw, staticmethod):
-        replacement = staticmethod(_wrapper(raw.__func__, counter, step))
-        function = _unwrapped(raw.__func__)
-    else:
-        replacement = _wrapper(raw, counter, step)
-        function = _unwrapped(raw)
     if not inspect.isclass(target.owner):  # module-level names bound by `from x import f`
         with warnings.catch_warnings():  # reading a deprecated module attribute warns
             warnings.simplefilter("ignore")
@@ -320,9 +488,9 @@ def mutated(target: Target, step: float = STEP) -> Iterator[Counter]:
     try:
         for owner, attribute, original in patches:
             if owner is target.owner and attribute == target.attribute:
-                setattr(owner, attribute, replacement)
-            else:
-                setattr(owner, attribute, _wrapper(original, counter, step))
+                setattr(owner, attribute, staticmethod(mutant) if is_static else mutant)
+            else:  # the same mutant (one memory for `const`) under every name
+                setattr(owner, attribute, mutant)
         yield counter
     finally:
         for owner, attribute, original in reversed(patches):
@@ -373,7 +541,7 @@ def _clear_caches() -> None:
 # ----------------------------------------------------------------------------- running
 @dataclass(frozen=True)
 class Mutation:
-    """One run of a check with one target mutated."""
+    """One run of a check with one target mutated by one operator."""
 
     target: str
     status: str  # PASS | FAIL | INCONCLUSIVE | ERROR | TIMEOUT
@@ -381,6 +549,25 @@ class Mutation:
     measured: str
     detail: str
     seconds: float
+    operator: str = "up"  # OPERATORS
+    note: str = ""  # what a structural mutation changed
+
+
+PAIR_VERDICTS = ("killed", "killed by an exception", "survives", "untested")
+"""The verdict of one (claim, function) pair: killed by a status change (a FAIL, or for a claim
+that does not PASS unmutated any other status); killed only by an ERROR or TIMEOUT; survives
+(every operator that perturbed a value left the status as it was); untested (no operator
+perturbed a value)."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The verdict of one (claim, mutated function) pair, and the status under each operator
+    (``"-"``: the operator perturbed nothing or does not apply)."""
+
+    target: str
+    verdict: str  # PAIR_VERDICTS
+    statuses: dict
 
 
 @dataclass(frozen=True)
@@ -396,6 +583,7 @@ class MutationResult:
     killed_by: list[str]
     mutations: list[Mutation]
     note: str = ""
+    pairs: list[Pair] = field(default_factory=list)
 
     @property
     def tried(self) -> int:
@@ -403,21 +591,24 @@ class MutationResult:
         return sum(m.perturbed > 0 for m in self.mutations)
 
 
-def _run(c: Claim, profile: str, target: Target | None, step: float) -> dict:
-    """Run the check (mutated by ``target`` when given); a plain dict for the pipe."""
+def _run(c: Claim, profile: str, target: Target | None, step: float,
+         operator: str = "up") -> dict:
+    """Run the check (mutated by ``target`` and ``operator`` when given); a plain dict for the
+    pipe."""
     _clear_caches()
+    note = ""
     if target is None:
         record, perturbed = run_claim(c, profile), 0
     else:
-        with mutated(target, step) as counter:
+        with mutated(target, step, operator) as counter:
             record = run_claim(c, profile)
-        perturbed = counter.perturbed
+        perturbed, note = counter.perturbed, counter.note
     return {"status": record.status, "perturbed": perturbed, "measured": record.measured,
-            "detail": record.detail, "seconds": record.seconds}
+            "detail": record.detail, "seconds": record.seconds, "note": note}
 
 
 def _isolated(c: Claim, profile: str, target: Target | None, step: float,
-              timeout: float) -> dict:
+              timeout: float, operator: str = "up") -> dict:
     """:func:`_run` in a forked child process, killed after ``timeout`` seconds."""
     import multiprocessing
 
@@ -432,10 +623,10 @@ def _isolated(c: Claim, profile: str, target: Target | None, step: float,
         except ImportError:
             pass
         try:
-            send.send(_run(c, profile, target, step))
+            send.send(_run(c, profile, target, step, operator))
         except Exception as exc:  # a result that does not pickle, say
             send.send({"status": "ERROR", "perturbed": 0, "measured": "-",
-                       "detail": f"{type(exc).__name__}: {exc}", "seconds": 0.0})
+                       "detail": f"{type(exc).__name__}: {exc}", "seconds": 0.0, "note": ""})
 
     start = time.perf_counter()
     with warnings.catch_warnings():
@@ -451,11 +642,11 @@ def _isolated(c: Claim, profile: str, target: Target | None, step: float,
         else:
             result = {"status": "TIMEOUT", "perturbed": 1, "measured": "-",
                       "detail": f"no result within {timeout:g} s",
-                      "seconds": round(time.perf_counter() - start, 3)}
+                      "seconds": round(time.perf_counter() - start, 3), "note": ""}
     except EOFError:  # the child died without a result
         result = {"status": "ERROR", "perturbed": 1, "measured": "-",
                   "detail": f"the child process died (exit code {process.exitcode})",
-                  "seconds": round(time.perf_counter() - start, 3)}
+                  "seconds": round(time.perf_counter() - start, 3), "note": ""}
     finally:
         if process.is_alive():
             process.kill()
@@ -464,38 +655,68 @@ def _isolated(c: Claim, profile: str, target: Target | None, step: float,
     return result
 
 
-def mutate_claim(c: Claim, profile: str = "quick", *, step: float = STEP,
-                 max_seconds: float | None = None, isolate: bool = True,
-                 timeout_factor: float = 10.0) -> MutationResult:
-    """The mutation test of one claim (see the module docstring for the verdicts).
+def kills(c: Claim, baseline: str, status: str) -> bool:
+    """Whether ``status`` under a mutation differs from the unmutated ``baseline`` in a way that
+    shows the check depends on the mutated function: for a (non-erratum) claim that PASSes, a
+    FAIL, ERROR or TIMEOUT (INCONCLUSIVE is not a disagreement); for an erratum that PASSes, any
+    other status; for a claim that FAILs or is INCONCLUSIVE unmutated, any other status (a
+    mutation may change it in either direction)."""
+    if baseline == "PASS":
+        return status != "PASS" if c.erratum else status in KILLING
+    return status != baseline
 
-    ``step``: the perturbation x -> x (1 + step) + step. ``max_seconds``: skip the mutations
-    when the unmutated check took longer. ``isolate``: run each check in a forked child (the
-    default; False runs in this process, for tests of checks without caches). A mutated run is
-    stopped after ``timeout_factor`` times the unmutated run's time plus 30 s: TIMEOUT."""
-    def run(target: Target | None, timeout: float) -> dict:
-        return _isolated(c, profile, target, step, timeout) if isolate else \
-            _run(c, profile, target, step)
+
+def pair_verdict(c: Claim, baseline: str, mutations: Sequence[Mutation]) -> str:
+    """The verdict (PAIR_VERDICTS) of one target from its mutations (one per operator)."""
+    tried = [m for m in mutations if m.perturbed]
+    if not tried:
+        return "untested"
+    killing = [m for m in tried if kills(c, baseline, m.status)]
+    if any(m.status not in ("ERROR", "TIMEOUT") for m in killing):
+        return "killed"
+    return "killed by an exception" if killing else "survives"
+
+
+def mutate_claim(c: Claim, profile: str = "quick", *, step: float = STEP,
+                 isolate: bool = True, timeout_factor: float = 10.0,
+                 operators: Sequence[str] = tuple(OPERATORS)) -> MutationResult:
+    """The mutation test of one claim: each target under each operator (see the module
+    docstring for the verdicts), a verdict per (claim, function) pair and one for the claim.
+
+    ``step``: the size of ``up`` and ``down``. ``isolate``: run each check in a forked child
+    (the default; False runs in this process, for tests of checks without caches). A mutated
+    run is stopped after ``timeout_factor`` times the unmutated run's time plus 30 s: TIMEOUT.
+    A claim that does not PASS unmutated is tested too (a mutation must be able to change its
+    status); one whose unmutated check raises is untested."""
+    unknown = [o for o in operators if o not in OPERATORS]
+    if unknown:
+        raise ValueError(f"unknown mutation operators {unknown}; one of {tuple(OPERATORS)}")
+
+    def run(target: Target | None, timeout: float, operator: str = "up") -> dict:
+        return _isolated(c, profile, target, step, timeout, operator) if isolate else \
+            _run(c, profile, target, step, operator)
 
     base = run(None, 3600.0)
     common = dict(id=c.id, erratum=c.erratum, baseline=base["status"],
                   baseline_measured=base["measured"], baseline_seconds=base["seconds"])
-    if base["status"] != "PASS":
+    if base["status"] == "ERROR":
         return MutationResult(**common, verdict="untested", killed_by=[], mutations=[],
-                              note=f"unmutated check is {base['status']}")
-    if max_seconds is not None and base["seconds"] > max_seconds:
-        return MutationResult(**common, verdict="skipped", killed_by=[], mutations=[],
-                              note=f"quick run {base['seconds']:.1f} s > {max_seconds:g} s")
+                              note="unmutated check is ERROR")
     found = targets(c)
     timeout = timeout_factor * base["seconds"] + 30.0
-    mutations = []
+    mutations, pairs = [], []
     for target in found:
-        result = run(target, timeout)
-        mutations.append(Mutation(target.name, result["status"], result["perturbed"],
-                                  result["measured"], result["detail"], result["seconds"]))
-    killing = (lambda s: s != "PASS") if c.erratum else (lambda s: s in KILLING)
-    killed_by = [f"{m.target} ({m.status})" for m in mutations
-                 if m.perturbed and killing(m.status)]
+        mine = []
+        for operator in operators:
+            result = run(target, timeout, operator)
+            mine.append(Mutation(target.name, result["status"], result["perturbed"],
+                                 result["measured"], result["detail"], result["seconds"],
+                                 operator, result.get("note", "")))
+        mutations += mine
+        pairs.append(Pair(target.name, pair_verdict(c, base["status"], mine),
+                          {m.operator: m.status if m.perturbed else "-" for m in mine}))
+    killed_by = [f"{m.target} {m.operator} ({m.status})" for m in mutations
+                 if m.perturbed and kills(c, base["status"], m.status)]
     if killed_by:
         verdict, note = "killed", ""
     elif any(m.perturbed for m in mutations):
@@ -504,47 +725,28 @@ def mutate_claim(c: Claim, profile: str = "quick", *, step: float = STEP,
         verdict = "untested"
         note = ("no derivations" if not found else
                 "no mutation perturbed a value (" + ", ".join(
-                    m.target.rsplit(".", 1)[-1] for m in mutations) + ")")
+                    t.name.rsplit(".", 1)[-1] for t in found) + ")")
+    if base["status"] != "PASS":
+        note = "; ".join(x for x in (note, f"unmutated check is {base['status']}") if x)
     return MutationResult(**common, verdict=verdict, killed_by=killed_by, mutations=mutations,
-                          note=note)
-
-
-def skipped_by_timings(c: Claim, seconds: dict[str, float], max_seconds: float) \
-        -> MutationResult | None:
-    """A ``skipped`` result when a recorded ledger run of the claim took over ``max_seconds``."""
-    took = seconds.get(c.id)
-    if took is None or took <= max_seconds:
-        return None
-    return MutationResult(c.id, c.erratum, "-", "-", took, "skipped", [], [],
-                          f"quick run {took:.1f} s > {max_seconds:g} s (recorded)")
-
-
-def recorded_seconds(path: str) -> dict[str, float]:
-    """{id: seconds} of a ledger JSON (``resharpen verify --json PATH``); ValueError when the
-    file is not one."""
-    try:
-        data = json.loads(open(path).read())
-        return {r["id"]: float(r["seconds"]) for r in data["claims"]}
-    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{path!r} is not a ledger JSON with 'claims' and their 'seconds' "
-                         f"(write one with `resharpen verify --json PATH`): {exc}") from None
+                          note=note, pairs=pairs)
 
 
 def run_mutations(claims: Sequence[Claim], profile: str = "quick", *, step: float = STEP,
-                  max_seconds: float | None = 5.0, timings: dict[str, float] | None = None,
+                  costs: Sequence[str] = ("fast",), operators: Sequence[str] = tuple(OPERATORS),
                   on_done: Callable[[MutationResult], None] | None = None) \
         -> list[MutationResult]:
-    """The mutation test of each claim, in order. A claim is skipped when its quick run took
-    over ``max_seconds``: as recorded in ``timings`` ({id: seconds} of a ledger run) when it is
-    there, else as its unmutated run here took."""
+    """The mutation test of each claim, in order. What is skipped is decided by the cost class
+    each claim declares (``@claim(cost=...)``), never by a measured time: a claim whose cost is
+    not in ``costs`` is ``skipped`` (default: the ``fast`` claims run, the ``slow`` ones, which
+    train or read sweeps, are skipped; ``costs=("fast", "slow")`` runs every claim)."""
     results = []
     for c in claims:
-        recorded = timings is not None and c.id in timings
-        result = skipped_by_timings(c, timings, max_seconds) \
-            if recorded and max_seconds is not None else None
-        if result is None:
-            result = mutate_claim(c, profile, step=step,
-                                  max_seconds=None if recorded else max_seconds)
+        if c.cost not in costs:
+            result = MutationResult(c.id, c.erratum, "-", "-", 0.0, "skipped", [], [],
+                                    f"declared cost {c.cost}")
+        else:
+            result = mutate_claim(c, profile, step=step, operators=operators)
         results.append(result)
         if on_done:
             on_done(result)
@@ -564,12 +766,30 @@ def summary(results: Sequence[MutationResult]) -> str:
     if crashed:
         line += f"; {crashed} of the kills only by an ERROR or TIMEOUT, no FAIL"
     if count["skipped"]:
-        line += f"; {count['skipped']} skipped (quick run over the time budget)"
+        line += f"; {count['skipped']} skipped (declared cost class not run)"
+    pairs = [p for r in results for p in r.pairs]
+    if pairs:
+        by = {v: sum(p.verdict == v for p in pairs) for v in PAIR_VERDICTS}
+        tried = len(pairs) - by["untested"]
+        rate = f" ({by['killed'] / tried:.0%} of those perturbed)" if tried else ""
+        line += (f"; (claim, function) pairs: {by['killed']} of {len(pairs)} killed by a status "
+                 f"change{rate}, {by['killed by an exception']} only by an exception, "
+                 f"{by['survives']} survive, {by['untested']} untested")
     return line
 
 
+def format_pairs(results: Sequence[MutationResult]) -> str:
+    """One line per (claim, function) pair: its verdict and the status under each operator."""
+    lines = []
+    for r in results:
+        for p in r.pairs:
+            statuses = " ".join(f"{op}:{status}" for op, status in p.statuses.items())
+            lines.append(f"{r.id}  {_short(p.target)}  {p.verdict}  [{statuses}]")
+    return "\n".join(lines)
+
+
 def format_table(results: Sequence[MutationResult]) -> str:
-    """id, mutations tried (that perturbed a value) / targets, killed by, verdict."""
+    """id, mutations tried (that perturbed a value) / mutations run, killed by, verdict."""
     rows = [("id", "tried", "killed by", "verdict")]
     for r in results:
         killer = r.killed_by[0] + (f" +{len(r.killed_by) - 1}" if len(r.killed_by) > 1 else "") \
@@ -579,7 +799,9 @@ def format_table(results: Sequence[MutationResult]) -> str:
     widths = [min(max(len(row[i]) for row in rows), cap) for i, cap in enumerate((46, 6, 56, 90))]
     lines = ["  ".join(str(x)[:w].ljust(w) for x, w in zip(row, widths)).rstrip()
              for row in rows]
-    return "\n".join(lines + [summary(results)])
+    pairs = format_pairs(results)
+    return "\n".join(lines + (["", "(claim, function) pairs:", pairs] if pairs else [])
+                     + [summary(results)])
 
 
 def _short(name: str) -> str:
@@ -592,8 +814,9 @@ def _short(name: str) -> str:
 
 def to_json(results: Sequence[MutationResult], profile: str, step: float = STEP) -> str:
     count = {v: sum(r.verdict == v for r in results) for v in VERDICTS}
-    return dumps_json({"profile": profile, "perturbation": f"x -> x (1 + {step:g}) + {step:g}; "
-                                                           "int + 1; bool negated",
+    return dumps_json({"profile": profile, "perturbation": f"x -> x (1 +- {step:g}) +- {step:g}; "
+                                                           "int +- 1; bool negated",
+                       "operators": OPERATORS,
                        "summary": {**count, "line": summary(results)},
                        "claims": [{**asdict(r), "tried": r.tried} for r in results]},
                       indent=2)
@@ -601,9 +824,11 @@ def to_json(results: Sequence[MutationResult], profile: str, step: float = STEP)
 
 # ----------------------------------------------------------------------------- the record
 def read_record(path: str | Path = RECORD) -> dict[str, dict]:
-    """The record's ``{id: {"verdict", "seconds", "diagnosis"}}``; ValueError naming the file
-    when it is not a record: a verdict not in VERDICTS, seconds that are not a number, or a
-    survivor without a diagnosis."""
+    """The record's ``{id: {"verdict", "seconds", "note", "diagnosis", "functions"}}``;
+    ValueError naming the file when it is not a record: a verdict not in VERDICTS, seconds that
+    are not a number, a survivor without a diagnosis, or a ``functions`` entry (the verdict per
+    (claim, function) pair, written since issue 23; older entries have none) whose verdict is not
+    in PAIR_VERDICTS or that survives without a diagnosis."""
     path = Path(path)
     try:
         claims = json.loads(path.read_text())["claims"]
@@ -617,41 +842,79 @@ def read_record(path: str | Path = RECORD) -> dict[str, dict]:
                              "and the seconds of its unmutated quick check")
         if entry["verdict"] == "survives" and not entry.get("diagnosis", "").strip():
             raise ValueError(f"{path}: survivor {claim_id!r} has no diagnosis")
+        for target, pair in (entry.get("functions") or {}).items():
+            if not isinstance(pair, dict) or pair.get("verdict") not in PAIR_VERDICTS:
+                raise ValueError(f"{path}: {claim_id!r}, {target}: a function's verdict must be "
+                                 f"one of {PAIR_VERDICTS}")
+            if pair["verdict"] == "survives" and not pair.get("diagnosis", "").strip():
+                raise ValueError(f"{path}: surviving pair ({claim_id!r}, {target}) has no "
+                                 "diagnosis")
     return claims
 
 
 def against_record(results: Sequence[MutationResult], record: dict[str, dict]) -> list[str]:
-    """One line per regression of ``results`` against the record: a claim recorded ``killed``
-    that survives, or whose unmutated check passes but no mutation perturbs a value any more;
-    a survivor without a recorded diagnosis (a new survivor). Skipped claims, and claims whose
-    unmutated check does not PASS (the status baseline's business), are not compared."""
+    """One line per regression of ``results`` against the record.
+
+    Per claim: a claim recorded ``killed`` that survives, or whose unmutated check passes but no
+    mutation perturbs a value any more; a survivor without a recorded diagnosis. Per (claim,
+    function) pair, for a claim whose record entry has ``functions``: a pair recorded killed (by
+    a status change) that now survives, and a surviving pair without a diagnosis. Skipped claims
+    are not compared, nor, for an entry without ``functions`` (written before every claim was
+    mutated), a claim whose unmutated check does not PASS."""
     lines = []
     for r in results:
+        if r.verdict == "skipped":
+            continue
         entry = record.get(r.id, {})
         was, diagnosis = entry.get("verdict"), entry.get("diagnosis", "").strip()
+        functions = entry.get("functions")
+        if r.baseline != "PASS" and functions is None:
+            continue
         if r.verdict == "survives" and was == "killed":
             lines.append(f"{r.id}: killed -> survives (every mutation of "
-                         f"{', '.join(m.target for m in r.mutations if m.perturbed)} passes)")
-        elif r.verdict == "survives" and not diagnosis:
+                         f"{', '.join(sorted({m.target for m in r.mutations if m.perturbed}))} "
+                         "leaves its status)")
+        elif r.verdict == "survives" and not diagnosis and not functions:
             lines.append(f"{r.id}: survives, and the record has no diagnosis (was "
                          f"{was or 'not recorded'})")
         elif r.verdict == "untested" and r.baseline == "PASS" and was == "killed":
             lines.append(f"{r.id}: killed -> untested ({r.note})")
+        for p in r.pairs if functions is not None else []:
+            old = functions.get(p.target, {})
+            if p.verdict == "survives" and old.get("verdict") == "killed":
+                lines.append(f"{r.id}, {p.target}: killed -> survives {p.statuses}")
+            elif p.verdict == "survives" and not old.get("diagnosis", "").strip():
+                lines.append(f"{r.id}, {p.target}: survives {p.statuses}, and the record has "
+                             "no diagnosis")
     return lines
 
 
 def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = None) -> str:
     """The record (JSON text) of a run: each claim's verdict and unmutated seconds, the note of
-    an untested or skipped claim, and the diagnosis kept from ``old`` (of a survivor: empty for
-    a new one, fill it in by hand; of a skipped claim that survives when it is run)."""
+    an untested or skipped claim, the verdict and operator statuses of each (claim, function)
+    pair, and the diagnoses kept from ``old`` (of a surviving claim or pair: empty for a new one,
+    fill it in by hand). A claim of ``old`` that ``results`` skipped keeps its old entry."""
     old = old or {}
     claims = {}
     for r in sorted(results, key=lambda r: r.id):
+        before = old.get(r.id, {})
+        if r.verdict == "skipped" and before:
+            claims[r.id] = before
+            continue
         entry = {"verdict": r.verdict, "seconds": round(float(r.baseline_seconds), 3)}
         if r.note:
             entry["note"] = r.note
-        if r.verdict == "survives" or old.get(r.id, {}).get("diagnosis"):
-            entry["diagnosis"] = old.get(r.id, {}).get("diagnosis", "")
+        if r.verdict == "survives" or before.get("diagnosis"):
+            entry["diagnosis"] = before.get("diagnosis", "")
+        if r.pairs:
+            entry["functions"] = {}
+            for p in r.pairs:
+                pair = {"verdict": p.verdict, "statuses": p.statuses}
+                kept = (before.get("functions") or {}).get(p.target, {}).get("diagnosis", "")
+                if p.verdict == "survives" or kept:
+                    pair["diagnosis"] = kept
+                entry["functions"][p.target] = pair
         claims[r.id] = entry
-    return dumps_json({"profile": "quick", "step": STEP, "summary": summary(results),
-                       "claims": claims}, indent=1, sort_keys=False) + "\n"
+    return dumps_json({"profile": "quick", "step": STEP, "operators": OPERATORS,
+                       "summary": summary(results), "claims": claims},
+                      indent=1, sort_keys=False) + "\n"

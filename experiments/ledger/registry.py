@@ -15,6 +15,15 @@ Each claim also declares, once, what the ledger and the tests expect of it:
   (``experiments/configs/ledger/quick.json``, :mod:`.baseline`) and the README's table of claim
   families are checked against it (tests/core/test_baseline.py, test_docs_code_blocks.py), and
   tests/core/test_registry.py runs every claim and asserts it.
+* ``expected_from``, ``origin`` and ``derived_by``: where the expected value comes from (see
+  :data:`ORIGINS`): ``"paper"`` (a number printed in a paper; ``origin`` says which),
+  ``"derivation"`` (an independent derivation: ``derived_by`` names the function(s) computing it,
+  ``origin`` says why they share no code with the measurement), ``"statement"`` (a constant of the
+  statement: a residual 0, a bound, an ordering, a sign; ``origin`` says which) or
+  ``"regression"`` (a value recorded from this code; ``origin`` says when and how). A claim of
+  another origin may name ``derived_by`` too (a second, computed side of its check).
+  tests/core/test_expected_origin.py fails a claim whose ``derived_by`` functions and the rest of
+  its check reach a common function of ``resharpen.theory`` or ``resharpen.constructions``.
 * ``cost``: ``fast`` or ``slow``. A slow claim took more than about 3 s in the quick ledger
   (``make reproduce``: two workers on two cores) or trains or reads sweeps; its tests carry
   pytest's ``slow`` marker, and the default mutation test (test_mutation_record.py) leaves it out.
@@ -39,6 +48,11 @@ direction); the detail says why and which command would decide it. ERROR: the ch
 raised."""
 EXPECTED_STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
 """The statuses a claim may declare as expected (a check that raises is never expected)."""
+ORIGINS = ("paper", "derivation", "statement", "regression")
+"""Where a claim's expected value comes from (``@claim(expected_from=...)``): a number printed
+in a paper; an independent derivation (``derived_by``: the functions computing it, sharing no
+theory or construction function with the measurement); a constant of the statement (0 for an
+identity's residual, a bound, an ordering, a sign); a value recorded from this code."""
 COSTS = ("fast", "slow")
 """A claim's cost class: ``slow`` claims run in the ``slow`` test suite only."""
 
@@ -66,6 +80,9 @@ class Claim:
     module: str = ""
     expected_status: str = "PASS"  # its status in the quick profile (EXPECTED_STATUSES)
     cost: str = "fast"  # COSTS
+    expected_from: str = ""  # ORIGINS
+    origin: str = ""  # which paper number / derivation and why independent / constant / record
+    derived_by: tuple[str, ...] = ()  # "module.qualname" of the functions giving the expectation
 
 
 @dataclass(frozen=True)
@@ -89,12 +106,17 @@ _REGISTRY: dict[str, Claim] = {}
 
 
 def claim(id: str, *, source: str, statement: str, kind: str, tolerance: str, cost: str,
-          erratum: bool = False, expected_status: str = "PASS") -> Callable:
+          erratum: bool = False, expected_status: str = "PASS", expected_from: str | None = None,
+          origin: str = "", derived_by: str | Sequence[str] = ()) -> Callable:
     """Decorator registering ``check(profile) -> Outcome`` as the check of a claim.
 
     ``cost`` (``fast`` | ``slow``) and ``expected_status`` (its quick-profile status, ``PASS``
     unless a known finding is FAIL or the quick data are INCONCLUSIVE) are declared here once;
-    the baseline, the README's table and the tests' selections are checked against them."""
+    the baseline, the README's table and the tests' selections are checked against them.
+    ``expected_from`` (one of :data:`ORIGINS`) with ``origin`` (a non-empty sentence) says where
+    the expected value comes from; ``derived_by`` ("module.qualname", one or several) names the
+    functions of an independent derivation, required when ``expected_from == "derivation"``.
+    A missing or unknown origin is a ValueError naming the claim."""
     if kind not in KINDS:
         raise ValueError(f"claim kind {kind!r} is not one of {KINDS}")
     if cost not in COSTS:
@@ -102,16 +124,42 @@ def claim(id: str, *, source: str, statement: str, kind: str, tolerance: str, co
     if expected_status not in EXPECTED_STATUSES:
         raise ValueError(f"claim {id!r}: expected_status {expected_status!r} is not one of "
                          f"{EXPECTED_STATUSES}")
+    derived_by = (derived_by,) if isinstance(derived_by, str) else tuple(derived_by)
+    validate_origin(id, expected_from, origin, derived_by)
 
     def register(check: Callable[[str], Outcome]) -> Callable[[str], Outcome]:
         if id in _REGISTRY and _REGISTRY[id].module != check.__module__:
             raise ValueError(f"claim id {id!r} is registered twice "
                              f"({_REGISTRY[id].module} and {check.__module__})")
         _REGISTRY[id] = Claim(id, source, statement, kind, tolerance, check, erratum,
-                              check.__module__, expected_status, cost)
+                              check.__module__, expected_status, cost, expected_from, origin,
+                              derived_by)
         return check
 
     return register
+
+
+def validate_origin(id: str, expected_from: str | None, origin: str,
+                    derived_by: tuple[str, ...]) -> None:
+    """ValueError naming the claim unless ``expected_from`` is one of :data:`ORIGINS`, ``origin``
+    says something, ``derived_by`` holds dotted names, and a ``"derivation"`` names at least one
+    derivation function."""
+    if expected_from is None:
+        raise ValueError(f"claim {id!r}: expected_from is missing; say where its expected value "
+                         f"comes from, one of {ORIGINS}")
+    if expected_from not in ORIGINS:
+        raise ValueError(f"claim {id!r}: expected_from {expected_from!r} is not one of {ORIGINS}")
+    if not isinstance(origin, str) or not origin.strip():
+        raise ValueError(f"claim {id!r}: origin is missing; say which paper number, which "
+                         "derivation (and why it shares no code with the measurement), which "
+                         "constant of the statement or which recorded value")
+    if any(not isinstance(n, str) or not n.startswith("resharpen.") or "." not in n[10:]
+           for n in derived_by):
+        raise ValueError(f"claim {id!r}: derived_by {derived_by!r} must be "
+                         "'resharpen.<module>.<qualname>' names")
+    if expected_from == "derivation" and not derived_by:
+        raise ValueError(f"claim {id!r}: expected_from 'derivation' needs derived_by, the "
+                         "function(s) that compute the expected value")
 
 
 def registered() -> list[Claim]:

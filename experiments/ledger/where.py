@@ -4,6 +4,11 @@
 derivation the check uses (the functions and classes of other ``resharpen`` modules it names,
 followed through the helper functions of its own module). The mutation test (:mod:`.mutation`)
 breaks those derivations one at a time (:func:`_derivations`).
+
+:func:`reached` follows the same reading through every ``resharpen`` module, and
+:func:`shared_functions` compares the two sides of a check: the theory and construction
+functions that both a claim's declared derivation (``@claim(derived_by=...)``) and its
+measurement reach (tests/core/test_expected_origin.py).
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import inspect
 import linecache
 import sys
 import types
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from resharpen.experiments.ledger.registry import Claim
 from resharpen.experiments.core.io import shown_path
@@ -149,3 +154,138 @@ def _module(name: str) -> types.ModuleType | None:
         return sys.modules.get(name) or importlib.import_module(name)
     except (ImportError, ValueError):  # ValueError: a relative import's empty name
         return None
+
+
+# ----------------------------------------------------------------------------- reach
+SHARED_SCOPE = ("resharpen.theory.", "resharpen.constructions.")
+"""The modules whose functions an expectation and its measurement must not share
+(:func:`shared_functions`): the theory and the constructions."""
+VALIDATORS = ("check_", "_check_")
+"""Name prefixes of the argument validators of the theory modules (``check_n``, ``_check_t``):
+they raise on a bad argument or return it as given, computing nothing, so both sides calling
+one is not a shared derivation (:func:`shared_functions` leaves them out)."""
+
+
+def resolve(name: str) -> object:
+    """The object a ``"resharpen.<module>.<qualname>"`` name denotes (the longest importable
+    module prefix, then attributes); ValueError when there is none."""
+    parts = name.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = _module(".".join(parts[:cut]))
+        if module is None:
+            continue
+        obj: object = module
+        try:
+            for part in parts[cut:]:
+                obj = getattr(obj, part)
+        except AttributeError:
+            break
+        return inspect.unwrap(obj) if callable(obj) else obj
+    raise ValueError(f"{name!r} names no importable resharpen function")
+
+
+def reached(start: Callable, stop: Iterable[object] = ()) -> list[types.FunctionType]:
+    """Every ``resharpen`` function that ``start`` reaches by name: the functions its code names
+    (as :func:`_derivations` reads them: globals, closure cells, imports in the body, one
+    attribute of a module, nested code), then theirs, through every ``resharpen`` module but the
+    ledger's machinery; a class counts by the functions, static and class methods and property
+    getters of its body; the functions held in a module-level tuple, list or dict (a table of
+    schemes, say) count as named. ``stop``: objects that the code of ``start``'s own module
+    (``start`` and the helpers of its module) does not enter or record (the declared derivation,
+    when the measurement's reach is asked); reached from any other module they count, so a
+    measurement that calls the derivation itself shares it. ``start`` itself is not recorded.
+
+    The analysis is static: a function reached only through an argument (a callable passed in)
+    or an instance's attribute is not seen unless some visited code names it."""
+    stopped = {id(_unwrapped_safe(s)) for s in stop}
+    home = getattr(_unwrapped_safe(start), "__module__", "")
+    seen: set[int] = set()
+    found: list[types.FunctionType] = []
+
+    def functions_of(obj: object) -> list[types.FunctionType]:
+        obj = _unwrapped_safe(obj)
+        if isinstance(obj, types.FunctionType):
+            return [obj]
+        if inspect.isclass(obj):
+            out = []
+            for member in vars(obj).values():
+                if isinstance(member, (staticmethod, classmethod)):
+                    member = member.__func__
+                elif isinstance(member, property):
+                    member = member.fget
+                member = _unwrapped_safe(member)
+                if isinstance(member, types.FunctionType):
+                    out.append(member)
+            return out
+        if isinstance(obj, (tuple, list)):
+            return [f for item in obj if isinstance(_unwrapped_safe(item), types.FunctionType)
+                    for f in functions_of(item)]
+        if isinstance(obj, dict):
+            return [f for item in obj.values()
+                    if isinstance(_unwrapped_safe(item), types.FunctionType)
+                    for f in functions_of(item)]
+        return []
+
+    def visit(function: types.FunctionType, record: bool) -> None:
+        if id(function) in seen:
+            return
+        module = getattr(function, "__module__", "") or ""
+        if record and (not module.startswith("resharpen.") or module in _MACHINERY):
+            return
+        seen.add(id(function))
+        if record:
+            found.append(function)
+        cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+        closure = {}
+        for name, cell in cells.items():
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:  # an empty cell
+                pass
+        at_home = module == home
+        for obj in _named_objects(function.__code__, function.__globals__, closure):
+            if at_home and id(_unwrapped_safe(obj)) in stopped:
+                continue
+            for f in functions_of(obj):
+                if not (at_home and id(f) in stopped):
+                    visit(f, True)
+
+    visit(_unwrapped_safe(start), False)
+    return found
+
+
+def shared_functions(check: Callable, derivations: Iterable[object],
+                     comparators: dict[object, Iterable[object]] | None = None) -> list[str]:
+    """The theory and construction functions (:data:`SHARED_SCOPE`) that both sides of a check
+    reach: the declared derivations (each one and what it reaches) and the rest of the check
+    (what it reaches with the derivations stopped), argument validators (:data:`VALIDATORS`)
+    left out. Empty when the expectation is independent of the measurement as far as the static
+    reach sees.
+
+    ``comparators``: {function: its measurement routes} for a helper that computes both sides
+    and compares them (``report.construction_errors``: the prediction by the formulas, the
+    measurement by building and running the model); the measurement side then reaches through
+    the routes instead of the comparator, and the comparator's prediction counts as the
+    derivation."""
+    derivations = [_unwrapped_safe(d) for d in derivations]
+    comparators = {_unwrapped_safe(k): [_unwrapped_safe(r) for r in v]
+                   for k, v in (comparators or {}).items()}
+    side: dict[int, types.FunctionType] = {}
+    for d in derivations:
+        for f in ([d] if isinstance(d, types.FunctionType) else []) + reached(d):
+            side[id(f)] = f
+    measurement = reached(check, stop=derivations + list(comparators))
+    if any(id(f) in {id(c) for c in comparators} for f in reached(check)):
+        for comparator, routes in comparators.items():
+            for route in routes:
+                measurement += [route] + reached(route)
+    return sorted({f"{f.__module__}.{f.__qualname__}" for f in measurement
+                   if id(f) in side and f.__module__.startswith(SHARED_SCOPE)
+                   and not f.__name__.startswith(VALIDATORS)})
+
+
+def _unwrapped_safe(obj: object) -> object:
+    try:
+        return inspect.unwrap(obj) if callable(obj) else obj
+    except Exception:  # a cycle of __wrapped__, or attributes that raise
+        return obj

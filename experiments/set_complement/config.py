@@ -6,7 +6,8 @@ Tables (:data:`SCHEMA`; the keys' meaning: :mod:`resharpen.experiments.set_compl
 
     [task]   vocab, train_len (0 = vocab // 4)
     [model]  the core's [model] table (learned positions: vocab slots)
-    [train]  the core's [train] table without log_every
+    [train]  the core's [train] table without log_every; optimizer adamw (default) | sgd,
+             momentum (sgd's)
     [eval]   per_length, seed, threshold
 """
 from __future__ import annotations
@@ -21,7 +22,8 @@ from resharpen.experiments.core.train_config import (MODEL_FIELDS, TRAIN_FIELDS,
 
 def _rules(config: dict) -> None:
     """train_len 0 -> vocab // 4 and at most vocab - 1; heads split d_model; warmup <= steps;
-    a valid training target; the stopping rule needs evaluation steps."""
+    a valid training target and optimizer (:func:`check_optimizer`); the stopping rule needs
+    evaluation steps."""
     v = config["task"]["vocab"]
     if config["task"]["train_len"] == 0:
         config["task"]["train_len"] = v // 4
@@ -33,10 +35,23 @@ def _rules(config: dict) -> None:
         raise ValueError(f"train.warmup = {config['train']['warmup']} exceeds train.steps = "
                          f"{config['train']['steps']}")
     check_target(config["train"])
+    check_optimizer(config["train"])
     if config["train"]["until_id_invalid_mass"] > 0 and config["train"]["eval_every"] == 0:
         raise ValueError(f"train.until_id_invalid_mass = "
                          f"{config['train']['until_id_invalid_mass']} needs train.eval_every > 0 "
                          "(the rule is checked at the evaluation steps)")
+
+
+def check_optimizer(train: dict) -> None:
+    """``train.optimizer`` adamw (the default) or sgd; ``train.momentum`` is SGD's (ValueError
+    when it is set away from its default under adamw). Under adamw both keys are left out of the
+    normalized config, so a config written before they existed (a sweep's identity, a run
+    folder's config.json) is unchanged and its runs resume."""
+    if train["optimizer"] == "adamw":
+        if train["momentum"] != TRAIN_FIELDS["momentum"].default:
+            raise ValueError(f"train.momentum = {train['momentum']} applies to train.optimizer "
+                             "= 'sgd' only (AdamW's momentum is train.beta1)")
+        del train["optimizer"], train["momentum"]
 
 
 SCHEMA = Schema({
@@ -50,7 +65,8 @@ SCHEMA = Schema({
         init_std=0.02, attn_out_scale=1.0),
     "train": pick_fields(
         TRAIN_FIELDS, steps=3000, batch_size=32, lr=3e-3, min_lr_ratio=0.1, warmup=100,
-        schedule="cosine", weight_decay=0.01, beta1=0.9, beta2=0.98, grad_clip=1.0, seed=0,
+        schedule="cosine", weight_decay=0.01, beta1=0.9, beta2=0.98, grad_clip=1.0,
+        optimizer="adamw", momentum=0.9, seed=0,
         ema="none", ema_decay=0.999, bema_update_freq=1, bema_ema_power=0.5,
         bema_bias_power=0.2, bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0,
         eval_every=0, threads=1, target="sampled", labels_per_position=1,

@@ -10,6 +10,9 @@ For logits f over V and an input t of length s (invalid set [t], valid set V min
     valid spread   = max_{valid} p / min_{valid} p  (its log, max_{valid} f - min_{valid} f,
                      is returned too: finite where the ratio overflows)
     top-1 invalid  = 1 if max_{[t]} f >= max_{valid} f (ties count against the model)
+Invalid mass, TV, KL, cross-entropy and top-1 invalid are
+:func:`resharpen.experiments.core.metrics.target_set_metrics` (the exact-target metrics of every
+task) with the valid set V minus [t]; the margins and the spread are Set Complement's own.
 When all valid logits are equal the first KL term is exactly 0, so TV = invalid mass and
 KL = -log(1 - invalid mass): the closed forms of resharpen.theory.set_complement.formulas. Written this way every
 quantity stays accurate in float64 at any margin size (no 1 - p cancellations).
@@ -23,6 +26,7 @@ import math
 
 import torch
 
+from resharpen.experiments.core.metrics import target_set_metrics
 
 METRICS = ("invalid_mass", "tv", "kl", "cross_entropy", "top1_invalid", "valid_spread",
            "margin_min", "margin_query", "margin_nonquery_min", "margin_nonquery_max")
@@ -70,44 +74,30 @@ def first_seen(tokens: torch.Tensor, vocab: int) -> torch.Tensor:
 
 def _metrics(logits: torch.Tensor, tokens: torch.Tensor, invalid: torch.Tensor
              ) -> dict[str, torch.Tensor]:
-    """:func:`complement_metrics` of positions whose seen sets are ``invalid`` (N, S, v)."""
+    """:func:`complement_metrics` of positions whose seen sets are ``invalid`` (N, S, v): the
+    exact-target metrics of :func:`core.metrics.target_set_metrics` with the valid set V minus
+    [t], and the margins and spread of the valid logits."""
     f = logits.to(torch.float64)
     valid = ~invalid
-    n_valid = valid.sum(-1)
+    out = target_set_metrics(f, valid)
     neg_inf = torch.tensor(float("-inf"), dtype=torch.float64)
-    lse_val = torch.where(valid, f, neg_inf).logsumexp(-1)
-    lse_inv = torch.where(invalid, f, neg_inf).logsumexp(-1)
-    x = lse_inv - lse_val
-    fbar = torch.where(valid, f, 0.0).sum(-1) / n_valid
-    centred = torch.where(valid, f - fbar[..., None], neg_inf)
-    spread_term = centred.logsumexp(-1) - torch.log(n_valid.to(torch.float64))
-    kl = spread_term.clamp_min(0.0) + torch.nn.functional.softplus(x)
-    p = torch.softmax(f, dim=-1)
-    target = valid.to(torch.float64) / n_valid[..., None]
-    invalid_mass = torch.sigmoid(x)
-    tv = 0.5 * (torch.where(valid, (p - target).abs(), 0.0).sum(-1) + invalid_mass)
+    fbar = torch.where(valid, f, 0.0).sum(-1) / valid.sum(-1)
     max_val = torch.where(valid, f, neg_inf).amax(-1)
     min_val = torch.where(valid, f, torch.tensor(float("inf"), dtype=torch.float64)).amin(-1)
-    max_inv = torch.where(invalid, f, neg_inf).amax(-1)
     margins = torch.where(invalid, fbar[..., None] - f, float("nan"))
     query = tokens.long()[..., None]
     margin_query = (fbar[..., None] - f.gather(-1, query)).squeeze(-1)
     nonquery = invalid.clone()
     nonquery.scatter_(-1, query, False)
     nq = torch.where(nonquery, margins, float("nan"))
-    out = {
-        "invalid_mass": invalid_mass,
-        "tv": tv,
-        "kl": kl,
-        "cross_entropy": kl + torch.log(n_valid.to(torch.float64)),
-        "top1_invalid": (max_inv >= max_val).to(torch.float64),
+    out.update({
         "valid_spread": torch.exp(max_val - min_val),
         "log_valid_spread": max_val - min_val,  # finite where exp overflows (not in METRICS)
         "margin_min": torch.where(invalid, margins, float("inf")).amin(-1),
         "margin_query": margin_query,
         "margin_nonquery_min": _nan_reduce(nq, torch.amin),
         "margin_nonquery_max": _nan_reduce(nq, torch.amax),
-    }
+    })
     return out
 
 

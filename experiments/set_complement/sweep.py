@@ -58,7 +58,7 @@ def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> di
         raise ValueError(f"--runs {runs} is more than a sweep plans: at most {MAX_SWEEP_RUNS} "
                          "runs per sweep folder (split a larger search into several sweeps "
                          "with other sweep.seed)")
-    configs = cfgmod.sample_configs(base, space, runs, settings["seed"], SCHEMA)
+    configs = cfgmod.sample_configs(base, space, runs, settings["seed"], SCHEMA, settings["when"])
     name = base["name"] + ("-quick" if profile == "quick" else "")
     return {"name": name, "profile": profile, "base": base, "settings": settings,
             "space": space, "configs": configs}
@@ -67,7 +67,9 @@ def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> di
 def _identity(planned: dict, ensemble: int) -> dict:
     identity = {"name": planned["name"], "profile": planned["profile"], "base": planned["base"],
                 "seed": planned["settings"]["seed"], "space": planned["space"]}
-    if ensemble > 1:  # grouped runs are other runs (float32 rounding, dropout masks)
+    if planned["settings"]["when"]:
+        identity["when"] = planned["settings"]["when"]
+    if ensemble > 1:  # grouped runs are other runs (float32 rounding)
         identity["ensemble"] = ensemble
     return identity
 

@@ -63,6 +63,7 @@ import torch
 from resharpen.experiments.core.model import ModelConfig
 from resharpen.experiments.core.set_complement_task import seen_mask
 from resharpen.experiments.core.targets import Batch, TrainingTarget, label_generator, make_batch
+from resharpen.experiments.core.tasks import STREAM_SALT
 from resharpen.experiments.core.train import (fit_members, members_state, model_config,
                                               seeded_model, stacking_pays, weight_sets)
 from resharpen.experiments.set_complement.config import SCHEMA, load_config
@@ -219,12 +220,11 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
     models = [seeded_model(c, vocab=v, max_len=v) for c in configs]
     state = members_state(models, [c["train"] for c in configs])
     seeds = [c["train"]["seed"] for c in configs]
-    stream = data_stream([torch.Generator().manual_seed(s + 1_000_003) for s in seeds], v,
-                         length + 1, tr["batch_size"], tr["steps"])
+    streams = SetComplementStreams(v, seeds, tr["batch_size"], length + 1, tr["steps"])
     batch = target_batches(v, tr, None if k == 1 else [label_generator(s) for s in seeds])
 
     def next_batch(step: int) -> Batch:
-        tokens = next(stream)
+        tokens = streams.draw()
         return batch(tokens[0] if k == 1 else tokens)
 
     ladders: list[list[dict]] = [[] for _ in configs]
@@ -240,6 +240,9 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
                                                    )["id_invalid_mass"]
             ladders[i] += ladder_rungs(ladders[i], tr["until_id_invalid_mass"], step,
                                        row["fit_id_invalid_mass"], records, length)
+        if weights is not None and post_K_tracked(config):  # issue 22: K over training
+            from resharpen.experiments.set_complement.effective_k import post_K
+            row["post_K"] = post_K(weights["raw"])
         if log is not None:
             log(row)
         return row
@@ -258,6 +261,15 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
         for result in results:
             result["summary"]["seconds"] = (time.perf_counter() - start) / k
     return results, state
+
+
+def post_K_tracked(config: dict) -> bool:
+    """Whether a run's evaluation rows record post's effective K read off the raw weights
+    (``row["post_K"]``, :func:`resharpen.experiments.set_complement.effective_k.post_K`): every
+    one-layer, one-head, attention-only post model."""
+    m = config["model"]
+    return (m["norm"] == "post" and m["n_layers"] == 1 and m["n_heads"] == 1
+            and m["mlp"] == "none" and m["positional"] == "none")
 
 
 FIT_LADDER = (1e-2, 3e-3, 1e-3, 3e-4, 1e-4)
@@ -288,19 +300,32 @@ def ladder_rungs(done: list[dict], target: float, step: int, fit: float, records
 DATA_CHUNK = 64  # training steps of data drawn at once per run
 
 
-def data_stream(gens, vocab: int, length: int, batch: int, steps: int):
-    """Yield each step's (K, batch, length) tokens of K runs: run k's batches are exactly the
-    ones ``sample_sequences(vocab, length, batch, gens[k])`` would give step after step (a CPU
+class SetComplementStreams:
+    """The Set Complement slice's :class:`~resharpen.experiments.core.tasks.Streams`: run k's
+    batches are exactly the ones ``sample_sequences(vocab, length, batch, g_k)`` gives step
+    after step, g_k = ``torch.Generator().manual_seed(seeds[k] + STREAM_SALT)`` (a CPU
     generator fills ``rand(n * batch, vocab)`` with the same numbers as n draws of
-    ``rand(batch, vocab)``), drawn DATA_CHUNK steps at a time with one argsort for all runs."""
-    done = 0
-    while done < steps:
-        n = min(DATA_CHUNK, steps - done)
-        keys = torch.stack([torch.rand(n * batch, vocab, generator=g) for g in gens])
-        chunk = keys.argsort(dim=-1)[..., :length].reshape(len(gens), n, batch, length)
-        for i in range(n):
-            yield chunk[:, i]
-        done += n
+    ``rand(batch, vocab)``), drawn :data:`DATA_CHUNK` steps at a time with one argsort for all
+    runs, and never past ``steps`` draws."""
+
+    def __init__(self, vocab: int, seeds, batch: int, length: int, steps: int | None = None):
+        self.vocab, self.batch, self.length = vocab, batch, length
+        self.generators = [torch.Generator().manual_seed(s + STREAM_SALT) for s in seeds]
+        self.left = steps
+        self.chunk: list = []
+
+    def draw(self) -> torch.Tensor:
+        """The next step's tokens, (K, batch, length)."""
+        if not self.chunk:
+            n = DATA_CHUNK if self.left is None else max(1, min(DATA_CHUNK, self.left))
+            keys = torch.stack([torch.rand(n * self.batch, self.vocab, generator=g)
+                                for g in self.generators])
+            drawn = keys.argsort(dim=-1)[..., :self.length]
+            self.chunk = list(drawn.reshape(len(self.generators), n, self.batch,
+                                            self.length).unbind(1))[::-1]
+            if self.left is not None:
+                self.left -= n
+        return self.chunk.pop()
 
 
 def history_row(config: dict, step: int, loss: float, lr: float, modules: dict | None,
@@ -337,5 +362,5 @@ def finish_run(config: dict, modules: dict, history: list[dict], start: float,
 
 __all__ = ["SCHEMA", "SUMMARY_METRICS", "load_config", "sc_model_config", "sample_sequences",
            "next_token_targets", "target_batches", "summarize", "evaluate_weights", "fit_measure",
-           "fit_reached", "fit_summary", "train", "train_group", "data_stream", "history_row", "finish_run",
+           "fit_reached", "fit_summary", "train", "train_group", "SetComplementStreams", "history_row", "finish_run",
            "attn_out_margin", "fit_exponent"]

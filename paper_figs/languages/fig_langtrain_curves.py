@@ -1,9 +1,9 @@
-"""Per task: illegal mass, KL(p* || p) and top-1 illegal rate vs prefix length, per norm
+"""Per task: invalid mass, KL(p* || p) and top-1 invalid rate vs prefix length, per norm
 placement and raw / EMA / BEMA weights.
-Claims shown: langtrain.ema.ood_illegal_mass, langtrain.postnorm.ood_illegal_mass.
+Claims shown: langtrain.ema.ood_invalid_mass, langtrain.postnorm.ood_invalid_mass.
 
 One figure per task of the task-training grid (``fig_langtrain_<task>.png/.pdf``), as small
-multiples: a row per metric (mean illegal mass and mean KL against the uniform-over-legal target,
+multiples: a row per metric (mean invalid mass and mean KL against the uniform-over-legal target,
 log scale; the fraction of sequences whose top-1 token is illegal, linear), a column per norm
 placement (its colour), and in each panel three lines, raw / EMA / BEMA weights (line style),
 each the mean over seeds, with a band from the smallest to the largest seed (raw weights); the
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-METRICS = (("illegal_mass", "illegal mass p(V \\ N(prefix))", True),
-           ("kl", "KL(p* || p)", True), ("top1_illegal", "top-1 illegal rate", False))
+METRICS = (("invalid_mass", "invalid mass p(V \\ N(prefix))", True),
+           ("kl", "KL(p* || p)", True), ("top1_invalid", "top-1 invalid rate", False))
 
 
 def x_label(task: str) -> str:
@@ -64,7 +64,7 @@ def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
                 ax.set_yscale("log")
     for ax in axes.ravel():
         ax.tick_params(labelsize=style.MIN_FONT)
-    counts = {w: len(slot["illegal_mass"]) for (n, w), slot in lines.items()}
+    counts = {w: len(slot["invalid_mass"]) for (n, w), slot in lines.items()}
     keys = [style.key(f"{weights} weights: mean over seeds (n = {counts.get(weights, 0)})", ls=ls)
             for weights, ls in style.WEIGHT_STYLES.items() if weights in counts]
     keys += [style.key("band: min to max over seeds (raw weights)", lw=6, alpha=0.3,

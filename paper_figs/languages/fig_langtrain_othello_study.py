@@ -1,4 +1,4 @@
-"""The CPU Othello study: illegal mass and KL(p* || p) after every move 1..59, per norm placement
+"""The CPU Othello study: invalid mass and KL(p* || p) after every move 1..59, per norm placement
 (column, colour) and raw / EMA / BEMA weights (line style), mean over seeds; trained on 30-move
 prefixes. Claims shown: langtrain.othello.ema_ood.
 

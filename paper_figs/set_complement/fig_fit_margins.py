@@ -11,7 +11,8 @@ One row per vocabulary: v = 32 (sweeps fit_placements_v32 and fit_post_large_k_v
 their v = 16 quick sweeps, stamped) and, in the full profile when out/sweeps/fit_placements_v64
 exists, v = 64 (no large-K arm at v = 64). Never trains: a missing v = 32 sweep skips the figure
 with the command that runs it. Claims shown: fit.none.two_over_s, fit.attn_out.closed_form_band,
-fit.post.approaches_attn_out.
+fit.post.ood_falls_with_k (its graded sweep is fig_fit_post_k; the large-K column here is one
+point of it).
 """
 from __future__ import annotations
 

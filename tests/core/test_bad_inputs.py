@@ -25,7 +25,7 @@ import pytest
 from resharpen.cli import main
 
 CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs"
-PLACES = {"{BASE}": str(CONFIGS / "set_complement" / "base.toml"),
+PLACES = {"{BASE}": str(CONFIGS / "set_complement" / "base_sampled.toml"),
           "{RS}": str(CONFIGS / "set_complement" / "random_search.toml"),
           "{GRID}": str(CONFIGS / "languages" / "grid.toml")}
 SECONDS = 20  # a case that runs longer has started the work: a failure, not a hang
@@ -94,6 +94,10 @@ def case(args, pattern, files=None, id=None):
     return pytest.param(args, files or {}, pattern, id=id or " ".join(args)[:70])
 
 
+LANG_GRID = ('[search]\n"task.name" = { grid = ["dyck2"] }\n"model.norm" = { grid = ["pre"] }\n'
+             '"train.seed" = { grid = [0] }\n')  # a one-run language grid file
+
+
 def cfg(text):  # a config file c.toml
     return {"c.toml": text}
 
@@ -125,8 +129,10 @@ CASES = [
          r"--json 'x+'\.\.\.: the name 'x+'\.\.\. has 300 bytes; the file system allows"),
     case(["verify", "--mutate", "--markdown", "m.md", "--only", "sc.lemma.*"],
          r"--mutate writes only --json"),
-    case(["verify", "--timings", "t.json", "--only", "sc.lemma.*"],
-         r"--timings is an option of --mutate"),
+    case(["verify", "--costs", "all", "--only", "sc.lemma.*"],
+         r"--costs is an option of --mutate"),
+    case(["verify", "--mutate", "--operators", "flip", "--only", "sc.lemma.*"],
+         r"--operators: unknown \['flip'\]"),
     case(["verify", "--baseline", "missing.json", "--only", "sc.lemma.*"], r"missing\.json"),
     # ------------------------------------------------------------------ construct
     case(["construct"], r"the following arguments are required: --vocab"),
@@ -326,24 +332,23 @@ CASES = [
     case(["langs", "train", "dyck2", "--out", "blocker/x"], r"'blocker/x'",
          {"blocker": "a file"}),
     case(["langs", "run", "--grid", "missing.toml"], r"grid file 'missing\.toml' does not exist"),
-    case(["langs", "run", "--grid", "cdir"], r"grid file 'cdir' is a folder", {"cdir": DIR}),
-    case(["langs", "run", "--grid", "c.toml"], r"grid file '.*c\.toml' is not UTF-8",
+    case(["langs", "run", "--grid", "cdir"], r"file '.*cdir' is a folder", {"cdir": DIR}),
+    case(["langs", "run", "--grid", "c.toml"], r"file '.*c\.toml' is not UTF-8",
          cfg(b"\xff\xfe"), id="langs run binary grid"),
     case(["langs", "run", "--grid", "c.toml"], r"profile in .*c\.toml.* must be a table",
          cfg("profile = 5\n"), id="langs run profile = 5"),
-    case(["langs", "run", "--grid", "c.toml"], r"base in .*c\.toml.* must be a table of tables",
-         cfg('tasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0]\nbase = 5\n'),
-         id="langs run base = 5"),
-    case(["langs", "run", "--grid", "c.toml"], r"grid key 'tasks' must be a non-empty list",
-         cfg('tasks = []\nnorms = ["pre"]\nseeds = [0]\n'), id="langs run empty tasks"),
-    case(["langs", "run", "--grid", "c.toml"], r"grid name '\.\./x' may hold only",
-         cfg('name = "../x"\ntasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0]\n'),
-         id="langs run name escapes"),
-    case(["langs", "run", "--grid", "c.toml"], r"unknown grid key bogus",
-         cfg('bogus = 1\ntasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0]\n'),
-         id="langs run unknown key"),
-    case(["langs", "run", "--grid", "c.toml"], r"grid seeds repeat",
-         cfg('tasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0, 0]\n'), id="langs run seeds repeat"),
+    case(["langs", "run", "--grid", "c.toml"], r"base in .*c\.toml.* must be a string",
+         cfg('base = 5\n' + LANG_GRID), id="langs run base = 5"),
+    case(["langs", "run", "--grid", "c.toml"], r"search\.task\.name: grid needs a non-empty list",
+         cfg(LANG_GRID.replace('["dyck2"]', '[]')), id="langs run empty tasks"),
+    case(["langs", "run", "--grid", "c.toml"], r"name in .*c\.toml.* '\.\./x' may hold only",
+         cfg('name = "../x"\n' + LANG_GRID), id="langs run name escapes"),
+    case(["langs", "run", "--grid", "c.toml"], r"unknown top-level keys \['bogus'\]",
+         cfg('bogus = 1\n' + LANG_GRID), id="langs run unknown key"),
+    case(["langs", "run", "--grid", "c.toml"], r"unknown top-level keys .*'tasks'.* \[search\] grids",
+         cfg('tasks = ["dyck2"]\nnorms = ["pre"]\nseeds = [0]\n'), id="langs run old format"),
+    case(["langs", "run", "--grid", "c.toml"], r"search\.train\.seed: grid values repeat",
+         cfg(LANG_GRID.replace("[0]", "[0, 0]")), id="langs run seeds repeat"),
     case(["langs", "run", "--only", "nosuchtask"], r"--only 'nosuchtask' is not a task of grid"),
     case(["langs", "run", "--address", "auto"], r"--address 'auto' is only for the ray backend"),
     case(["langs", "run", "--backend", "ray", "--address", "127.0.0.2:1"],

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs"
-BASE = CONFIGS / "set_complement" / "base.toml"
+BASE = CONFIGS / "set_complement" / "base_sampled.toml"
 GRID = CONFIGS / "languages" / "grid.toml"
 
 PROBE = """

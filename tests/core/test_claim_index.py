@@ -58,7 +58,8 @@ def test_verify_list_and_where_import_no_torch_and_print_what_the_ledger_prints(
     assert listed["status"] == 0, err
     assert listed["heavy"] == [], f"verify --list imported {listed['heavy']}"
     claims = all_claims()
-    assert out.splitlines() == [f"{c.id:48s} {c.kind:10s} {c.source}" for c in claims]
+    assert out.splitlines() == [f"{c.id:48s} {c.kind:10s} {c.expected_from:10s} {c.source}"
+                                for c in claims]
     print(f"verify --list: {listed['seconds']:.2f} s in process")
     assert listed["seconds"] < 3.0  # about 0.1 s unloaded; the bound leaves room for a busy CI
 
@@ -69,6 +70,8 @@ def test_verify_list_and_where_import_no_torch_and_print_what_the_ledger_prints(
     for c in claims:
         if c.id.startswith("sc."):
             expected += [c.id] + [f"  {place}" for place in where(c)]
+            expected += [f"  expected value from the {c.expected_from}: {c.origin}"]
+            expected += [f"  derived by: {', '.join(c.derived_by)}"] if c.derived_by else []
     assert out.splitlines() == expected
 
 

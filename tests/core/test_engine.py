@@ -35,7 +35,7 @@ def member_config(shape: dict, member: dict) -> ModelConfig:
 
 
 def member_train(member: dict) -> dict:
-    return dict(TRAIN, lr=member["lr"], weight_decay=member["weight_decay"],
+    return dict(TRAIN, seed=member["seed"], lr=member["lr"], weight_decay=member["weight_decay"],
                 ema_decay=member["ema_decay"])
 
 
@@ -78,6 +78,9 @@ SHAPES = {
     **{f"{norm}-1layer": dict(d_model=8, norm=norm) for norm in NORM_PLACEMENTS},
     **{f"{norm}-2layer-mlp-pos": dict(d_model=8, n_layers=2, n_heads=2, norm=norm, mlp="gelu",
                                       max_len=LENGTH) for norm in NORM_PLACEMENTS},
+    **{f"{norm}-2layer-mlp-pos-dropout": dict(d_model=8, n_layers=2, n_heads=2, norm=norm,
+                                              mlp="gelu", max_len=LENGTH, attn_dropout=0.2,
+                                              resid_dropout=0.1) for norm in NORM_PLACEMENTS},
     "pre-swiglu-layer": dict(d_model=8, n_layers=3, n_heads=2, norm="pre", norm_kind="layer",
                              mlp="swiglu"),
 }
@@ -92,32 +95,45 @@ def test_each_member_equals_its_lone_run(label):
 
 
 def test_dropout_rates_are_per_member():
-    """Members may differ in dropout rate: a member at rate 0 beside members at 0.3 equals its
-    lone run (no dropout) to float32 rounding; two identical members at rate 0.3 with the same
-    data draw their own masks and end apart; a member with dropout is a run of its lone run's
-    distribution, not the same run."""
+    """Members may differ in dropout rate (0, 0.1, 0.3 here), and each still equals its lone run
+    to float32 rounding: the masks are keyed by (run seed, step), not drawn from a generator.
+    The rates act: the three end apart."""
     shape = dict(d_model=8, n_layers=2, norm="pre", mlp="gelu")
-    twin = MEMBERS[0]
-    rates = [0.0, 0.3, 0.3]
-
-    def models():
-        out = []
-        for rate in rates:
-            torch.manual_seed(twin["seed"])
-            out.append(Transformer(member_config(dict(shape, attn_dropout=rate,
-                                                      resid_dropout=rate), twin)))
-        return out
-
-    state = members_state(models(), [member_train(twin)] * 3)
-    fitted = fit_members(state, TRAIN, lambda step: Batch(torch.stack([data(twin, step)] * 3)),
+    rates = [0.0, 0.1, 0.3]
+    shapes = [dict(shape, attn_dropout=rate, resid_dropout=rate) for rate in rates]
+    models = []
+    for member, one in zip(MEMBERS, shapes):
+        torch.manual_seed(member["seed"])
+        models.append(Transformer(member_config(one, member)))
+    state = members_state(models, [member_train(m) for m in MEMBERS])
+    fitted = fit_members(state, TRAIN,
+                         lambda step: Batch(torch.stack([data(m, step) for m in MEMBERS])),
                          every=0, record=lambda i, step, loss: {}, progress=False)
-    raw = [w["raw"].state_dict() for w in fitted.weights]
-    assert_same(lone_run(shape, twin),
-                {kind: module.state_dict() for kind, module in fitted.weights[0].items()},
-                "rate 0")
-    assert any(not torch.equal(raw[1][n], raw[2][n]) for n in raw[1])
-    assert any(float((raw[0][n] - raw[1][n]).abs().max()) > 1e-4 for n in raw[0])
-    assert fitted.weights[1]["raw"].cfg.attn_dropout == 0.3
+    for member, one, weights in zip(MEMBERS, shapes, fitted.weights):
+        assert weights["raw"].cfg.attn_dropout == one["attn_dropout"]
+        assert_same(lone_run(one, member),
+                    {kind: module.state_dict() for kind, module in weights.items()},
+                    f"rate {one['attn_dropout']}")
+
+
+def test_dropout_masks_are_keyed_by_seed_and_step():
+    """The counter-based masks: a fixed (seed, step) gives one mask; another step or seed another;
+    at rate p the kept fraction of 10^5 units is within 5 standard deviations of 1 - p."""
+    from resharpen.experiments.core.model import dropout_key, dropout_uniforms
+
+    shape = torch.Size((100, 1000))
+    u = dropout_uniforms(torch.tensor(dropout_key(0, 1)), 0, shape)
+    assert torch.equal(u, dropout_uniforms(torch.tensor(dropout_key(0, 1)), 0, shape))
+    for other in (dropout_uniforms(torch.tensor(dropout_key(0, 2)), 0, shape),
+                  dropout_uniforms(torch.tensor(dropout_key(1, 1)), 0, shape),
+                  dropout_uniforms(torch.tensor(dropout_key(0, 1)), 1, shape)):
+        assert (other == u).float().mean() < 0.001
+        assert abs(float(torch.corrcoef(torch.stack([u.flatten(), other.flatten()]))[0, 1])) < 0.02
+    n = u.numel()
+    for p in (0.1, 0.5, 0.9):
+        kept = float((u >= p).float().sum())
+        assert abs(kept - n * (1 - p)) <= 5 * (n * p * (1 - p)) ** 0.5
+    assert 0.0 <= float(u.min()) and float(u.max()) < 1.0
 
 
 def test_members_forward_is_the_module_forward():

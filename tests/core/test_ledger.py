@@ -44,7 +44,7 @@ def test_one_profile_mechanism():
 
 def test_where_locates_a_claim_declared_in_a_test():
     @ledger.claim("t.where.here", source="s", statement="s", kind="numeric", tolerance="t",
-                  cost="fast")
+                  cost="fast", expected_from="statement", origin="s")
     def check_here(profile):
         return ledger.Outcome(0, 0, True)
 

@@ -31,11 +31,20 @@ def area_by_quadrature(r, n=4000):
 
 def label(r):
     return f"circle of radius {r}"
+
+def power(base, exponent):
+    return base ** exponent
+
+def double(x):
+    return 2 * x
+
+def shifted(x):
+    return x + 1.0
 """
 CHECKS_SOURCE = f"""
 import math
 
-from {FORMULAS} import area_by_quadrature, circle_area, label
+from {FORMULAS} import area_by_quadrature, circle_area, double, label, power, shifted
 from resharpen.experiments.ledger import Outcome
 
 def check_circular(profile):
@@ -52,13 +61,29 @@ def check_unmutable(profile):
 def check_inconclusive_when_mutated(profile):
     value = circle_area(1.0)
     return Outcome(value, "pi", True, inconclusive="" if value == math.pi else "mutated")
+
+def check_one_sided(profile):  # a loose one-sided bound: only the upward move can break it
+    return Outcome(circle_area(1.0), "<= 3.2", circle_area(1.0) <= 3.2)
+
+def check_fails_below(profile):  # FAILs unmutated (pi < 3.2); an upward move makes it PASS
+    return Outcome(circle_area(1.0), "> 3.2", circle_area(1.0) > 3.2)
+
+def check_structure(profile):  # killed by a swap, a constant and a dropped term
+    ok = power(2.0, 3.0) == 8.0 and double(1.0) + double(2.0) == 6.0 and shifted(1.0) == 2.0
+    return Outcome(ok, True, ok)
 """
 
 
 def _module(name: str, source: str) -> types.ModuleType:
+    """A module from ``source``, its text in the line cache (so that ``inspect.getsource``, which
+    the ``drop`` mutation reads, finds it)."""
+    import linecache
+
     module = types.ModuleType(name)
     sys.modules[name] = module
-    exec(compile(textwrap.dedent(source), f"<{name}>", "exec"), module.__dict__)
+    text = textwrap.dedent(source)
+    linecache.cache[f"<{name}>"] = (len(text), None, text.splitlines(True), f"<{name}>")
+    exec(compile(text, f"<{name}>", "exec"), module.__dict__)
     return module
 
 
@@ -79,20 +104,67 @@ def toy():
 def test_a_circular_claim_survives_and_an_honest_one_is_killed(toy, isolate):
     circular = mutation.mutate_claim(toy.claim("circular"), isolate=isolate)
     assert circular.baseline == "PASS" and circular.verdict == "survives", circular
-    assert [m.target for m in circular.mutations] == [f"{FORMULAS}.circle_area"]
-    assert circular.tried == 1 and circular.mutations[0].perturbed == 2
+    assert {m.target for m in circular.mutations} == {f"{FORMULAS}.circle_area"}
+    assert [m.operator for m in circular.mutations] == list(mutation.OPERATORS)
+    # up and down perturb both calls; one argument: no swap; no + or -: no drop; the same
+    # argument twice: the constant equals the original (an equivalent mutant)
+    assert [m.perturbed for m in circular.mutations] == [2, 2, 0, 0, 0]
+    assert [(p.target, p.verdict) for p in circular.pairs] == [(f"{FORMULAS}.circle_area",
+                                                                "survives")]
 
     honest = mutation.mutate_claim(toy.claim("honest"), isolate=isolate)
     assert honest.verdict == "killed", honest
-    assert sorted(honest.killed_by) == [f"{FORMULAS}.area_by_quadrature (FAIL)",
-                                        f"{FORMULAS}.circle_area (FAIL)"]
+    assert {p.target: p.verdict for p in honest.pairs} == {
+        f"{FORMULAS}.area_by_quadrature": "killed", f"{FORMULAS}.circle_area": "killed"}
+    quadrature = {p.target: p.statuses for p in honest.pairs}[f"{FORMULAS}.area_by_quadrature"]
+    assert quadrature == {"up": "FAIL", "down": "FAIL", "swap": "-", "drop": "FAIL",
+                          "const": "-"}, quadrature
+
+
+def test_both_directions_and_every_status(toy):
+    """A loose one-sided bound survives the downward move and dies at the upward one; a claim
+    that FAILs unmutated is tested too, and a mutation that makes it PASS kills it."""
+    one_sided = mutation.mutate_claim(toy.claim("one_sided"), step=0.1, isolate=False)
+    assert one_sided.pairs[0].statuses["up"] == "FAIL"
+    assert one_sided.pairs[0].statuses["down"] == "PASS"
+    assert one_sided.verdict == "killed"
+    fails = mutation.mutate_claim(toy.claim("fails_below"), step=0.1, isolate=False)
+    assert fails.baseline == "FAIL" and fails.verdict == "killed", fails
+    assert fails.pairs[0].statuses["up"] == "PASS" and fails.pairs[0].statuses["down"] == "FAIL"
+    assert "unmutated check is FAIL" in fails.note
+
+
+def test_structural_mutations_swap_drop_and_return_a_constant(toy):
+    result = mutation.mutate_claim(toy.claim("structure"), isolate=False,
+                                   operators=("swap", "drop", "const"))
+    statuses = {p.target.rsplit(".", 1)[-1]: p.statuses for p in result.pairs}
+    assert statuses["power"] == {"swap": "FAIL", "drop": "-", "const": "-"}, statuses
+    assert statuses["double"] == {"swap": "-", "drop": "-", "const": "FAIL"}, statuses
+    assert statuses["shifted"] == {"swap": "-", "drop": "FAIL", "const": "-"}, statuses
+    dropped = [m for m in result.mutations if m.operator == "drop" and m.perturbed]
+    assert [m.note for m in dropped] == ["dropped + 1.0"]
+    with pytest.raises(ValueError, match="unknown mutation operators"):
+        mutation.mutate_claim(toy.claim("structure"), isolate=False, operators=("flip",))
+
+
+def test_what_is_skipped_is_the_declared_cost_class(toy):
+    def never(profile):
+        raise AssertionError("a skipped claim is not run")
+
+    slow = Claim("toy.slow", "toy", "toy", "numeric", "toy", never, False, CHECKS, cost="slow")
+    [result] = mutation.run_mutations([slow], "quick")
+    assert result.verdict == "skipped" and result.note == "declared cost slow"
+    [ran] = mutation.run_mutations([toy.claim("honest")], "quick", costs=("fast", "slow"),
+                                   operators=("up",))
+    assert ran.verdict == "killed"
 
 
 def test_a_claim_with_nothing_to_perturb_is_untested(toy):
     result = mutation.mutate_claim(toy.claim("unmutable"), isolate=False)
     assert result.verdict == "untested" and result.tried == 0 and "label" in result.note
     table = mutation.format_table([result])
-    assert table.splitlines()[-1] == "0 of 1 claims killed, 0 survive, 1 untested"
+    assert table.splitlines()[-1].startswith("0 of 1 claims killed, 0 survive, 1 untested; "
+                                             "(claim, function) pairs: 0 of 1 killed")
 
 
 def test_an_erratum_is_killed_by_any_status_but_pass(toy):
@@ -113,12 +185,18 @@ def test_mutation_patches_every_binding_and_restores_them(toy):
         assert toy.checks.circle_area(1.0) == pytest.approx(np.pi * 1.001 + 0.001)
         assert counter.perturbed == 1
     assert toy.formulas.circle_area is original and toy.checks.circle_area is original
+    with mutation.mutated(target, operator="down"):
+        assert toy.checks.circle_area(1.0) == pytest.approx(np.pi * 0.999 - 0.001)
+    assert toy.checks.circle_area is original
 
 
 def test_perturb_numbers_arrays_tensors_and_sympy():
     assert mutation.perturb(2.0) == (pytest.approx(2.0 * 1.001 + 0.001), True)
     assert mutation.perturb(2.0, step=0.1) == (pytest.approx(2.0 * 1.1 + 0.1), True)
     assert mutation.perturb(3) == (4, True) and mutation.perturb(True) == (False, True)
+    assert mutation.perturb(2.0, step=-0.1) == (pytest.approx(2.0 * 0.9 - 0.1), True)
+    assert mutation.perturb(3, step=-1e-3) == (2, True)
+    assert mutation.perturb(np.array([1, 2]), step=-1e-3)[0].tolist() == [0, 1]
     a = np.array([1.0, 2.0], dtype=np.float32)
     out, changed = mutation.perturb(a)
     assert changed and out.dtype == np.float32 and np.allclose(out, a * 1.001 + 0.001)
@@ -177,7 +255,7 @@ def test_verify_mutate_prints_the_table_and_summary(capsys, tmp_path):
     assert lines[0].split()[:4] == ["id", "tried", "killed", "by"]
     assert any(line.startswith("lang.dyck1.counts") and "killed" in line for line in lines)
     assert any(line.startswith("dyn.matrix_lemma") and "untested" in line for line in lines)
-    assert lines[-1] == "1 of 2 claims killed, 0 survive, 1 untested"
+    assert lines[-1].startswith("1 of 2 claims killed, 0 survive, 1 untested"), lines[-1]
     import json
 
     data = json.loads((tmp_path / "m.json").read_text())
@@ -198,6 +276,6 @@ def test_independent_checks_of_the_ledger_are_killed():
     chosen = select(all_claims(), ["lang.dyck2.oracle_agreement", "othello.perft",
                                    "collapse.rms_jacobian_formula", "sc.model.decomposition",
                                    "train.bema.limits"])
-    results = mutation.run_mutations(chosen, "quick", max_seconds=30)
+    results = mutation.run_mutations(chosen, "quick", costs=("fast", "slow"))
     assert [r.verdict for r in results] == ["killed"] * len(chosen), \
         mutation.format_table(results)

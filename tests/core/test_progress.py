@@ -38,7 +38,7 @@ def test_silent_on_a_terminal_and_when_disabled(capsys, monkeypatch):
 def test_fit_of_reads_the_rows_of_every_trainer():
     assert progress.fit_of({"fit_id_invalid_mass": 0.1, "raw": {"id_invalid_mass": 0.2}}) == 0.1
     assert progress.fit_of({"raw": {"id_invalid_mass": 0.2}}) == 0.2
-    assert progress.fit_of({"id_illegal_mass": 0.3}) == 0.3
+    assert progress.fit_of({"id_invalid_mass": 0.3}) == 0.3
     assert progress.fit_of({"loss": 1.0}) is None
 
 
@@ -47,7 +47,7 @@ def test_training_prints_a_line_per_evaluation_off_a_terminal(capsys, monkeypatc
     from resharpen.experiments.set_complement.train import load_config, train
 
     monkeypatch.setattr(progress, "on_terminal", lambda: False)
-    config = load_config(CONFIG_DIR / "set_complement" / "base.toml", [
+    config = load_config(CONFIG_DIR / "set_complement" / "base_sampled.toml", [
         "task.vocab=8", "model.d_model=8", "train.steps=20", "train.warmup=3",
         "train.batch_size=8", "train.eval_every=10", "eval.per_length=8",
         "train.bema_update_after=2"])

@@ -25,7 +25,7 @@ from resharpen.experiments.core.io import TEMP_MARK
 from resharpen.experiments.set_complement.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = ROOT / "experiments" / "configs" / "set_complement" / "base.toml"
+BASE = ROOT / "experiments" / "configs" / "set_complement" / "base_sampled.toml"
 TIMING = {"seconds"}
 KILLS = 10
 

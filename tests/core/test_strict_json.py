@@ -16,7 +16,7 @@ from resharpen.cli import main
 from resharpen.experiments.core.io import atomic_write_json, dumps_json, dumps_jsonl, loads_json
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = ROOT / "experiments" / "configs" / "set_complement" / "base.toml"
+BASE = ROOT / "experiments" / "configs" / "set_complement" / "base_sampled.toml"
 TINY = ["task.vocab=8", "model.d_model=8", "train.steps=12", "train.warmup=3",
         "train.batch_size=8", "train.eval_every=6", "eval.per_length=8"]
 

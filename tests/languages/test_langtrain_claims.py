@@ -12,8 +12,8 @@ CLAIMS = {c.id: c for c in all_claims() if c.id.startswith("langtrain.")}
 
 def planted(tasks=("dyck2", "anbn", "othello"), norms=("pre", "post", "attn_out"), seeds=3,
             ema=0.0, post=0.0, unlearned=()):
-    """Grid rows: raw OOD illegal mass 0.3 + a placement effect + spread; EMA moves it by
-    ``ema``, BEMA by +0.05. The tasks in ``unlearned`` have ID illegal mass 0.5 (not learned)
+    """Grid rows: raw OOD invalid mass 0.3 + a placement effect + spread; EMA moves it by
+    ``ema``, BEMA by +0.05. The tasks in ``unlearned`` have ID invalid mass 0.5 (not learned)
     and the opposite, ten times larger EMA and placement effects."""
     rng = np.random.default_rng(1)
     rows = []
@@ -28,8 +28,8 @@ def planted(tasks=("dyck2", "anbn", "othello"), norms=("pre", "post", "attn_out"
                                        ("ema", raw + sign * ema + 0.002 * rng.normal()),
                                        ("bema", raw + 0.05 + 0.002 * rng.normal())):
                     rows.append({"run": run, "task": task, "norm": norm, "seed": seed,
-                                 "weights": weights, "ood_illegal_mass": value,
-                                 "id_illegal_mass": fit})
+                                 "weights": weights, "ood_invalid_mass": value,
+                                 "id_invalid_mass": fit})
     return rows
 
 
@@ -48,48 +48,62 @@ def status(claim_id):
     return run_claim(CLAIMS[claim_id], "quick")
 
 
-def test_averaged_weights_are_paired_within_runs_and_decided_after_holm(grid):
+def test_averaged_weights_are_paired_within_runs_per_task_and_decided_after_holm(grid):
     grid(planted(ema=-0.02))
     ema, bema, othello = (status(f"langtrain.{x}") for x in
-                          ("ema.ood_illegal_mass", "bema.ood_illegal_mass", "othello.ema_ood"))
-    assert ema.status == "PASS" and "ema - raw: paired t" in ema.detail and "n=27" in ema.detail
+                          ("ema.ood_invalid_mass", "bema.ood_invalid_mass", "othello.ema_ood"))
+    assert ema.status == "PASS" and "dyck2: ema - raw: paired t" in ema.detail
+    assert "n=9" in ema.detail  # one test per task: 3 placements x 3 seeds
     assert bema.status == "FAIL"  # BEMA is planted worse (+0.05): the opposite, shown
-    assert othello.status == "PASS" and "n=9" in othello.detail
-    assert "family: 5 tests of the 4 langtrain claims" in ema.detail
+    assert othello.status == "PASS" and "othello: ema - raw" in othello.detail
+    # 3 + 3 EMA/BEMA tests, 3 x 2 placement tests, 2 pooled, 1 Othello
+    assert "family: 15 tests of the 5 langtrain claims" in ema.detail
     assert "Holm-adjusted p=" in othello.detail
 
 
-def test_placements_are_paired_by_task_and_seed_against_the_control(grid):
-    grid(planted(post=-0.05))
-    record = status("langtrain.postnorm.ood_illegal_mass")
-    assert record.status == "PASS" and "post - pre: paired t" in record.detail
-    grid(planted(norms=("none", "pre", "post", "attn_out"), post=-0.05))
-    record = status("langtrain.postnorm.ood_illegal_mass")
-    assert record.status == "PASS" and "post - none: paired t" in record.detail
-    grid(planted(post=+0.05))
-    assert status("langtrain.postnorm.ood_illegal_mass").status == "FAIL"
+def test_placements_are_paired_by_seed_per_task_against_the_control(grid):
+    grid(planted(post=-0.05, seeds=5))
+    record = status("langtrain.postnorm.ood_invalid_mass")
+    assert record.status == "PASS" and "anbn: post - pre: paired t" in record.detail
+    pooled = status("langtrain.postnorm.pooled_log_ratio")
+    assert pooled.status == "PASS" and "log(post / pre), pooled over tasks" in pooled.detail
+    assert "n=15" in pooled.detail  # 3 tasks x 5 seeds
+    grid(planted(norms=("none", "pre", "post", "attn_out"), post=-0.05, seeds=5))
+    record = status("langtrain.postnorm.ood_invalid_mass")
+    assert record.status == "PASS" and "dyck2: post - none: paired t" in record.detail
+    grid(planted(post=+0.05, seeds=5))
+    assert status("langtrain.postnorm.ood_invalid_mass").status == "FAIL"
+    assert status("langtrain.postnorm.pooled_log_ratio").status == "FAIL"
 
 
-def test_the_tiny_grid_and_too_few_pairs_are_inconclusive(grid):
-    grid(planted(ema=-0.02), which="TINY grid (no evidence either way)")
-    record = status("langtrain.ema.ood_illegal_mass")
-    assert record.status == "INCONCLUSIVE" and "resharpen langs run" in record.detail
+def test_one_task_against_the_effect_fails_the_per_task_claim(grid):
+    """The per-task claim needs every task: a task where Post-Norm is planted worse fails it,
+    while the pooled log ratio (two tasks better, one worse) does not decide for the worse."""
+    rows = [r for r in planted(post=-0.05, seeds=5) if r["task"] != "anbn"]
+    rows += [r for r in planted(post=+0.05, seeds=5) if r["task"] == "anbn"]
+    grid(rows)
+    assert status("langtrain.postnorm.ood_invalid_mass").status == "FAIL"
+    assert status("langtrain.postnorm.pooled_log_ratio").status != "FAIL"
+
+
+def test_too_few_pairs_are_inconclusive(grid):
     grid(planted(tasks=("dyck2",), seeds=1, post=-0.05))
-    record = status("langtrain.postnorm.ood_illegal_mass")
+    record = status("langtrain.postnorm.ood_invalid_mass")
     assert record.status == "INCONCLUSIVE" and "1 < 5" in record.detail
+    assert "resharpen langs run" in record.detail
 
 
 def test_only_runs_that_learned_the_task_decide(grid):
-    """Runs whose raw ID illegal mass is above LEARNED_ID are left out (and listed): an
+    """Runs whose raw ID invalid mass is above LEARNED_ID are left out (and listed): an
     unlearned task with a ten times larger opposite effect changes no verdict, and a claim with
     no learned run is INCONCLUSIVE."""
-    grid(planted(tasks=("dyck2", "anbn", "tomita5"), ema=-0.02, post=-0.05,
+    grid(planted(tasks=("dyck2", "anbn", "tomita5"), ema=-0.02, post=-0.05, seeds=5,
                  unlearned=("tomita5",)))
-    ema = status("langtrain.ema.ood_illegal_mass")
-    assert ema.status == "PASS" and "n=18" in ema.detail
-    assert "left out, not learned in distribution" in ema.detail and "tomita5 9" in ema.detail
-    post = status("langtrain.postnorm.ood_illegal_mass")
-    assert post.status == "PASS" and "n=6" in post.detail
+    ema = status("langtrain.ema.ood_invalid_mass")
+    assert ema.status == "PASS" and "n=15" in ema.detail and "tomita5: ema" not in ema.detail
+    assert "left out, not learned in distribution" in ema.detail and "tomita5 15" in ema.detail
+    post = status("langtrain.postnorm.ood_invalid_mass")
+    assert post.status == "PASS" and "tomita5:" not in post.detail
     grid(planted(ema=-0.02, unlearned=("othello",)))
     othello = status("langtrain.othello.ema_ood")
     assert othello.status == "INCONCLUSIVE" and "othello: no learned run" in othello.detail

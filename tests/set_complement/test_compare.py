@@ -18,7 +18,7 @@ from resharpen.experiments.core.model import ModelConfig, Transformer
 from resharpen.experiments.set_complement.compare import compare_model, compare_run, fit_lemma
 
 EXACT = 1e-10
-BASE = Path(__file__).resolve().parents[2] / "experiments/configs/set_complement/base.toml"
+BASE = Path(__file__).resolve().parents[2] / "experiments/configs/set_complement/base_sampled.toml"
 
 
 def gaussian_model(vocab: int, seed: int, norm: str = "none") -> Transformer:

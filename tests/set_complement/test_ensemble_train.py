@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from resharpen.experiments.core.sweep import group_runs
-from resharpen.experiments.set_complement.train import (DATA_CHUNK, data_stream,
+from resharpen.experiments.core.tasks import STREAM_SALT
+from resharpen.experiments.set_complement.train import (DATA_CHUNK, SetComplementStreams,
                                                         sample_sequences, train, train_group)
 
 from tiny_configs import tiny  # noqa: E402 (a sibling helper module)
@@ -62,9 +63,11 @@ def test_grouped_runs_with_dropout_train():
 
 def test_chunked_data_stream_is_each_runs_own_stream():
     steps = DATA_CHUNK + 7  # crosses a chunk boundary
-    stream = list(data_stream([torch.Generator().manual_seed(s) for s in (3, 4)], 16, 9, 5, steps))
-    assert len(stream) == steps
+    streams = SetComplementStreams(16, (3, 4), 5, 9, steps)
+    stream = [streams.draw() for _ in range(steps)]
     for k, seed in enumerate((3, 4)):
-        gen = torch.Generator().manual_seed(seed)
+        gen = torch.Generator().manual_seed(seed + STREAM_SALT)
         for step in range(steps):
             assert torch.equal(stream[step][k], sample_sequences(16, 9, 5, gen))
+    assert streams.left == 0
+

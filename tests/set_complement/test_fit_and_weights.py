@@ -21,7 +21,7 @@ def tiny(name, **sets):
             "train.schedule=constant", "train.batch_size=32", "train.eval_every=10",
             "eval.per_length=16", "train.target=soft", f"train.until_id_invalid_mass={TARGET}",
             "train.bema_update_after=5"]
-    config = load_config(CONFIGS / "base.toml", base + [f"{k}={v}" for k, v in sets.items()])
+    config = load_config(CONFIGS / "base_sampled.toml", base + [f"{k}={v}" for k, v in sets.items()])
     config["name"] = name
     return config
 

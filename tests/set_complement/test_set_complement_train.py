@@ -123,7 +123,7 @@ def test_summarize_and_exponent_on_synthetic_records():
 
 
 def test_short_training_learns_the_in_distribution_complement():
-    config = load_config(CONFIGS / "base.toml", ["task.vocab=8", "model.d_model=8",
+    config = load_config(CONFIGS / "base_sampled.toml", ["task.vocab=8", "model.d_model=8",
                                                  "train.steps=300", "train.warmup=10",
                                                  "train.lr=3e-2", "train.eval_every=100",
                                                  "train.batch_size=64",

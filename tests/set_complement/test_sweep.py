@@ -14,7 +14,7 @@ from resharpen.experiments.core.sweep import load_runs, read_table
 from resharpen.experiments.set_complement.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = ROOT / "experiments" / "configs" / "set_complement" / "base.toml"
+BASE = ROOT / "experiments" / "configs" / "set_complement" / "base_sampled.toml"
 FILES = ("config.json", "metrics.jsonl", "per_length.json", "summary.json")
 
 

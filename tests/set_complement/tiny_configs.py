@@ -11,6 +11,6 @@ def tiny(name: str, **sets) -> dict:
     base = ["task.vocab=8", "model.d_model=8", "train.steps=12", "train.warmup=3",
             "train.batch_size=8", "train.eval_every=6", "eval.per_length=8",
             "train.bema_update_after=2"]
-    config = load_config(CONFIGS / "base.toml", base + [f"{k}={v}" for k, v in sets.items()])
+    config = load_config(CONFIGS / "base_sampled.toml", base + [f"{k}={v}" for k, v in sets.items()])
     config["name"] = name
     return config

@@ -1,0 +1,202 @@
+"""The predictions of arXiv 2510.22026 and arXiv 2608.09417 held against the trained set of
+:mod:`resharpen.experiments.dynamics.trained`, each a function of the runs and of ``when``
+("init": every run at initialization; "trained": the runs that reached the fit), returning an
+:class:`~resharpen.experiments.ledger.Outcome`. The ``dyn.trained.*`` claims call them.
+
+Comparisons across schemes pair runs by (task, depth, seed) and use the ledger's tests
+(:func:`resharpen.experiments.ledger.stats.compare`: paired t where the arms share their units,
+Welch otherwise; fewer than ``stats.MIN_N`` units: inconclusive), Holm-adjusted within a claim.
+
+* :func:`first_layer_order` (Thm 4.2): Peri-LN and nGPT move tokens in the first layer by an
+  amount of order one, Post-LN and Pre-LN by O(sqrt(log n / n) + log n / d); tested as a rank
+  order with a factor fixed beforehand: log disp(fast) - log disp(slow) > log 5 for every pair
+  (fast in {peri, ngpt}, slow in {post, pre}) (the factor of ``dyn.stack.qualitative``).
+* :func:`terminal_order` (Thm 4.1, 4.3): similarity rises fastest with depth under Post-LN:
+  rise(post) > rise(X) for X in {pre, mixln, ngpt}, rise = (cos_L - cos_1)/(L - 1).
+* :func:`preln_norm_growth` (Thm 4.3(i), r ~ t): Pre-LN's residual norm grows with depth with
+  exponent 1; the exponent is the least-squares slope of log r_j on log j (j >= 1,
+  :func:`resharpen.experiments.dynamics.random_stacks.norm_growth_exponent`); PASS when the 95%
+  t-interval of the mean over runs lies in [0.75, 1.25], FAIL when it lies outside it.
+* :func:`recursion_at_init` (arXiv 2608.09417, Stage I): at initialization the per-layer t_sim
+  of Post-LN and Pre-LN models follows t <- t + Delta_attn(s_l, t) with the model's own
+  s = |sum_h W_V^h W_O^h|_F^2 / d (Post-LN: the mean over the layers it runs; Pre-LN: times
+  n d / |X_0|_F^2, the recursion tracking the norm) and initial t (Post-LN: after block 0,
+  whose input is the raw embedding; Pre-LN: x_0), within 0.05 at every layer (the tolerance of
+  ``collapse.stack_post_*``), seed-averaged per (task, depth).
+* :func:`backward_gain_high_similarity` (Theorem 3.6): in layers whose input similarity is
+  high (mean pairwise cosine >= 0.9), every Post-LN norm's backward gain is < 1; fewer than 5
+  such norms: inconclusive.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent
+from resharpen.experiments.dynamics.trained import (by_unit, first_layer_displacement, select,
+                                                    similarity_rise, thm42_bound)
+from resharpen.experiments.ledger import Outcome, stats
+from resharpen.theory.collapse.recursion import recursion
+
+ORDER_FACTOR = 5.0
+HIGH_SIMILARITY = 0.9
+RECURSION_TOL = 0.05
+GROWTH_BAND = (0.75, 1.25)
+MIN_NORMS = 5
+
+
+def _mean(values) -> float:
+    values = [v for v in values if math.isfinite(v)]
+    return float(np.mean(values)) if values else float("nan")
+
+
+def _decide(tests: list[tuple[str, stats.Comparison]], name: str) -> tuple[bool, str, str]:
+    fam = stats.family([(name, label, result) for label, result in tests])[name]
+    passed, why = stats.verdict(fam)
+    return passed, why, "; ".join(t.describe() for t in fam)
+
+
+def _runs_note(runs: list[dict], when: str) -> str:
+    if when == "init":
+        return f"{len(runs)} runs at init"
+    return f"{len(runs)} runs that reached the fit"
+
+
+def first_layer_order(runs: list[dict], when: str) -> Outcome:
+    sel = select(runs, when, ("peri", "ngpt", "post", "pre"))
+    disp = {s: by_unit(sel, s, first_layer_displacement) for s in ("peri", "ngpt", "post", "pre")}
+    tests = []
+    for fast in ("peri", "ngpt"):
+        for slow in ("post", "pre"):
+            a = {k: math.log(v) - math.log(ORDER_FACTOR) for k, v in disp[fast].items() if v > 0}
+            b = {k: math.log(v) for k, v in disp[slow].items() if v > 0}
+            tests.append((f"{fast} > {ORDER_FACTOR:g} x {slow}", stats.compare(a, b, "greater")))
+    passed, why, detail = _decide(tests, "first_layer_order")
+    means = {s: _mean(v.values()) for s, v in disp.items()}
+    sizes = sorted({(r["m"]["n_tokens"], r["m"]["d_model"]) for r in sel})
+    bound = "; ".join(f"Thm 4.2 order sqrt(log n/n) + log n/d = {thm42_bound(n, d):.3g} "
+                      f"(n={n}, d={d})" for n, d in sizes)
+    measured = ", ".join(f"{s} {v:.3g}" for s, v in means.items())
+    return Outcome(measured=f"first-layer displacement (rad): {measured}",
+                   expected=f"peri, ngpt >= {ORDER_FACTOR:g} x post, pre",
+                   passed=passed, detail=f"{_runs_note(sel, when)}; {bound}; {detail}",
+                   inconclusive=why)
+
+
+def terminal_order(runs: list[dict], when: str) -> Outcome:
+    sel = select(runs, when, ("post", "pre", "mixln", "ngpt"))
+    rise = {s: by_unit(sel, s, similarity_rise) for s in ("post", "pre", "mixln", "ngpt")}
+    tests = [(f"post > {other}", stats.compare(rise["post"], rise[other], "greater"))
+             for other in ("pre", "mixln", "ngpt")]
+    passed, why, detail = _decide(tests, "terminal_order")
+    means = ", ".join(f"{s} {_mean(v.values()):+.3g}" for s, v in rise.items())
+    return Outcome(measured=f"similarity rise per layer after layer 1: {means}",
+                   expected="post > pre, mixln, ngpt", passed=passed,
+                   detail=f"{_runs_note(sel, when)}; {detail}", inconclusive=why)
+
+
+def growth_exponents(runs: list[dict], when: str) -> list[float]:
+    """The Pre-LN runs' norm-growth exponents (slope of log r_j on log j, j >= 1)."""
+    return [norm_growth_exponent(np.asarray(r["m"]["r"]), first=1)
+            for r in select(runs, when, ("pre",))]
+
+
+def preln_norm_growth(runs: list[dict], when: str) -> Outcome:
+    from scipy import stats as sstats
+
+    e = np.asarray(growth_exponents(runs, when))
+    lo, hi = GROWTH_BAND
+    if len(e) < 3:
+        return Outcome(measured=f"{len(e)} Pre-LN runs", expected="exponent 1", passed=False,
+                       inconclusive=f"{len(e)} Pre-LN runs ({when}); at least 3 are needed")
+    mean, se = float(e.mean()), float(e.std(ddof=1) / math.sqrt(len(e)))
+    half = float(sstats.t.ppf(0.975, len(e) - 1)) * se
+    inside, outside = lo <= mean - half and mean + half <= hi, mean + half < lo or mean - half > hi
+    why = "" if inside or outside else (
+        f"the 95% interval [{mean - half:.3g}, {mean + half:.3g}] overlaps the band's edge")
+    return Outcome(measured=f"exponent {mean:.3f} +- {half:.3f} (95% t, n={len(e)}); range "
+                            f"[{e.min():.3f}, {e.max():.3f}]",
+                   expected=f"1 (r ~ t): interval within [{lo}, {hi}]", passed=inside,
+                   detail="random-stack exponent ~0.55 (dyn.stack.preln_norm) for contrast",
+                   inconclusive=why)
+
+
+def model_s(m: dict, placement: str, d: int, n: int) -> float:
+    """arXiv 2608.09417's s of a model at init: mean over the layers the recursion runs of
+    |W_l|_F^2 / d (Post-LN: layers 1.., each seeing |X|_F^2 = n d after its RMSNorm; Pre-LN:
+    every layer, times n d / |X_0|_F^2)."""
+    frob = np.asarray(m["value_frob2"]) / d
+    if placement == "post":
+        return float(frob[1:].mean())
+    return float(frob.mean() * n * d / (n * m["r2"][0]))
+
+
+def recursion_gaps(runs: list[dict]) -> list[dict]:
+    """Per (scheme, task, depth) of the Post-LN and Pre-LN models at init: the seed-averaged
+    measured t_sim, the recursion's t with the model's s and initial t, and the largest gap."""
+    out = []
+    sel = select(runs, "init", ("post", "pre"))
+    for scheme in ("post", "pre"):
+        for task, depth in sorted({(r["task"], r["depth"]) for r in sel if r["scheme"] == scheme}):
+            group = [r["m"] for r in sel if (r["scheme"], r["task"], r["depth"]) ==
+                     (scheme, task, depth)]
+            n = int(group[0]["n_tokens"])
+            start = 1 if scheme == "post" else 0
+            measured = np.mean([m["t_sim"][start:] for m in group], axis=0)
+            s = float(np.mean([model_s(m, scheme, m["d_model"], n) for m in group]))
+            t0 = float(min(max(measured[0], 1.0 / n), 1.0 - 1e-9))
+            pred = recursion(n, depth - start, t0, s, scheme)["t"]
+            gap = float(np.max(np.abs(pred - measured)))
+            out.append({"scheme": scheme, "task": task, "depth": depth, "n": n, "s": s,
+                        "t0": t0, "measured": measured.tolist(), "predicted": pred.tolist(),
+                        "gap": gap, "rise": float(measured[-1] - measured[0])})
+    return out
+
+
+def recursion_at_init(runs: list[dict]) -> Outcome:
+    rows = recursion_gaps(runs)
+    if not rows:
+        return Outcome(measured="no models", expected=f"gap <= {RECURSION_TOL}", passed=False,
+                       inconclusive="no Post-LN or Pre-LN model in the set")
+    worst = max(r["gap"] for r in rows)
+    text = "; ".join(f"{r['scheme']} {r['task']} L={r['depth']}: gap {r['gap']:.3g} (rise "
+                     f"{r['rise']:+.3g}, s={r['s']:.3g}, t0={r['t0']:.3g})" for r in rows)
+    return Outcome(measured=f"max |t_sim - recursion| {worst:.3g}",
+                   expected=f"<= {RECURSION_TOL} at every layer", passed=worst <= RECURSION_TOL,
+                   detail=text)
+
+
+def post_norm_gains(runs: list[dict], when: str) -> list[tuple[float, float]]:
+    """(input similarity cos_j, backward gain) of every Post-LN norm (post, and mixln's Post-LN
+    layers) of the selected runs."""
+    pairs = []
+    for r in select(runs, when, ("post", "mixln")):
+        m = r["m"]
+        for j, gains in enumerate(m["gains"] or []):
+            pairs += [(m["cos"][j], g["gain"]) for g in gains if g["post"]]
+    return pairs
+
+
+def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
+    pairs = post_norm_gains(runs, when)
+    high = [g for c, g in pairs if c >= HIGH_SIMILARITY]
+    low = [g for c, g in pairs if c < HIGH_SIMILARITY]
+    low_text = (f"; below it: {len(low)} norms, median gain {np.median(low):.3g}, "
+                f"{np.mean(np.asarray(low) < 1):.0%} < 1") if low else ""
+    if len(high) < MIN_NORMS:
+        return Outcome(measured=f"{len(high)} Post-LN norms in layers with cos >= "
+                                f"{HIGH_SIMILARITY}", expected="every gain < 1", passed=False,
+                       detail=low_text.lstrip("; "),
+                       inconclusive=f"{len(high)} Post-LN norms at high similarity ({when}); at "
+                                    f"least {MIN_NORMS} are needed")
+    below = float(np.mean(np.asarray(high) < 1))
+    return Outcome(measured=f"{below:.0%} of {len(high)} high-similarity Post-LN norms have gain "
+                            f"< 1 (max {max(high):.3g}, median {np.median(high):.3g})",
+                   expected="every gain < 1", passed=below == 1.0, detail=low_text.lstrip("; "))
+
+
+__all__ = ["ORDER_FACTOR", "HIGH_SIMILARITY", "RECURSION_TOL", "GROWTH_BAND",
+           "first_layer_order", "terminal_order", "growth_exponents", "preln_norm_growth",
+           "model_s", "recursion_gaps", "recursion_at_init", "post_norm_gains",
+           "backward_gain_high_similarity"]

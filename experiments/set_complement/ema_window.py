@@ -1,0 +1,200 @@
+"""EMA with long windows at the stationary floor of sampled-label training (issue 22, req. 4).
+
+The noise hypothesis: at constant learning rate, sampled labels leave the weights fluctuating
+around a floor, theta_t = theta* + xi_t; an EMA with window W = 1 / (1 - d) averages xi over
+about W steps, so once the run is at that floor its in-distribution invalid mass should be below
+the raw weights' (gain log(raw / EMA) > 0), and more so for noisier updates.
+
+Protocol (:func:`train_windows`): the runs of one arm (one config but for ``train.seed``) train
+as one ensemble (:mod:`resharpen.experiments.core.engine`) at constant rate for ``train.steps``
+steps; the first ``burn_in`` steps bring each run to its floor; an EMA for each window W starts
+there (:class:`~resharpen.experiments.core.engine.StackedEMA` with ``start = burn_in + 1``: its
+first update copies the weights at the floor, so no pre-floor weights enter the average) and
+runs to the end. Every ``train.eval_every`` steps the raw weights' in-distribution invalid mass
+is recorded (the stationarity check: :func:`floor_drift`); at the end raw and every EMA are
+evaluated exactly (ID and OOD invalid mass). The arm's optimizer is ``train.optimizer`` (AdamW,
+or SGD with momentum).
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from resharpen.experiments.core.engine import StackedEMA
+from resharpen.experiments.core.targets import label_generator
+from resharpen.experiments.core.train import fit_members, members_state, seeded_model
+from resharpen.experiments.set_complement.train import (SetComplementStreams,
+                                                        evaluate_weights, summarize,
+                                                        target_batches)
+
+WINDOWS = (500, 1000, 2000)
+"""The EMA windows W (steps): decays 1 - 1/W = 0.998, 0.999, 0.9995."""
+
+
+BASE = "fit_placements_v32.toml"
+"""The model and task of the protocol: the placements' v = 32 file (quick profile: v = 16,
+d = 32; full: v = 32, d = 64; init_std 0.1), with the settings of :data:`COMMON` on top."""
+COMMON = ("train.target=sampled", "train.labels_per_position=1", "train.until_id_invalid_mass=0",
+          "train.schedule=constant", "train.warmup=0", "train.eval_every=250", "train.ema=none")
+"""Sampled labels k = 1 (the noisiest target), a constant rate, no stopping rule."""
+ARMS = {"adamw": ("train.optimizer=adamw", "train.lr=3e-2"),
+        "sgd": ("train.optimizer=sgd", "train.lr=0.5", "train.momentum=0.98",
+                "train.weight_decay=0")}
+"""The optimizer arms, set from the calibration in docs/training.md ("EMA with long windows") so
+that their floors match (quick profile: AdamW 3e-2 ~0.07, SGD 0.5 / momentum 0.98 ~0.09; SGD
+with weight decay 0.01 or momentum 0.9 at lr <= 10 stays at the uniform prediction's 0.156 or
+on a plateau at 0.12)."""
+PROTOCOL = {"quick": {"steps": 2500, "burn_in": 500, "seeds": 5},
+            "full": {"steps": 6000, "burn_in": 2000, "seeds": 8}}
+"""Steps, burn-in and seeds per profile: every window fits after the burn-in."""
+MATCH_FACTOR = 1.5
+"""The arms are compared at a matched floor: their median raw ID invalid masses within this
+factor of each other."""
+STATIONARY_DRIFT = math.log(1.25)
+"""An arm is at its stationary floor when the median |floor_drift| is below this."""
+
+
+def arm_configs(arm: str, profile: str) -> list[dict]:
+    """The run configs of ``arm`` (one per seed) in ``profile``."""
+    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.set_complement.config import load_config
+
+    plan = PROTOCOL[profile]
+    return [load_config(CONFIG_DIR / "set_complement" / BASE,
+                        [*COMMON, *ARMS[arm], f"train.steps={plan['steps']}",
+                         f"train.seed={seed}"], profile=profile)
+            for seed in range(plan["seeds"])]
+
+
+def _run_arm(job: tuple[str, str]) -> list[dict]:
+    arm, profile = job
+    torch.set_num_threads(1)
+    rows = train_windows(arm_configs(arm, profile), PROTOCOL[profile]["burn_in"])
+    return [dict(row, arm=arm) for row in rows]
+
+
+def results_path(profile: str) -> Path:
+    from resharpen.experiments.core.config import sweep_folder
+
+    return sweep_folder("fit_noise_window_v32" + ("-quick" if profile == "quick" else "")) \
+        / "results.json"
+
+
+def run_protocol(profile: str, workers: int = 2) -> list[dict]:
+    """Every arm's rows (:func:`train_windows`), the arms on ``workers`` processes
+    (:func:`resharpen.experiments.core.backends.run_local`); cached in
+    :func:`results_path` with the protocol, and read back while the protocol is unchanged."""
+    path = results_path(profile)
+    key = {"protocol": PROTOCOL[profile], "arms": ARMS, "common": COMMON, "base": BASE,
+           "windows": WINDOWS}
+    key = json.loads(json.dumps(key))
+    if path.exists():
+        cached = json.loads(path.read_text())
+        if cached.get("key") == key:
+            return cached["rows"]
+    from resharpen.experiments.core.backends import run_local
+
+    jobs = [((arm, profile),) for arm in ARMS]
+    parts = dict(run_local(_run_arm, jobs, workers))
+    rows = [row for index in sorted(parts) for row in parts[index]]
+    from resharpen.experiments.core.io import atomic_write_json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {"key": key, "rows": rows})
+    return rows
+
+
+def ema_name(window: int) -> str:
+    return f"ema{window}"
+
+
+def train_windows(configs: list[dict], burn_in: int, windows=WINDOWS) -> list[dict]:
+    """Train the runs ``configs`` (equal but for ``train.seed``) as one ensemble with an EMA of
+    each window starting after ``burn_in`` steps (module docstring); per run {seed, optimizer,
+    history: [(step, raw ID invalid mass)], and per weight set (raw, ema<W>) its ID and OOD
+    invalid mass at the end}."""
+    first = configs[0]
+    task, tr = first["task"], first["train"]
+    if tr["schedule"] != "constant" or tr["until_id_invalid_mass"]:
+        raise ValueError("the EMA-window protocol needs a constant rate and no stopping rule")
+    if not 0 < burn_in < tr["steps"]:
+        raise ValueError(f"burn_in = {burn_in} must be inside the run's {tr['steps']} steps")
+    v, length = task["vocab"], task["train_len"]
+    k = len(configs)
+    if k == 1:
+        raise ValueError("train_windows trains an ensemble: give at least two seeds")
+    seeds = [c["train"]["seed"] for c in configs]
+    models = [seeded_model(c, vocab=v, max_len=v) for c in configs]
+    state = members_state(models, [c["train"] for c in configs], weights=("raw",))
+    for window in windows:
+        state.averagers[ema_name(window)] = StackedEMA(state.members, [1 - 1 / window] * k,
+                                                       start=burn_in + 1)
+    streams = SetComplementStreams(v, seeds, tr["batch_size"], length + 1, tr["steps"])
+    batch = target_batches(v, tr, [label_generator(s) for s in seeds])
+    threshold = first["eval"]["threshold"]
+
+    def record(i: int, step: int, loss: float) -> dict:
+        raw = state.members.member(i)
+        fit = summarize(evaluate_weights(raw, configs[i]), v, length, threshold)
+        return {"step": step, "loss": loss, "id_invalid_mass": fit["id_invalid_mass"]}
+
+    fitted = fit_members(state, tr, lambda step: batch(streams.draw()), every=tr["eval_every"],
+                         record=record, progress=False)
+    results = []
+    for config, history, weights in zip(configs, fitted.histories, fitted.weights):
+        row = {"seed": config["train"]["seed"], "optimizer": config["train"].get(
+                   "optimizer", "adamw"), "lr": config["train"]["lr"], "burn_in": burn_in,
+               "steps": tr["steps"], "vocab": v,
+               "history": [(h["step"], h["id_invalid_mass"]) for h in history]}
+        for kind, module in weights.items():
+            summary = summarize(evaluate_weights(module, config), v, length, threshold)
+            row[kind] = {m: summary[m] for m in ("id_invalid_mass", "ood_invalid_mass")}
+        results.append(row)
+    return results
+
+
+def floor_drift(history: list[tuple[int, float]], burn_in: int) -> float:
+    """log(mean raw ID invalid mass over the second half of the evaluations after ``burn_in`` /
+    that over the first half): 0 on a stationary floor, < 0 while the run still improves."""
+    after = [m for step, m in history if step > burn_in]
+    half = len(after) // 2
+    if half < 1:
+        return math.nan
+    return float(math.log(np.mean(after[half:]) / np.mean(after[:half])))
+
+
+def window_gain(row: dict, window: int, metric: str = "id_invalid_mass") -> float:
+    """log(raw / EMA_W) of ``metric`` at the end (> 0: the EMA is better)."""
+    raw, ema = row["raw"][metric], row[ema_name(window)][metric]
+    return math.log(raw / ema) if raw > 0 and ema > 0 else math.nan
+
+
+def main(argv=None) -> None:
+    """``python -m resharpen.experiments.set_complement.ema_window [--profile full]``: run (or
+    read) the protocol and print each arm's gains."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", choices=sorted(PROTOCOL), default="full")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    rows = run_protocol(args.profile, args.workers)
+    for arm in ARMS:
+        mine = [r for r in rows if r["arm"] == arm]
+        print(arm, "raw ID", [f"{r['raw']['id_invalid_mass']:.3g}" for r in mine], "drift",
+              [f"{floor_drift(r['history'], r['burn_in']):.2f}" for r in mine])
+        for window in WINDOWS:
+            print(f"  window {window}: gain", [f"{window_gain(r, window):+.3f}" for r in mine])
+    print(results_path(args.profile))
+
+
+__all__ = ["WINDOWS", "ARMS", "PROTOCOL", "arm_configs", "run_protocol", "results_path",
+           "main", "ema_name", "train_windows", "floor_drift", "window_gain"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""arXiv 2608.09417 inside real transformers (issue 25): the trained set of
+resharpen.experiments.dynamics.trained (attention only, RMSNorm, every scheme, tomita3 and
+dyck1).
+
+Left: t_sim against depth at initialization for the Post-LN and Pre-LN models (seed means,
+solid) over the recursion t <- t + Delta_attn(s, t) with each model's own s and initial t
+(dashed), every (task, depth) of the profile. Right: the backward gain of every Post-LN norm
+(post, Mix-LN's Post-LN layers) against the mean pairwise cosine of its layer's input, at init
+(hollow) and trained to the fit (filled); the dotted lines mark gain 1 and the high-similarity
+threshold 0.9 of the claim. Claims shown: dyn.trained.collapse_recursion.init,
+dyn.trained.collapse_backward_gain.*. Never trains: without the set on disk the figure is
+skipped with the command that makes it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from resharpen.paper_figs import MissingResults, save, style
+
+COLORS = {"post": "postln", "pre": "preln", "mixln": "mixln"}
+DASHES = ("-", "--", "-.", ":")
+
+
+def runs(profile: str) -> list[dict]:
+    """The cached trained set (MissingResults when a group is not on disk)."""
+    from resharpen.experiments.dynamics.trained import trained_set
+
+    try:
+        return trained_set(profile, cached_only=True)
+    except LookupError as error:
+        raise MissingResults(str(error),
+                             f"resharpen dynamics trained --profile {profile}") from None
+
+
+def make(profile: str, outdir: Path) -> list[Path]:
+    from resharpen.experiments.dynamics.trained_checks import HIGH_SIMILARITY, recursion_gaps
+
+    data = runs(profile)
+    fig, axes = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 2.9))
+    ax = axes[0]
+    keys = sorted({(r["task"], r["depth"]) for r in recursion_gaps(data)})
+    for row in recursion_gaps(data):
+        color = style.SCHEME_COLORS[COLORS[row["scheme"]]]
+        start = 1 if row["scheme"] == "post" else 0
+        j = np.arange(start, start + len(row["measured"]))
+        ls = DASHES[keys.index((row["task"], row["depth"])) % len(DASHES)]
+        ax.plot(j, row["measured"], color=color, ls=ls, lw=1.5,
+                label=f"{row['scheme']} {row['task']} L={row['depth']} (gap {row['gap']:.3f})")
+        ax.plot(j, row["predicted"], color=color, ls=ls, lw=0.8, alpha=0.5, marker=".", ms=3)
+    ax.set(xlabel="layer j", ylabel=r"$t_{sim}$ at init", ylim=(0, 1))
+    ax.set_title("measured (thick) vs recursion (thin, dots)", fontsize=style.MIN_FONT)
+    ax = axes[1]
+    for scheme in ("post", "mixln"):
+        color = style.SCHEME_COLORS[COLORS[scheme]]
+        for when, face in (("init", "none"), ("trained", color)):
+            points = [(r[when]["cos"][j], g["gain"]) for r in data if r["scheme"] == scheme
+                      and r[when] is not None and (when == "init" or r["fit_reached"])
+                      for j, layer in enumerate(r[when]["gains"] or []) for g in layer
+                      if g["post"]]
+            if points:
+                c, g = np.asarray(points).T
+                ax.scatter(c, g, s=10, facecolors=face, edgecolors=color, lw=0.7,
+                           label=f"{scheme} {when} ({len(points)} norms)")
+    ax.axhline(1.0, color=style.MUTED, ls=":", lw=1)
+    ax.set_yscale("log")
+    ax.axvline(HIGH_SIMILARITY, color=style.MUTED, ls=":", lw=1)
+    ax.set(xlabel="input mean pairwise cosine of the layer", ylabel="Post-LN norm backward gain")
+    ax.set_title("Post-LN norms: init (hollow), trained (filled)", fontsize=style.MIN_FONT)
+    for a in axes:
+        a.tick_params(labelsize=style.MIN_FONT)
+    fig.tight_layout()
+    style.legend_below(axes[0], ncol=1)
+    style.legend_below(axes[1], ncol=1)
+    return save(fig, outdir, "fig_collapse_trained", profile)

@@ -1,0 +1,93 @@
+"""The dynamics papers inside trained transformers (issue 25): attention-only models of every
+scheme, at initialization and trained to a fit on tomita3 and dyck1.
+
+Left and middle: mean pairwise cosine similarity of the token states against depth per scheme
+(seed means), at init (left) and trained (middle, runs that reached the fit), for the deepest
+model of the profile and the task dyck1; dashed grey, the theory's curve at init: arXiv
+2608.09417's recursion t <- t + Delta_attn(s, t) with the Post-LN models' own s and initial t
+(drawn in t_sim, its own variable, beside the measured Post-LN t_sim, dotted). Right: the
+first-layer angular displacement per scheme (every run: init, hollow; trained, filled)
+against Thm 4.2's order sqrt(log n / n) + log n / d (constant 1, dashed), on log axes.
+Claims shown: dyn.trained.first_layer_order.*, dyn.trained.terminal_order.*,
+dyn.trained.collapse_recursion.init. Never trains: without the set on disk the figure is
+skipped with the command that makes it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from resharpen.paper_figs import MissingResults, save, style
+
+SCHEME_KEYS = {"post": "postln", "pre": "preln", "mixln": "mixln", "peri": "periln",
+               "ngpt": "ngpt", "ln_scaling": "sqrt", "none": None}
+TASK = "dyck1"
+
+
+def runs(profile: str) -> list[dict]:
+    """The cached trained set (MissingResults when a group is not on disk)."""
+    from resharpen.experiments.dynamics.trained import trained_set
+
+    try:
+        return trained_set(profile, cached_only=True)
+    except LookupError as error:
+        raise MissingResults(str(error),
+                             f"resharpen dynamics trained --profile {profile}") from None
+
+
+def _color(scheme: str) -> str:
+    key = SCHEME_KEYS[scheme]
+    return style.SCHEME_COLORS[key] if key else style.REFERENCE  # none: no scheme colour
+
+
+def make(profile: str, outdir: Path) -> list[Path]:
+    from resharpen.experiments.dynamics.trained import PROFILES, SCHEMES, thm42_bound
+    from resharpen.experiments.dynamics.trained_checks import recursion_gaps
+
+    data = runs(profile)
+    p = PROFILES[profile]
+    depth = max(p.depths)
+    fig, axes = plt.subplots(1, 3, figsize=(style.TEXT_WIDTH, 2.9))
+    for ax, when in zip(axes[:2], ("init", "trained")):
+        for scheme in SCHEMES:
+            ms = [r[when] for r in data if (r["scheme"], r["task"], r["depth"]) ==
+                  (scheme, TASK, depth) and (when == "init" or r["fit_reached"])]
+            if not ms:
+                continue
+            cos = np.mean([m["cos"] for m in ms], axis=0)
+            ax.plot(np.arange(len(cos)), cos, color=_color(scheme), lw=1.5,
+                    label=f"{scheme} ({len(ms)} runs)")
+        ax.set(xlabel="layer j (x_j enters block j)", ylabel="mean pairwise cosine",
+               ylim=(-0.05, 1.05))
+        ax.set_title(f"{TASK}, L={depth}, d={p.d_model}: {when}", fontsize=style.MIN_FONT)
+    for row in recursion_gaps(data):
+        if (row["scheme"], row["task"], row["depth"]) != ("post", TASK, depth):
+            continue
+        j = np.arange(1, 1 + len(row["predicted"]))
+        axes[0].plot(j, row["predicted"], color=style.MUTED, ls="--", lw=1.2,
+                     label="recursion (post, t_sim)")
+        axes[0].plot(j, row["measured"], color=_color("post"), ls=":", lw=1.2,
+                     label="post, measured t_sim")
+    ax = axes[2]
+    for i, scheme in enumerate(SCHEMES):
+        for when, face in (("init", "none"), ("trained", _color(scheme))):
+            vals = [r[when]["disp"][0] for r in data if r["scheme"] == scheme
+                    and (when == "init" or r["fit_reached"])]
+            ax.scatter(np.full(len(vals), i) + (0.15 if when == "trained" else -0.15), vals,
+                       s=12, facecolors=face, edgecolors=_color(scheme), lw=0.8)
+    ax.axhline(thm42_bound(p.train_len, p.d_model), color=style.MUTED, ls="--", lw=1,
+               label=f"Thm 4.2 order, n={p.train_len}, d={p.d_model}")
+    ax.set_yscale("log")
+    ax.set_ylim(top=4.0)
+    ax.set_xticks(range(len(SCHEMES)), SCHEMES, rotation=45, fontsize=style.MIN_FONT)
+    ax.set(ylabel="first-layer displacement (rad)")
+    ax.set_title("first layer: init (hollow), trained (filled)", fontsize=style.MIN_FONT)
+    for a in axes:
+        a.tick_params(labelsize=style.MIN_FONT)
+    fig.tight_layout()
+    style.legend_below(axes[0], ncol=1)
+    style.legend_below(axes[1], ncol=1)
+    axes[2].legend(loc="upper right", fontsize=style.MIN_FONT, frameon=False)
+    return save(fig, outdir, "fig_dyn_trained", profile)

@@ -1,0 +1,219 @@
+"""The trained-model measurements (experiments.dynamics.trained) on hand-built cases with a
+known answer, and every dyn.trained check able to pass, fail and be inconclusive on synthetic
+runs (no training here)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.dynamics import trained as T
+from resharpen.experiments.dynamics import trained_checks as C
+from resharpen.theory.collapse.recursion import recursion
+
+
+def _model(norm: str, layers: int = 3, d: int = 16, seed: int = 0) -> Transformer:
+    torch.manual_seed(seed)
+    return Transformer(ModelConfig(vocab=5, d_model=d, n_layers=layers, n_heads=2, norm=norm,
+                                   max_len=8, init_std=0.2, eps=0.0)).double()
+
+
+def _batch(seed: int = 0, b: int = 3, n: int = 8):
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, 5, (b, n), generator=g)
+    targets = torch.softmax(torch.randn(b, n, 5, generator=g, dtype=torch.float64), -1)
+    return tokens, targets
+
+
+# ------------------------------------------------------------------------- geometry
+def test_cosine_of_equal_tokens_is_one_and_of_orthogonal_is_zero():
+    x = torch.randn(1, 16, dtype=torch.float64).expand(6, 16) * torch.arange(1, 7)[:, None]
+    assert float(T.mean_pairwise_cosine(x)) == pytest.approx(1.0, abs=1e-12)
+    assert float(T.t_sim(x[:1].expand(6, 16))) == pytest.approx(1.0, abs=1e-12)
+    assert float(T.mean_pairwise_cosine(torch.eye(5, dtype=torch.float64))) == pytest.approx(0.0)
+    assert float(T.t_sim(torch.eye(5, dtype=torch.float64))) == pytest.approx(1 / 5)
+
+
+def test_angular_displacement_known_angles():
+    x = torch.randn(4, 7, 8, dtype=torch.float64)
+    assert float(T.angular_displacement(x, 3.0 * x).abs().max()) < 1e-6
+    e1, e2 = torch.eye(2, dtype=torch.float64)
+    rotated = math.cos(0.3) * e1 + math.sin(0.3) * e2
+    assert float(T.angular_displacement(e1[None], rotated[None])[0]) == pytest.approx(0.3)
+
+
+def test_identity_layer_has_zero_displacement_and_attention():
+    model = _model("none")
+    with torch.no_grad():
+        model.blocks[1].attn.W_O.zero_()  # layer 1 is the identity
+    m = T.measure(model, *_batch())
+    assert m["disp"][1] == pytest.approx(0.0, abs=1e-7)
+    assert m["attn"][1] == 0.0
+    assert m["cos"][1] == pytest.approx(m["cos"][2], abs=1e-12)
+    assert m["disp"][0] > 1e-3 and m["disp"][2] > 1e-3
+    assert len(m["cos"]) == 4 and len(m["disp"]) == 3 and m["n_tokens"] == 8
+
+
+def test_attn_rel_is_at_most_one_for_equal_norm_tokens():
+    """|sum_k P_jk h_k W| <= |W|_op max |h_k|: with RMS-normalized inputs (pre) the ratio to
+    |W|_op mean|h| is <= 1 (a convex combination)."""
+    m = T.measure(_model("pre"), *_batch())
+    assert all(0 < a <= 1 + 1e-9 for a in m["attn_rel"])
+
+
+def test_input_norm_gain_matches_the_projection_formula():
+    """RMSNorm without gain (eps 0): J^T g = (sqrt(d)/|x|)(g - x<x, g>/|x|^2), computed here
+    from the captured x and g, independently of the vjp the measurement takes."""
+    model = _model("pre")
+    tokens, targets = _batch()
+    with model.capture("blocks.1.hook_resid_pre", "blocks.1.hook_attn_in",
+                       retain_grad=True) as cache:
+        T.soft_loss(model(tokens), targets).backward()
+    x, g = cache["blocks.1.hook_resid_pre"].detach(), cache["blocks.1.hook_attn_in"].grad
+    xn = x.norm(dim=-1, keepdim=True)
+    jtg = math.sqrt(x.shape[-1]) / xn * (g - x * (x * g).sum(-1, keepdim=True) / xn ** 2)
+    gains = T.norm_gains(model, cache, 1)
+    assert [e["kind"] for e in gains] == ["in"]
+    assert gains[0]["gain"] == pytest.approx(float(jtg.norm() / g.norm()), rel=1e-9)
+
+
+def test_post_norm_gain_and_ngpt_gain_against_autograd():
+    m = T.measure(_model("post"), *_batch())
+    assert all(len(layer) == 1 and layer[0]["post"] for layer in m["gains"])
+    model = _model("ngpt")
+    tokens, targets = _batch()
+    with model.capture("blocks.0.hook_resid_pre", "blocks.0.hook_attn_out",
+                       "blocks.0.hook_resid_post", retain_grad=True) as cache:
+        T.soft_loss(model(tokens), targets).backward()
+    block = model.blocks[0]
+    x, f = cache["blocks.0.hook_resid_pre"].detach(), cache["blocks.0.hook_attn_out"].detach()
+    y = (x + block._eigen_rate(block.attn_alpha).detach() * (f / f.norm(dim=-1, keepdim=True)
+                                                            - x)).requires_grad_(True)
+    g = cache["blocks.0.hook_resid_post"].grad
+    (gy,) = torch.autograd.grad(torch.nn.functional.normalize(y, dim=-1), y, g)
+    (gain,) = T.norm_gains(model, cache, 0)
+    assert gain["kind"] == "sphere"
+    assert gain["gain"] == pytest.approx(float(gy.norm() / g.norm()), rel=1e-8)
+
+
+def test_every_scheme_measures():
+    for scheme in T.SCHEMES:
+        m = T.measure(_model(scheme), *_batch())
+        assert all(math.isfinite(v) for v in m["cos"] + m["disp"] + m["r"])
+        kinds = {g["kind"] for layer in m["gains"] for g in layer}
+        assert kinds == {"none": set(), "pre": {"in"}, "post": {"out"}, "mixln": {"in", "out"},
+                         "peri": {"in", "out"}, "ngpt": {"sphere"},
+                         "ln_scaling": {"in"}}[scheme]
+
+
+# ------------------------------------------------------------------------- synthetic runs
+def _m(L=4, n=16, d=32, disp0=0.1, rise=0.0, r=None, t=None, gains=None, cos=None):
+    cos = cos if cos is not None else [0.1, 0.2] + [0.2 + rise * j for j in range(1, L)]
+    return {"n_tokens": n, "d_model": d, "cos": cos, "t_sim": t or [0.2] * (L + 1),
+            "r": r or [1.0 + j for j in range(L + 1)], "r2": [1.0] * (L + 1),
+            "disp": [disp0] + [0.05] * (L - 1), "attn": [0.1] * L, "attn_rel": [0.1] * L,
+            "value_gain": [1.0] * L, "value_frob2": [0.0] * L, "gains": gains}
+
+
+def _runs(per_scheme: dict, seeds=range(6), fit=True):
+    return [{"task": "t", "scheme": s, "depth": 4, "seed": k, "fit_reached": fit,
+             "diverged": False, "init": m(k), "trained": m(k)}
+            for s, m in per_scheme.items() for k in seeds]
+
+
+def _noisy(value, k):
+    return value * (1 + 0.05 * ((k * 7919) % 5 - 2) / 2)
+
+
+def _status(outcome) -> str:
+    return "INCONCLUSIVE" if outcome.inconclusive else ("PASS" if outcome.passed else "FAIL")
+
+
+@pytest.mark.parametrize("fast, status", [(1.0, "PASS"), (0.02, "FAIL")])
+def test_first_layer_order_can_pass_and_fail(fast, status):
+    runs = _runs({"peri": lambda k: _m(disp0=_noisy(fast, k)),
+                  "ngpt": lambda k: _m(disp0=_noisy(fast, k + 1)),
+                  "post": lambda k: _m(disp0=_noisy(0.02, k + 2)),
+                  "pre": lambda k: _m(disp0=_noisy(0.02, k + 3))})
+    for when in ("init", "trained"):
+        assert _status(C.first_layer_order(runs, when)) == status
+
+
+def test_first_layer_order_inconclusive_with_few_runs_or_unfitted():
+    per = {s: (lambda k: _m(disp0=_noisy(1.0, k))) for s in ("peri", "ngpt")}
+    per.update({s: (lambda k: _m(disp0=_noisy(0.02, k))) for s in ("post", "pre")})
+    assert _status(C.first_layer_order(_runs(per, seeds=range(3)), "init")) == "INCONCLUSIVE"
+    unfitted = _runs(per, fit=False)
+    assert _status(C.first_layer_order(unfitted, "trained")) == "INCONCLUSIVE"
+    assert _status(C.first_layer_order(unfitted, "init")) == "PASS"
+
+
+@pytest.mark.parametrize("post_rise, status", [(0.2, "PASS"), (0.001, "FAIL")])
+def test_terminal_order_can_pass_and_fail(post_rise, status):
+    runs = _runs({"post": lambda k: _m(rise=_noisy(post_rise, k)),
+                  **{s: (lambda k, s=s: _m(rise=_noisy(0.02, k + len(s))))
+                     for s in ("pre", "mixln", "ngpt")}})
+    assert _status(C.terminal_order(runs, "init")) == status
+
+
+@pytest.mark.parametrize("power, status", [(1.0, "PASS"), (0.5, "FAIL")])
+def test_preln_norm_growth_can_pass_and_fail(power, status):
+    runs = _runs({"pre": lambda k: _m(r=[0.5] + [_noisy(j ** power, k) for j in range(1, 5)])})
+    assert _status(C.preln_norm_growth(runs, "init")) == status
+    assert _status(C.preln_norm_growth(runs[:2], "init")) == "INCONCLUSIVE"
+
+
+@pytest.mark.parametrize("shift, status", [(0.0, "PASS"), (0.1, "FAIL")])
+def test_recursion_check_can_pass_and_fail(shift, status):
+    """A Post-LN model whose t_sim follows the recursion exactly (then shifted), its s chosen
+    through value_frob2 = s d on layers 1.."""
+    n, d, s, L = 16, 32, 0.5, 4
+    pred = recursion(n, L - 1, 0.3, s, "post")["t"]
+
+    def m(k):
+        out = _m(L=L, n=n, d=d, t=[0.2] + list(pred + shift * np.arange(L) / (L - 1)))
+        out["value_frob2"] = [0.0] + [s * d] * (L - 1)
+        return out
+    outcome = C.recursion_at_init(_runs({"post": m}, seeds=range(2)))
+    assert _status(outcome) == status
+
+
+@pytest.mark.parametrize("gain, status", [(0.8, "PASS"), (1.2, "FAIL")])
+def test_backward_gain_check_can_pass_fail_and_be_inconclusive(gain, status):
+    high = [0.95] * 5
+    gains = [[{"kind": "out", "post": True, "gain": gain}] for _ in range(4)]
+    runs = _runs({"post": lambda k: _m(cos=high, gains=gains)}, seeds=range(2))
+    assert _status(C.backward_gain_high_similarity(runs, "trained")) == status
+    low = _runs({"post": lambda k: _m(cos=[0.1] * 5, gains=gains)}, seeds=range(2))
+    assert _status(C.backward_gain_high_similarity(low, "trained")) == "INCONCLUSIVE"
+
+
+# ------------------------------------------------------------------------- the cache, the figures
+def test_the_init_set_is_cached_and_a_missing_group_is_reported(tmp_path):
+    only = {"task": ("dyck1",), "scheme": ("post",)}
+    with pytest.raises(LookupError, match="no finished group"):
+        T.trained_set("quick", out=tmp_path, cached_only=True, only=only)
+    runs = T.trained_set("quick", out=tmp_path, train=False, only=only)
+    assert [(r["scheme"], r["seed"], r["trained"]) for r in runs] == [
+        ("post", 0, None), ("post", 1, None), ("post", 2, None)]
+    again = T.trained_set("quick", out=tmp_path, train=False, cached_only=True, only=only)
+    assert again == runs
+    assert {r["init"]["n_tokens"] for r in runs} == {T.PROFILES["quick"].train_len}
+
+
+@pytest.mark.parametrize("module", ["resharpen.paper_figs.dynamics.fig_dyn_trained",
+                                    "resharpen.paper_figs.collapse.fig_collapse_trained"])
+def test_figures_never_train(module, monkeypatch, tmp_path):
+    import importlib
+
+    from resharpen.paper_figs import MissingResults
+
+    def missing(*args, **kwargs):
+        assert kwargs.get("cached_only") is True
+        raise LookupError("no finished group")
+    monkeypatch.setattr(T, "trained_set", missing)
+    with pytest.raises(MissingResults):
+        importlib.import_module(module).make("quick", tmp_path)
