@@ -51,6 +51,7 @@ import hashlib
 import json
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -296,6 +297,33 @@ def _key(profile: Profile, configs: list[dict]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _cached(path: Path | None, key: str) -> list | None:
+    """The runs of a cached group file whose key matches, else None."""
+    from resharpen.experiments.core.io import read_json
+
+    if path is None or not path.exists():
+        return None
+    cached = read_json(path, "trained-set file")
+    return cached["runs"] if isinstance(cached, dict) and cached.get("key") == key else None
+
+
+@contextmanager
+def _group_lock(path: Path | None):
+    """An exclusive lock (fcntl) on ``<path>.lock`` while a group is trained, so that ledger
+    workers that need the same group wait for one of them and then read its file."""
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    with open(path.with_name(path.name + ".lock"), "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def trained_set(profile: str = "quick", out: str | Path | None = OUT,
                 progress: bool = False, train: bool = True,
                 cached_only: bool = False, only: dict | None = None) -> list[dict]:
@@ -308,7 +336,7 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
     naming the first group not on disk, instead of training it (the figures). ``only``
     ({"task" | "scheme" | "depth": allowed values}): just those groups (one group at a time from
     the command line)."""
-    from resharpen.experiments.core.io import atomic_write_json, ensure_writable_dir, read_json
+    from resharpen.experiments.core.io import atomic_write_json, ensure_writable_dir
 
     p = PROFILES[profile]
     folder = None if out is None else ensure_writable_dir(Path(out) / profile)
@@ -324,20 +352,19 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
                 key = _key(p, group_configs(p, task, scheme, depth)) + ("" if trains else "i")
                 name = f"{task}_{scheme}_L{depth}{'' if trains else '_init'}.json"
                 path = None if folder is None else folder / name
-                group = None
-                if path is not None and path.exists():
-                    cached = read_json(path, "trained-set file")
-                    if isinstance(cached, dict) and cached.get("key") == key:
-                        group = cached["runs"]
+                group = _cached(path, key)
                 if group is None:
                     if cached_only:
                         raise LookupError(f"no finished group {task} {scheme} L={depth} in "
                                           f"{folder}")
-                    if progress:
-                        print(f"training {task} {scheme} L={depth} ...", flush=True)
-                    group = train_group_measured(p, task, scheme, depth, trains)
-                    if path is not None:
-                        atomic_write_json(path, {"key": key, "runs": group})
+                    with _group_lock(path):  # ledger workers share the set: one trains it
+                        group = _cached(path, key)
+                        if group is None:
+                            if progress:
+                                print(f"training {task} {scheme} L={depth} ...", flush=True)
+                            group = train_group_measured(p, task, scheme, depth, trains)
+                            if path is not None:
+                                atomic_write_json(path, {"key": key, "runs": group})
                 runs += [{"task": task, "scheme": scheme, "depth": depth, **r} for r in group]
     return runs
 

@@ -44,7 +44,7 @@ COMMON = ("train.target=sampled", "train.labels_per_position=1", "train.until_id
 ARMS = {"adamw": ("train.optimizer=adamw", "train.lr=3e-2"),
         "sgd": ("train.optimizer=sgd", "train.lr=0.5", "train.momentum=0.98",
                 "train.weight_decay=0")}
-"""The optimizer arms, set from the calibration in docs/training.md ("EMA with long windows") so
+"""The optimizer arms, set from the calibration in docs/training.md ("Averaging, decided by mechanism") so
 that their floors match (quick profile: AdamW 3e-2 ~0.07, SGD 0.5 / momentum 0.98 ~0.09; SGD
 with weight decay 0.01 or momentum 0.9 at lr <= 10 stays at the uniform prediction's 0.156 or
 on a plateau at 0.12)."""
@@ -56,6 +56,15 @@ MATCH_FACTOR = 1.5
 factor of each other."""
 STATIONARY_DRIFT = math.log(1.25)
 """An arm is at its stationary floor when the median |floor_drift| is below this."""
+LEARNED_FRACTION = 0.5
+"""An arm has learned the task when its median raw ID floor is below this fraction of the
+uniform prediction's ID invalid mass (:func:`uniform_id_invalid_mass`)."""
+
+
+def uniform_id_invalid_mass(vocab: int, train_len: int) -> float:
+    """The ID invalid mass of the uniform prediction: mean over s = 1..L_train of s / v (the
+    s seen tokens carry s / v of a uniform distribution)."""
+    return sum(s / vocab for s in range(1, train_len + 1)) / train_len
 
 
 def arm_configs(arm: str, profile: str) -> list[dict]:
@@ -148,7 +157,7 @@ def train_windows(configs: list[dict], burn_in: int, windows=WINDOWS) -> list[di
     for config, history, weights in zip(configs, fitted.histories, fitted.weights):
         row = {"seed": config["train"]["seed"], "optimizer": config["train"].get(
                    "optimizer", "adamw"), "lr": config["train"]["lr"], "burn_in": burn_in,
-               "steps": tr["steps"], "vocab": v,
+               "steps": tr["steps"], "vocab": v, "train_len": length,
                "history": [(h["step"], h["id_invalid_mass"]) for h in history]}
         for kind, module in weights.items():
             summary = summarize(evaluate_weights(module, config), v, length, threshold)
@@ -192,7 +201,7 @@ def main(argv=None) -> None:
     print(results_path(args.profile))
 
 
-__all__ = ["WINDOWS", "ARMS", "PROTOCOL", "arm_configs", "run_protocol", "results_path",
+__all__ = ["WINDOWS", "ARMS", "PROTOCOL", "LEARNED_FRACTION", "uniform_id_invalid_mass", "arm_configs", "run_protocol", "results_path",
            "main", "ema_name", "train_windows", "floor_drift", "window_gain"]
 
 

@@ -3,6 +3,8 @@ that passes alone at p < 0.05 fails when its family makes the adjusted p too lar
 without data adds no tests; pre's tests are reported, not deciding."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from resharpen.experiments.ledger import stats
@@ -77,7 +79,45 @@ def test_the_noise_claims_are_inconclusive_when_an_arm_is_short_of_the_matched_f
     row = {"k": 1, "schedule": "constant", "seed": 0, "vocab": 32, "level": 3e-2, "steps": 2000,
            "reached": False, "raw.id_invalid_mass": 0.05}
     monkeypatch.setattr(claims_fit, "noise_rows", lambda profile: ([row], []))
-    for make in (claims_fit.noise_ema_gain_tests, claims_fit.noise_bema_gain_tests):
+    for make in (claims_fit.noise_ema_gain_tests, claims_fit.noise_bema_gain_tests,
+                 claims_fit.noise_bema_temperature_tests):
         outcome = make("full")
         assert isinstance(outcome, Outcome) and not outcome.passed
         assert "raise train.steps" in outcome.inconclusive and "0.05 > 0.03" in outcome.detail
+
+
+def window_row(arm: str, seed: int, raw: float, ema: float, drift: float = 0.0) -> dict:
+    history = [(step, raw) for step in (600, 700)] + [(step, raw * math.exp(drift))
+                                                     for step in (800, 900)]
+    row = {"arm": arm, "seed": seed, "vocab": 16, "steps": 1000, "burn_in": 500,
+           "history": history, "raw": {"id_invalid_mass": raw, "ood_invalid_mass": 0.3}}
+    for window in (500, 1000, 2000):
+        row[f"ema{window}"] = {"id_invalid_mass": ema * (1 + 0.01 * seed),
+                               "ood_invalid_mass": 0.3}
+    return row
+
+
+def test_the_long_window_claim_decides_and_checks_its_preconditions(monkeypatch):
+    """EMA below raw in every arm and window: PASS; above: FAIL; an arm still drifting, floors
+    3x apart, or no arm below half the uniform prediction's ID invalid mass (0.156 at v = 16,
+    L = 4): INCONCLUSIVE (the preconditions, fixed with the protocol)."""
+    def run(rows):
+        monkeypatch.setattr(claims_fit, "window_rows", lambda profile: rows)
+        return claims_fit.check_noise_ema_long_window("quick")
+
+    arms = ("adamw", "sgd")
+    assert run([window_row(a, s, 0.05, 0.025) for a in arms for s in range(6)]).passed
+    outcome = run([window_row(a, s, 0.05, 0.075) for a in arms for s in range(6)])
+    assert not outcome.passed and not outcome.inconclusive
+    drifting = [window_row(a, s, 0.05, 0.025, drift=-0.5 if a == "sgd" else 0.0)
+                for a in arms for s in range(6)]
+    assert "stationary" in run(drifting).inconclusive
+    apart = [window_row(a, s, 0.02 if a == "adamw" else 0.06, 0.01) for a in arms for s in range(6)]
+    assert "not matched" in run(apart).inconclusive
+    unlearned = [window_row(a, s, 0.12, 0.06) for a in arms for s in range(6)]
+    assert "no arm learned" in run(unlearned).inconclusive
+    # one arm learned: it decides alone, the other's tests count as p = 1
+    half = [window_row(a, s, 0.05 if a == "adamw" else 0.12, 0.075) for a in arms
+            for s in range(6)]
+    outcome = run(half)
+    assert not outcome.passed and not outcome.inconclusive and "not learned" in outcome.detail
