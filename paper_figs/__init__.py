@@ -47,7 +47,7 @@ FIGURES: dict[str, str] = {
 
 
 LANGUAGE_TASKS = ("dyck1", "dyck2", "dyck3", "shuffle_dyck2", "anbn", "anbncn", "tomita3",
-                  "tomita5", "tomita7", "multiset_complement", "set_complement", "othello")
+                  "tomita5", "tomita7", "multiset_complement", "set_complement", "othello6")
 """The tasks of the language grid (experiments/configs/languages/grid.toml), one figure each."""
 
 OUTPUTS: dict[str, tuple[str, ...]] = {

@@ -693,6 +693,7 @@ class Transformer(nn.Module):
                 module.key.fill_(key)
 
     def has_dropout(self) -> bool:
+        """Whether any of the model's dropout rates is above 0."""
         return any(isinstance(m, Dropout) and m.p > 0 for m in self.modules())
 
     def after_optimizer_step(self) -> None:

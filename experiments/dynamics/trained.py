@@ -48,7 +48,6 @@ pyproject.toml's ``layers`` contract (``ignore_imports``), for this module only.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import time
 from contextlib import contextmanager
@@ -292,8 +291,10 @@ def train_group_measured(profile: Profile, task: str, scheme: str, depth: int,
 
 
 def _key(profile: Profile, configs: list[dict]) -> str:
-    text = json.dumps({"version": VERSION, "profile": asdict(profile), "configs": configs},
-                      sort_keys=True, default=str)
+    from resharpen.experiments.core.io import dumps_json
+
+    text = dumps_json({"version": VERSION, "profile": asdict(profile), "configs": configs},
+                      indent=None, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

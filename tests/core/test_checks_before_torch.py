@@ -39,7 +39,7 @@ CASES = [
     (["sweep", "c.toml"], {"c.toml": f'base = "{BASE}"\nname = "../x"\n'}, r"name"),
     (["sweep", "c.toml"], {"c.toml": "[task]\nvocab = 2\n"}, r"task\.vocab = 2 is out of range"),
     (["langs", "train", "dyck2", "--set", "model.norm=sideways"], {}, r"model\.norm = 'sideways'"),
-    (["langs", "run", "--grid", "g.toml"], {"g.toml": "task = 5\n"}, r"unknown grid key task"),
+    (["langs", "run", "--grid", "g.toml"], {"g.toml": "task = 5\n"}, r"task in .*g\.toml.* must be a table"),
     (["langs", "run", "--grid", str(GRID), "--only", "nosuch"], {}, r"--only 'nosuch'"),
     (["report", "nowhere"], {}, r"'nowhere/table\.jsonl' does not exist"),
     (["langs", "report", "nowhere"], {}, r"holds no finished runs"),

@@ -64,7 +64,7 @@ def test_outputs_list_every_module_and_every_grid_task():
 
     assert set(OUTPUTS) == set(FIGURES)
     grid = tomllib.loads((ROOT / "experiments/configs/languages/grid.toml").read_text())
-    assert set(LANGUAGE_TASKS) == set(grid["tasks"])
+    assert set(LANGUAGE_TASKS) == set(grid["search"]["task.name"]["grid"])
 
 
 @pytest.mark.parametrize("only, chosen", [

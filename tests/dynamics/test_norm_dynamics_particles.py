@@ -160,11 +160,15 @@ def test_dyn_claims_are_registered_with_errata_flagged():
     assert {"dyn.erratum.ngpt_constant_alpha", "dyn.erratum.small_beta_delta",
             "dyn.erratum.d1_antipodal", "dyn.erratum.thm43_ngpt_scale",
             "dyn.erratum.survey_bound_t0", "dyn.erratum.sync_symmetric_qk"} == errata
-    assert all(c.source.startswith(("arXiv 2510.22026", "arXiv 2312.10794")) for c in claims.values())
+    # dyn.trained.collapse_* hold arXiv 2608.09417 against the trained set of this slice (issue 25)
+    assert all(c.source.startswith(("arXiv 2510.22026", "arXiv 2312.10794"))
+               or (i.startswith("dyn.trained.collapse_") and c.source.startswith("arXiv 2608.09417"))
+               for i, c in claims.items())
     assert all(f"dyn.gamma_dot0.{s}" in claims for s in nd.SCHEMES)
 
 
-# The quick status of every dyn.* claim is its declared one (``expected_status``, PASS for all),
+# The quick status of every dyn.* claim is its declared one (``expected_status``: PASS for all
+# but the dyn.trained.* findings),
 # run by tests/core/test_registry.py: the claims declared ``cost="fast"`` in the default suite,
 # the slow ones under `-m slow`.
 
