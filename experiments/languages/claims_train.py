@@ -18,7 +18,7 @@ training lengths says nothing about the theory). Each claim names its
 test (paired t, Wilcoxon beside it), n, p and its Holm-adjusted p over the claims that read the
 same grid, with three outcomes (:func:`resharpen.experiments.ledger.stats.decision`): PASS when
 the effect is shown at adjusted p < 0.05, FAIL when the opposite effect is shown at that level,
-INCONCLUSIVE otherwise (the tiny grid, too few pairs, or neither direction shown), with what
+INCONCLUSIVE otherwise (too few pairs, or neither direction shown), with what
 would decide.
 """
 from __future__ import annotations
@@ -380,7 +380,7 @@ def check_bema_ood_invalid_mass(profile: str) -> Outcome:
        kind="experiment",
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
                  f"Holm-adjusted p < {ALPHA} over the family of the runs it reads; only runs "
-                 f"with raw ID invalid mass <= {LEARNED_ID}; the tiny grid or < 5 such runs is "
+                 f"whose raw and EMA weights both have ID invalid mass <= {LEARNED_ID}; < 5 such runs is "
                  "INCONCLUSIVE", expected_status="INCONCLUSIVE", cost="slow",
        expected_from="statement",
        origin="the statement's effect sign (EMA minus raw invalid mass after move L_train < 0, "
