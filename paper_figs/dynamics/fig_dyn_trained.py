@@ -5,7 +5,11 @@ Left and middle: mean pairwise cosine similarity of the token states against dep
 (seed means), at init (left) and trained (middle, runs that reached the fit), for the deepest
 model of the profile and the task dyck1; dashed grey, the theory's curve at init: arXiv
 2608.09417's recursion t <- t + Delta_attn(s, t) with the Post-LN models' own s and initial t
-(drawn in t_sim, its own variable, beside the measured Post-LN t_sim, dotted). Right: the
+(drawn in t_sim, its own variable, beside the measured Post-LN t_sim, dotted); thin dotted, per
+scheme, arXiv 2510.22026's own discrete dynamics at the same n, d and depth (its section-5
+random-weight stacks: one head, beta = sqrt(d), no MLP, tokens uniform on the sphere;
+``experiments.dynamics.random_stacks.run_stacks``, seed 0), where Post-LN's similarity rises
+fastest, against the models, where the residual scale of W_O keeps it flat. Right: the
 first-layer angular displacement per scheme (every run: init, hollow; trained, filled)
 against Thm 4.2's order sqrt(log n / n) + log n / d (constant 1, dashed), on log axes.
 Claims shown: dyn.trained.first_layer_order.*, dyn.trained.terminal_order.*,
@@ -62,6 +66,18 @@ def make(profile: str, outdir: Path) -> list[Path]:
         ax.set(xlabel="layer j (x_j enters block j)", ylabel="mean pairwise cosine",
                ylim=(-0.05, 1.05))
         ax.set_title(f"{TASK}, L={depth}, d={p.d_model}: {when}", fontsize=style.MIN_FONT)
+    # the paper's own discrete dynamics (2510.22026 sec. 5: random-weight stacks, one head,
+    # beta = sqrt(d), no MLP) with this set's n, d and depth, one thin line per scheme
+    from resharpen.experiments.dynamics.random_stacks import run_stacks
+    from resharpen.theory.dynamics.schemes import MODEL_NORM
+
+    paper = {norm: key for key, norm in MODEL_NORM.items() if norm in SCHEMES}
+    stacks = run_stacks(list(paper.values()), n=p.train_len, d=p.d_model, layers=depth, seed=0)
+    for norm, key in paper.items():
+        axes[0].plot(np.arange(depth + 1), stacks[key].cosine, color=_color(norm), lw=0.6,
+                     ls=(0, (1, 1)), alpha=0.9)
+    axes[0].plot([], [], color=style.MUTED, lw=0.6, ls=(0, (1, 1)),
+                 label="2510.22026 random stack (thin, per scheme)")
     for row in recursion_gaps(data):
         if (row["scheme"], row["task"], row["depth"]) != ("post", TASK, depth):
             continue
