@@ -8,8 +8,8 @@ model of the profile and the task dyck1; dashed grey, the theory's curve at init
 (drawn in t_sim, its own variable, beside the measured Post-LN t_sim, dotted); thin dotted, per
 scheme, arXiv 2510.22026's own discrete dynamics at the same n, d and depth (its section-5
 random-weight stacks: one head, beta = sqrt(d), no MLP, tokens uniform on the sphere;
-``experiments.dynamics.random_stacks.run_stacks``, seed 0), where Post-LN's similarity rises
-fastest, against the models, where the residual scale of W_O keeps it flat. Right: the
+``experiments.dynamics.random_stacks.run_stacks``, seed 0), where Post-LN's and nGPT's
+similarity rise fastest, against the models, where Post-LN's stays flat at init. Right: the
 first-layer angular displacement per scheme (every run: init, hollow; trained, filled)
 against Thm 4.2's order sqrt(log n / n) + log n / d (constant 1, dashed), on log axes.
 Claims shown: dyn.trained.first_layer_order.*, dyn.trained.terminal_order.*,
