@@ -1021,10 +1021,10 @@ FAMILIES.update({
 # ----------------------------------------------------------------------------- OOD against fit
 LADDER_SWEEPS = {"quick": ("fit_placements_v32", "fit_placements_v32_lr1e-2"),
                  "full": ("fit_placements_v32", "fit_placements_v32_lr1e-2",
-                          "fit_placements_v64")}
+                          "fit_placements_v64", "fit_placements_v64_lr1e-2")}
 """The sweeps of the OOD-against-fit comparison: the placements under two optimizer settings
-(AdamW lr 3e-3 with init 0.1; lr 1e-2 with init 0.02) at v = 32 (quick: their v = 16
-profiles), and v = 64 at the first setting in full."""
+(AdamW lr 3e-3 with init 0.1; lr 1e-2 with init 0.02) at v = 32 and v = 64 (quick: the v = 32
+files' v = 16 profiles)."""
 LADDER_ARMS = ("pre", "post", "attn_out", "peri")
 """The normalized placements, each compared with none at every rung."""
 
@@ -1092,7 +1092,7 @@ def ood_at_rungs_tests(profile: str) -> Part | Outcome:
        statement="pre, post, attn_out and peri each have lower OOD invalid mass than none at "
                  "every in-distribution fit rung (1e-2, 3e-3, 1e-3 ...) that both arms reach, "
                  "paired by seed, under two optimizer settings (AdamW lr 3e-3 init 0.1; lr 1e-2 "
-                 "init 0.02; v = 32, and v = 64 at the first setting, in full; v = 16 in quick); "
+                 "init 0.02; v = 32 and v = 64 in full; v = 16 in quick); "
                  "a comparison that holds under one setting only is reported as setting-dependent",
        kind="experiment",
        tolerance="paired t per (sweep, rung, placement) with >= 5 seeds in both arms, one-sided, "
