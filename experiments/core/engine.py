@@ -202,6 +202,24 @@ def per_member(values, k: int, name: str) -> list[float]:
     return [float(v) for v in values]
 
 
+def member_rates(members: "Members", lrs, weight_decays) -> tuple[list, list, list, list]:
+    """(parameters, per-member learning rates, their tensors broadcast to each stacked
+    parameter (K, 1, ...), the weight decays likewise: on the model's matrices only, as
+    :func:`resharpen.experiments.core.train.make_optimizer`, zero elsewhere): what the
+    per-member optimizers share."""
+    k = members.size
+    params = list(members.stack)
+
+    def shape(p):
+        return (k,) + (1,) * (p.dim() - 1)
+
+    rates = per_member(lrs, k, "lr")
+    lr = torch.tensor(rates)
+    wd = torch.tensor(per_member(weight_decays, k, "weight_decay"))
+    return (params, rates, [lr.view(shape(p)) for p in params],
+            [wd.view(shape(p)) if p.dim() >= 3 else torch.zeros(shape(p)) for p in params])
+
+
 class MemberAdamW:
     """AdamW over a :class:`Members` stack with per-member learning rate and weight decay
     (decay on the model's matrices only, as :func:`resharpen.experiments.core.train.make_optimizer`)
@@ -209,15 +227,7 @@ class MemberAdamW:
 
     def __init__(self, members: Members, lrs, weight_decays, betas: tuple, eps: float = 1e-8,
                  grad_clip: float = 0.0):
-        k = members.size
-        self.params = list(members.stack)
-        shape = lambda p: (k,) + (1,) * (p.dim() - 1)  # noqa: E731
-        self.lrs = per_member(lrs, k, "lr")
-        lrs = torch.tensor(self.lrs)
-        wds = torch.tensor(per_member(weight_decays, k, "weight_decay"))
-        self.base_lr = [lrs.view(shape(p)) for p in self.params]
-        self.wd = [wds.view(shape(p)) if p.dim() >= 3 else torch.zeros(shape(p))
-                   for p in self.params]
+        self.params, self.lrs, self.base_lr, self.wd = member_rates(members, lrs, weight_decays)
         self.betas, self.eps, self.grad_clip = tuple(betas), eps, grad_clip
         self.exp_avg = [torch.zeros_like(p) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
@@ -267,15 +277,7 @@ class MemberSGD:
 
     def __init__(self, members: Members, lrs, weight_decays, momentum: float,
                  grad_clip: float = 0.0):
-        k = members.size
-        self.params = list(members.stack)
-        shape = lambda p: (k,) + (1,) * (p.dim() - 1)  # noqa: E731
-        self.lrs = per_member(lrs, k, "lr")
-        lrs = torch.tensor(self.lrs)
-        wds = torch.tensor(per_member(weight_decays, k, "weight_decay"))
-        self.base_lr = [lrs.view(shape(p)) for p in self.params]
-        self.wd = [wds.view(shape(p)) if p.dim() >= 3 else torch.zeros(shape(p))
-                   for p in self.params]
+        self.params, self.lrs, self.base_lr, self.wd = member_rates(members, lrs, weight_decays)
         self.momentum, self.grad_clip = float(momentum), grad_clip
         self.buf = [torch.zeros_like(p) for p in self.params]
         self.steps = 0
