@@ -11,7 +11,16 @@ since issue 24 a permutation-symmetric construction (this one) is evaluated on o
 Each side runs in a fresh process (peak RSS is that process's); prints wall and CPU seconds,
 peak memory and the before/after ratios. Usage: python benchmarks/bench_construct.py [--vocab V]
 (default 2000, the size of issue 16; about 3 minutes). "after-16" runs the new code on the old
-16 inputs per length, separating the implementation's effect from the bounded inputs."""
+16 inputs per length, separating the implementation's effect from the bounded inputs.
+
+``--floor`` (no before/after runs) prints what any dense float64 evaluation of the tight
+construction must spend at ``--vocab``: the forward pass's flops
+(:func:`resharpen.experiments.core.limits.forward_flops`) over this machine's float64 matrix
+product rate, measured here on n x n products with torch's threads, and the bytes of the
+weights (:func:`~resharpen.experiments.core.limits.construct_weights_bytes`) plus one (S x v)
+logit array, the least any forward pass holds at once:
+
+    python benchmarks/bench_construct.py --floor --vocab 10000"""
 from __future__ import annotations
 
 import argparse
@@ -99,11 +108,47 @@ def child(side: str, vocab: int) -> None:
                       "worst": worst}))
 
 
+def floor(vocab: int, n: int = 2000, repeats: int = 5) -> None:
+    """The dense float64 floor of ``construct`` at ``vocab`` (module docstring)."""
+    import os
+
+    import torch
+
+    from resharpen.experiments.core.limits import (construct_weights_bytes, construction_widths,
+                                                   forward_flops)
+
+    a, b = torch.randn(n, n, dtype=torch.float64), torch.randn(n, n, dtype=torch.float64)
+    a @ b
+    rates = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        a @ b
+        rates.append(2 * n ** 3 / (time.perf_counter() - start))
+    rates.sort()
+    d, dh, dv = construction_widths("tight", vocab)
+    flops = forward_flops(vocab, d, dh, dv, vocab - 1)
+    weights = construct_weights_bytes("tight", vocab)
+    logits = 8 * (vocab - 1) * vocab
+    print(f"tight construction, v = {vocab} (d = {d}, d_head = {dh}, d_v = {dv}), float64; "
+          f"{torch.get_num_threads()} threads, load {os.getloadavg()[0]:.2f}")
+    print(f"  float64 {n} x {n} products: {rates[0] / 1e9:.1f} / {rates[len(rates) // 2] / 1e9:.1f}"
+          f" / {rates[-1] / 1e9:.1f} GFLOP/s (min / median / max of {repeats})")
+    print(f"  one forward pass over v - 1 positions: {flops:.3g} flops = at least "
+          f"{flops / rates[-1]:.0f} s at the fastest rate ({flops / rates[len(rates) // 2]:.0f} s "
+          f"at the median)")
+    print(f"  weights {weights / 1e9:.2f} GB + one (S x v) logit array {logits / 1e9:.2f} GB = "
+          f"{(weights + logits) / 1e9:.2f} GB held at once, at the least")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--vocab", type=int, default=2000)
     parser.add_argument("--child", choices=SIDES)
+    parser.add_argument("--floor", action="store_true",
+                        help="print the dense float64 floor at --vocab and exit")
     args = parser.parse_args()
+    if args.floor:
+        return floor(args.vocab)
     if args.child:
         return child(args.child, args.vocab)
     results = {}

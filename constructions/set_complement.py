@@ -87,7 +87,7 @@ class Construction:
 
     def params(self) -> dict:
         """The parameters (every field but the model), copied; the model is not copied (at
-        v = 10^4 its weights are 4.8 GB)."""
+        v = 10^4 the tight one's weights are 3.2 GB)."""
         return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
                 if f.name != "model"}
 
@@ -161,10 +161,13 @@ def _set(model: Transformer, E, U, W_Q, W_K, W_V, W_O) -> Transformer:
 
 
 def tight(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_kind: str = "rms",
-          gain: float = 1.0) -> Construction:
+          gain: float = 1.0, score_width: int = 1) -> Construction:
     """The tight construction, d = d_v = v - 1 (the rank bound's minimum).
 
     E = Q, U = -beta Q^T, W_Q = W_K = 0 (uniform attention), W_V W_O = (lambda/beta) I.
+    The scores are 0 whatever the query/key width, so it is 1 (``d_head``; ``score_width`` = d
+    for :func:`unbalanced`, which writes them): the same logits, bit for bit, as any width, at
+    2 d fewer weights per row and no (S x d) query, key or score products.
     Proof: B = E U = -beta P and D = E W_V W_O U = -lambda P, so with w_i = 1/s
         f(t) = B[q] + (1/s) sum_i D[t_i] = -beta P e_q - (lambda/s) P 1_[t]
              == -beta e_q - (lambda/s) 1_[t]   (mod 1).
@@ -179,7 +182,7 @@ def tight(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_ki
                          "use --variant one_hot with --norm-kind layer, or --norm-kind rms")
     d = vocab - 1
     Q = complement_basis(vocab)
-    model = _model(vocab, d, d, d, norm, norm_kind, gain)
+    model = _model(vocab, d, score_width, d, norm, norm_kind, gain)
     _set(model, Q, -beta * Q.T, 0.0, 0.0, lam / beta, 1.0)
     return Construction(model, "tight", vocab, norm, norm_kind, lam, beta, gain)
 
@@ -188,14 +191,15 @@ def one_hot(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_
             gain: float = 1.0) -> Construction:
     """One-hot embeddings, d = d_v = v (one above the bound).
 
-    E = I, U = -beta P, W_Q = W_K = 0, W_V W_O = (lambda/beta) I: again B = -beta P, D = -lambda P
+    E = I, U = -beta P, W_Q = W_K = 0 (query/key width 1, as :func:`tight`), W_V W_O =
+    (lambda/beta) I: again B = -beta P, D = -lambda P
     and f(t) == -beta e_q - (lambda/s) 1_[t]. With LayerNorm (which centres) the normalized
     readouts match the tight ones with d = v; with RMSNorm the residual e_q + (K/s) 1_[t] is not
     centred and the margins follow the uncentred formulas (attn_out: beta g sqrt(v / s))."""
     vocab = check_vocab(vocab)
     _check_scales(lam, beta, gain, norm, norm_kind)
     P = torch.eye(vocab, dtype=DTYPE) - 1.0 / vocab
-    model = _model(vocab, vocab, vocab, vocab, norm, norm_kind, gain)
+    model = _model(vocab, vocab, 1, vocab, norm, norm_kind, gain)
     _set(model, 1.0, -beta * P, 0.0, 0.0, lam / beta, 1.0)
     return Construction(model, "one_hot", vocab, norm, norm_kind, lam, beta, gain)
 
@@ -242,8 +246,8 @@ def unbalanced(vocab: int, lam: float, beta: float = 1.0, self_score: float = 1.
     w_q = e^a / (e^a + s - 1) and w_i = 1 / (e^a + s - 1) otherwise. Non-query margins
     lambda / (e^a + s - 1), so m_s / m_2 = (e^a + 1) / (e^a + s - 1): the 2/s law holds iff a = 0.
     Query margin beta + lambda e^a / (e^a + s - 1). Readout: none only."""
-    built = tight(vocab, lam, beta)
     d = vocab - 1
+    built = tight(vocab, lam, beta, score_width=d)
     with torch.no_grad():
         attn = built.model.blocks[0].attn
         attn.W_Q[0].zero_().diagonal().fill_(self_score * math.sqrt(d))

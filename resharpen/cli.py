@@ -288,7 +288,7 @@ def run_construct(args) -> int:
     from resharpen.experiments.core.io import (atomic_write_text, check_output_file,
                                                 check_writable_target, dumps_json,
                                                 undo_on_failure)
-    from resharpen.experiments.core.limits import check_construct_scales
+    from resharpen.experiments.core.limits import check_construct_scales, forward_flops
     from resharpen.experiments.set_complement.report import construction_report
 
     with bad_input():
@@ -300,6 +300,12 @@ def run_construct(args) -> int:
         built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
                       lam=args.lam, beta=args.beta, gain=args.gain, seed=args.seed,
                       max_memory=args.max_memory)  # refuses a size that does not fit, first
+    cfg = built.model.cfg
+    flops = forward_flops(args.vocab, cfg.d_model, cfg.head_width, cfg.value_width,
+                          args.vocab - 1)
+    if flops > 1e11:  # a user waits: say for what (about 2 to 5 minutes at v = 10^4)
+        print(f"evaluating every length 1..{args.vocab - 1}: a float64 forward pass of "
+              f"{flops:.2g} flops per input ...", file=sys.stderr, flush=True)
     report = construction_report(built)
     worst = max(row["rel_error_margin"] for row in report["lengths"])
     require_finite({"max |margin - theory| / max(1, |theory|)": worst},

@@ -146,9 +146,10 @@ INTERPRETER = 512 * 1024 ** 2
 
 def construction_widths(variant: str, vocab: int) -> tuple[int, int, int]:
     """(d_model, d_head, d_value) of a Set Complement construction (constructions/set_complement):
-    tight and unbalanced (v-1, v-1, v-1), one_hot (v, v, v), balanced (v, 1, v-1)."""
+    tight (v-1, 1, v-1), unbalanced (v-1, v-1, v-1), one_hot (v, 1, v), balanced (v, 1, v-1)."""
     v = int(vocab)
-    return {"one_hot": (v, v, v), "balanced": (v, 1, v - 1)}.get(variant, (v - 1, v - 1, v - 1))
+    return {"tight": (v - 1, 1, v - 1), "one_hot": (v, 1, v), "balanced": (v, 1, v - 1)}.get(
+        variant, (v - 1, v - 1, v - 1))
 
 
 def construct_weights_bytes(variant: str, vocab: int) -> int:
