@@ -47,6 +47,9 @@ WEIGHT_COLORS: dict[str, str] = {"raw": "#6E6E6E", "ema": "#56B4E9", "bema": "#8
 WEIGHT_STYLES: dict[str, str] = {"raw": "-", "ema": "--", "bema": ":"}
 """Weight set -> line style, for figures whose colours are placements."""
 
+WEIGHT_MARKERS: dict[str, str] = {"raw": "o", "ema": "s", "bema": "^"}
+"""Weight set -> marker, so that scatter points read without colour."""
+
 REFERENCE = "black"
 """Reference lines and laws (1/s, 2/s, L_train, bounds): black, drawn above the data."""
 

@@ -1,5 +1,5 @@
-"""Attention dropout vs OOD KL(p*||p), coloured by the primary weights (raw, EMA, BEMA), from the
-random-search sweep (:func:`~resharpen.paper_figs.set_complement.sweep_figures.sweep_figures`).
+"""Attention dropout vs OOD KL(p*||p), each run marked (shape and colour) by its primary weights
+(raw, EMA, BEMA), from the random-search sweep (:func:`~resharpen.paper_figs.set_complement.sweep_figures.sweep_figures`).
 Claims shown: train.dropout.ood_kl.
 """
 from __future__ import annotations

@@ -47,16 +47,17 @@ def fig_dropout(rows: list[dict], heading: str = ""):
 
     fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.8))
     rng = np.random.default_rng(0)
-    for kind, colour in (("none", style.WEIGHT_COLORS["raw"]), ("ema", style.WEIGHT_COLORS["ema"]),
-                         ("bema", style.WEIGHT_COLORS["bema"])):
+    for kind, weights in (("none", "raw"), ("ema", "ema"), ("bema", "bema")):
         sel = [r for r in rows if r.get("train.ema", r["primary"].replace("raw", "none")) == kind]
         if not sel:
             continue
         x = np.array([r.get("model.attn_dropout", 0.0) for r in sel], dtype=float)
-        ax.scatter(x + rng.uniform(-0.01, 0.01, len(x)), [r["ood_kl"] for r in sel], s=14,
-                   color=colour, alpha=0.7, label=f"{kind} (n={len(sel)})")
+        ax.scatter(x + rng.uniform(-0.01, 0.01, len(x)), [r["ood_kl"] for r in sel], s=16,
+                   marker=style.WEIGHT_MARKERS[weights], facecolors="none",
+                   edgecolors=style.WEIGHT_COLORS[weights], linewidths=0.9,
+                   label=f"{weights} (n={len(sel)})")
     ax.set(xlabel="attention dropout (jittered)", ylabel="OOD KL(p* || p)", yscale="log")
-    ax.set_title(f"{heading}dropout vs OOD KL, one point per run,\ncoloured by its primary weights",
+    ax.set_title(f"{heading}dropout vs OOD KL, one point per run,\nmarked by its primary weights",
                  fontsize=style.MIN_FONT)
     ax.tick_params(labelsize=style.MIN_FONT)
     style.legend_below(ax, ncol=3)
