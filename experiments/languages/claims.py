@@ -350,8 +350,9 @@ def solved_game_moves() -> str:
 
 
 @claim("othello.solved_game", source="arXiv 2310.19387 (Othello is solved), Fig. 1",
-       statement="the published perfectly played game is legal under both rule implementations, "
-                 "fills the board and ends in a 32-32 draw", kind="numeric", tolerance="exact",
+       statement="the published perfectly played game is legal under both rule implementations "
+                 "(which agree on the legal-next set after every move), fills the board and "
+                 "ends in a 32-32 draw", kind="numeric", tolerance="exact",
        cost="fast",
        expected_from="paper",
        origin="Takizawa's perfectly played game (arXiv 2310.19387 Fig. 1: 60 moves, a 32-32 "
@@ -367,9 +368,15 @@ def check_othello_solved_game(profile: str) -> Outcome:
     for token in game:
         states = task.step(states, np.array([token]))
     discs = sorted(bin(int(x)).count("1") for x in states[0, :2])
-    legal = reference_replay(game) is not None and bool(task.legal_next(game).any(axis=2).all())
+    masks = task.legal_next(game)
+    reference = reference_replay(game)
+    # legal on both, and the two agree on the legal-next set after every move
+    legal = reference is not None and bool(masks.any(axis=2).all()) \
+        and len(reference) == masks.shape[1] and all(
+        frozenset(np.flatnonzero(m).tolist()) == s for m, s in zip(masks[0], reference))
     over = int(states[0, 2]) == 0
     return Outcome(measured=f"{len(game)} moves, legal={legal}, over={over}, discs {discs}",
                    expected="60 moves, legal=True, over=True, discs [32, 32]",
                    passed=len(game) == 60 and legal and over and discs == [32, 32],
-                   detail="replayed on bitboards (disc count) and on the reference board (legality)")
+                   detail="replayed on bitboards (disc count) and on the reference board "
+                          "(legality; the two legal-next sets agree after every move)")

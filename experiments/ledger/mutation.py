@@ -18,7 +18,11 @@ a class contributes the methods defined in its body. Each target is mutated by e
 
 ``up`` and ``down`` perturb recursively inside tuples, lists and dicts, and in the float/tensor
 fields of dataclasses, plain objects and torch modules (their parameters and buffers, on a
-copy); anything else (strings, paths, None, generators) is returned as it is. A structural
+copy); anything else (strings, paths, None, generators) is returned as it is. Integers move
+only in a value that holds no float (a count, token ids): beside floats they are structure
+(a vocabulary size, indices, a seed), and moving them would raise a shape error instead of
+testing the check (:func:`perturb`). ``swap`` and ``drop`` that cannot apply (one positional
+argument; no + or - term) are not run (:func:`applies`). A structural
 mutant is called beside the original and a call counts as perturbed only when their values
 differ. An operator that never perturbed a value has not mutated anything (an equivalent
 mutant on this check's inputs, or one that does not apply: no argument pair, no + or - term).
@@ -42,10 +46,11 @@ mutated values never reach the comparison; the diagnosis of each is in docs/ledg
 
 The committed *record* (``experiments/configs/ledger/mutation.json``, :func:`read_record`) holds
 the expected verdict of every claim, the seconds its unmutated quick check took, the diagnosis of
-each survivor, and (for the claims run since issue 23) ``functions``: the verdict, operator
-statuses and, for a survivor, diagnosis of each pair. :func:`against_record` turns a run into
-regressions. tests/core/test_mutation_record.py runs it over a declared sample of fast claims by
-default and over every claim in the ``slow`` test.
+each survivor, and for every fast claim ``functions``: the verdict, operator statuses and, for
+a survivor, diagnosis of each pair (a slow claim is recorded skipped by its declared class).
+:func:`against_record` turns a run into regressions. tests/core/test_mutation_record.py runs it
+over a declared sample of fast claims by default and over every fast claim in the ``slow``
+test.
 """
 from __future__ import annotations
 
@@ -89,28 +94,74 @@ class _Unchanged(Exception):
 
 
 def perturb(value: object, step: float = STEP) -> tuple[object, bool]:
-    """(the perturbed value, whether anything in it was perturbed). Never modifies ``value``."""
+    """(the perturbed value, whether anything in it was perturbed). Never modifies ``value``.
+
+    Integers move by 1 only in a value that holds no floats (a count, a tuple of counts, an
+    array of token ids): in one that does (a construction with its vocabulary size, a metrics
+    dict beside its integer inputs, a config), the integers are its structure (sizes, indices,
+    seeds) and are left, so that the mutant is a wrong value and not a shape error."""
     try:
-        return _perturbed(value, step, depth=0), True
+        return _perturbed(value, step, 0, not _holds_float(value, 0)), True
     except _Unchanged:
         return value, False
 
 
-def _perturbed(value: object, step: float, depth: int) -> object:
+def _holds_float(value: object, depth: int) -> bool:
+    """Whether a float, complex, float array or float tensor (a torch module: a floating
+    parameter or buffer) is among what :func:`_perturbed` would reach in ``value``."""
+    if depth > 6 or isinstance(value, (bool, int, str, bytes, type(None))):
+        return False
+    if isinstance(value, (float, complex)):
+        return True
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic)):
+        return bool(numpy.issubdtype(numpy.asarray(value).dtype, numpy.inexact))
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if isinstance(value, torch.Tensor):
+            return value.is_floating_point() or value.is_complex()
+        if isinstance(value, torch.nn.Module):
+            return True
+    sympy = sys.modules.get("sympy")
+    if sympy is not None and isinstance(value, (sympy.Basic, sympy.MatrixBase)):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_float(x, depth + 1) for x in value)
+    if isinstance(value, dict):
+        return any(_holds_float(x, depth + 1) for x in value.values())
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(_holds_float(getattr(value, f.name), depth + 1)
+                   for f in dataclasses.fields(value) if f.init)
+    if hasattr(value, "__dict__") and not callable(value) \
+            and not isinstance(value, (type, types.ModuleType)):
+        return any(_holds_float(x, depth + 1) for name, x in vars(value).items()
+                   if not name.startswith("__"))
+    return False
+
+
+def _perturbed(value: object, step: float, depth: int, ints: bool = True) -> object:
+    """``value`` perturbed; ``ints``: whether integers (and integer arrays and tensors) move."""
     if depth > 6:
         raise _Unchanged
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
+        if not ints:
+            raise _Unchanged
         return value + (1 if step > 0 else -1)
     if isinstance(value, (float, complex)):
         return value * (1 + step) + step
     numpy = sys.modules.get("numpy")
     if numpy is not None and isinstance(value, (numpy.ndarray, numpy.generic)):
+        if not ints and numpy.issubdtype(numpy.asarray(value).dtype, numpy.integer):
+            raise _Unchanged
         return _perturbed_array(value, step, numpy)
     torch = sys.modules.get("torch")
     if torch is not None:
         if isinstance(value, torch.Tensor):
+            if not ints and not (value.is_floating_point() or value.is_complex()
+                                 or value.dtype == torch.bool):
+                raise _Unchanged
             return _perturbed_tensor(value, step, torch)
         if isinstance(value, torch.nn.Module):
             return _perturbed_module(value, step, torch)
@@ -118,14 +169,14 @@ def _perturbed(value: object, step: float, depth: int) -> object:
     if sympy is not None and isinstance(value, (sympy.Basic, sympy.MatrixBase)):
         return _perturbed_sympy(value, step, sympy)
     if isinstance(value, (tuple, list)):
-        return _perturbed_sequence(value, step, depth)
+        return _perturbed_sequence(value, step, depth, ints)
     if isinstance(value, dict):
-        return _perturbed_mapping(value, step, depth)
+        return _perturbed_mapping(value, step, depth, ints)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _perturbed_dataclass(value, step, depth)
+        return _perturbed_dataclass(value, step, depth, ints)
     if hasattr(value, "__dict__") and not callable(value) \
             and not isinstance(value, (type, types.ModuleType)):
-        return _perturbed_object(value, step, depth)
+        return _perturbed_object(value, step, depth, ints)
     raise _Unchanged
 
 
@@ -178,11 +229,11 @@ def _perturbed_sympy(value, step, sympy):
     return value * (1 + exact) + exact
 
 
-def _perturbed_sequence(value, step, depth):
+def _perturbed_sequence(value, step, depth, ints=True):
     items, changed = [], False
     for item in value:
         try:
-            items.append(_perturbed(item, step, depth + 1))
+            items.append(_perturbed(item, step, depth + 1, ints))
             changed = True
         except _Unchanged:
             items.append(item)
@@ -195,11 +246,11 @@ def _perturbed_sequence(value, step, depth):
     return type(value)(items)
 
 
-def _perturbed_mapping(value, step, depth):
+def _perturbed_mapping(value, step, depth, ints=True):
     out, changed = {}, False
     for key, item in value.items():
         try:
-            out[key] = _perturbed(item, step, depth + 1)
+            out[key] = _perturbed(item, step, depth + 1, ints)
             changed = True
         except _Unchanged:
             out[key] = item
@@ -213,13 +264,13 @@ def _perturbed_mapping(value, step, depth):
         raise _Unchanged from None
 
 
-def _perturbed_fields(pairs, step, depth) -> dict:
+def _perturbed_fields(pairs, step, depth, ints=True) -> dict:
     changed = {}
     for name, item in pairs:
         if name.startswith("__"):
             continue
         try:
-            changed[name] = _perturbed(item, step, depth + 1)
+            changed[name] = _perturbed(item, step, depth + 1, ints)
         except _Unchanged:
             pass
     if not changed:
@@ -227,16 +278,16 @@ def _perturbed_fields(pairs, step, depth) -> dict:
     return changed
 
 
-def _perturbed_dataclass(value, step, depth):
+def _perturbed_dataclass(value, step, depth, ints=True):
     fields = [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value) if f.init]
     try:
-        return dataclasses.replace(value, **_perturbed_fields(fields, step, depth))
+        return dataclasses.replace(value, **_perturbed_fields(fields, step, depth, ints))
     except (TypeError, ValueError):  # a field that validates its value, or init=False state
         raise _Unchanged from None
 
 
-def _perturbed_object(value, step, depth):
-    changed = _perturbed_fields(list(vars(value).items()), step, depth)
+def _perturbed_object(value, step, depth, ints=True):
+    changed = _perturbed_fields(list(vars(value).items()), step, depth, ints)
     try:
         clone = copy.copy(value)
         for name, item in changed.items():
@@ -677,6 +728,31 @@ def pair_verdict(c: Claim, baseline: str, mutations: Sequence[Mutation]) -> str:
     return "killed by an exception" if killing else "survives"
 
 
+def applies(target: Target, operator: str) -> bool:
+    """Whether ``operator`` can change ``target`` at all, decided without running the check:
+    ``drop`` needs a ``+`` or ``-`` term in a function that can be rebuilt from its source
+    (:func:`_dropped`), ``swap`` a signature that takes two positional arguments (after self for
+    a method); ``up``, ``down`` and ``const`` always apply. A mutant that cannot apply perturbs
+    no value, so running the check under it (one forked process) would only record "-"."""
+    raw = vars(target.owner)[target.attribute]
+    is_static = isinstance(raw, staticmethod)
+    plain = raw.__func__ if is_static else raw
+    if operator == "drop":
+        return _dropped(plain, Counter()) is not None
+    if operator == "swap":
+        try:
+            parameters = list(inspect.signature(plain).parameters.values())
+        except (TypeError, ValueError):  # no signature: let the run decide
+            return True
+        if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+            return True
+        positional = [p for p in parameters
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        method = inspect.isclass(target.owner) and not is_static
+        return len(positional) - (1 if method else 0) >= 2
+    return True
+
+
 def mutate_claim(c: Claim, profile: str = "quick", *, step: float = STEP,
                  isolate: bool = True, timeout_factor: float = 10.0,
                  operators: Sequence[str] = tuple(OPERATORS)) -> MutationResult:
@@ -708,6 +784,10 @@ def mutate_claim(c: Claim, profile: str = "quick", *, step: float = STEP,
     for target in found:
         mine = []
         for operator in operators:
+            if not applies(target, operator):  # decided before forking: nothing to mutate
+                mine.append(Mutation(target.name, "-", 0, "-", "operator does not apply", 0.0,
+                                     operator, ""))
+                continue
             result = run(target, timeout, operator)
             mine.append(Mutation(target.name, result["status"], result["perturbed"],
                                  result["measured"], result["detail"], result["seconds"],
@@ -771,11 +851,28 @@ def summary(results: Sequence[MutationResult]) -> str:
     if pairs:
         by = {v: sum(p.verdict == v for p in pairs) for v in PAIR_VERDICTS}
         tried = len(pairs) - by["untested"]
-        rate = f" ({by['killed'] / tried:.0%} of those perturbed)" if tried else ""
+        rate = (f" ({by['killed'] / tried:.1%} of the {tried} pairs some operator perturbed, "
+                f"{by['killed'] / len(pairs):.1%} of all)") if tried else ""
         line += (f"; (claim, function) pairs: {by['killed']} of {len(pairs)} killed by a status "
                  f"change{rate}, {by['killed by an exception']} only by an exception, "
                  f"{by['survives']} survive, {by['untested']} untested")
     return line
+
+
+def per_operator(results: Sequence[MutationResult]) -> dict[str, dict[str, int]]:
+    """Per operator: the runs that perturbed a value, and of those the runs that killed by a
+    status change (not an exception) and those that killed by an ERROR or TIMEOUT (over the
+    claims run; a run of an operator that does not apply perturbs nothing)."""
+    out = {}
+    for operator in OPERATORS:
+        runs = [(r, m) for r in results for m in r.mutations
+                if m.operator == operator and m.perturbed]
+        killing = [m for r, m in runs if kills(r, r.baseline, m.status)]  # r.erratum as c's
+        out[operator] = {"perturbed": len(runs),
+                         "killed": sum(m.status not in ("ERROR", "TIMEOUT") for m in killing),
+                         "by an exception": sum(m.status in ("ERROR", "TIMEOUT")
+                                                for m in killing)}
+    return out
 
 
 def format_pairs(results: Sequence[MutationResult]) -> str:
@@ -858,7 +955,8 @@ def against_record(results: Sequence[MutationResult], record: dict[str, dict]) -
     Per claim: a claim recorded ``killed`` that survives, or whose unmutated check passes but no
     mutation perturbs a value any more; a survivor without a recorded diagnosis. Per (claim,
     function) pair, for a claim whose record entry has ``functions``: a pair recorded killed (by
-    a status change) that now survives, and a surviving pair without a diagnosis. Skipped claims
+    a status change) that now survives, is killed only by an exception or is untested, and a
+    surviving pair without a diagnosis. Skipped claims
     are not compared, nor, for an entry without ``functions`` (written before every claim was
     mutated), a claim whose unmutated check does not PASS."""
     lines = []
@@ -881,8 +979,8 @@ def against_record(results: Sequence[MutationResult], record: dict[str, dict]) -
             lines.append(f"{r.id}: killed -> untested ({r.note})")
         for p in r.pairs if functions is not None else []:
             old = functions.get(p.target, {})
-            if p.verdict == "survives" and old.get("verdict") == "killed":
-                lines.append(f"{r.id}, {p.target}: killed -> survives {p.statuses}")
+            if p.verdict != "killed" and old.get("verdict") == "killed":
+                lines.append(f"{r.id}, {p.target}: killed -> {p.verdict} {p.statuses}")
             elif p.verdict == "survives" and not old.get("diagnosis", "").strip():
                 lines.append(f"{r.id}, {p.target}: survives {p.statuses}, and the record has "
                              "no diagnosis")
@@ -893,13 +991,25 @@ def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = N
     """The record (JSON text) of a run: each claim's verdict and unmutated seconds, the note of
     an untested or skipped claim, the verdict and operator statuses of each (claim, function)
     pair, and the diagnoses kept from ``old`` (of a surviving claim or pair: empty for a new one,
-    fill it in by hand). A claim of ``old`` that ``results`` skipped keeps its old entry."""
+    fill it in by hand). A claim that ``results`` skipped keeps its old entry when that entry
+    has per-function verdicts (it was run under the operators with ``--costs all``); otherwise
+    it is recorded ``skipped`` with the reason (its declared cost class), the old verdict, if
+    any, named in the note as an earlier one-operator verdict that nothing checks any more."""
     old = old or {}
     claims = {}
     for r in sorted(results, key=lambda r: r.id):
         before = old.get(r.id, {})
-        if r.verdict == "skipped" and before:
-            claims[r.id] = before
+        if r.verdict == "skipped":
+            if before.get("functions"):
+                claims[r.id] = before
+                continue
+            note = r.note
+            if before.get("verdict") not in (None, "skipped"):
+                note += (f"; the record before the per-function operators had "
+                         f"{before['verdict']} (`up` only, not compared)")
+            claims[r.id] = {"verdict": "skipped",
+                            "seconds": round(float(before.get("seconds", 0.0)), 3),
+                            "note": note}
             continue
         entry = {"verdict": r.verdict, "seconds": round(float(r.baseline_seconds), 3)}
         if r.note:
@@ -916,5 +1026,6 @@ def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = N
                 entry["functions"][p.target] = pair
         claims[r.id] = entry
     return dumps_json({"profile": "quick", "step": STEP, "operators": OPERATORS,
-                       "summary": summary(results), "claims": claims},
+                       "summary": summary(results), "per_operator": per_operator(results),
+                       "claims": claims},
                       indent=1, sort_keys=False) + "\n"

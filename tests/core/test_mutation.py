@@ -147,6 +147,24 @@ def test_structural_mutations_swap_drop_and_return_a_constant(toy):
         mutation.mutate_claim(toy.claim("structure"), isolate=False, operators=("flip",))
 
 
+def test_an_operator_that_cannot_apply_is_not_run(toy):
+    """``swap`` needs two positional arguments and ``drop`` a + or - term: decided before any
+    check runs, recorded as "-" with nothing perturbed."""
+    targets = {t.attribute: t for t in mutation.targets(toy.claim("structure"))}
+    assert mutation.applies(targets["power"], "swap") and \
+        not mutation.applies(targets["power"], "drop")
+    assert not mutation.applies(targets["double"], "swap")
+    assert mutation.applies(targets["shifted"], "drop")
+    assert all(mutation.applies(t, op) for t in targets.values() for op in ("up", "down",
+                                                                            "const"))
+    result = mutation.mutate_claim(toy.claim("structure"), isolate=False,
+                                   operators=("swap", "drop"))
+    skipped = [m for m in result.mutations if m.detail == "operator does not apply"]
+    assert {(m.target.rsplit(".", 1)[-1], m.operator) for m in skipped} == {
+        ("power", "drop"), ("double", "swap"), ("double", "drop"), ("shifted", "swap")}
+    assert all(m.perturbed == 0 and m.seconds == 0.0 for m in skipped)
+
+
 def test_what_is_skipped_is_the_declared_cost_class(toy):
     def never(profile):
         raise AssertionError("a skipped claim is not run")
@@ -216,7 +234,12 @@ def test_perturb_numbers_arrays_tensors_and_sympy():
 def test_perturb_containers_and_objects():
     Pair = namedtuple("Pair", "name value")
     out, changed = mutation.perturb({"a": [1.0, "text"], "b": Pair("n", 2)})
-    assert changed and out == {"a": [pytest.approx(1.002), "text"], "b": Pair("n", 3)}
+    # beside a float, an integer is structure (a size, an index): it stays
+    assert changed and out == {"a": [pytest.approx(1.002), "text"], "b": Pair("n", 2)}
+    assert mutation.perturb({"b": Pair("n", 2), "c": (True, 4)}) == (
+        {"b": Pair("n", 3), "c": (False, 5)}, True)  # no float anywhere: integers move
+    tokens, metrics = mutation.perturb((torch.tensor([0, 3]), {"m": np.array([0.5])}))[0]
+    assert tokens.tolist() == [0, 3] and metrics["m"].tolist() == [pytest.approx(0.5015)]
     assert mutation.perturb("text") == ("text", False)
     assert mutation.perturb(None) == (None, False)
     assert mutation.perturb(("a", None)) == (("a", None), False)
@@ -227,6 +250,14 @@ def test_perturb_containers_and_objects():
         scale: float
 
     assert mutation.perturb(Config("c", 1.0))[0] == Config("c", pytest.approx(1.002))
+
+    @dataclasses.dataclass(frozen=True)
+    class Built:  # a construction: a vocabulary size beside its float parameters
+        vocab: int
+        lam: float
+
+    assert mutation.perturb(Built(4, 8.0), step=-1e-3)[0] == Built(4, pytest.approx(
+        8.0 * 0.999 - 0.001))
     layer = torch.nn.Linear(2, 2)
     before = layer.weight.detach().clone()
     copy, changed = mutation.perturb(layer)
