@@ -235,6 +235,9 @@ class ModelConfig:
     eps: float = 1e-6  # norm epsilon; constructions use 0 for exact arithmetic
     init_std: float = 0.02
     attn_out_scale: float = 1.0  # W_O's init is scaled by this (post: K = lambda/beta grows with it)
+    # a fixed, untrained factor c on every attention sublayer's output, f = c P h W_V W_O (the
+    # map the residual sees is c W_V W_O: Attention.value_output); 1 leaves the model as it was
+    attn_out_multiplier: float = 1.0
     norm_gain: str = "learned"  # "learned" | "frozen" (every norm without gain or bias)
     rope: bool = False  # rotary positions on queries and keys (then max_len is None)
 
@@ -270,6 +273,8 @@ class ModelConfig:
         need(self.init_std > 0.0, f"init_std must be > 0, got {self.init_std!r}")
         need(self.attn_out_scale > 0.0,
              f"attn_out_scale must be > 0, got {self.attn_out_scale!r}")
+        need(self.attn_out_multiplier > 0.0,
+             f"attn_out_multiplier must be > 0, got {self.attn_out_multiplier!r}")
         need(isinstance(self.rope, bool), f"rope must be True or False, got {self.rope!r}")
         need(not (self.rope and self.max_len is not None),
              f"positions are one of none, learned (max_len) or rope; rope=True takes "
@@ -417,7 +422,9 @@ def rotary(x: torch.Tensor) -> torch.Tensor:
 class Attention(nn.Module):
     """Causal multi-head attention with weights W_Q, W_K: (H, d, d_head), W_V: (H, d, d_value),
     W_O: (H, d_value, d); with RoPE (``cfg.rope``) on q and k; nGPT (``sphere``): q and k
-    normalized per head and scaled by s_qk (H, d_head), softmax scale sqrt(d_head)."""
+    normalized per head and scaled by s_qk (H, d_head), softmax scale sqrt(d_head). The output
+    is multiplied by the fixed (untrained) ``cfg.attn_out_multiplier`` c (1: no multiplication),
+    so the value-output map the residual sees is c W_V W_O (:meth:`value_output`)."""
 
     def __init__(self, cfg: ModelConfig, sphere: bool = False):
         super().__init__()
@@ -429,6 +436,7 @@ class Attention(nn.Module):
         if cfg.attn_out_scale != 1.0:  # the default leaves the init (and its numbers) unchanged
             W_O = W_O * cfg.attn_out_scale
         self.W_O = nn.Parameter(W_O)
+        self.out_multiplier = cfg.attn_out_multiplier
         self.sphere_scale = 1.0 / math.sqrt(d)  # nGPT's s_qk: init 1, scale 1/sqrt(d)
         self.s_qk = nn.Parameter(torch.full((h, dk), self.sphere_scale)) if sphere else None
         self.rope = cfg.rope
@@ -455,7 +463,16 @@ class Attention(nn.Module):
         weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
         weights = self.hook_pattern(weights)
         mixed = torch.einsum("bhqk,bhke->bhqe", self.dropout(weights), v)
-        return torch.einsum("bhqe,hed->bqd", mixed, self.W_O), weights
+        out = torch.einsum("bhqe,hed->bqd", mixed, self.W_O)
+        if self.out_multiplier != 1.0:  # the default computes exactly what it did before
+            out = out * self.out_multiplier
+        return out, weights
+
+    def value_output(self, head: int = 0) -> torch.Tensor:
+        """Head ``head``'s value-output map as the residual sees it: c W_V W_O (d x d), c the
+        fixed ``attn_out_multiplier`` (W_V W_O itself when c = 1)."""
+        M = self.W_V[head] @ self.W_O[head]
+        return M if self.out_multiplier == 1.0 else M * self.out_multiplier
 
 
 class MLP(nn.Module):
@@ -799,10 +816,13 @@ class Transformer(nn.Module):
 
     @torch.no_grad()
     def logit_matrices(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """(B, D) with B = W_E W_U (direct path) and D = W_E W_V W_O W_U (logit displacement)."""
+        """(B, D) with B = W_E W_U (direct path) and D = W_E W_V W_O W_U (logit displacement;
+        times ``attn_out_multiplier`` c when c != 1: :meth:`Attention.value_output`)."""
         attn = self._single_head()
         B = self.W_E @ self.W_U
         D = self.W_E @ attn.W_V[0] @ attn.W_O[0] @ self.W_U
+        if attn.out_multiplier != 1.0:
+            D = D * attn.out_multiplier
         return B, D
 
     @torch.no_grad()

@@ -44,6 +44,8 @@ MODEL_FIELDS: dict[str, Field] = {
     "resid_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
     "init_std": Field(float, 0.02, 0.0, None, lo_open=True),
     "attn_out_scale": Field(float, 1.0, 0.0, None, lo_open=True),  # W_O init x this
+    # a fixed, untrained factor on the attention output (ModelConfig.attn_out_multiplier)
+    "attn_out_multiplier": Field(float, 1.0, 0.0, None, lo_open=True),
 }
 """The ``[model]`` table, the same for every trainer (defaults differ)."""
 

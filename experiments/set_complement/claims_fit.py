@@ -36,7 +36,8 @@ one made out of sample):
   lambda g sqrt(d) / (s |c(e_q + (K/s) 1_t)|) is below 0.25 (POST_CLOSED_FORM_BAND, fixed before
   the claim ran; paired t against the band, per placement sweep).
 - post's OOD invalid mass falls with K (fit.post.ood_falls_with_k; its own family): within the
-  K sweep (fit_post_k_sweep_v32.toml: attn_out_scale 1..64, post and attn_out arms), Spearman's
+  K sweep (fit_post_k_sweep_v32.toml: post with a fixed attention-output multiplier 1/64, 1/16
+  or 1 and W_O's init scale 1..64, so that the trained K spans about 1 to about v), Spearman's
   rho of post's raw OOD invalid mass against the K read off its weights is negative. (It
   replaces the two-cluster test of issue 13, fit.post.approaches_attn_out.)
 - normalized beat none OOD: raw out-of-distribution invalid mass of attn_out, post and peri
@@ -424,9 +425,11 @@ K_SWEEP = "fit_post_k_sweep_v32"
 
 
 def k_sweep_rows(root: Path) -> list[dict]:
-    """One row per finished run of the K sweep: placement, attn_out_scale, seed, v, fit reached,
+    """One row per finished run of the K sweep: placement, attn_out_multiplier (the fixed
+    factor on the attention output), attn_out_scale (W_O's init scale), seed, v, fit reached,
     raw ID / OOD invalid mass, and for post the readings of K off its raw weights
-    (:func:`~resharpen.experiments.set_complement.effective_k.readings`)."""
+    (:func:`~resharpen.experiments.set_complement.effective_k.readings`, which include the
+    multiplier)."""
     from resharpen.experiments.core.runs import load_run
     from resharpen.experiments.core.sweep import load_runs
     from resharpen.experiments.set_complement.effective_k import readings
@@ -435,6 +438,7 @@ def k_sweep_rows(root: Path) -> list[dict]:
     for run in load_runs(root):
         config, summary = run["config"], run["summary"]
         row = {"placement": config["model"]["norm"], "scale": config["model"]["attn_out_scale"],
+               "multiplier": config["model"].get("attn_out_multiplier", 1.0),
                "seed": config["train"]["seed"], "vocab": config["task"]["vocab"],
                "reached": bool(summary.get("fit_reached")),
                "id": summary["by_weights"]["raw"]["id_invalid_mass"],
@@ -447,10 +451,14 @@ def k_sweep_rows(root: Path) -> list[dict]:
 
 @claim("fit.post.ood_falls_with_k",
        source=f"{PAPER}; docs/theory.md section 8 (post -> attn_out as K = lambda/beta -> oo)",
-       statement="trained to the fit (soft targets) with the attention-output init scale swept "
-                 "over 6-7 values from 1 to 64, post's raw out-of-distribution invalid mass "
-                 "falls with the K read off its weights (|c(E W_V W_O)|_F / |c(E)|_F): a "
-                 "within-sweep Spearman rank correlation, negative",
+       statement="trained to the fit (soft targets, ID invalid mass <= 1e-3) with post's "
+                 "attention output multiplied by a fixed, untrained factor c and W_O's init "
+                 "scaled by s, so that the K read off the weights (|c(E c W_V W_O)|_F / "
+                 "|c(E)|_F) spans about 1 to about v (full: v = 32, seeds 0..3, c in {1/64, "
+                 "1/16, 1} x s in {1, 8, 16, 32, 64}, K 1.1-46; quick: v = 16, seeds 0..1, "
+                 "c in {1/16, 1} x s in {1, 8, 32, 64}, K 1.3-23), post's raw "
+                 "out-of-distribution invalid mass falls with K: a within-sweep Spearman rank "
+                 "correlation, negative",
        kind="experiment", tolerance="Spearman (scipy.stats.spearmanr), one-sided, alpha 0.05 "
                  "(its own family)", cost="slow", expected_from="statement",
        origin="the statement's sign (rank correlation of post's OOD invalid mass with K < 0) "
@@ -466,36 +474,48 @@ def post_k_tests(profile: str) -> Part | Outcome:
         return missing(K_SWEEP, "post's OOD invalid mass falls with K")
     rows = k_sweep_rows(root)
     post = [r for r in rows if r["placement"] == "post" and r["reached"]]
-    attn = {(r["scale"], r["seed"]): r for r in rows
+    attn = {(r["multiplier"], r["scale"], r["seed"]): r for r in rows
             if r["placement"] == "attn_out" and r["reached"]}
     tests = [("post OOD vs K", stats.spearman([r["K"] for r in post], [r["ood"] for r in post],
                                               "less"))]
-    paired = [r for r in post if (r["scale"], r["seed"]) in attn]
     reported = [
-        ("gap post - attn_out (same scale and seed) vs K",
-         stats.spearman([r["K"] for r in paired],
-                        [r["ood"] - attn[(r["scale"], r["seed"])]["ood"] for r in paired],
-                        "less")),
         ("post OOD vs K_logit (lambda'/beta')",
          stats.spearman([r["K_logit"] for r in post], [r["ood"] for r in post], "less")),
         ("post OOD vs K_cross (least squares c(E)M ~ K c(E))",
-         stats.spearman([r["K_cross"] for r in post], [r["ood"] for r in post], "less")),
-        ("attn_out OOD vs init scale (control, two-sided)",
-         stats.spearman([k[0] for k in attn], [a["ood"] for a in attn.values()], "two-sided"))]
+         stats.spearman([r["K_cross"] for r in post], [r["ood"] for r in post], "less"))]
+    for c in sorted({r["multiplier"] for r in post}):  # the knob is not what orders them
+        mine = [r for r in post if r["multiplier"] == c]
+        reported.append((f"post OOD vs K within multiplier {c:g}",
+                         stats.spearman([r["K"] for r in mine], [r["ood"] for r in mine],
+                                        "less")))
+    paired = [r for r in post if (r["multiplier"], r["scale"], r["seed"]) in attn]
+    if attn:  # an attn_out arm at the same settings and seeds (the earlier sweep had one)
+        reported += [
+            ("gap post - attn_out (same setting and seed) vs K",
+             stats.spearman([r["K"] for r in paired],
+                            [r["ood"] - attn[(r["multiplier"], r["scale"], r["seed"])]["ood"]
+                             for r in paired], "less")),
+            ("attn_out OOD vs init scale (control, two-sided)",
+             stats.spearman([k[1] for k in attn], [a["ood"] for a in attn.values()],
+                            "two-sided"))]
     table = []
-    for scale in sorted({r["scale"] for r in rows}):
-        mine = [r for r in post if r["scale"] == scale]
-        ref = [a for k, a in attn.items() if k[0] == scale]
-        table.append(f"scale {scale:g}: K {_fmt(r['K'] for r in mine)}, post OOD "
-                     f"{_fmt(r['ood'] for r in mine)}, attn_out OOD {_fmt(a['ood'] for a in ref)}, "
-                     f"K_cross {_fmt(r['K_cross'] for r in mine)}, K_logit "
-                     f"{_fmt(r['K_logit'] for r in mine)}")
+    for c, scale in sorted({(r["multiplier"], r["scale"]) for r in rows}):
+        mine = [r for r in post if r["multiplier"] == c and r["scale"] == scale]
+        ref = [a for k, a in attn.items() if k[:2] == (c, scale)]
+        table.append(f"multiplier {c:g}, init scale {scale:g}: K {_fmt(r['K'] for r in mine)}, "
+                     f"post OOD {_fmt(r['ood'] for r in mine)}"
+                     + (f", attn_out OOD {_fmt(a['ood'] for a in ref)}" if ref else "")
+                     + f", K_cross {_fmt(r['K_cross'] for r in mine)}, K_logit "
+                       f"{_fmt(r['K_logit'] for r in mine)}")
     seeds = sorted({r["seed"] for r in rows})
     reached = sum(r["reached"] for r in rows)
+    ks = [r["K"] for r in post]
     return decide(tests, f"Spearman rho {tests[0][1].rho:+.3g}, p {tests[0][1].p:.3g} "
-                         f"(n = {tests[0][1].n})", "rho < 0", table + [
+                         f"(n = {tests[0][1].n}, K {min(ks, default=math.nan):.3g}"
+                         f"-{max(ks, default=math.nan):.3g})", "rho < 0", table + [
                       f"v = {sorted({r['vocab'] for r in rows})}, seeds {seeds[0]}..{seeds[-1]}, "
-                      f"scales {sorted({r['scale'] for r in rows})}, profile {profile}"
+                      f"multipliers {sorted({r['multiplier'] for r in rows})} x init scales "
+                      f"{sorted({r['scale'] for r in rows})}, profile {profile}"
                       + (" (quick: v = 16)" if profile == "quick" else "")
                       + f"; {reached}/{len(rows)} runs reached the fit (raw ID invalid mass "
                         "<= 1e-3)", str(root)], _run_full(K_SWEEP), reported=reported)
@@ -1029,19 +1049,71 @@ LADDER_ARMS = ("pre", "post", "attn_out", "peri")
 """The normalized placements, each compared with none at every rung."""
 
 
+CONVERGED = "converged"
+"""The last rung of a run trained on past its fit (``train.converge_window``): its
+``summary.converged`` record when the run converged (ID invalid mass flat over the window)."""
+
+
 def ladder_rows(root: Path) -> list[dict]:
     """One row per (run, rung) of a sweep: placement, seed, the rung (an in-distribution
     invalid-mass level, ``summary.ladder``), the ID and OOD invalid mass of the raw weights at
-    the first evaluation that reached it."""
+    the first evaluation that reached it; and, for a run that converged, one more row with rung
+    :data:`CONVERGED` (``summary.converged``; a run that met the cap first has none)."""
     from resharpen.experiments.core.sweep import load_runs
 
     out = []
     for run in load_runs(root):
-        for rung in run["summary"].get("ladder") or []:
-            out.append({"placement": run["config"]["model"]["norm"],
-                        "seed": run["config"]["train"]["seed"], "rung": rung["rung"],
-                        "id": rung["id_invalid_mass"], "ood": rung["ood_invalid_mass"]})
+        summary = run["summary"]
+        key = {"placement": run["config"]["model"]["norm"],
+               "seed": run["config"]["train"]["seed"]}
+        for rung in summary.get("ladder") or []:
+            out.append({**key, "rung": rung["rung"], "id": rung["id_invalid_mass"],
+                        "ood": rung["ood_invalid_mass"]})
+        done = summary.get("converged")
+        if done and done["converged"]:
+            out.append({**key, "rung": CONVERGED, "id": done["id_invalid_mass"],
+                        "ood": done["ood_invalid_mass"], "step": done["step"]})
     return out
+
+
+def rung_order(rungs) -> list:
+    """The rungs of :func:`ladder_rows` in training order: the fit levels from the loosest
+    down, then :data:`CONVERGED`."""
+    rungs = set(rungs)
+    levels = sorted((r for r in rungs if r != CONVERGED), reverse=True)
+    return levels + ([CONVERGED] if CONVERGED in rungs else [])
+
+
+def rung_label(rung) -> str:
+    return rung if rung == CONVERGED else f"{rung:g}"
+
+
+def planned_window(name: str, profile: str) -> int:
+    """``train.converge_window`` of sweep file ``name`` in ``profile`` (0: it stops at the fit)."""
+    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.set_complement.sweep import plan
+
+    planned = plan(CONFIG_DIR / "set_complement" / f"{name}.toml", profile=profile)
+    return max(c["train"].get("converge_window", 0) for c in planned["configs"])
+
+
+def convergence_note(name: str, root: Path) -> str:
+    """How many runs of a sweep trained on past the fit converged, per placement (or that the
+    sweep has no convergence rule)."""
+    from resharpen.experiments.core.sweep import load_runs
+
+    counts: dict[str, list[int]] = {}
+    for run in load_runs(root):
+        done = run["summary"].get("converged")
+        if done is None:
+            continue
+        tally = counts.setdefault(run["config"]["model"]["norm"], [0, 0])
+        tally[0] += bool(done["converged"])
+        tally[1] += 1
+    if not counts:
+        return f"{name}: no convergence rule (train.converge_window = 0), no converged rung"
+    return (f"{name}: converged (ID invalid mass flat over the window) " + ", ".join(
+        f"{p} {c}/{n}" for p, (c, n) in counts.items()))
 
 
 def ood_at_rungs_tests(profile: str) -> Part | Outcome:
@@ -1061,20 +1133,26 @@ def ood_at_rungs_tests(profile: str) -> Part | Outcome:
             return Outcome("no fit ladder", expected, passed=False,
                            inconclusive=f"{root} holds runs without a fit ladder (made before "
                                         "it existed): rerun the sweep into a new folder")
-        rungs = sorted({r["rung"] for r in rows}, reverse=True)
+        note = convergence_note(name, root)
+        if planned_window(name, profile) and "no convergence rule" in note:
+            return Outcome("no convergence point", expected, passed=False,
+                           inconclusive=f"{root} was run before its file set "
+                                        "train.converge_window (no summary.converged): move it "
+                                        f"away and {_run_full(name)}")
+        rungs = rung_order(r["rung"] for r in rows)
         for rung in rungs:
             at = {(r["placement"], r["seed"]): r["ood"] for r in rows if r["rung"] == rung}
             none = {seed: v for (p, seed), v in at.items() if p == "none"}
-            curves.append(f"{name} rung {rung:g}: " + ", ".join(
+            curves.append(f"{name} rung {rung_label(rung)}: " + ", ".join(
                 f"{p} {_fmt(v for (q, _), v in at.items() if q == p)}"
                 for p in ("none",) + LADDER_ARMS))
             for arm in LADDER_ARMS:
                 mine = {seed: v for (p, seed), v in at.items() if p == arm}
                 if len(set(mine) & set(none)) >= stats.MIN_N:
-                    tests.append((f"{name} rung {rung:g}: {arm} - none",
+                    tests.append((f"{name} rung {rung_label(rung)}: {arm} - none",
                                   stats.compare(mine, none, "less")))
         detail.append(f"{root}: {len({(r['placement'], r['seed']) for r in rows})} runs, rungs "
-                      + ", ".join(f"{g:g}" for g in rungs))
+                      + ", ".join(rung_label(g) for g in rungs) + "; " + note)
     if not tests:
         return Outcome("no rung reached by both arms", expected, passed=False,
                        inconclusive="no rung with >= 5 seeds in both arms")
@@ -1091,8 +1169,10 @@ def ood_at_rungs_tests(profile: str) -> Part | Outcome:
               "req. 1 (OOD against fit, not at one point)",
        statement="pre, post, attn_out and peri each have lower OOD invalid mass than none at "
                  "every in-distribution fit rung (1e-2, 3e-3, 1e-3 ...) that both arms reach, "
-                 "paired by seed, under two optimizer settings (AdamW lr 3e-3 init 0.1; lr 1e-2 "
-                 "init 0.02; v = 32 and v = 64 in full; v = 16 in quick); "
+                 "and at convergence (ID invalid mass flat over 1000 steps: the last rung, in "
+                 "the full sweeps, where train.converge_window is set; the quick sweeps stop at "
+                 "the fit), paired by seed, under two optimizer settings (AdamW lr 3e-3 init "
+                 "0.1; lr 1e-2 init 0.02; v = 32 and v = 64 in full; v = 16 in quick); "
                  "a comparison that holds under one setting only is reported as setting-dependent",
        kind="experiment",
        tolerance="paired t per (sweep, rung, placement) with >= 5 seeds in both arms, one-sided, "

@@ -235,6 +235,8 @@ def readout(model: Transformer) -> Readout:
     E, U = model.W_E, model.W_U
     H = block.attn_norm_in(E) if placement in ("pre", "pre_nofinal", "peri") else E
     V = H @ attn.W_V[0] @ attn.W_O[0]
+    if attn.out_multiplier != 1.0:  # the fixed attn_out_multiplier c: the map is c W_V W_O
+        V = V * attn.out_multiplier
     zero = torch.zeros(model.cfg.vocab, dtype=torch.float64)
     branch = block.attn_norm_out if placement in ("attn_out", "peri") else None
     residual = {"post": block.attn_norm_out, "pre": model.final_norm,

@@ -7,7 +7,9 @@ Tables (:data:`SCHEMA`; the keys' meaning: :mod:`resharpen.experiments.set_compl
     [task]   vocab, train_len (0 = vocab // 4)
     [model]  the core's [model] table (learned positions: vocab slots)
     [train]  the core's [train] table without log_every; optimizer adamw (default) | sgd,
-             momentum (sgd's)
+             momentum (sgd's); converge_window, converge_tolerance (past the fit: train on
+             until the ID invalid mass is flat, :func:`resharpen.experiments.set_complement.
+             train.converged_at`)
     [eval]   per_length, seed, threshold
 """
 from __future__ import annotations
@@ -36,6 +38,7 @@ def _rules(config: dict) -> None:
                          f"{config['train']['steps']}")
     check_target(config["train"])
     check_optimizer(config["train"])
+    check_new_keys(config)
     if config["train"]["until_id_invalid_mass"] > 0 and config["train"]["eval_every"] == 0:
         raise ValueError(f"train.until_id_invalid_mass = "
                          f"{config['train']['until_id_invalid_mass']} needs train.eval_every > 0 "
@@ -54,6 +57,39 @@ def check_optimizer(train: dict) -> None:
         del train["optimizer"], train["momentum"]
 
 
+NEW_KEY_DEFAULTS = (("model", "attn_out_multiplier", 1.0), ("train", "converge_window", 0),
+                    ("train", "converge_tolerance", 0.1))
+"""Keys added after sweeps had been run (issue 22), left out of the normalized config at their
+default (:func:`check_new_keys`)."""
+
+
+def check_new_keys(config: dict) -> None:
+    """Each key of :data:`NEW_KEY_DEFAULTS` is dropped from the normalized config when it holds
+    its default, so a config written before the key existed (a sweep's identity, a run
+    folder's config.json) is unchanged and its runs resume; readers use ``.get(key, default)``.
+    ``train.converge_window`` continues training past the fit, so it applies only under the
+    stopping rule: with ``train.until_id_invalid_mass = 0`` (no fit; a fixed-budget config
+    derived from a placement file, e.g. the noise grid) both convergence keys are dropped. A
+    window holds at least 3 evaluations."""
+    tr = config["train"]
+    if not tr["until_id_invalid_mass"]:
+        tr["converge_window"] = 0
+    window = tr["converge_window"]
+    if window:
+        if tr["eval_every"] and window < 3 * tr["eval_every"]:
+            raise ValueError(f"train.converge_window = {window} holds fewer than 3 evaluations "
+                             f"(train.eval_every = {tr['eval_every']})")
+    for section, key, default in NEW_KEY_DEFAULTS:
+        if key == "converge_tolerance":  # kept with its window, refused without one
+            if not window:
+                if tr[key] != default:
+                    raise ValueError(f"train.converge_tolerance = {tr[key]} applies only with "
+                                     "train.converge_window > 0")
+                del tr[key]
+        elif config[section][key] == default:
+            del config[section][key]
+
+
 SCHEMA = Schema({
     "task": {
         "vocab": Field(int, 64, 4, 4096),
@@ -62,7 +98,7 @@ SCHEMA = Schema({
     "model": pick_fields(
         MODEL_FIELDS, d_model=64, n_layers=1, n_heads=1, d_head=0, norm="none", norm_kind="rms",
         mlp="none", d_mlp=0, positional="none", attn_dropout=0.0, resid_dropout=0.0,
-        init_std=0.02, attn_out_scale=1.0),
+        init_std=0.02, attn_out_scale=1.0, attn_out_multiplier=1.0),
     "train": pick_fields(
         TRAIN_FIELDS, steps=3000, batch_size=32, lr=3e-3, min_lr_ratio=0.1, warmup=100,
         schedule="cosine", weight_decay=0.01, beta1=0.9, beta2=0.98, grad_clip=1.0,
@@ -70,7 +106,12 @@ SCHEMA = Schema({
         ema="none", ema_decay=0.999, bema_update_freq=1, bema_ema_power=0.5,
         bema_bias_power=0.2, bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0,
         eval_every=0, threads=1, target="sampled", labels_per_position=1,
-        until_id_invalid_mass=0.0),
+        until_id_invalid_mass=0.0) | {
+        # issue 22: past the fit, train on until the ID invalid mass is flat over this many
+        # steps (0 = stop at the fit); flat: its log-linear trend over the window changes it by
+        # less than converge_tolerance (set_complement.train.converged_at)
+        "converge_window": Field(int, 0, 0, 10**8),
+        "converge_tolerance": Field(float, 0.1, 0.0, 1.0, lo_open=True, hi_open=True)},
     "eval": {
         "per_length": Field(int, 64, 1, 10**6),
         "seed": Field(int, 1234, 0, 2**63 - 1),

@@ -22,6 +22,10 @@ construction's embedding has mean 0), and, under LayerNorm, over the d coordinat
 
     K = |c(E M)|_F / |c(E)|_F,     e = |c(E)|_F / sqrt(v - 1),
 
+where M is the value-output map the residual sees: W_V W_O times the model's fixed
+``attn_out_multiplier`` (``Attention.value_output``; 1 by default), the knob that sets K
+from outside training (issue 22, req. 3).
+
 e the embedding scale (1 for E = Q). It is the K of post's limit statement (post -> attn_out as
 K -> oo: the residual's norm is the attention output's) and needs no fit. The logit scales are
 read off the lemma fit (``compare.fit_lemma``) of the gain-folded logit maps B' = E diag(g) W_U,
@@ -75,7 +79,7 @@ def _parts(model: Transformer) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor
     float64; under LayerNorm c also centres the d coordinates (what the norm sees)."""
     attn = model.blocks[0].attn
     E = model.W_E.detach().double()
-    M = (attn.W_V[0] @ attn.W_O[0]).detach().double()
+    M = attn.value_output(0).detach().double()  # c W_V W_O, c the fixed attn_out_multiplier
     mu = E.mean(0)
     Ec = E - mu
     if model.blocks[0].attn_norm_out.kind == "layer":
@@ -129,7 +133,7 @@ def readings(model: Transformer) -> dict:
     U = model.W_U.detach().double()
     fit_par = fit_lemma(B, ((form.V - P) @ (centre * g) @ U).numpy())  # D' without P
     E = model.W_E.detach().double()
-    V = E @ (model.blocks[0].attn.W_V[0] @ model.blocks[0].attn.W_O[0]).detach().double()
+    V = E @ model.blocks[0].attn.value_output(0).detach().double()
     K_logit = lam / beta if beta else math.inf
     out.update({
         "K_cross": K_cross, "alignment": K_cross / K if K else math.nan,
@@ -232,6 +236,7 @@ def closed_form_row(report: dict, count: int = 64) -> dict:
     diag = [r for r in margin_diagnosis(model, count=count) if r["length"] > report["train_len"]]
     return {**params, "seed": report["seed"], "vocab": report["vocab"],
             "attn_out_scale": report["attn_out_scale"],
+            "attn_out_multiplier": report.get("attn_out_multiplier", 1.0),
             "deviation": float(np.max(np.abs(m[past] / theory - 1.0))),
             "signed": float(np.mean(m[past] / theory - 1.0)),
             "deviation_strict": float(np.max(np.abs(m[past] / strict - 1.0))),
@@ -244,20 +249,21 @@ def closed_form_row(report: dict, count: int = 64) -> dict:
 
 
 def readings_table(rows: list[dict]) -> str:
-    """Markdown: one line per attn_out_scale of :func:`closed_form_row` rows (mean ± sd)."""
+    """Markdown: one line per (attn_out_multiplier, attn_out_scale) of :func:`closed_form_row`
+    rows (mean ± sd)."""
     def cell(key: str) -> str:
         a = np.array([r[key] for r in mine], dtype=np.float64)
         return f"{a.mean():.3g} ± {a.std(ddof=1) if a.size > 1 else 0.0:.2g}"
 
-    lines = ["| init scale | n | K | K_cross (alignment) | K_logit (readout gain) | old "
+    lines = ["| multiplier | init scale | n | K | K_cross (alignment) | K_logit (readout gain) | old "
              "residual-norm K | margin-fitted K | deviation: closed form | deviation: one-K "
              "form | max abs(s w_i - 1) | query share s w_s | measured abs(r) / e abs(c(z)) | "
-             "min / mean margin |", "|" + "---|" * 13]
-    for scale in sorted({r["attn_out_scale"] for r in rows}):
-        mine = [r for r in rows if r["attn_out_scale"] == scale]
+             "min / mean margin |", "|" + "---|" * 14]
+    for c, scale in sorted({(r["attn_out_multiplier"], r["attn_out_scale"]) for r in rows}):
+        mine = [r for r in rows if (r["attn_out_multiplier"], r["attn_out_scale"]) == (c, scale)]
         ratio = [x for r in mine for x in r["norm_ratio"]]
         lines.append(
-            f"| {scale:g} | {len(mine)} | {cell('K')} | {cell('K_cross')} ({cell('alignment')}) | "
+            f"| {c:g} | {scale:g} | {len(mine)} | {cell('K')} | {cell('K_cross')} ({cell('alignment')}) | "
             f"{cell('K_logit')} ({cell('readout_gain')}) | {cell('K_norm_ratio')} | "
             f"{cell('fitted_K')} | {cell('deviation')} | {cell('deviation_strict')} | "
             f"{cell('uniformity')} | {cell('query_share')} | {min(ratio):.2f}-{max(ratio):.2f} | "
@@ -268,7 +274,7 @@ def readings_table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     """``python -m resharpen.experiments.set_complement.effective_k SWEEP_FOLDER``: the readings
     and the closed-form deviation of every post run of a finished sweep that reached its fit,
-    one table line per attn_out_scale (:func:`readings_table`)."""
+    one table line per (attn_out_multiplier, attn_out_scale) (:func:`readings_table`)."""
     import argparse
 
     from resharpen.experiments.set_complement.fit_report import sweep_reports

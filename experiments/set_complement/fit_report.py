@@ -78,7 +78,7 @@ def effective_K(model: Transformer) -> dict:
     fit = fit_lemma(B.numpy(), D.numpy())
     lam, beta = float(np.median(fit.lambdas)), float(np.median(fit.betas))
     attn = model.blocks[0].attn
-    evo = (model.W_E @ attn.W_V[0] @ attn.W_O[0]).double()
+    evo = (model.W_E @ attn.value_output(0)).double()  # c W_V W_O (attn_out_multiplier c)
     residual = float(evo.norm(dim=1).median() / model.W_E.double().norm(dim=1).median())
     return {"K": lam / beta if beta != 0 else math.inf, "lambda_median": lam,
             "beta_median": beta, "relative_residual": fit.relative_residual,
@@ -166,6 +166,7 @@ def run_report(folder: str | Path, weights: str = "raw") -> dict:
         "run": str(folder), "weights": weights, "placement": placement, "vocab": vocab,
         "train_len": train_len, "d_model": width, "seed": config["train"]["seed"],
         "attn_out_scale": config["model"].get("attn_out_scale", 1.0),
+        "attn_out_multiplier": config["model"].get("attn_out_multiplier", 1.0),
         "fit_reached": summary.get("fit_reached"), "fit_step": summary.get("fit_step"),
         "id_invalid_mass": summary["by_weights"][weights]["id_invalid_mass"],
         "ood_invalid_mass": summary["by_weights"][weights]["ood_invalid_mass"],
@@ -211,25 +212,28 @@ def _s_margin_spread(report: dict) -> float:
 
 
 def fit_table(reports: list[dict]) -> str:
-    """Markdown: one row per (placement, attn_out_scale) of a fit sweep's reports (one weight
+    """Markdown: one row per (placement, attn_out_scale, attn_out_multiplier) of a fit sweep's
+    reports (one weight
     set): runs that reached the fit, fit step (median, range), ID / OOD invalid mass, the margin
     exponent a (m_s ~ s^-a on s = 2..L_train), max/min of s m_s there, the fitted closed form's
     parameters and K read off the weights (mean ± sd over the runs)."""
     groups: dict[tuple, list[dict]] = {}
     for r in reports:
-        groups.setdefault((r["placement"], r["attn_out_scale"]), []).append(r)
+        groups.setdefault((r["placement"], r["attn_out_scale"],
+                           r.get("attn_out_multiplier", 1.0)), []).append(r)
     head = ("| placement | reached | fit step (median, range) | ID inv. mass | OOD inv. mass | "
             "margin exponent a | s·m_s max/min | fitted closed form | K (residual) | "
             "K (logit maps) |")
     lines = [head, "|" + "---|" * 10]
-    for (placement, scale), reps in groups.items():
+    for (placement, scale, multiplier), reps in groups.items():
         steps = sorted(r["fit_step"] for r in reps if r["fit_step"] is not None)
         step = (f"{int(np.median(steps))} ({steps[0]}-{steps[-1]})" if steps else "—")
         params = [r["theory_params"] for r in reps if r["theory_params"]]
         fitted = ", ".join(f"{key} {_cell(p[key] for p in params)}"
                            for key in (params[0] if params else {}) if key != "residual")
         Ks = [r["effective_K"] for r in reps if r["effective_K"]]
-        name = placement + (f" (attn_out_scale {scale:g})" if scale != 1.0 else "")
+        name = placement + (f" (attn_out_scale {scale:g})" if scale != 1.0 else "") + (
+            f" (attn_out_multiplier {multiplier:g})" if multiplier != 1.0 else "")
         lines.append(
             f"| {name} | {sum(bool(r['fit_reached']) for r in reps)}/{len(reps)} | {step} | "
             f"{_cell(r['id_invalid_mass'] for r in reps)} | "

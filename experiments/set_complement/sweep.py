@@ -104,7 +104,8 @@ def flatten(config: dict, summary: dict, factors) -> dict:
     row = {"run": config["name"]}
     for dotted in sorted(factors):
         section, key = dotted.split(".")
-        row[dotted] = config[section][key]
+        # a key left out of the normalized config at its default (config.check_new_keys)
+        row[dotted] = config[section].get(key, SCHEMA.sections[section][key].default)
     row["primary"] = summary["primary"]
     for key in TABLE_SUMMARY_KEYS:
         row[key] = summary[key]
@@ -114,6 +115,9 @@ def flatten(config: dict, summary: dict, factors) -> dict:
     if "fit_reached" in summary:  # the stopping rule: each run at its own fit
         row["fit_reached"] = summary["fit_reached"]
         row["fit_step"] = summary["fit_step"]
+    if "converged" in summary:  # train.converge_window: the step that converged, or None
+        done = summary["converged"]
+        row["converged_step"] = done["step"] if done["converged"] else None
     row["seconds"] = round(summary["seconds"], 3)
     return row
 

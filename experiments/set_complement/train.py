@@ -29,6 +29,23 @@ the fit ladder (``summary.ladder``, :func:`ladder_rungs`): at the first evaluati
 rung 1e-2, 3e-3, 1e-3, 3e-4, 1e-4 above its target (and the target), the OOD invalid mass and the
 per-length invalid mass and margins, so OOD behaviour can be read against the fit.
 
+Convergence (``train.converge_window`` = W > 0 steps, ``train.converge_tolerance`` = tau; issue
+22, req. 1: OOD "at convergence, ID mass flat over 1000 steps"): the run does not end at its
+fit but trains on, with ``train.steps`` still the cap, until the first evaluation step t with
+t - W >= fit_step whose window is flat (:func:`converged_at`): with m_j the stopping rule's ID
+invalid mass at the evaluation steps t_j in the window (t - W, t] (at least 3 of them) and b the
+least-squares slope of ln m_j on t_j, the relative change of the trend across the window,
+
+    delta = exp(b W) - 1,
+
+satisfies |delta| < tau. The run's weights, per-length records and summary stay those of the
+fit step (every other number of the run is unchanged); ``summary.converged`` records {window,
+tolerance, converged, step, change, id_invalid_mass, ood_invalid_mass, per_length} at the step
+that converged, or at the last evaluation with ``converged`` false when the cap came first (or
+the fit was never reached); the ladder continues past the target to every rung of
+:data:`FIT_LADDER` the run reaches. In an ensemble each member converges (and stops) on its
+own, as at its fit.
+
 Config (TOML, ``experiments/configs/set_complement/``; :data:`SCHEMA`, read without torch by
 :mod:`resharpen.experiments.set_complement.config`)::
 
@@ -37,7 +54,8 @@ Config (TOML, ``experiments/configs/set_complement/``; :data:`SCHEMA`, read with
     [train]  the core's [train] table without log_every; ema picks the *primary* weights,
              whose summary is the run's headline (and the factor a sweep varies);
              eval_every: evaluate the three weight sets every k steps; target,
-             labels_per_position: the training target; until_id_invalid_mass: the stopping rule
+             labels_per_position: the training target; until_id_invalid_mass: the stopping rule;
+             converge_window, converge_tolerance: train on past the fit until convergence
     [eval]   per_length, seed, threshold
 
 Evaluation is exact (float64, p* known) at every length s = 1..v-1
@@ -54,6 +72,8 @@ Summaries (see :func:`summarize`):
 """
 from __future__ import annotations
 
+import copy
+import math
 import time
 from typing import Callable
 
@@ -228,6 +248,12 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
         return batch(tokens[0] if k == 1 else tokens)
 
     ladders: list[list[dict]] = [[] for _ in configs]
+    window, tolerance = tr.get("converge_window", 0), tr.get("converge_tolerance", 0.1)
+    trails: list[list[tuple[int, float]]] = [[] for _ in configs]  # (step, ID mass) per member
+    at_fit: dict[int, dict] = {}  # member -> its weights at its fit step (convergence on)
+    fit_steps: dict[int, int] = {}
+    converged: dict[int, dict] = {}
+    last: dict[int, dict] = {}  # member -> its latest convergence record
 
     def record(i: int, step: int, loss: float) -> dict:
         config = configs[i]
@@ -239,7 +265,19 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
             row["fit_id_invalid_mass"] = summarize(records, v, length, config["eval"]["threshold"]
                                                    )["id_invalid_mass"]
             ladders[i] += ladder_rungs(ladders[i], tr["until_id_invalid_mass"], step,
-                                       row["fit_id_invalid_mass"], records, length)
+                                       row["fit_id_invalid_mass"], records, length,
+                                       beyond=bool(window))
+            if window:
+                trails[i].append((step, row["fit_id_invalid_mass"]))
+                if i not in fit_steps and fit_reached(config, row):
+                    fit_steps[i] = step
+                    at_fit[i] = {kind: copy.deepcopy(module)
+                                 for kind, module in state.snapshot(i).items()}
+                flat, change = converged_at(trails[i], fit_steps.get(i), window, tolerance)
+                last[i] = convergence_record(window, tolerance, flat, step, change,
+                                             row["fit_id_invalid_mass"], records, length)
+                if flat:
+                    converged[i] = last[i]
         if weights is not None and post_K_tracked(config):  # issue 22: K over training
             from resharpen.experiments.set_complement.effective_k import post_K
             row["post_K"] = post_K(weights["raw"])
@@ -247,15 +285,22 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
             log(row)
         return row
 
+    def stop(i: int, row: dict) -> bool:
+        return i in converged if window else fit_reached(configs[i], row)
+
     fitted = fit_members(state, tr, next_batch, every=tr["eval_every"], record=record,
-                         stop=lambda i, row: fit_reached(configs[i], row), smoothing=0.02,
+                         stop=stop, smoothing=0.02,
                          names=[c.get("name", "") for c in configs], progress=progress)
     extra = {} if k == 1 else {"ensemble": k}
     results = []
-    for config, history, weights, ladder in zip(configs, fitted.histories, fitted.weights,
-                                                ladders):
-        result = finish_run(config, weights, history, start, **extra,
-                            **({"ladder": ladder} if tr["until_id_invalid_mass"] else {}))
+    for i, (config, history, weights, ladder) in enumerate(zip(
+            configs, fitted.histories, fitted.weights, ladders)):
+        fields = {"ladder": ladder} if tr["until_id_invalid_mass"] else {}
+        if window:  # the run's result is its fit; convergence is recorded beside it
+            weights = at_fit.get(i, weights)
+            fields["converged"] = last.get(i) or convergence_record(
+                window, tolerance, False, None, math.nan, math.nan, [], length)
+        result = finish_run(config, weights, history, start, **extra, **fields)
         results.append({**result, "weights": weight_sets(weights)})
     if k > 1:  # the group's wall time, shared evenly
         for result in results:
@@ -278,23 +323,62 @@ behaviour on the way to its fit (:func:`ladder_rungs`)."""
 
 
 def ladder_rungs(done: list[dict], target: float, step: int, fit: float, records: list[dict],
-                 train_len: int) -> list[dict]:
-    """The rungs of :data:`FIT_LADDER` (those >= the run's ``target``, and the target itself)
-    that the raw weights' ID invalid mass ``fit`` reaches for the first time at ``step``: for
-    each, {rung, step, id_invalid_mass, ood_invalid_mass, per_length: [length, invalid mass,
-    non-query min margin, query margin]} from the evaluation ``records`` of that step, so the
-    OOD mass and the margins can be read against the fit, rung by rung, not only at the stop."""
-    rungs = sorted({r for r in FIT_LADDER if r >= target} | {target}, reverse=True)
+                 train_len: int, beyond: bool = False) -> list[dict]:
+    """The rungs of :data:`FIT_LADDER` (those >= the run's ``target``, and the target itself;
+    ``beyond``: every rung, for a run that trains on past its fit) that the raw weights' ID
+    invalid mass ``fit`` reaches for the first time at ``step``: for each, {rung, step,
+    id_invalid_mass, ood_invalid_mass, per_length: [length, invalid mass, non-query min margin,
+    query margin]} from the evaluation ``records`` of that step, so the OOD mass and the
+    margins can be read against the fit, rung by rung, not only at the stop."""
+    rungs = sorted({r for r in FIT_LADDER if beyond or r >= target} | {target}, reverse=True)
     reached = {entry["rung"] for entry in done}
     new = [r for r in rungs if r not in reached and fit <= r]
     if not new:
         return []
+    ood, table = _ood_and_table(records, train_len)
+    return [{"rung": rung, "step": step, "id_invalid_mass": fit, "ood_invalid_mass": ood,
+             "per_length": table} for rung in new]
+
+
+def _ood_and_table(records: list[dict], train_len: int) -> tuple[float, list[list[float]]]:
+    """(mean invalid mass over the lengths > ``train_len``, per-length rows [length, invalid
+    mass, non-query min margin, query margin]) of one evaluation's ``records``."""
     ood = [r["invalid_mass"] for r in records if r["length"] > train_len]
     table = [[r["length"], r["invalid_mass"], r["margin_nonquery_min"], r["margin_query"]]
              for r in records]
-    return [{"rung": rung, "step": step, "id_invalid_mass": fit,
-             "ood_invalid_mass": float(np.mean(ood)) if ood else float("nan"),
-             "per_length": table} for rung in new]
+    return (float(np.mean(ood)) if ood else float("nan")), table
+
+
+def converged_at(trail: list[tuple[int, float]], fit_step: int | None, window: int,
+                 tolerance: float) -> tuple[bool, float]:
+    """(flat, delta) of a run's ID invalid mass ``trail`` [(step, m)] at its last step t (module
+    docstring, "Convergence"): delta = exp(b W) - 1 with b the least-squares slope of ln m on the
+    step over the evaluations in (t - W, t]; flat when the fit was reached (``fit_step`` not
+    None), t - W >= fit_step, the window holds at least 3 evaluations and |delta| < tolerance.
+    delta is NaN when there is no such window yet."""
+    if fit_step is None or not trail or trail[-1][0] - window < fit_step:
+        return False, math.nan
+    t = trail[-1][0]
+    points = [(s, m) for s, m in trail if s > t - window]
+    if len(points) < 3:
+        return False, math.nan
+    steps = np.array([s for s, _ in points], dtype=np.float64)
+    logs = np.log(np.maximum([m for _, m in points], np.finfo(np.float64).tiny))
+    slope = np.polyfit(steps, logs, 1)[0]
+    change = float(np.expm1(slope * window))
+    return abs(change) < tolerance, change
+
+
+def convergence_record(window: int, tolerance: float, flat: bool, step: int | None,
+                       change: float, fit: float, records: list[dict], train_len: int) -> dict:
+    """``summary.converged``: the rule's window and tolerance, whether the run converged, the
+    evaluation step (the one that converged, else the last), the window's relative change
+    (:func:`converged_at`), and the ID / OOD invalid mass and per-length rows (as a ladder
+    rung's) of the raw weights there."""
+    ood, table = _ood_and_table(records, train_len) if records else (math.nan, [])
+    return {"window": window, "tolerance": tolerance, "converged": bool(flat), "step": step,
+            "change": change, "id_invalid_mass": fit, "ood_invalid_mass": ood,
+            "per_length": table}
 
 
 DATA_CHUNK = 64  # training steps of data drawn at once per run
@@ -363,4 +447,5 @@ def finish_run(config: dict, modules: dict, history: list[dict], start: float,
 __all__ = ["SCHEMA", "SUMMARY_METRICS", "load_config", "sc_model_config", "sample_sequences",
            "next_token_targets", "target_batches", "summarize", "evaluate_weights", "fit_measure",
            "fit_reached", "fit_summary", "train", "train_group", "SetComplementStreams", "history_row", "finish_run",
-           "attn_out_margin", "fit_exponent"]
+           "attn_out_margin", "fit_exponent", "ladder_rungs", "converged_at",
+           "convergence_record", "FIT_LADDER"]

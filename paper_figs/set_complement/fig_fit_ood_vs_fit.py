@@ -8,7 +8,12 @@ At each rung (ID invalid mass 1e-2, 3e-3, 1e-3, ..., ``summary.ladder``: the fir
 of a run at or below it) a point is the mean over seeds of the raw weights' ID invalid mass
 (x) and OOD invalid mass (y), with the seeds' min-max as bars; one line per placement, solid
 for the first setting and dashed for the second. A placement whose curve moves with the
-setting (post) has no single "OOD at matched fit"; none's does not move. Never trains: a missing
+setting (post) has no single "OOD at matched fit"; none's does not move. A run trained on past
+its fit (``train.converge_window``) that converged adds its point at convergence (ID invalid
+mass flat over the window, ``summary.converged``): a hollow star per placement and setting at
+the mean over the seeds that converged (not every seed does within the cap), joined to the
+curve by a dotted line (only the full sweeps have it; the quick
+ones stop at the fit). Never trains: a missing
 sweep skips the figure with the command that runs it. Claim shown:
 fit.placements.ood_at_every_rung.
 """
@@ -26,7 +31,7 @@ def make(profile: str, outdir):
     from matplotlib import ticker
 
     from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.set_complement.claims_fit import ladder_rows
+    from resharpen.experiments.set_complement.claims_fit import CONVERGED, ladder_rows
     from resharpen.paper_figs import save, style
     from resharpen.paper_figs.results import set_complement_sweep
 
@@ -37,6 +42,8 @@ def make(profile: str, outdir):
         rows = data[name]
         for placement in PLACEMENTS:
             mine = [r for r in rows if r["placement"] == placement]
+            done = [r for r in mine if r["rung"] == CONVERGED]
+            mine = [r for r in mine if r["rung"] != CONVERGED]
             rungs = sorted({r["rung"] for r in mine}, reverse=True)
             x = [np.mean([r["id"] for r in mine if r["rung"] == g]) for g in rungs]
             ood = [[r["ood"] for r in mine if r["rung"] == g] for g in rungs]
@@ -45,11 +52,18 @@ def make(profile: str, outdir):
                             [max(v) - m for m, v in zip(y, ood)]])
             ax.errorbar(x, y, yerr=err, ls=dash, marker=style.PLACEMENT_MARKERS[placement],
                         ms=3, lw=1.0, capsize=1.5, color=style.placement_color(placement))
+            if done and x:  # the point at convergence, after the last rung
+                cx, cy = np.mean([r["id"] for r in done]), np.mean([r["ood"] for r in done])
+                ax.plot([x[-1], cx], [y[-1], cy], ls=":", lw=0.8,
+                        color=style.placement_color(placement))
+                ax.plot([cx], [cy], ls="none", marker="*", ms=6, mfc="none",
+                        color=style.placement_color(placement))
     ax.set(xscale="log", yscale="log", xlabel="ID invalid mass (the fit rung reached)",
            ylabel="raw OOD invalid mass")
     ax.invert_xaxis()  # training runs left to right
     ax.xaxis.set_minor_formatter(ticker.NullFormatter())
-    ax.set_xticks([1e-2, 3e-3, 1e-3, 3e-4], ["1e-2", "3e-3", "1e-3", "3e-4"])  # the rungs
+    ax.set_xticks([1e-2, 3e-3, 1e-3, 3e-4, 1e-4],
+                  ["1e-2", "3e-3", "1e-3", "3e-4", "1e-4"])  # the rungs
     ax.tick_params(which="both", labelsize=style.MIN_FONT)
     ax.set_title("OOD against fit, per placement and setting", fontsize=style.MIN_FONT + 1)
     keys = [style.key(p, marker=style.PLACEMENT_MARKERS[p], ms=3, color=style.placement_color(p))
@@ -57,6 +71,9 @@ def make(profile: str, outdir):
     keys += [style.key(label, ls=dash, lw=1.0, color=style.MUTED)
              for dash, label in SWEEPS.values()]
     keys += [style.key("bars: min-max over seeds", ls="none", marker="|", color=style.MUTED)]
+    if any(r["rung"] == CONVERGED for rows in data.values() for r in rows):
+        keys += [style.key("at convergence (flat ID mass)", ls="none", marker="*", mfc="none",
+                           color=style.MUTED)]
     fig.tight_layout()
     style.legend_below(fig, keys, ncol=3)
     return save(fig, outdir, "fig_fit_ood_vs_fit", profile)

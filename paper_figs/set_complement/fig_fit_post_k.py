@@ -1,15 +1,18 @@
 """Post's effective K over training and post's out-of-distribution invalid mass against it, on
-the K sweep (``experiments/configs/set_complement/fit_post_k_sweep_v32.toml``: the attention
-output's init scale ``model.attn_out_scale`` swept from 1 to 64, post and attn_out arms, trained
-to the fit with soft targets; quick profile: its v = 16 quick sweep, stamped).
+the K sweep (``experiments/configs/set_complement/fit_post_k_sweep_v32.toml``: post with a fixed
+attention-output multiplier ``model.attn_out_multiplier`` c and W_O's init scale
+``model.attn_out_scale`` s, trained to the fit with soft targets; quick profile: its v = 16
+quick sweep, stamped).
 
-K = |c(E W_V W_O)|_F / |c(E)|_F, read off the raw weights
+K = |c(E M)|_F / |c(E)|_F with M = c W_V W_O, read off the raw weights
 (:func:`resharpen.experiments.set_complement.effective_k.post_K`): left, at every evaluation step
-of each post run (the trainer's ``post_K`` history), mean over seeds per init scale; right, at the
-fit, post's raw OOD invalid mass per run against its K, with attn_out's OOD invalid mass (mean
-± sd over its runs, which do not depend on K) as the reference. Never trains: a missing sweep
-skips the figure with the command that runs it. Claims shown: fit.post.ood_falls_with_k (the
-Spearman correlation in the right panel's title).
+of each post run (the trainer's ``post_K`` history), mean over seeds per setting (c, s); right,
+at the fit, post's raw OOD invalid mass per run against its K, with attn_out's OOD invalid mass
+at the fit (mean ± sd over seeds, from the K sweep's attn_out arm if it has one, else from the
+placement sweep ``fit_placements_v32`` of the same profile, same setting; attn_out does not
+depend on K) as the reference. Never trains: a missing sweep skips the figure with the command
+that runs it. Claims shown: fit.post.ood_falls_with_k (the Spearman correlation in the right
+panel's title).
 """
 from __future__ import annotations
 
@@ -30,6 +33,8 @@ def _runs(root: Path) -> list[dict]:
         history = read_jsonl(run["folder"] / "metrics.jsonl", "run history")
         out.append({"placement": config["model"]["norm"],
                     "scale": config["model"]["attn_out_scale"],
+                    "multiplier": config["model"].get("attn_out_multiplier", 1.0),
+                    "seed": config["train"]["seed"],
                     "vocab": config["task"]["vocab"], "reached": summary.get("fit_reached"),
                     "ood": summary["by_weights"]["raw"]["ood_invalid_mass"],
                     "steps": [h["step"] for h in history if "post_K" in h],
@@ -44,18 +49,26 @@ def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.core.io import ensure_writable_dir
     from resharpen.experiments.ledger import stats
     from resharpen.paper_figs import save, style
-    from resharpen.paper_figs.results import set_complement_sweep
+    from resharpen.paper_figs.results import MissingResults, set_complement_sweep
 
     root = set_complement_sweep(SWEEP, profile)
     runs = _runs(root)
     ensure_writable_dir(outdir)
     post = [r for r in runs if r["placement"] == "post" and r["reached"] and r["K"]]
     attn = [r["ood"] for r in runs if r["placement"] == "attn_out" and r["reached"]]
-    scales = sorted({r["scale"] for r in post})
-    colours = dict(zip(scales, style.sequence_colors(len(scales))))
+    if not attn:  # the placement sweep's attn_out arm (same setting and seeds)
+        try:
+            placed = _runs(set_complement_sweep("fit_placements_v32", profile))
+            seeds = {r["seed"] for r in runs}
+            attn = [r["ood"] for r in placed if r["placement"] == "attn_out" and r["reached"]
+                    and r["seed"] in seeds]
+        except MissingResults:
+            attn = []
+    settings = sorted({(r["multiplier"], r["scale"]) for r in post})
+    colours = dict(zip(settings, style.sequence_colors(len(settings))))
     fig, (left, right) = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 2.8))
-    for scale in scales:
-        mine = [r for r in post if r["scale"] == scale]
+    for scale in settings:
+        mine = [r for r in post if (r["multiplier"], r["scale"]) == scale]
         length = min(len(r["K"]) for r in mine)  # runs stop at their own fit
         K = np.array([r["K"][:length] for r in mine])
         left.plot(mine[0]["steps"][:length], K.mean(0), "-", lw=1.2, color=colours[scale])
@@ -68,8 +81,8 @@ def make(profile: str, outdir: Path) -> list[Path]:
         right.axhspan(mean - sd, mean + sd, color=style.placement_color("attn_out"), alpha=0.2)
     test = stats.spearman([r["K"][-1] for r in post], [r["ood"] for r in post], "less")
     vocab = post[0]["vocab"] if post else "?"
-    left.set(xlabel="training step", ylabel="K = |c(E W_V W_O)| / |c(E)|", yscale="log")
-    left.set_title(f"v = {vocab}: post's K over training\n(mean over seeds per init scale)",
+    left.set(xlabel="training step", ylabel="K = |c(E c W_V W_O)| / |c(E)|", yscale="log")
+    left.set_title(f"v = {vocab}: post's K over training\n(mean over seeds per setting)",
                    fontsize=style.MIN_FONT)
     right.set(xlabel="K at the fit", ylabel="raw OOD invalid mass", xscale="log", yscale="log")
     right.set_title(f"v = {vocab}: post OOD vs K at the fit (n = {test.n})\nSpearman rho "
@@ -78,12 +91,12 @@ def make(profile: str, outdir: Path) -> list[Path]:
         axis.set_major_formatter(ticker.LogFormatter())  # 4, 6 rather than 4 x 10^0
         axis.set_minor_formatter(ticker.LogFormatter(minor_thresholds=(2, 0.5)))
         ax.tick_params(which="both", labelsize=style.MIN_FONT)
-    keys = [style.key(f"post, attn_out_scale {scale:g}", marker="o", ms=3,
-                      color=colours[scale]) for scale in scales]
+    keys = [style.key(f"post, multiplier {c:g}, init scale {scale:g}", marker="o", ms=3,
+                      color=colours[(c, scale)]) for c, scale in settings]
     keys += [style.key("a dot on the left: the run's last evaluation (its fit)", marker="o",
                        ls="none", ms=3, color=style.MUTED),
-             style.key("attn_out at the fit: mean (dashed) ± sd (band) over every scale and "
-                       "seed", ls="--", lw=0.6)]
+             style.key("attn_out at the fit: mean (dashed) ± sd (band) over its seeds",
+                       ls="--", lw=0.6)]
     fig.suptitle(f"Post-Norm's effective K, {profile} profile (raw weights)",
                  fontsize=style.MIN_FONT + 1)
     fig.tight_layout(w_pad=1.0)

@@ -55,6 +55,33 @@ def test_closed_form_is_the_constructions_measured_margin(lam):
     assert ek.deviation(rows, 3) < 1e-9
 
 
+@pytest.mark.parametrize("c", [0.0625, 4.0])
+def test_the_fixed_multiplier_is_part_of_K(c):
+    """model.attn_out_multiplier c (issue 22, req. 3): the construction rebuilt with W_O / c and
+    the multiplier c computes the same logits, and every reading gives back the construction's
+    K = lambda/beta exactly; with W_O left as it is, K is c lambda/beta."""
+    import dataclasses
+
+    from resharpen.experiments.core.model import Transformer
+
+    lam, beta = 6.0, 1.5
+    built = cons.build("tight", 10, norm="post", lam=lam, beta=beta, gain=1.3)
+    cfg = dataclasses.replace(built.model.cfg, attn_out_multiplier=c)
+    state = built.model.state_dict()
+    scaled = Transformer(cfg).to(torch.float64)
+    scaled.load_state_dict({**state, "blocks.0.attn.W_O": state["blocks.0.attn.W_O"] / c})
+    tokens = torch.tensor([[3, 1, 7, 0, 5]])
+    torch.testing.assert_close(scaled(tokens), built.model(tokens), rtol=1e-12, atol=1e-12)
+    r = ek.readings(scaled)
+    for key in ("K", "K_cross", "K_logit", "K_norm_ratio"):
+        assert r[key] == pytest.approx(lam / beta, rel=1e-9), key
+    assert ek.post_K(scaled)["lambda_g"] == pytest.approx(lam * 1.3, rel=1e-9)
+    assert ek.deviation(ek.margin_diagnosis(scaled, count=8), 3) < 1e-9
+    raised = Transformer(cfg).to(torch.float64)
+    raised.load_state_dict(state)
+    assert ek.post_K(raised)["K"] == pytest.approx(c * lam / beta, rel=1e-9)
+
+
 def test_residual_norm_is_the_centred_norm_of_z():
     v, K = 9, 2.5
     for s in range(1, v):
@@ -112,16 +139,36 @@ def test_the_k_sweep_claim_can_fail(monkeypatch, tmp_path, slope, status):
     from resharpen.experiments.set_complement import claims_fit
 
     rows = []
-    for i, scale in enumerate((1.0, 2.0, 4.0, 8.0, 16.0, 32.0)):
+    for i, (c, scale) in enumerate([(0.0625, 1.0), (0.0625, 8.0), (0.0625, 64.0), (1.0, 1.0),
+                                    (1.0, 8.0), (1.0, 64.0)]):
         for seed in (0, 1):
             K = 3.0 * (1 + i) + 0.1 * seed
-            rows.append({"placement": "post", "scale": scale, "seed": seed, "vocab": 16,
-                         "reached": True, "id": 1e-3, "ood": 0.1 + slope * 0.01 * K,
-                         "K": K, "K_logit": 2 * K, "K_cross": 1.0 / K})
-            rows.append({"placement": "attn_out", "scale": scale, "seed": seed, "vocab": 16,
-                         "reached": True, "id": 1e-3, "ood": 0.015 + 1e-4 * seed})
+            rows.append({"placement": "post", "scale": scale, "multiplier": c, "seed": seed,
+                         "vocab": 16, "reached": True, "id": 1e-3,
+                         "ood": 0.1 + slope * 0.01 * K, "K": K, "K_logit": 2 * K,
+                         "K_cross": 1.0 / K})
+            rows.append({"placement": "attn_out", "scale": scale, "multiplier": c,
+                         "seed": seed, "vocab": 16, "reached": True, "id": 1e-3,
+                         "ood": 0.015 + 1e-4 * seed})
     monkeypatch.setattr(claims_fit, "sweep_root", lambda name, profile: tmp_path)
     monkeypatch.setattr(claims_fit, "k_sweep_rows", lambda root: rows)
     outcome = claims_fit.check_post_ood_falls_with_k("quick")
     got = "PASS" if outcome.passed else ("INCONCLUSIVE" if outcome.inconclusive else "FAIL")
     assert got == status, outcome.detail
+
+
+def test_members_with_the_multiplier_train_as_they_would_alone():
+    """model.attn_out_multiplier in an ensemble (the engine runs the module's own forward): each
+    member ends with the weights of its lone run, up to float32 rounding; the multiplier reaches
+    the trained model's config."""
+    from resharpen.experiments.set_complement.train import train_group
+
+    configs = [tiny(f"m{seed}", **{"model.norm": "post", "model.attn_out_multiplier": 0.25,
+                                   "train.seed": seed}) for seed in (0, 1)]
+    grouped = train_group(configs)
+    for config, got in zip(configs, grouped):
+        want = train(config, progress=False)
+        assert want["model"].cfg.attn_out_multiplier == 0.25
+        for name, tensor in want["model"].state_dict().items():
+            torch.testing.assert_close(got["weights"].tensors["raw"][name], tensor,
+                                       rtol=1e-4, atol=1e-5)
