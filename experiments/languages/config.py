@@ -33,6 +33,10 @@ SCHEMA = Schema({
         # invalid mass on the evaluation set is <= until_id_invalid_mass (0 = off; train.steps
         # is the cap); it must be below a tenth of a uniform prediction's (uniform_id_invalid_mass)
         "until_id_invalid_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+        # false: measure and record the fit at every record step but train to train.steps (a
+        # fixed budget, e.g. the noise grid: averaging windows well inside every run); left out
+        # of the normalized config at its default (see make_config)
+        "stop": Field(bool, True, choices=(False, True)),
     },
     "eval": {
         "count": Field(int, 128, 1, 10**6),
@@ -66,8 +70,25 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
             raise ValueError(f"fit.until_id_invalid_mass = {target:g} is not below a tenth of "
                              f"the in-distribution invalid mass of a uniform prediction on task "
                              f"{t['name']!r} ({uniform:.4g}): a fit must be well above chance")
+    if config["fit"]["stop"]:  # a key added after grids had run: left out at its default, so
+        del config["fit"]["stop"]  # their configs (identities, config.json) are unchanged
+    elif not target:
+        raise ValueError("fit.stop = false records the fit without stopping: it needs "
+                         "fit.until_id_invalid_mass > 0 (the level recorded)")
     config["name"] = name or f"{t['name']}-{config['model']['norm']}-s{config['train']['seed']}"
     return config
+
+
+def stops_at_fit(config: dict) -> bool:
+    """Whether a run ends at its fit (``fit.until_id_invalid_mass`` > 0 and ``fit.stop``, true
+    when left out), rather than recording it and training to ``train.steps``."""
+    return bool(config["fit"]["until_id_invalid_mass"]) and config["fit"].get("stop", True)
+
+
+def target_tag(train: dict) -> str:
+    """The training target of a ``[train]`` table in a run name: ``soft``, or ``k<k>`` for k
+    sampled labels per position (``k1``: the token that comes next)."""
+    return "soft" if train["target"] == "soft" else f"k{train['labels_per_position']}"
 
 
 def build_task(config: dict):

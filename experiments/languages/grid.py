@@ -43,14 +43,14 @@ from pathlib import Path
 import numpy as np
 
 from resharpen.experiments.core.backends import check_backend
-from resharpen.experiments.core.config import (CONFIG_DIR, find_config, load_sweep,
-                                               sample_configs, sweep_folder)
-from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
+from resharpen.experiments.core.config import (CONFIG_DIR, find_config, grid_points,
+                                               load_sweep, sample_configs, sweep_folder)
+from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text, dumps_json,
                                            ensure_writable_dir, loads_json)
 from resharpen.experiments.core.sweep import execute, load_runs, write_rows
 from resharpen.experiments.core.runs import WEIGHT_KINDS
 from resharpen.experiments.core.train_config import NORM_PLACEMENTS
-from resharpen.experiments.languages.config import SCHEMA, make_config
+from resharpen.experiments.languages.config import SCHEMA, make_config, target_tag
 from resharpen.experiments.languages.registry import TASKS
 
 GRID_DIR = CONFIG_DIR / "languages"
@@ -64,7 +64,9 @@ def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
     (:func:`resharpen.experiments.core.config.load_sweep`): a path, the name of a packaged grid
     such as ``languages/othello`` (:func:`find_config`), or the parsed table. Its ``[search]``
     grids ``task.name``, ``model.norm`` and ``train.seed``; each run is named
-    ``<task>-<norm>-s<seed>`` and must be distinct."""
+    ``<task>-<norm>-s<seed>`` (``<task>-<norm>-<target>-s<seed>`` when the grid's runs train
+    with more than one target, :func:`~resharpen.experiments.languages.config.target_tag`) and
+    must be distinct."""
     source = path if isinstance(path, dict) else find_config(path, "grid file")
     base, settings, space = load_sweep(source, SCHEMA, profile)
     for when in settings["when"]:
@@ -75,14 +77,38 @@ def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
                              f"tasks: {', '.join(sorted(TASKS))}")
     configs = sample_configs(base, space, settings["runs"], settings["seed"], SCHEMA,
                              settings["when"], make=lambda sections, index: make_config(sections))
+    if settings["runs"] <= len(grid_points(space)):  # more runs than points repeat a point:
+        configs = distinct_runs(configs)               # refused below, not merged
+    if len({target_tag(c["train"]) for c in configs}) > 1:  # a grid over training targets
+        for c in configs:
+            c["name"] = (f"{c['task']['name']}-{c['model']['norm']}-{target_tag(c['train'])}"
+                         f"-s{c['train']['seed']}")
     names = [c["name"] for c in configs]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(f"the grid trains run {repeated[0]!r} twice: its runs are named "
-                         "<task>-<norm>-s<seed>, so grid task.name, model.norm and train.seed "
-                         "(without repeats) and keep sweep.runs at their product")
+                         "<task>-<norm>-s<seed> (<task>-<norm>-<target>-s<seed> in a grid over "
+                         "training targets), so grid task.name, model.norm, train.seed (and "
+                         "the target) without repeats and keep sweep.runs at their product")
     return {"name": base["name"] + ("-quick" if profile == "quick" else ""), "profile": profile,
             "configs": configs, "ensemble": settings["ensemble"]}
+
+
+def distinct_runs(configs: list[dict]) -> list[dict]:
+    """``configs`` with every config equal to an earlier one (all but the name) left out: the
+    run is trained once. Grid values cannot repeat (``load_sweep``), so when ``sweep.runs`` does
+    not exceed the grid's points (:func:`load_grid` calls this only then) equal configs come only
+    from a ``[[when]]`` table that makes two grid points one run, e.g. the soft target at every
+    ``train.labels_per_position`` of a grid over targets (soft has no labels: a ``[[when]]``
+    sets them to 1)."""
+    seen, out = set(), []
+    for config in configs:
+        key = dumps_json({k: v for k, v in config.items() if k != "name"}, indent=None,
+                         sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append(config)
+    return out
 
 
 def run_group(configs: list[dict]) -> list[dict]:
@@ -137,12 +163,18 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
 
 # ------------------------------------------------------------------------- tables
 def table_rows(root: str | Path) -> list[dict]:
-    """One row per finished run and weight set: task, norm, seed, weights, the summaries."""
+    """One row per finished run and weight set: task, norm, seed, weights, target, the
+    summaries. In a grid over training targets (the noise grid) ``norm`` names the arm,
+    ``<norm>/<target>`` (``pre/k1``), so the report's tables keep the targets apart."""
     rows = []
-    for run in load_runs(root):
+    runs = load_runs(root)
+    targets = len({target_tag(run["config"]["train"]) for run in runs}) > 1
+    for run in runs:
         c, s = run["config"], run["summary"]
+        tag = target_tag(c["train"])
+        norm = f"{c['model']['norm']}/{tag}" if targets else c["model"]["norm"]
         for weights in WEIGHT_KINDS:
-            row = {"run": c["name"], "task": c["task"]["name"], "norm": c["model"]["norm"],
+            row = {"run": c["name"], "task": c["task"]["name"], "norm": norm, "target": tag,
                    "seed": c["train"]["seed"], "weights": weights,
                    "train_len": c["task"]["train_len"], "eval_len": c["task"]["eval_len"]}
             row.update(s["by_weights"][weights])
@@ -185,12 +217,17 @@ def paired_effects(rows: list[dict], metric: str = "ood_invalid_mass") -> list[d
     by seed (raw weights); mean ± std of the differences and how many are negative."""
     by_run = {(r["run"], r["weights"]): r for r in rows}
     out = []
+    targets = sorted({r.get("target", "") for r in rows})
     for task in sorted({r["task"] for r in rows}):
-        runs = sorted({r["run"] for r in rows if r["task"] == task})
-        for weights in ("ema", "bema"):
-            d = [by_run[(run, weights)][metric] - by_run[(run, "raw")][metric] for run in runs
-                 if (run, weights) in by_run and (run, "raw") in by_run]
-            out.append(_effect(task, f"{weights} - raw", d))
+        for target in targets:  # a grid over training targets: each target apart
+            runs = sorted({r["run"] for r in rows if r["task"] == task
+                           and r.get("target", "") == target})
+            label = f" ({target})" if len(targets) > 1 else ""
+            for weights in ("ema", "bema"):
+                d = [by_run[(run, weights)][metric] - by_run[(run, "raw")][metric]
+                     for run in runs if (run, weights) in by_run and (run, "raw") in by_run]
+                if d or not label:
+                    out.append(_effect(task, f"{weights} - raw{label}", d))
         raw = {(r["norm"], r["seed"]): r[metric] for r in rows
                if r["task"] == task and r["weights"] == "raw"}
         for norm in ("post", "attn_out"):
@@ -205,7 +242,8 @@ def overview_lines(rows: list[dict], metric: str = "ood_invalid_mass") -> list[s
     """A markdown table, one row per task: ``metric`` of the raw weights per placement (mean ±
     sample std over seeds, max = worst seed), then EMA - raw and BEMA - raw paired within runs
     over all placements (mean ± std of the differences, runs where the average is lower)."""
-    norms = [n for n in NORM_PLACEMENTS if any(r["norm"] == n for r in rows)]
+    norms = [n for n in NORM_PLACEMENTS if any(r["norm"] == n for r in rows)] + sorted(
+        {r["norm"] for r in rows} - set(NORM_PLACEMENTS))  # arms of a grid over targets
     stats = {(e["task"], e["norm"], e["weights"]): e[metric] for e in summary_table(rows)}
     effects = {(e["task"], e["comparison"]): e for e in paired_effects(rows, metric)}
     lines = ["| task | " + " | ".join(f"{n} (raw)" for n in norms) + " | EMA − raw | BEMA − raw |",

@@ -32,7 +32,9 @@ Stopping rule (``fit.until_id_invalid_mass`` = m > 0, ``train.steps`` the cap): 
 step (every ``train.log_every`` steps) the raw weights' mean invalid mass over the prefix lengths
 1..train_len of the evaluation sequences (:func:`fit_measure`) is measured exactly; the run ends
 at the first step where it is <= m, and the summary records ``fit_target``, ``fit_reached``,
-``fit_step`` and ``steps_trained``. The config refuses an m that is not below a tenth of a
+``fit_step`` and ``steps_trained``. With ``fit.stop = false`` the same measure is recorded at
+every record step but the run trains to ``train.steps`` (a fixed budget; ``fit_step`` is then
+when the raw weights first reached m, if they did). The config refuses an m that is not below a tenth of a
 uniform prediction's ID invalid mass on the task (``config.uniform_id_invalid_mass``). In an
 ensemble each member ends at its own fit.
 
@@ -66,7 +68,8 @@ from resharpen.experiments.core.metrics import METRICS, target_set_metrics
 from resharpen.experiments.core.targets import TrainingTarget, label_generator, make_batch
 from resharpen.experiments.core.train import (fit_members, members_state, model_config,
                                               seeded_model, stacking_pays, weight_sets)
-from resharpen.experiments.languages.config import SCHEMA, build_task, make_config
+from resharpen.experiments.languages.config import (SCHEMA, build_task, make_config,
+                                                  stops_at_fit)
 
 SUMMARY_METRICS = ("invalid_mass", "tv", "kl", "top1_invalid")
 
@@ -243,8 +246,10 @@ def _train_members(configs: list[dict], *, progress: bool = True,
             log(row)
         return row
 
+    ends = stops_at_fit(first)  # else the fit is only recorded (fit.stop = false)
+
     def stop(i: int, row: dict) -> bool:
-        return bool(until) and row["fit_id_invalid_mass"] <= until
+        return ends and row["fit_id_invalid_mass"] <= until
 
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
                          stop=stop, ignore=pad, raise_on_nonfinite=True, smoothing=0.05,

@@ -29,7 +29,7 @@ MODULES = {"train": sc_claims, "langtrain": lang_claims}
 def planned_runs(source: str, profile: str) -> str:
     """The run configs a named sweep (Set Complement) or grid (languages) plans, names dropped,
     as one canonical JSON string."""
-    if source in ("langs", "othello"):
+    if source in ("langs", "othello", "noise"):
         path = GRID_DIR / ("grid.toml" if source == "langs" else f"{source}.toml")
         configs = load_grid(path, profile)["configs"]
     else:

@@ -132,7 +132,7 @@ def test_figs_never_trains_and_lists_the_skipped(capsys, tmp_path, monkeypatch):
     from resharpen.paper_figs import select_figures
 
     skipped = select_figures(TRAINED)
-    assert len(skipped) == 13
+    assert len(skipped) == 14
     for name in skipped:
         assert re.search(rf"skipped {name}: .*make them with: resharpen ", out), (name, out)
     summary = out.strip().splitlines()[-1]
