@@ -85,15 +85,7 @@ def figure_of(root: Path, outdir: Path, profile: str | None = None) -> list[Path
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.core.sweep import load_runs
-    from resharpen.experiments.languages.grid import GRID_DIR, default_root, load_grid
-    from resharpen.paper_figs import MissingResults
+    from resharpen.paper_figs.languages import finished_grid
 
-    path = GRID_DIR / "noise.toml"
-    planned = load_grid(path, profile)
-    root = default_root(planned["name"])
-    done = len(load_runs(root)) if root.exists() else 0
-    if done < len(planned["configs"]) and not (profile == "full" and done):
-        raise MissingResults(f"no finished noise grid in {root}",
-                             f"resharpen langs run --grid languages/noise --profile {profile}")
-    return figure_of(root, Path(outdir), profile=profile)
+    return figure_of(finished_grid("noise.toml", profile, "noise grid"), Path(outdir),
+                     profile=profile)

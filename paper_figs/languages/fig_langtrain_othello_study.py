@@ -13,17 +13,8 @@ from pathlib import Path
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.core.sweep import load_runs
-    from resharpen.experiments.languages.grid import GRID_DIR, default_root, load_grid
-    from resharpen.paper_figs import MissingResults
+    from resharpen.paper_figs.languages import finished_grid
     from resharpen.paper_figs.languages.fig_langtrain_curves import figures_of
 
-    path = GRID_DIR / "othello.toml"
-    planned = load_grid(path, profile)
-    root = default_root(planned["name"])
-    done = len(load_runs(root)) if root.exists() else 0
-    if done < len(planned["configs"]) and not (profile == "full" and done):
-        raise MissingResults(f"no finished Othello study in {root}",
-                             f"resharpen langs run --grid experiments/configs/languages/othello.toml"
-                             f" --profile {profile}")
+    root = finished_grid("othello.toml", profile, "Othello study")
     return figures_of(root, Path(outdir), prefix="fig_langtrain_study_", profile=profile)
