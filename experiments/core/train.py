@@ -72,12 +72,28 @@ def model_config(config: dict, vocab: int, max_len: int) -> ModelConfig:
         norm_gain=m.get("norm_gain", "learned"))
 
 
+def limit_threads(threads: int) -> None:
+    """Run this process's numerics on ``threads`` threads (0: leave them): torch's intra-op
+    pool and the BLAS/LAPACK pools numpy and scipy load (OpenBLAS, MKL; via threadpoolctl).
+
+    Both, because an evaluation calls scipy too (post's effective K is a least-squares fit per
+    evaluation): left at its default of one thread per core, OpenBLAS's spinning threads on a
+    machine whose cores the sweep's workers already fill cost many times the CPU of one thread
+    (benchmarks/bench_blas_threads.py prints the ratio; 27x median for the fit at v = 64, load 4
+    on 2 cores, 2026-12-02)."""
+    if not threads:
+        return
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(threads)
+    threadpool_limits(threads)
+
+
 def seeded_model(config: dict, vocab: int, max_len: int) -> Transformer:
-    """The run's initial model: ``train.threads`` torch threads (0: unchanged), then
-    ``torch.manual_seed(train.seed)`` and ``Transformer(model_config(...))``."""
+    """The run's initial model: ``train.threads`` threads (:func:`limit_threads`; 0: unchanged),
+    then ``torch.manual_seed(train.seed)`` and ``Transformer(model_config(...))``."""
     train = config["train"]
-    if train["threads"]:
-        torch.set_num_threads(train["threads"])
+    limit_threads(train["threads"])
     torch.manual_seed(train["seed"])
     return Transformer(model_config(config, vocab, max_len))
 

@@ -4,7 +4,7 @@ generalization.
 
 The experiment claims read the task-training grid: ``out/sweeps/langs`` (full profile, when
 it has finished runs), else (quick profile) ``out/sweeps/langs-quick``, trained here when it is
-missing (`resharpen langs run --profile quick`: four languages x four schemes x five seeds,
+missing (`resharpen langs run --profile quick`: three languages x three schemes x five seeds,
 soft target, each run stopped at the grid's in-distribution fit). The Othello claim first reads the
 CPU Othello study ``out/sweeps/othello`` (`resharpen langs run --grid
 experiments/configs/languages/othello.toml --profile full`). Every effect is a paired
@@ -337,8 +337,8 @@ def averaging_effect(profile: str, weights: str, othello_only: bool) -> Outcome:
        statement="on every task of the grid, EMA weights have lower OOD invalid mass than the "
                  "raw weights of the same run (paired within runs, every scheme and seed whose "
                  "raw and EMA weights both reached ID invalid mass <= 0.05: matched fit; one "
-                 "test per task); quick: dyck1, anbn, shuffle_dyck2, anbncn x pre/post/"
-                 "attn_out/peri x 5 seeds, raw fit 0.015",
+                 "test per task); quick: dyck1, anbn, shuffle_dyck2 x pre/post/attn_out x "
+                 "5 seeds, raw fit 0.015",
        kind="experiment",
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
                  f"Holm-adjusted p < {ALPHA} over the grid's family; only runs whose raw and "
@@ -357,8 +357,8 @@ def check_ema_ood_invalid_mass(profile: str) -> Outcome:
        statement="on every task of the grid, BEMA weights have lower OOD invalid mass than the "
                  "raw weights of the same run (paired within runs, every scheme and seed whose "
                  "raw and BEMA weights both reached ID invalid mass <= 0.05: matched fit; one "
-                 "test per task); quick: dyck1, anbn, shuffle_dyck2, anbncn x pre/post/"
-                 "attn_out/peri x 5 seeds, raw fit 0.015",
+                 "test per task); quick: dyck1, anbn, shuffle_dyck2 x pre/post/attn_out x "
+                 "5 seeds, raw fit 0.015",
        kind="experiment",
        tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
                  f"Holm-adjusted p < {ALPHA} over the grid's family; only runs whose raw and "
@@ -395,8 +395,8 @@ def check_othello_ema_ood(profile: str) -> Outcome:
        statement="on every task of the grid, post and attn_out each have lower OOD invalid mass "
                  "than the grid's control (none when the grid has it, else Pre-Norm), paired by "
                  "seed at matched fit (raw weights, both runs trained with the soft target to "
-                 "the grid's ID fit); quick: dyck1, anbn, shuffle_dyck2, anbncn x pre/post/"
-                 "attn_out/peri x 5 seeds, fit 0.015, OOD lengths 21-100",
+                 "the grid's ID fit); quick: dyck1, anbn, shuffle_dyck2 x pre/post/attn_out "
+                 "x 5 seeds, fit 0.015, OOD lengths 21-60",
        kind="experiment",
        tolerance=f"paired t per (task, placement) (Wilcoxon reported), one-sided, Holm-adjusted "
                  f"p < {ALPHA} over the grid's family; PASS when every task shows it, FAIL when "
