@@ -54,14 +54,15 @@ def add_verify(sub) -> None:
                         "--json writes its results; one check at a time, each in a forked "
                         "process (--workers does not apply)")
     p.add_argument("--step", type=finite_float, default=1e-3, metavar="EPS",
-                   help="with --mutate: the perturbation x -> x(1+-EPS)+-EPS (default 1e-3; a "
-                        "larger one tells a loose tolerance from a circular check)")
+                   help="with --mutate: the perturbation x -> x(1+-EPS)+-EPS of up and down "
+                        "(default 1e-3; the ladder's step is fixed at 0.1)")
     p.add_argument("--costs", choices=("fast", "all"), default=None,
                    help="with --mutate: the declared cost classes to run (default fast: the "
                         "claims declared cost=\"slow\" are skipped; all: every claim)")
     p.add_argument("--operators", default=None, metavar="OPS",
                    help="with --mutate: comma-separated operators (default every one: "
-                        "up,down,swap,drop,const)")
+                        "up,down,swap,drop,const and the ladder up_large,down_large,first,last, "
+                        "which runs on a function only while it is not killed)")
     p.set_defaults(handler=run_verify)
 
 

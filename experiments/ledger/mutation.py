@@ -8,13 +8,28 @@ functions and classes of other ``resharpen`` modules that its check names (the d
 a class contributes the methods defined in its body. Each target is mutated by each operator of
 :data:`OPERATORS`:
 
-    up      x -> x (1 + step) + step      (floats, float/complex arrays and tensors, dtype kept;
-                                           sympy expressions with Rational(1, 1000); ints + 1;
-                                           bools negated)
-    down    x -> x (1 - step) - step      (ints - 1; bools negated)
-    swap    f(a, b, ...) -> f(b, a, ...)  (after self for a method)
-    drop    the first ``a + b`` / ``a - b`` of the function's source -> ``a`` (recompiled)
-    const   every call returns the value of the first call
+    up          x -> x (1 + step) + step  (floats, float/complex arrays and tensors, dtype
+                                           kept; sympy expressions with Rational(1, 1000);
+                                           ints + 1; bools negated; step = STEP = 1e-3)
+    down        x -> x (1 - step) - step  (ints - 1; bools negated)
+    swap        f(a, b, ...) -> f(b, a, ...)  (after self for a method; only when a and b are
+                                           of one kind: one type, arrays of one shape)
+    drop        the first ``a + b`` / ``a - b`` of the function's source -> ``a`` (recompiled)
+    const       every call returns the value of the first call
+  the ladder, run on a target only while no operator has killed it by a status change:
+    up_large    x -> x (1 + 0.1) + 0.1    (LARGE_STEP; a value that holds a float)
+    down_large  x -> x (1 - 0.1) - 0.1
+    first       the first leaf alone (a field, an item; of a lone array: its first element)
+                moved by x -> x (1 + 0.1) + 0.1  (:func:`perturb_one`)
+    last        the last leaf alone, likewise
+
+Why a ladder: a claim whose tolerance is wider than a 1e-3 move (a Monte Carlo mean, a fitted
+rate at abs 0.01-0.05) survives ``up``/``down`` while its check is sound; at 0.1 every
+tolerance of the ledger is crossed, so what survives the ladder is not a loose tolerance. Why
+one leaf: ``up``/``down`` move every float of a returned structure by one affine map, a change
+of units for a check that reads a ratio or a sign of differences within it; one field moved
+alone is a wrong value such a check can see. Why ``swap`` of one kind only: swapping a size and
+a rate, or an (n, d) pair of shapes, is a type or shape error (an exception), not a wrong value.
 
 ``up`` and ``down`` perturb recursively inside tuples, lists and dicts, and in the float/tensor
 fields of dataclasses, plain objects and torch modules (their parameters and buffers, on a
@@ -22,10 +37,11 @@ copy); anything else (strings, paths, None, generators) is returned as it is. In
 only in a value that holds no float (a count, token ids): beside floats they are structure
 (a vocabulary size, indices, a seed), and moving them would raise a shape error instead of
 testing the check (:func:`perturb`). ``swap`` and ``drop`` that cannot apply (one positional
-argument; no + or - term) are not run (:func:`applies`). A structural
-mutant is called beside the original and a call counts as perturbed only when their values
-differ. An operator that never perturbed a value has not mutated anything (an equivalent
-mutant on this check's inputs, or one that does not apply: no argument pair, no + or - term).
+argument; no + or - term) are not run (:func:`applies`). A structural mutant is called beside
+the original and a call counts as perturbed only when their values differ (a ``swap`` of
+arguments of different kinds calls the original: not perturbed). An operator that never
+perturbed a value has not mutated anything (an equivalent mutant on this check's inputs, or one
+that does not apply: no argument pair, no + or - term).
 The mutant replaces the target in its defining module and under every name a module bound it to
 (``from x import f``), and the originals are restored afterwards.
 
@@ -34,8 +50,10 @@ process, so that no cache carries a mutated value into another run. A mutation t
 value **kills** when it changes the status (:func:`kills`): a PASS into FAIL, ERROR or TIMEOUT
 (an erratum: into anything but PASS); a FAIL or INCONCLUSIVE into any other status (every claim
 is tested, whatever its unmutated status). Each **(claim, function) pair** gets a verdict
-(PAIR_VERDICTS): killed (by a status change that is not an exception), killed by an exception
-only (weaker evidence), survives (every perturbing operator left the status), untested. The
+(PAIR_VERDICTS): killed (by a status change that is not an exception; by any operator, the
+ladder's included), killed by an exception only (weaker evidence), survives (every perturbing
+operator left the status), untested. The ladder skips a target already killed and one whose
+``up`` perturbed nothing, which cannot change its verdict: recorded "not run". The
 claim is killed when one pair is, survives when a mutation perturbed and none killed, untested
 when nothing was perturbed or its unmutated check raised; **skipped** when its declared cost
 class (``@claim(cost=...)``) is not among those run (never by a measured time).
@@ -74,9 +92,15 @@ from resharpen.experiments.ledger.runner import run_claim
 from resharpen.experiments.ledger.where import _derivations
 
 STEP = 1e-3
-"""The perturbation x -> x (1 +- STEP) +- STEP of a float (integers move by 1), the default of
-``step`` below; a larger step (``verify --mutate --step 0.1``) tells a loose tolerance from a
-circular check among the survivors."""
+"""The perturbation x -> x (1 +- STEP) +- STEP of a float (integers move by 1) of ``up`` and
+``down``, the default of ``step`` below."""
+LARGE_STEP = 0.1
+"""The second rung of the ladder: ``up_large``/``down_large`` move a float by
+x -> x (1 +- LARGE_STEP) +- LARGE_STEP, and ``first``/``last`` move one leaf by
+x -> x (1 + LARGE_STEP) + LARGE_STEP. A check of a Monte Carlo mean or a fitted rate has a
+tolerance of 1e-2 to 5e-2, which a 1e-3 move cannot cross; a 0.1 move crosses every tolerance
+of the ledger, so a survivor of it is an equivalent mutant or a blind spot, not a loose
+tolerance. Fixed, not derived from a claim's declared tolerance (a text, not parsed)."""
 VERDICTS = ("killed", "survives", "untested", "skipped")
 KILLING = ("FAIL", "ERROR", "TIMEOUT")
 """Statuses under a mutation that kill a (non-erratum) claim; an erratum is killed by any
@@ -297,6 +321,130 @@ def _perturbed_object(value, step, depth, ints=True):
     return clone
 
 
+def perturb_one(value: object, step: float, which: str = "first") -> tuple[object, bool]:
+    """(``value`` with ONE of its leaves perturbed, whether anything was). ``which``: "first" or
+    "last", in the order :func:`perturb` walks the value (items of a tuple, list or dict, the
+    fields of a dataclass or object, the parameters of a torch module). A leaf is a number, an
+    array, a tensor or a sympy expression; in a structure of several leaves the whole first (last)
+    perturbable leaf moves by x -> x (1 + step) + step, every other leaf stays; a value that is
+    one array or tensor of two or more elements moves in its first (last) element only; a lone
+    number does not count (it is what ``up``/``up_large`` move). The integer rule of
+    :func:`perturb` holds (integers move only in a value that holds no float).
+
+    Why: ``up`` moves every float of a returned structure by one affine map, which is a change
+    of units for a check that reads a ratio or a sign of differences within it (an exponential
+    rate from a trajectory's times and radii, a normalized quantity): one field or one element
+    moved alone is a wrong value such a check can see."""
+    if which not in ("first", "last"):
+        raise ValueError(f"which must be 'first' or 'last', got {which!r}")
+    ints = not _holds_float(value, 0)
+    try:
+        return _perturbed_one(value, step, 0, ints, which == "last", top=True), True
+    except _Unchanged:
+        return value, False
+
+
+def _perturbed_one(value: object, step: float, depth: int, ints: bool, last: bool,
+                   top: bool = False) -> object:
+    if depth > 6:
+        raise _Unchanged
+    numpy = sys.modules.get("numpy")
+    torch = sys.modules.get("torch")
+    if numpy is not None and isinstance(value, numpy.ndarray) and value.size >= 2 and top:
+        if not ints and not numpy.issubdtype(value.dtype, numpy.inexact):
+            raise _Unchanged
+        out = numpy.array(value, copy=True)
+        flat = out.reshape(-1)
+        index = flat.size - 1 if last else 0
+        flat[index] = _perturbed_array(flat[index:index + 1], step, numpy)[0]
+        return out
+    if torch is not None and isinstance(value, torch.Tensor) and value.numel() >= 2 and top:
+        if not ints and not (value.is_floating_point() or value.is_complex()):
+            raise _Unchanged
+        with torch.no_grad():
+            out = value.detach().clone()
+            flat = out.reshape(-1)
+            index = flat.numel() - 1 if last else 0
+            flat[index] = _perturbed_tensor(flat[index:index + 1], step, torch)[0]
+        return out.requires_grad_(value.requires_grad) if out.is_floating_point() else out
+    if torch is not None and isinstance(value, torch.nn.Module):
+        clone = copy.deepcopy(value)
+        tensors = [t for t in list(clone.parameters()) + list(clone.buffers())
+                   if t.is_floating_point()]
+        if not tensors:
+            raise _Unchanged
+        with torch.no_grad():
+            tensor = tensors[-1 if last else 0]
+            tensor.mul_(1 + step).add_(step)
+        return clone
+    if isinstance(value, (tuple, list)):
+        order = range(len(value) - 1, -1, -1) if last else range(len(value))
+        for i in order:
+            try:
+                item = _perturbed_one(value[i], step, depth + 1, ints, last)
+            except _Unchanged:
+                continue
+            items = list(value)
+            items[i] = item
+            if type(value) is list:
+                return items
+            return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+        raise _Unchanged
+    if isinstance(value, dict):
+        keys = list(value)[::-1] if last else list(value)
+        for key in keys:
+            try:
+                item = _perturbed_one(value[key], step, depth + 1, ints, last)
+            except _Unchanged:
+                continue
+            out = dict(value)
+            out[key] = item
+            if type(value) is dict:
+                return out
+            try:
+                return type(value)(out)
+            except TypeError:
+                raise _Unchanged from None
+        raise _Unchanged
+    structured = dataclasses.is_dataclass(value) and not isinstance(value, type)
+    if structured or (hasattr(value, "__dict__") and not callable(value)
+                      and not isinstance(value, (type, types.ModuleType))
+                      and not _is_leaf(value)):
+        names = [f.name for f in dataclasses.fields(value) if f.init] if structured else \
+            [n for n in vars(value) if not n.startswith("__")]
+        for name in (names[::-1] if last else names):
+            try:
+                item = _perturbed_one(getattr(value, name), step, depth + 1, ints, last)
+            except _Unchanged:
+                continue
+            try:
+                if structured:
+                    return dataclasses.replace(value, **{name: item})
+                clone = copy.copy(value)
+                object.__setattr__(clone, name, item)
+                return clone
+            except Exception:  # a field that validates its value, or an object that refuses
+                raise _Unchanged from None
+        raise _Unchanged
+    if top:  # a lone number, expression or one-element array: what up and up_large move
+        raise _Unchanged
+    return _perturbed(value, step, depth, ints)
+
+
+def _is_leaf(value: object) -> bool:
+    """Whether :func:`_perturbed` treats ``value`` as one leaf (an array, tensor, module, sympy
+    expression or number) rather than a structure of fields."""
+    numpy, torch, sympy = (sys.modules.get(m) for m in ("numpy", "torch", "sympy"))
+    kinds: tuple = (bool, int, float, complex)
+    if numpy is not None:
+        kinds += (numpy.ndarray, numpy.generic)
+    if torch is not None:
+        kinds += (torch.Tensor, torch.nn.Module)
+    if sympy is not None:
+        kinds += (sympy.Basic, sympy.MatrixBase)
+    return isinstance(value, kinds)
+
+
 # ----------------------------------------------------------------------------- targets
 @dataclass(frozen=True)
 class Target:
@@ -345,22 +493,45 @@ class Counter:
 OPERATORS = {
     "up": "x -> x (1 + step) + step (n -> n + 1, b -> not b)",
     "down": "x -> x (1 - step) - step (n -> n - 1, b -> not b)",
-    "swap": "the first two arguments swapped (after self for a method)",
+    "swap": "the first two arguments swapped (after self for a method) when they are of one "
+            "kind (same type; arrays and tensors of one shape)",
     "drop": "the first + or - term of the function's source dropped (a + b -> a)",
     "const": "the value of the first call returned by every call",
+    "up_large": "x -> x (1 + 0.1) + 0.1 on a value that holds a float (ladder)",
+    "down_large": "x -> x (1 - 0.1) - 0.1 on a value that holds a float (ladder)",
+    "first": "only the first leaf (field, item; of a lone array or tensor: element) moved by "
+             "x -> x (1 + 0.1) + 0.1 (ladder)",
+    "last": "only the last leaf (field, item; of a lone array or tensor: element) moved by "
+            "x -> x (1 + 0.1) + 0.1 (ladder)",
 }
-"""The mutation operators, each applied to every target. ``up`` and ``down`` move a value in
-both directions (a one-sided bound survives one of them only when it is loose); ``swap``,
-``drop`` and ``const`` change the function's structure. A call counts as perturbed only when the
-mutant's value differs from the original's on that call (the structural operators run both), so
-a mutant equal to the original on every input the check uses has not mutated anything (an
-equivalent mutant: untested, not a survivor)."""
+"""The mutation operators. ``up`` and ``down`` move a value in both directions (a one-sided bound
+survives one of them only when it is loose); ``swap``, ``drop`` and ``const`` change the
+function's structure. These five (BASE) run on every target. The LADDER (``up_large``,
+``down_large``, ``first``, ``last``) runs, in this order, on a target only while it is not yet
+killed by a status change (a pair's verdict is the same as if every operator ran: one kill by a
+status change decides it) and only when ``up`` perturbed a value of it (the ladder moves the
+leaves ``up`` moves, so otherwise it perturbs nothing); an operator not run is recorded
+"not run". A call counts as perturbed only when the mutant's value differs from the original's
+on that call (the structural operators run both), so a mutant equal to the original on every
+input the check uses has not mutated anything (an equivalent mutant: untested, not a
+survivor)."""
+BASE = ("up", "down", "swap", "drop", "const")
+LADDER = ("up_large", "down_large", "first", "last")
 
 
-def _wrapper(original: Callable, counter: Counter, step: float) -> Callable:
+def _wrapper(original: Callable, counter: Counter, step: float, which: str = "all") -> Callable:
+    """``original`` with its value perturbed: every leaf (``which="all"``), only when the value
+    holds a float (``"floats"``: the large steps, which on integers would repeat up and down),
+    or one leaf (``"first"``, ``"last"``: :func:`perturb_one`)."""
     @functools.wraps(original)
     def mutated(*args, **kwargs):
-        value, changed = perturb(original(*args, **kwargs), step)
+        value = original(*args, **kwargs)
+        if which in ("first", "last"):
+            value, changed = perturb_one(value, step, which)
+        elif which == "floats" and not _holds_float(value, 0):
+            changed = False
+        else:
+            value, changed = perturb(value, step)
         if changed:
             counter.perturbed += 1
         else:
@@ -431,17 +602,53 @@ def _counted(original: Callable, mutant: Callable, counter: Counter) -> Callable
 
 
 def _swapped(original: Callable, method: bool) -> Callable:
+    """``original`` with its first two positional arguments swapped when they are of one kind
+    (:func:`_one_kind`): a float for a float, an array for an array of the same shape; two of
+    different kinds (a size and a rate, an (n, d) array and a vector) are left, since their swap
+    is a type or shape error, not a wrong value."""
     first = 1 if method else 0
 
     def mutant(*args, **kwargs):
-        if len(args) >= first + 2:
+        if len(args) >= first + 2 and _one_kind(args[first], args[first + 1]):
             args = (*args[:first], args[first + 1], args[first], *args[first + 2:])
         return original(*args, **kwargs)
 
     return mutant
 
 
+def _one_kind(a: object, b: object, depth: int = 0) -> bool:
+    """Whether ``a`` and ``b`` have one type and one structure: arrays and tensors of one shape
+    and dtype, tuples and lists of one length, dicts of one key set, dataclasses and plain
+    objects field by field (their items of one kind, to 4 levels)."""
+    if type(a) is not type(b):
+        return False
+    if depth > 4:
+        return True
+    shape_a, shape_b = getattr(a, "shape", None), getattr(b, "shape", None)
+    if shape_a is not None or shape_b is not None:
+        try:
+            return tuple(shape_a or ()) == tuple(shape_b or ()) \
+                and getattr(a, "dtype", None) == getattr(b, "dtype", None)
+        except TypeError:  # a shape that is not a sequence
+            return False
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_one_kind(x, y, depth + 1) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_one_kind(a[k], b[k], depth + 1) for k in a)
+    if isinstance(a, (str, bytes, bool, int, float, complex, type(None))):
+        return True
+    fields_a, fields_b = getattr(a, "__dict__", None), getattr(b, "__dict__", None)
+    if isinstance(fields_a, dict) and isinstance(fields_b, dict) and not callable(a):
+        return fields_a.keys() == fields_b.keys() and all(
+            _one_kind(fields_a[k], fields_b[k], depth + 1) for k in fields_a)
+    return True
+
+
 def _constant(original: Callable) -> Callable:
+    """``original`` returning the value of its first call on every call: a function that ignores
+    its arguments. (Restricting it to calls of the first value's shape was measured: it turned
+    two shape errors into survivors and lost a kill by a FAIL, sc.noise.autograd_trace x
+    sample_inputs, whose check sees sequences of the wrong length; so it is not restricted.)"""
     first: list = []
 
     def mutant(*args, **kwargs):
@@ -504,6 +711,12 @@ def _replacement(original: Callable, counter: Counter, step: float, operator: st
         return _wrapper(original, counter, abs(step))
     if operator == "down":
         return _wrapper(original, counter, -abs(step))
+    if operator == "up_large":
+        return _wrapper(original, counter, LARGE_STEP, "floats")
+    if operator == "down_large":
+        return _wrapper(original, counter, -LARGE_STEP, "floats")
+    if operator in ("first", "last"):
+        return _wrapper(original, counter, LARGE_STEP, operator)
     if operator == "swap":
         return _counted(original, _swapped(original, method), counter)
     if operator == "const":
@@ -753,6 +966,21 @@ def applies(target: Target, operator: str) -> bool:
     return True
 
 
+def _ladder_not_needed(c: Claim, baseline: str, operator: str,
+                       done: Sequence[Mutation]) -> str:
+    """Why a LADDER operator need not run on a target (empty: it runs), from the mutations
+    ``done`` on it so far: the target is already killed by a status change (its pair verdict
+    cannot change), or ``up`` ran and perturbed no value (the ladder moves only what ``up``
+    moves)."""
+    if operator not in LADDER:
+        return ""
+    if pair_verdict(c, baseline, done) == "killed":
+        return "not run: already killed by a status change"
+    if any(m.operator == "up" and m.status != "not run" and not m.perturbed for m in done):
+        return "not run: up perturbed no value"
+    return ""
+
+
 def mutate_claim(c: Claim, profile: str = "quick", *, step: float = STEP,
                  isolate: bool = True, timeout_factor: float = 10.0,
                  operators: Sequence[str] = tuple(OPERATORS)) -> MutationResult:
@@ -788,13 +1016,18 @@ def mutate_claim(c: Claim, profile: str = "quick", *, step: float = STEP,
                 mine.append(Mutation(target.name, "-", 0, "-", "operator does not apply", 0.0,
                                      operator, ""))
                 continue
+            reason = _ladder_not_needed(c, base["status"], operator, mine)
+            if reason:
+                mine.append(Mutation(target.name, "not run", 0, "-", reason, 0.0, operator, ""))
+                continue
             result = run(target, timeout, operator)
             mine.append(Mutation(target.name, result["status"], result["perturbed"],
                                  result["measured"], result["detail"], result["seconds"],
                                  operator, result.get("note", "")))
         mutations += mine
         pairs.append(Pair(target.name, pair_verdict(c, base["status"], mine),
-                          {m.operator: m.status if m.perturbed else "-" for m in mine}))
+                          {m.operator: m.status if m.perturbed or m.status == "not run"
+                           else "-" for m in mine}))
     killed_by = [f"{m.target} {m.operator} ({m.status})" for m in mutations
                  if m.perturbed and kills(c, base["status"], m.status)]
     if killed_by:
@@ -913,6 +1146,8 @@ def to_json(results: Sequence[MutationResult], profile: str, step: float = STEP)
     count = {v: sum(r.verdict == v for r in results) for v in VERDICTS}
     return dumps_json({"profile": profile, "perturbation": f"x -> x (1 +- {step:g}) +- {step:g}; "
                                                            "int +- 1; bool negated",
+                       "ladder": f"x -> x (1 +- {LARGE_STEP:g}) +- {LARGE_STEP:g} "
+                                 f"({', '.join(LADDER)}), while a target is not killed",
                        "operators": OPERATORS,
                        "summary": {**count, "line": summary(results)},
                        "claims": [{**asdict(r), "tried": r.tried} for r in results]},
@@ -1025,7 +1260,8 @@ def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = N
                     pair["diagnosis"] = kept
                 entry["functions"][p.target] = pair
         claims[r.id] = entry
-    return dumps_json({"profile": "quick", "step": STEP, "operators": OPERATORS,
+    return dumps_json({"profile": "quick", "step": STEP, "large_step": LARGE_STEP,
+                       "ladder": list(LADDER), "operators": OPERATORS,
                        "summary": summary(results), "per_operator": per_operator(results),
                        "claims": claims},
                       indent=1, sort_keys=False) + "\n"

@@ -22,6 +22,8 @@ CHECKS = "resharpen.toy_mutation_checks"
 FORMULAS_SOURCE = """
 import math
 
+import numpy as np
+
 def circle_area(r):
     return math.pi * r * r
 
@@ -40,11 +42,18 @@ def double(x):
 
 def shifted(x):
     return x + 1.0
+
+def scaled(n, x):
+    return n * x
+
+def line():
+    return np.array([0.0, 1.0, 2.0]), np.array([0.0, 3.0, 6.0])
 """
 CHECKS_SOURCE = f"""
 import math
 
-from {FORMULAS} import area_by_quadrature, circle_area, double, label, power, shifted
+from {FORMULAS} import (area_by_quadrature, circle_area, double, label, line, power, scaled,
+                        shifted)
 from resharpen.experiments.ledger import Outcome
 
 def check_circular(profile):
@@ -71,6 +80,17 @@ def check_fails_below(profile):  # FAILs unmutated (pi < 3.2); an upward move ma
 def check_structure(profile):  # killed by a swap, a constant and a dropped term
     ok = power(2.0, 3.0) == 8.0 and double(1.0) + double(2.0) == 6.0 and shifted(1.0) == 2.0
     return Outcome(ok, True, ok)
+
+def check_wide(profile):  # a tolerance wider than a 1e-3 move, narrower than a 0.1 move
+    return Outcome(circle_area(1.0), "pi +- 0.05", abs(circle_area(1.0) - math.pi) < 0.05)
+
+def check_slope(profile):  # a ratio of differences within one value: a change of units
+    t, r = line()
+    slope = (r[-1] - r[0]) / (t[-1] - t[0])
+    return Outcome(slope, 3.0, abs(slope - 3.0) < 1e-9)
+
+def check_kinds(profile):  # swap of an int and a float would be a type error, not a value
+    return Outcome(scaled(2, 1.5), 3.0, scaled(2, 1.5) == 3.0)
 """
 
 
@@ -107,8 +127,9 @@ def test_a_circular_claim_survives_and_an_honest_one_is_killed(toy, isolate):
     assert {m.target for m in circular.mutations} == {f"{FORMULAS}.circle_area"}
     assert [m.operator for m in circular.mutations] == list(mutation.OPERATORS)
     # up and down perturb both calls; one argument: no swap; no + or -: no drop; the same
-    # argument twice: the constant equals the original (an equivalent mutant)
-    assert [m.perturbed for m in circular.mutations] == [2, 2, 0, 0, 0]
+    # argument twice: the constant equals the original (an equivalent mutant); the ladder runs
+    # on the survivor: the large steps perturb both calls, first and last leave a lone number
+    assert [m.perturbed for m in circular.mutations] == [2, 2, 0, 0, 0, 2, 2, 0, 0]
     assert [(p.target, p.verdict) for p in circular.pairs] == [(f"{FORMULAS}.circle_area",
                                                                 "survives")]
 
@@ -118,7 +139,7 @@ def test_a_circular_claim_survives_and_an_honest_one_is_killed(toy, isolate):
         f"{FORMULAS}.area_by_quadrature": "killed", f"{FORMULAS}.circle_area": "killed"}
     quadrature = {p.target: p.statuses for p in honest.pairs}[f"{FORMULAS}.area_by_quadrature"]
     assert quadrature == {"up": "FAIL", "down": "FAIL", "swap": "-", "drop": "FAIL",
-                          "const": "-"}, quadrature
+                          "const": "-", **{op: "not run" for op in mutation.LADDER}}, quadrature
 
 
 def test_both_directions_and_every_status(toy):
@@ -145,6 +166,58 @@ def test_structural_mutations_swap_drop_and_return_a_constant(toy):
     assert [m.note for m in dropped] == ["dropped + 1.0"]
     with pytest.raises(ValueError, match="unknown mutation operators"):
         mutation.mutate_claim(toy.claim("structure"), isolate=False, operators=("flip",))
+
+
+def test_the_ladder_kills_a_wide_tolerance_and_a_change_of_units(toy):
+    """A tolerance wider than 1e-3 survives up and down and dies at up_large; a slope (a ratio of
+    differences within one returned value) survives every affine move of the whole value and
+    dies when one field moves alone (first: the times, last: the radii)."""
+    wide = mutation.mutate_claim(toy.claim("wide"), isolate=False)
+    statuses = wide.pairs[0].statuses
+    assert statuses["up"] == statuses["down"] == "PASS" and statuses["up_large"] == "FAIL"
+    assert statuses["down_large"] == "not run" and wide.pairs[0].verdict == "killed", statuses
+    slope = mutation.mutate_claim(toy.claim("slope"), isolate=False)
+    statuses = slope.pairs[0].statuses
+    assert [statuses[op] for op in ("up", "down", "up_large", "down_large", "first")] == \
+        ["PASS", "PASS", "PASS", "PASS", "FAIL"], statuses
+    assert statuses["last"] == "not run" and slope.verdict == "killed"
+
+
+def test_swap_exchanges_only_arguments_of_one_kind(toy):
+    """scaled(2, 1.5): an int and a float are not swapped (a type error, not a wrong value), so
+    the swap perturbs nothing; power(2.0, 3.0) is swapped."""
+    result = mutation.mutate_claim(toy.claim("kinds"), isolate=False, operators=("swap",))
+    assert [m.perturbed for m in result.mutations] == [0] and result.verdict == "untested"
+    assert mutation._one_kind(np.zeros((2, 3)), np.ones((2, 3)))
+    assert not mutation._one_kind(np.zeros((2, 3)), np.ones((3, 2)))
+    assert not mutation._one_kind(2, 2.0) and mutation._one_kind(2, 3)
+
+
+def test_perturb_one_moves_one_leaf():
+    out, changed = mutation.perturb_one(np.array([1.0, 2.0, 3.0]), 0.1, "last")
+    assert changed and out.tolist() == [1.0, 2.0, pytest.approx(3.4)]
+    out, _ = mutation.perturb_one(np.array([1.0, 2.0, 3.0]), 0.1, "first")
+    assert out.tolist() == [pytest.approx(1.2), 2.0, 3.0]
+    out, _ = mutation.perturb_one((np.array([1.0, 2.0]), 3.0, "x"), 0.1, "first")
+    assert out[0].tolist() == [pytest.approx(1.2), pytest.approx(2.3)] and out[1] == 3.0
+    out, _ = mutation.perturb_one((np.array([1.0, 2.0]), 3.0, "x"), 0.1, "last")
+    assert out[0].tolist() == [1.0, 2.0] and out[1] == pytest.approx(3.4)
+    assert mutation.perturb_one(2.0, 0.1) == (2.0, False)  # a lone number: up's business
+
+    @dataclasses.dataclass(frozen=True)
+    class Solution:
+        t: np.ndarray
+        r: np.ndarray
+        steps: int  # beside floats: structure, stays
+
+    out, _ = mutation.perturb_one(Solution(np.ones(2), np.ones(2), 3), 0.1, "last")
+    assert out.t.tolist() == [1.0, 1.0] and out.r.tolist() == [pytest.approx(1.2)] * 2 \
+        and out.steps == 3
+    assert mutation.perturb_one(torch.tensor([0, 3, 4]), 0.1, "last")[0].tolist() == [0, 3, 5]
+    assert mutation.perturb_one({"a": 1.0, "b": 2.0}, 0.1, "last")[0] == {
+        "a": 1.0, "b": pytest.approx(2.3)}
+    with pytest.raises(ValueError, match="first"):
+        mutation.perturb_one(1.0, 0.1, "middle")
 
 
 def test_an_operator_that_cannot_apply_is_not_run(toy):

@@ -26,9 +26,10 @@ DEFAULT_SAMPLE = ("lang.dyck1.counts", "sc.metrics.closed_forms", "dyn.radial.vi
                   "train.bema.limits")
 """The claims the default test mutates: declared ``cost="fast"``, chosen by name (so coverage
 does not change with machine load), one or more per slice, each with (claim, function) pairs in
-the record; their 70 runs (the unmutated one and each operator that applies) took 1.8 s of
-check time in the run recorded in docs/ledger.md, and this test 12 s (each run a forked
-process) on the shared 2-core machine at load 3.7."""
+the record; their 74 runs (the unmutated one, each operator that applies, and the ladder on
+dyn.radial.violation x simulate, the one surviving pair) took 1.9 s of check time in the run
+recorded in docs/ledger.md, and this test 11 s (each run a forked process) on the shared 2-core
+machine at load 3-5."""
 
 
 def _result(claim_id: str, verdict: str, baseline: str = "PASS", perturbed: int = 1,
@@ -116,6 +117,15 @@ def test_pair_verdicts_are_recorded_and_compared(tmp_path):
     assert mutation.against_record([result], recorded) == []
 
 
+def _baseline(entry: dict) -> str:
+    """The unmutated status of a record entry: PASS unless its note names another."""
+    note = entry.get("note", "")
+    for status in ("FAIL", "INCONCLUSIVE"):
+        if f"unmutated check is {status}" in note:
+            return status
+    return "PASS"
+
+
 def _check_against_record(claims, costs) -> None:
     record = mutation.read_record()
     results = mutation.run_mutations(claims, "quick", costs=costs)
@@ -155,11 +165,24 @@ def test_the_record_covers_the_registry_by_declared_cost_class():
         names = {t.name for t in mutation.targets(c)}
         assert set(entry.get("functions") or {}) == names, c.id
         for pair in (entry.get("functions") or {}).values():
-            assert set(pair["statuses"]) == set(mutation.OPERATORS), c.id
+            statuses = pair["statuses"]
+            assert set(statuses) == set(mutation.OPERATORS), c.id
             counts[pair["verdict"]] += 1
+            # the ladder runs only while no operator before it has killed the pair by a status
+            # change, so a ladder operator after a status kill is "not run"
+            killed_at = [i for i, op in enumerate(mutation.OPERATORS)
+                         if statuses[op] not in ("-", "not run", "ERROR", "TIMEOUT")
+                         and mutation.kills(c, _baseline(entry), statuses[op])]
+            if killed_at and pair["verdict"] == "killed":
+                later = [op for op in list(mutation.OPERATORS)[killed_at[0] + 1:]
+                         if op in mutation.LADDER]
+                assert all(statuses[op] == "not run" for op in later), (c.id, statuses)
     total = sum(counts.values())
     tried = total - counts["untested"]
-    line = json.loads(mutation.RECORD.read_text())["summary"]
+    data = json.loads(mutation.RECORD.read_text())
+    assert data["step"] == mutation.STEP and data["large_step"] == mutation.LARGE_STEP
+    assert data["ladder"] == list(mutation.LADDER)
+    line = data["summary"]
     assert f"{counts['killed']} of {total} killed by a status change" in line, line
     assert f"of the {tried} pairs some operator perturbed" in line, line
 
