@@ -378,57 +378,52 @@ def _perturbed_one(value: object, step: float, depth: int, ints: bool, last: boo
             tensor.mul_(1 + step).add_(step)
         return clone
     if isinstance(value, (tuple, list)):
-        order = range(len(value) - 1, -1, -1) if last else range(len(value))
-        for i in order:
-            try:
-                item = _perturbed_one(value[i], step, depth + 1, ints, last)
-            except _Unchanged:
-                continue
-            items = list(value)
-            items[i] = item
-            if type(value) is list:
-                return items
-            return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-        raise _Unchanged
+        i, item = _first_moved(list(enumerate(value)), step, depth, ints, last)
+        items = list(value)
+        items[i] = item
+        if type(value) is list:
+            return items
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if isinstance(value, dict):
-        keys = list(value)[::-1] if last else list(value)
-        for key in keys:
-            try:
-                item = _perturbed_one(value[key], step, depth + 1, ints, last)
-            except _Unchanged:
-                continue
-            out = dict(value)
-            out[key] = item
-            if type(value) is dict:
-                return out
-            try:
-                return type(value)(out)
-            except TypeError:
-                raise _Unchanged from None
-        raise _Unchanged
+        key, item = _first_moved(list(value.items()), step, depth, ints, last)
+        out = dict(value)
+        out[key] = item
+        if type(value) is dict:
+            return out
+        try:
+            return type(value)(out)
+        except TypeError:
+            raise _Unchanged from None
     structured = dataclasses.is_dataclass(value) and not isinstance(value, type)
     if structured or (hasattr(value, "__dict__") and not callable(value)
                       and not isinstance(value, (type, types.ModuleType))
                       and not _is_leaf(value)):
         names = [f.name for f in dataclasses.fields(value) if f.init] if structured else \
             [n for n in vars(value) if not n.startswith("__")]
-        for name in (names[::-1] if last else names):
-            try:
-                item = _perturbed_one(getattr(value, name), step, depth + 1, ints, last)
-            except _Unchanged:
-                continue
-            try:
-                if structured:
-                    return dataclasses.replace(value, **{name: item})
-                clone = copy.copy(value)
-                object.__setattr__(clone, name, item)
-                return clone
-            except Exception:  # a field that validates its value, or an object that refuses
-                raise _Unchanged from None
-        raise _Unchanged
+        name, item = _first_moved([(n, getattr(value, n)) for n in names], step, depth, ints,
+                                  last)
+        try:
+            if structured:
+                return dataclasses.replace(value, **{name: item})
+            clone = copy.copy(value)
+            object.__setattr__(clone, name, item)
+            return clone
+        except Exception:  # a field that validates its value, or an object that refuses
+            raise _Unchanged from None
     if top:  # a lone number, expression or one-element array: what up and up_large move
         raise _Unchanged
     return _perturbed(value, step, depth, ints)
+
+
+def _first_moved(pairs: list, step: float, depth: int, ints: bool, last: bool) -> tuple:
+    """The first (or, ``last``, the last) (key, value) pair of a structure whose value
+    :func:`_perturbed_one` moves, as (key, moved value); :class:`_Unchanged` if none moves."""
+    for key, item in (pairs[::-1] if last else pairs):
+        try:
+            return key, _perturbed_one(item, step, depth + 1, ints, last)
+        except _Unchanged:
+            continue
+    raise _Unchanged
 
 
 def _is_leaf(value: object) -> bool:
