@@ -280,6 +280,12 @@ def _perturbed_mapping(value, step, depth, ints=True):
             out[key] = item
     if not changed:
         raise _Unchanged
+    return _as_mapping_of(value, out)
+
+
+def _as_mapping_of(value, out: dict):
+    """``out`` as a mapping of ``value``'s type (a dict as it is); :class:`_Unchanged` when that
+    type cannot be built from a dict."""
     if type(value) is dict:
         return out
     try:
@@ -386,14 +392,7 @@ def _perturbed_one(value: object, step: float, depth: int, ints: bool, last: boo
         return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
     if isinstance(value, dict):
         key, item = _first_moved(list(value.items()), step, depth, ints, last)
-        out = dict(value)
-        out[key] = item
-        if type(value) is dict:
-            return out
-        try:
-            return type(value)(out)
-        except TypeError:
-            raise _Unchanged from None
+        return _as_mapping_of(value, {**value, key: item})
     structured = dataclasses.is_dataclass(value) and not isinstance(value, type)
     if structured or (hasattr(value, "__dict__") and not callable(value)
                       and not isinstance(value, (type, types.ModuleType))
