@@ -163,8 +163,9 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
 
 # ------------------------------------------------------------------------- tables
 def table_rows(root: str | Path) -> list[dict]:
-    """One row per finished run and weight set: task, norm, seed, weights, target, the
-    summaries. In a grid over training targets (the noise grid) ``norm`` names the arm,
+    """One row per finished run and weight set: task, norm, seed, weights, target, the run's
+    stated fit (``fit_target``: its ``fit.until_id_invalid_mass``, 0 when it trains without a
+    stopping fit), the summaries. In a grid over training targets (the noise grid) ``norm`` names the arm,
     ``<norm>/<target>`` (``pre/k1``), so the report's tables keep the targets apart."""
     rows = []
     runs = load_runs(root)
@@ -176,7 +177,8 @@ def table_rows(root: str | Path) -> list[dict]:
         for weights in WEIGHT_KINDS:
             row = {"run": c["name"], "task": c["task"]["name"], "norm": norm, "target": tag,
                    "seed": c["train"]["seed"], "weights": weights,
-                   "train_len": c["task"]["train_len"], "eval_len": c["task"]["eval_len"]}
+                   "train_len": c["task"]["train_len"], "eval_len": c["task"]["eval_len"],
+                   "fit_target": c.get("fit", {}).get("until_id_invalid_mass", 0.0)}
             row.update(s["by_weights"][weights])
             row["seconds"] = round(s["seconds"], 3)
             rows.append(row)

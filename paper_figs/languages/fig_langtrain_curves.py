@@ -10,7 +10,7 @@ each the mean over seeds, with a band from the smallest to the largest seed (raw
 dashed vertical line is L_train. The x-axis is the prefix length, the move index for Othello.
 
 Reads out/sweeps/langs (full profile: `resharpen langs run --profile full`), else (quick)
-out/sweeps/langs-quick when complete (`resharpen langs run --profile quick`, ~9 min on 2 cores),
+out/sweeps/langs-quick when complete (`resharpen langs run --profile quick`, about 1 min on 2 cores),
 else the tiny grid the claims train (out/sweeps/langs-tiny). Never trains: with none of them on
 disk the figure is skipped with the command.
 """
