@@ -38,27 +38,40 @@ _CACHE: dict = {}
 
 
 def grid_rows(profile: str) -> tuple[list[dict], Path, str]:
-    """(table rows, folder, which grid) of the best finished grid for the profile."""
+    """(table rows, folder, which grid) of the best finished grid for the profile: the full grid
+    (``out/sweeps/langs``) when it has runs; in the full profile else the paper grid
+    (``out/sweeps/langs-paper``, `resharpen langs run --grid languages/paper`) when it has runs;
+    else the quick grid (quick profile: trained here when missing) or, in the full profile, an
+    error naming the command."""
     from resharpen.experiments.core.sweep import load_runs
     from resharpen.experiments.languages.grid import (default_root, ensure_grid, grid_file,
                                                       load_grid, table_rows)
 
     if profile in _CACHE:
         return _CACHE[profile]
-    full = default_root("langs")
+    full, paper = default_root("langs"), default_root("langs-paper")
     if full.exists() and load_runs(full):
         root, which = full, "full grid"
+    elif profile == "full" and paper.exists() and load_runs(paper):
+        root = paper
+        which = "paper grid (" + grid_shape([run["config"] for run in load_runs(paper)]) + ")"
     elif profile == "full":
         root, which = ensure_grid("full"), "full grid"
     else:
         root = ensure_grid("quick", progress=False)  # trained here when missing (minutes)
-        planned = load_grid(grid_file("quick"), "quick")["configs"]
-        which = (f"quick grid ({len({c['task']['name'] for c in planned})} tasks x "
-                 f"{len({c['model']['norm'] for c in planned})} schemes x "
-                 f"{len({c['train']['seed'] for c in planned})} seeds, soft target, trained to "
-                 f"ID invalid mass <= {planned[0]['fit']['until_id_invalid_mass']:g})")
+        which = "quick grid (" + grid_shape(load_grid(grid_file("quick"), "quick")["configs"]) + ")"
     _CACHE[profile] = (table_rows(root), root, which)
     return _CACHE[profile]
+
+
+def grid_shape(configs: list[dict]) -> str:
+    """'T tasks x S schemes x N seeds, soft target, trained to ID invalid mass <= F' of a
+    grid's run configs (F: the fits, when they differ by task)."""
+    fits = sorted({c["fit"]["until_id_invalid_mass"] for c in configs})
+    return (f"{len({c['task']['name'] for c in configs})} tasks x "
+            f"{len({c['model']['norm'] for c in configs})} schemes x "
+            f"{len({c['train']['seed'] for c in configs})} seeds, soft target, trained to "
+            f"ID invalid mass <= {' / '.join(f'{f:g}' for f in fits)}")
 
 
 @claim("langtrain.eval.exact_and_uniform",

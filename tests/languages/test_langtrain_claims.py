@@ -107,3 +107,42 @@ def test_only_runs_that_learned_the_task_decide(grid):
     grid(planted(ema=-0.02, unlearned=("othello",)))
     othello = status("langtrain.othello.ema_ood")
     assert othello.status == "INCONCLUSIVE" and "othello: no learned run" in othello.detail
+
+
+def test_averages_count_only_where_they_reached_their_runs_own_fit(grid):
+    """matched fit: an EMA model whose ID invalid mass (0.03) is under the learned bar (0.05)
+    but above its run's stated fit (0.015, where the raw weights stopped) is left out; planted
+    much worse there, it would otherwise decide the claim against EMA. A row with no stated fit
+    falls back to the learned bar."""
+    rows = planted(ema=-0.02, seeds=5)
+    for r in rows:
+        if r["task"] == "anbn" and r["weights"] == "ema":
+            r["id_invalid_mass"], r["ood_invalid_mass"] = 0.03, r["ood_invalid_mass"] + 0.2
+    grid([{**r, "fit_target": 0.015} for r in rows])
+    ema = status("langtrain.ema.ood_invalid_mass")
+    assert ema.status == "INCONCLUSIVE" and "anbn: no learned run" in ema.detail
+    assert "reached their run's fit too (ID invalid mass <= 0.015" in ema.detail
+    grid(rows)  # no fit_target: the learned bar 0.05 lets the lagging EMA models in
+    assert status("langtrain.ema.ood_invalid_mass").status == "FAIL"
+
+
+def test_the_full_profile_reads_the_paper_grid_when_the_full_grid_has_none(monkeypatch,
+                                                                          tmp_path):
+    import resharpen.experiments.core.sweep as sweep
+    import resharpen.experiments.languages.claims_train as module
+    import resharpen.experiments.languages.grid as grid
+
+    roots = {name: tmp_path / name for name in ("langs", "langs-paper")}
+    config = {"task": {"name": "dyck1"}, "model": {"norm": "pre"}, "train": {"seed": 0},
+              "fit": {"until_id_invalid_mass": 0.015}}
+    monkeypatch.setattr(module, "_CACHE", {})
+    monkeypatch.setattr(grid, "default_root", lambda name: roots[name])
+    monkeypatch.setattr(grid, "table_rows", lambda root: [{"root": root}])
+    monkeypatch.setattr(sweep, "load_runs", lambda root: [{"config": config}]
+                        if root == roots["langs-paper"] else [])
+    for root in roots.values():
+        root.mkdir()
+    rows, root, which = module.grid_rows("full")
+    assert root == roots["langs-paper"] and rows == [{"root": root}]
+    assert which == ("paper grid (1 tasks x 1 schemes x 1 seeds, soft target, trained to ID "
+                     "invalid mass <= 0.015)")
