@@ -6,7 +6,10 @@ alone writes files, so a remote Ray node needs no shared file system.
 
 - ``local``: ``workers == 1`` runs in this process (no pool, easiest to debug); otherwise a
   ``concurrent.futures.ProcessPoolExecutor`` with the ``spawn`` start method (no forked torch
-  thread pools).
+  thread pools). A worker returns its result as bytes of the standard pickle
+  (:func:`_pickled_call`): the pool's own pickler carries torch tensors as shared-memory file
+  descriptors sent over a socket, which fails intermittently ("received 0 items of ancdata",
+  seen on the 288-run paper grid, a worker's ensemble of weight sets) and lost the grid's run.
 - ``ray``: ``ray.init(address=...)`` (``"auto"`` = an existing cluster, ``None`` = start a local
   one); each run is a task with ``num_cpus=1`` and ``max_retries`` (a task whose worker dies is
   retried on another). Install with ``pip install 'resharpen[distributed]'``; every node needs
@@ -15,10 +18,17 @@ alone writes files, so a remote Ray node needs no shared file system.
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Callable, Iterator, Sequence
 
 BACKENDS = ("local", "ray")
+
+
+def _pickled_call(fn: Callable, *args) -> bytes:
+    """``fn(*args)`` pickled by value with the standard pickler (tensors as their bytes, no
+    shared-memory file descriptors between processes)."""
+    return pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def run_local(fn: Callable, args: Sequence[tuple], workers: int) -> Iterator[tuple[int, object]]:
@@ -30,10 +40,11 @@ def run_local(fn: Callable, args: Sequence[tuple], workers: int) -> Iterator[tup
         return
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(workers, len(args)), mp_context=context) as pool:
-        futures = {pool.submit(fn, *arg): index for index, arg in enumerate(args)}
+        futures = {pool.submit(_pickled_call, fn, *arg): index
+                   for index, arg in enumerate(args)}
         try:
             for future in as_completed(futures):
-                yield futures[future], future.result()
+                yield futures[future], pickle.loads(future.result())
         except BaseException:
             for future in futures:
                 future.cancel()
