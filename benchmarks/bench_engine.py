@@ -16,6 +16,13 @@
    the share of the ensemble's step spent sampling.
 3. The engine's AdamW (:func:`resharpen.experiments.core.engine.adamw_update`, per-member rates)
    against ``torch.optim.AdamW`` (one rate) on the same stacked tensors.
+4. Why stacking does not pay for the 2 x 64 language model on this CPU: the step's largest
+   non-matmul and small-matmul operations (the attention scores' batched product, the MLP's
+   GELU), forward and backward, for K members stacked under ``vmap`` against the same
+   operation on one member K times, with each operation's working set beside the L2 cache: a
+   stacked operation is no faster per member, and a memory-bound one (GELU) is slower, its
+   working set grown K-fold (measured 2026-12-02: ratios 0.84 / 0.90 / 1.27 and 1.24 / 1.99 /
+   2.63 at K = 8, L2 1 MiB).
 
 Each measurement is repeated ``--repeats`` times, the arms interleaved within a repeat (so a
 change of the machine's load hits both), and the ratios are printed as min / median / max over
@@ -24,6 +31,7 @@ the repeats, with the machine's load average before and after.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import sys
@@ -224,6 +232,54 @@ def optimizers(repeats: int, steps: int, k: int) -> None:
           f"the K = {k} stack: {spread(ratios)}")
 
 
+def l2_bytes() -> int | None:
+    """The L2 cache of CPU 0 (Linux sysfs), or None."""
+    for index in range(8):
+        base = Path(f"/sys/devices/system/cpu/cpu0/cache/index{index}")
+        try:
+            if (base / "level").read_text().strip() == "2":
+                size = (base / "size").read_text().strip()
+                return int(size[:-1]) * 1024 if size.endswith("K") else int(size)
+        except (OSError, ValueError):
+            return None
+    return None
+
+
+def stacked_ops(repeats: int, steps: int, k: int) -> None:
+    from torch.func import vmap
+
+    cfg, batch, length = SHAPES["dyck-2 2 x 64"]
+    heads, width = cfg.n_heads, cfg.d_model // cfg.n_heads
+    ops = {  # name: (function of one member, its inputs' shapes)
+        "attention scores (einsum bhqe,bhke->bhqk)":
+            (lambda q, kk: torch.einsum("bhqe,bhke->bhqk", q, kk),
+             [(batch, heads, length, width)] * 2),
+        "MLP GELU": (lambda h: F.gelu(h), [(batch, length, cfg.mlp_width)]),
+    }
+    l2 = l2_bytes()
+    print(f"4. one operation, forward + backward, K = {k} stacked (vmap) / K times one member "
+          f"(min / median / max over repeats; > 1: stacking is slower); L2 cache "
+          f"{l2 / 2**20:.2f} MiB" if l2 else "(L2 size unknown)")
+    for name, (fn, shapes) in ops.items():
+        stacked = [torch.randn(k, *shape, requires_grad=True) for shape in shapes]
+        single = [torch.randn(*shape, requires_grad=True) for shape in shapes]
+
+        def run_stacked(i):
+            vmap(fn)(*stacked).sum().backward()
+
+        def run_single(i):
+            for _ in range(k):
+                fn(*single).sum().backward()
+
+        ratios = []
+        for _ in range(repeats):
+            run_stacked(0), run_single(0)
+            ratios.append(timed(run_stacked, steps) / timed(run_single, steps))
+        member = 4 * sum(math.prod(shape) for shape in shapes) * 3  # inputs, output, grads
+        print(f"   {name}: {spread(ratios)}; working set about {member / 2**20:.2f} MiB one "
+              f"member, {k * member / 2**20:.2f} MiB stacked")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -237,6 +293,7 @@ def main() -> int:
     one_model(args.repeats, args.steps)
     ensembles(args.repeats, args.steps, args.k)
     optimizers(args.repeats, args.steps, args.k)
+    stacked_ops(args.repeats, args.steps, args.k)
     print(f"load average after {os.getloadavg()[0]:.2f}")
     return 0
 
