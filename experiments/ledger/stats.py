@@ -147,11 +147,12 @@ def compare(a: Mapping[Hashable, float], b: Mapping[Hashable, float],
             alternative: str = "less", min_n: int = MIN_N) -> Comparison:
     """Arm a against arm b, each ``{key: value}``: paired on the shared keys when every key of
     the smaller arm is in the other (both arms ran the same seeds), else Welch. Non-finite
-    values are dropped (with their partner when paired)."""
+    values are dropped (with their partner when paired). Two empty arms are an empty paired
+    comparison (n = 0, inconclusive), not a Welch test of nothing."""
     a = {k: float(v) for k, v in a.items() if math.isfinite(float(v))}
     b = {k: float(v) for k, v in b.items() if math.isfinite(float(v))}
     shared = [k for k in a if k in b]
-    if shared and len(shared) == min(len(a), len(b)):
+    if (shared or not (a or b)) and len(shared) == min(len(a), len(b)):
         return paired([a[k] for k in shared], [b[k] for k in shared], alternative, min_n)
     return welch(list(a.values()), list(b.values()), alternative, min_n)
 

@@ -127,6 +127,8 @@ def test_compare_pairs_shared_seeds_and_falls_back_to_welch():
     assert unpaired.test.startswith("Welch")
     with_nan = stats.compare({**a, 5: float("nan")}, {**b, 5: 1.0})
     assert with_nan.test.startswith("paired") and with_nan.n == 5
+    empty = stats.compare({}, {})  # e.g. a task none of whose averages reached the fit
+    assert empty.test.startswith("paired") and empty.n == 0 and empty.inconclusive
 
 
 def test_spearman_and_its_inconclusive_cases():
