@@ -4,6 +4,7 @@
     resharpen langs train dyck2 --set model.norm=post --set train.steps=500
     resharpen langs run --profile quick [--workers 2] [--backend ray --address auto]
     resharpen langs report out/sweeps/langs-quick
+    resharpen langs compare out/sweeps/langs-paper out/sweeps/langs-paper-rope
     resharpen tasks sample dyck2 --count 2 --sets
 
 Parsing imports nothing heavy: the handlers import the task registry, numpy and torch.
@@ -50,6 +51,13 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
     q = actions.add_parser("report", help="summary tables and per-task figures of a grid folder")
     q.add_argument("folder", help="grid folder, e.g. out/sweeps/langs-quick")
     q.add_argument("--no-figs", action="store_true", help="tables only")
+    c = actions.add_parser("compare", help="two grids of the same tasks, schemes and seeds, "
+                           "compared run by run (B - A, paired by seed, Holm over the cells)")
+    c.add_argument("grid_a", help="grid folder A, e.g. out/sweeps/langs-paper")
+    c.add_argument("grid_b", help="grid folder B, e.g. out/sweeps/langs-paper-rope")
+    c.add_argument("--metric", default="ood_invalid_mass",
+                   help="a column of the grid table (default ood_invalid_mass)")
+    c.add_argument("--weights", choices=("raw", "ema", "bema"), default="raw")
     p.set_defaults(handler=partial(run_langs, figures=figures))
 
 
@@ -79,21 +87,45 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
         if args.no_report:
             return 0
         return _report(root, figures)
+    if args.action == "compare":
+        return _compare(args)
     return _report(Path(args.folder), None if args.no_figs else figures)
 
 
-def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
+def check_task_grid(root: Path, required: bool = False) -> None:
+    """UsageError unless ``root``'s sweep.json marks a task grid (when ``required``, also when
+    it has none)."""
     from resharpen.experiments.core.io import read_json
+
+    marker = root / "sweep.json"
+    if not marker.is_file():
+        if required:
+            raise UsageError(f"{str(root)!r} is not a task grid folder (no sweep.json; run: "
+                             "resharpen langs run)")
+        return
+    kind = read_json(marker, "grid file")
+    if not isinstance(kind, dict) or kind.get("kind") != "task_grid":
+        raise UsageError(f"{str(root)!r} is not a task grid folder (its sweep.json is another "
+                         "kind of sweep: a Set Complement sweep is reported by `resharpen "
+                         "report`)")
+
+
+def _compare(args) -> int:
+    from resharpen.experiments.languages.compare_grids import compare_grids, compare_table
+
+    with bad_input():  # both folders task grids with finished runs, the metric a column
+        for folder in (args.grid_a, args.grid_b):
+            check_task_grid(Path(folder), required=True)
+        rows = compare_grids(args.grid_a, args.grid_b, args.metric, args.weights)
+    print(compare_table(rows, args.grid_a, args.grid_b, args.metric))
+    return 0
+
+
+def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
     from resharpen.experiments.languages.grid import report, table_rows
 
     with bad_input():  # a grid folder (its sweep.json says so), its runs readable
-        marker = root / "sweep.json"
-        if marker.is_file():
-            kind = read_json(marker, "grid file")
-            if not isinstance(kind, dict) or kind.get("kind") != "task_grid":
-                raise UsageError(f"{str(root)!r} is not a task grid folder (its sweep.json is "
-                                 "another kind of sweep: a Set Complement sweep is reported by "
-                                 "`resharpen report`)")
+        check_task_grid(root)
         if figures is not None:  # no figure through a link out of the folder
             from resharpen.experiments.core.io import check_within
 
