@@ -8,9 +8,11 @@ The setting is the quick grid's (``experiments/configs/languages/grid.toml``, pr
 2 layers x 32, 2 heads, GELU MLP, LayerNorm, no positions, L_train = 20, batch 32, lr 3e-3,
 20 warm-up steps; Set Complement at v = 16 (L_train 4) and the multiset complement at v = 16
 (L_train 8). ``--fit F`` (default: 5 % of the uniform prediction's ID invalid mass, per task).
-One torch thread.
+``--set SECTION.KEY=VALUE`` (repeatable) overrides the setting, e.g. ``model.positional=rope``
+or ``model.d_model=64``. One torch thread.
 
     .venv/bin/python benchmarks/language_fit_search.py --tasks dyck1,anbn --norm post --fit 0.015
+    .venv/bin/python benchmarks/language_fit_search.py --tasks tomita3 --set model.positional=rope
 """
 from __future__ import annotations
 
@@ -30,10 +32,13 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=1500, help="the cap")
     parser.add_argument("--fit", type=float, default=None)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="SECTION.KEY=VALUE", help="override the setting")
     args = parser.parse_args(argv)
 
     import torch
 
+    from resharpen.experiments.core.config import deep_merge, parse_sets
     from resharpen.experiments.languages.config import (build_task, make_config,
                                                         uniform_id_invalid_mass)
     from resharpen.experiments.languages.train import train_group
@@ -49,6 +54,7 @@ def main(argv=None) -> int:
             base["task"].update(vocab=16, train_len=4, eval_len=15)
         if task == "multiset_complement":
             base["task"].update(vocab=16, train_len=8, eval_len=31)
+        deep_merge(base, parse_sets(args.overrides))
         first = make_config(base)
         uniform = uniform_id_invalid_mass(build_task(first), first["task"]["train_len"])
         fit = args.fit if args.fit is not None else round(0.05 * uniform, 4)
@@ -60,7 +66,8 @@ def main(argv=None) -> int:
         runs = ", ".join(
             f"{'step ' + str(r['summary']['fit_step']) if r['summary']['fit_reached'] else 'not reached'}"
             f" (ID {r['summary']['by_weights']['raw']['id_invalid_mass']:.4f})" for r in results)
-        print(f"{task:20s} {args.norm:10s} uniform {uniform:.3f} fit {fit:g}: {runs}; "
+        setting = " ".join(args.overrides)
+        print(f"{task:20s} {args.norm:10s} {setting} uniform {uniform:.3f} fit {fit:g}: {runs}; "
               f"{time.perf_counter() - start:.0f} s", flush=True)
     return 0
 
