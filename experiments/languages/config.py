@@ -37,6 +37,12 @@ SCHEMA = Schema({
         # fixed budget, e.g. the noise grid: averaging windows well inside every run); left out
         # of the normalized config at its default (see make_config)
         "stop": Field(bool, True, choices=(False, True)),
+        # where the EMA and BEMA weights are kept: "raw_fit", the raw weights' fit step (the run
+        # ends there); "own_fit", each average at the first record step where its own ID invalid
+        # mass is <= until_id_invalid_mass (the run trains on until all three reached it or the
+        # cap), so an average is compared with the raw weights at a matched fit; left out of the
+        # normalized config at its default (see make_config)
+        "averages": Field(str, "raw_fit", choices=("raw_fit", "own_fit")),
     },
     "eval": {
         "count": Field(int, 128, 1, 10**6),
@@ -75,6 +81,12 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
     elif not target:
         raise ValueError("fit.stop = false records the fit without stopping: it needs "
                          "fit.until_id_invalid_mass > 0 (the level recorded)")
+    if config["fit"]["averages"] == "raw_fit":  # left out at its default, as fit.stop
+        del config["fit"]["averages"]
+    elif not stops_at_fit(config):
+        raise ValueError("fit.averages = 'own_fit' keeps each average at its own fit step: it "
+                         "needs the stopping rule (fit.until_id_invalid_mass > 0, fit.stop = "
+                         "true)")
     config["name"] = name or f"{t['name']}-{config['model']['norm']}-s{config['train']['seed']}"
     return config
 
@@ -83,6 +95,12 @@ def stops_at_fit(config: dict) -> bool:
     """Whether a run ends at its fit (``fit.until_id_invalid_mass`` > 0 and ``fit.stop``, true
     when left out), rather than recording it and training to ``train.steps``."""
     return bool(config["fit"]["until_id_invalid_mass"]) and config["fit"].get("stop", True)
+
+
+def averages_at_own_fit(config: dict) -> bool:
+    """Whether the run keeps its EMA and BEMA weights at their own fit steps
+    (``fit.averages = "own_fit"``) rather than at the raw weights' fit step."""
+    return config["fit"].get("averages", "raw_fit") == "own_fit"
 
 
 def target_tag(train: dict) -> str:

@@ -34,7 +34,13 @@ step (every ``train.log_every`` steps) the raw weights' mean invalid mass over t
 at the first step where it is <= m, and the summary records ``fit_target``, ``fit_reached``,
 ``fit_step`` and ``steps_trained``. With ``fit.stop = false`` the same measure is recorded at
 every record step but the run trains to ``train.steps`` (a fixed budget; ``fit_step`` is then
-when the raw weights first reached m, if they did). The config refuses an m that is not below a tenth of a
+when the raw weights first reached m, if they did). With ``fit.averages = "own_fit"`` each
+weight set is kept at its own first record step whose ID invalid mass is <= m (the EMA and BEMA
+measures recorded as ``fit_id_invalid_mass_ema`` / ``_bema`` until they reach it) and the run
+ends when all three have (or at the cap, where a weight set that never reached m is kept as it
+is); the summary's ``fit_steps`` holds each one's step (None: not reached), so an average is
+compared with the raw weights at a matched fit, not at the raw weights' fit step, when the
+average still lags behind. The config refuses an m that is not below a tenth of a
 uniform prediction's ID invalid mass on the task (``config.uniform_id_invalid_mass``). In an
 ensemble each member ends at its own fit.
 
@@ -68,8 +74,8 @@ from resharpen.experiments.core.metrics import METRICS, target_set_metrics
 from resharpen.experiments.core.targets import TrainingTarget, label_generator, make_batch
 from resharpen.experiments.core.train import (fit_members, members_state, model_config,
                                               seeded_model, stacking_pays, weight_sets)
-from resharpen.experiments.languages.config import (SCHEMA, build_task, make_config,
-                                                  stops_at_fit)
+from resharpen.experiments.languages.config import (SCHEMA, averages_at_own_fit, build_task,
+                                                  make_config, stops_at_fit)
 
 SUMMARY_METRICS = ("invalid_mass", "tv", "kl", "top1_invalid")
 
@@ -235,27 +241,48 @@ def _train_members(configs: list[dict], *, progress: bool = True,
 
     seqs, legal = eval_data if eval_data is not None else eval_sequences(first, task)
     until = first["fit"]["until_id_invalid_mass"]
+    ends = stops_at_fit(first)  # else the fit is only recorded (fit.stop = false)
+    own = ends and averages_at_own_fit(first)
+    kept: list[dict] = [{} for _ in configs]  # member -> {weights kind: copy at its own fit}
+    fit_steps: list[dict] = [{} for _ in configs]  # member -> {weights kind: its fit step}
 
     def record(i: int, step: int, loss: float) -> dict:
         smoothed = state.smoothed_loss if k == 1 else state.smoothed_loss[i]
         row = {"step": step, "loss": loss, "loss_smoothed": smoothed, "lr": state.lr(i)}
         if until:
-            row["fit_id_invalid_mass"] = fit_measure(state.member_weights(i)["raw"], seqs,
-                                                     legal, t["train_len"])
+            weights = state.member_weights(i)
+            row["fit_id_invalid_mass"] = fit_measure(weights["raw"], seqs, legal,
+                                                     t["train_len"])
+            if own:
+                for kind, module in weights.items():
+                    if kind in fit_steps[i]:
+                        continue
+                    mass = row["fit_id_invalid_mass"] if kind == "raw" else fit_measure(
+                        module, seqs, legal, t["train_len"])
+                    if kind != "raw":
+                        row[f"fit_id_invalid_mass_{kind}"] = mass
+                    if mass <= until:
+                        fit_steps[i][kind] = step
+                        kept[i][kind] = copy.deepcopy(state.snapshot(i)[kind])
         if log is not None:
             log(row)
         return row
 
-    ends = stops_at_fit(first)  # else the fit is only recorded (fit.stop = false)
-
     def stop(i: int, row: dict) -> bool:
+        if own:
+            return len(fit_steps[i]) == len(state.member_weights(i))
         return ends and row["fit_id_invalid_mass"] <= until
 
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
                          stop=stop, ignore=pad, raise_on_nonfinite=True, smoothing=0.05,
                          names=[c["name"] for c in configs], progress=progress)
     results = []
-    for config, history, weights in zip(configs, fitted.histories, fitted.weights):
+    for i, (config, history, weights) in enumerate(zip(configs, fitted.histories,
+                                                       fitted.weights)):
+        own_fit = {}
+        if own:  # each weight set at its own fit step (as it ended where it never reached it)
+            weights = {kind: kept[i].get(kind, module) for kind, module in weights.items()}
+            own_fit = {"fit_steps": {kind: fit_steps[i].get(kind) for kind in weights}}
         per_length = {kind: evaluate(module, seqs, legal) for kind, module in weights.items()}
         summaries = {kind: summarize(recs, t["train_len"], config["eval"]["threshold"])
                      for kind, recs in per_length.items()}
@@ -263,7 +290,8 @@ def _train_members(configs: list[dict], *, progress: bool = True,
                    "seed": config["train"]["seed"], "by_weights": summaries,
                    "final_loss": history[-1]["loss_smoothed"],
                    "seconds": (time.perf_counter() - start) / k,
-                   **fit_summary(until, history), **({} if k == 1 else {"ensemble": k})}
+                   **fit_summary(until, history), **own_fit,
+                   **({} if k == 1 else {"ensemble": k})}
         results.append({"config": config, "per_length": per_length, "summary": summary,
                         "history": history, "weights": weight_sets(weights)})
     return results, state

@@ -426,6 +426,42 @@ def test_stopping_rule_ends_each_member_at_its_own_fit():
         make_config({"task": {"name": "dyck1"}, "fit": {"until_id_invalid_mass": chance / 5}})
 
 
+def test_averages_at_their_own_fit_keep_the_raw_run_and_match_the_fit():
+    """fit.averages = "own_fit": the raw weights are those of the run that stops at the raw fit
+    (same step, same numbers); each average is kept at its own first record step at the fit
+    (its ID invalid mass <= the fit, recorded in the history) or, never reaching it, as it
+    ends at the cap; the run ends when all three reached it. Without the stopping rule it is
+    refused."""
+    def config(averages: str, steps: int = 400) -> dict:
+        return make_config({"task": {"name": "dyck1", "train_len": 8, "eval_len": 12},
+                            "model": {"d_model": 16, "n_layers": 1, "n_heads": 2},
+                            "train": {"seed": 0, "lr": 1e-2, "steps": steps, "warmup": 5,
+                                      "log_every": 20, "target": "soft", "ema_decay": 0.95},
+                            "fit": {"until_id_invalid_mass": 0.02, "averages": averages},
+                            "eval": {"count": 32}})
+
+    at_raw = train(config("raw_fit"), progress=False)
+    own = train(config("own_fit"), progress=False)
+    assert "averages" not in config("raw_fit")["fit"]  # the default is left out (identities)
+    a, b = at_raw["summary"], own["summary"]
+    assert b["fit_step"] == a["fit_step"] == b["fit_steps"]["raw"]
+    assert b["by_weights"]["raw"] == a["by_weights"]["raw"]
+    for kind in ("ema", "bema"):
+        step = b["fit_steps"][kind]
+        assert step is not None and step >= a["fit_step"]
+        assert b["by_weights"][kind]["id_invalid_mass"] <= 0.02
+        if kind == "ema":  # the history's EMA measure at that step is the kept model's
+            row = next(r for r in own["history"] if r["step"] == step)
+            assert row["fit_id_invalid_mass_ema"] == pytest.approx(
+                b["by_weights"]["ema"]["id_invalid_mass"], rel=1e-9)
+    assert b["steps_trained"] == max(b["fit_steps"].values())
+    assert a["by_weights"]["ema"]["id_invalid_mass"] > 0.02  # it lagged at the raw fit
+    short = train(config("own_fit", steps=a["fit_step"]), progress=False)["summary"]
+    assert short["fit_steps"]["ema"] is None  # the cap came first: kept as it ended
+    with pytest.raises(ValueError, match="needs the stopping rule"):
+        make_config({"task": {"name": "dyck1"}, "fit": {"averages": "own_fit"}})
+
+
 def test_a_group_where_stacking_does_not_pay_trains_one_run_at_a_time():
     from resharpen.experiments.languages.train import train_group
 
