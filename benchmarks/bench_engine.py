@@ -21,8 +21,9 @@
    GELU), forward and backward, for K members stacked under ``vmap`` against the same
    operation on one member K times, with each operation's working set beside the L2 cache: a
    stacked operation is no faster per member, and a memory-bound one (GELU) is slower, its
-   working set grown K-fold (measured 2026-12-02: ratios 0.84 / 0.90 / 1.27 and 1.24 / 1.99 /
-   2.63 at K = 8, L2 1 MiB).
+   working set grown K-fold (2026-12-02, K = 8, L2 1 MiB, ``--repeats 3 --steps 10``: 1.02 /
+   1.04 / 1.08 and 1.09 / 1.29 / 1.34 at load 0.6-0.9; 0.84 / 0.90 / 1.27 and 1.24 / 1.99 / 2.63
+   beside another process at load 2).
 
 Each measurement is repeated ``--repeats`` times, the arms interleaved within a repeat (so a
 change of the machine's load hits both), and the ratios are printed as min / median / max over
