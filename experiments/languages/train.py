@@ -245,6 +245,7 @@ def _train_members(configs: list[dict], *, progress: bool = True,
     own = ends and averages_at_own_fit(first)
     kept: list[dict] = [{} for _ in configs]  # member -> {weights kind: copy at its own fit}
     fit_steps: list[dict] = [{} for _ in configs]  # member -> {weights kind: its fit step}
+    kinds: list[int] = [0 for _ in configs]  # member -> how many weight sets it keeps
 
     def record(i: int, step: int, loss: float) -> dict:
         smoothed = state.smoothed_loss if k == 1 else state.smoothed_loss[i]
@@ -254,6 +255,7 @@ def _train_members(configs: list[dict], *, progress: bool = True,
             row["fit_id_invalid_mass"] = fit_measure(weights["raw"], seqs, legal,
                                                      t["train_len"])
             if own:
+                kinds[i] = len(weights)
                 for kind, module in weights.items():
                     if kind in fit_steps[i]:
                         continue
@@ -270,7 +272,7 @@ def _train_members(configs: list[dict], *, progress: bool = True,
 
     def stop(i: int, row: dict) -> bool:
         if own:
-            return len(fit_steps[i]) == len(state.member_weights(i))
+            return len(fit_steps[i]) == kinds[i]
         return ends and row["fit_id_invalid_mass"] <= until
 
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
