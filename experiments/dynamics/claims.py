@@ -512,27 +512,67 @@ def variance_scale(scheme, t, dyn, printed=False):
     return {"postln": np.ones_like(t), "preln": t, "mixln": t, "periln": t, "sqrt": np.sqrt(t)}[scheme]
 
 
+LINEAR_RATE_TOLERANCE = 0.05
+"""Relative tolerance of the measured Var'/(Var/scale) against the linearized rate
+(:func:`linearized_variance_ratio`), fixed before it was measured: the corrections to the
+linearization are of the order of the cone's spread (delta = 1/(200 n^2) = 3e-4; a first-order
+term of the attention's non-uniformity, beta |Q^T K| sqrt(delta) ~ 0.02, if there were one)."""
+
+
+def linearized_variance_ratio(scheme: str, t: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """-2 scale(t) / s(t), the ratio Var'/(Var/scale(t)) of Theorem 4.3 near consensus
+    (reconstructed, typed here from the schemes' speeds, Table 2, and not from
+    :mod:`~resharpen.experiments.dynamics.particles`).
+
+    Near consensus with V = I the attention output of every particle is the particles' mean m
+    (|m| = 1 - Var/2; the non-uniform weights shift every A_j alike at first order), so each
+    deviation e_j = theta_j - m moves as e_j' = -(e_j - mean e)/s, s the scheme's speed divisor,
+    and Var' = -2 Var / s. With s = 1 (Post-LN; Mix-LN up to tau = 1), r (Pre-LN; Mix-LN after
+    tau), r |A| ~ r (Peri-LN), |A|/alpha_t ~ 1/alpha_t (nGPT), sqrt(t + 1) (sqrt scaling) and
+    scale(t) = 1, t, t, t, 1/alpha_t, sqrt t: Post-LN -2; Pre-LN, Peri-LN -2 t / r(t); Mix-LN
+    -2 t / r(t) after tau; nGPT -2 (alpha_t cancels, whatever its schedule); sqrt
+    -2 sqrt(t / (t + 1)). ``r`` is the particles' mean radius at each t."""
+    one = np.ones_like(t)
+    s = {"postln": one, "preln": r, "periln": r, "ngpt": one,
+         "mixln": np.where(t > 1.0, r, 1.0), "sqrt": np.sqrt(t + 1.0)}[scheme]
+    scale = {"postln": one, "preln": t, "periln": t, "mixln": t, "ngpt": one,
+             "sqrt": np.sqrt(t)}[scheme]   # nGPT: s = scale = 1/alpha_t, taken out
+    return -2.0 * scale / s
+
+
 def variance_claim(claim_id: str, scheme: str) -> None:
     """Register the claim that ``scheme``'s variance decays at Theorem 4.3's rate."""
     @claim(claim_id,
-           source=f"{SRC} Thm 4.3(ii) (corrected constants c=1/9, C=4; nGPT scale 1/alpha_t)",
+           source=f"{SRC} Thm 4.3(ii) (corrected constants c=1/9, C=4; nGPT scale 1/alpha_t); "
+                  "the linearized rate reconstructed",
            statement=f"{nd.SCHEME_LABELS[scheme]}: from a local cone (delta < 1/(100 n^2), V=I, |Q^T K| <= 1) "
-                     "Var'/(Var/scale(t)) stays in [-4, -1/9] for t >= 1",
-           kind="numeric", tolerance="band [-4, -1/9], no slack", cost="fast",
+                     "Var'/(Var/scale(t)) stays in [-4, -1/9] for t >= 1, and equals the "
+                     "linearization near consensus, -2 scale(t)/s(t) (s the scheme's speed "
+                     "divisor; reconstructed), within 5%",
+           kind="numeric", tolerance="band [-4, -1/9], no slack; relative 0.05 to the "
+                                     "linearized rate", cost="fast",
            expected_from="paper",
            origin="Thm 4.3(ii)'s band for Var'/(Var/scale(t)) with the Lean-corrected constants "
                   "c = 1/9, C = 4 (VAR_BAND) and scale(t) of the theorem (nGPT corrected to "
-                  "1/alpha_t), against the simulated variance")
+                  "1/alpha_t), against the simulated variance; the linearized rate "
+                  "-2 scale/s is derived in linearized_variance_ratio (typed from the schemes' "
+                  "speeds, no call into the simulation's vector field)")
     def check_variance_decay_band(profile: str) -> Outcome:
         seeds = pick(profile, quick=(5,), full=(5, 6, 7, 8))
-        lo, hi = np.inf, -np.inf
+        lo, hi, worst = np.inf, -np.inf, 0.0
         for seed in seeds:
-            t, var, vdot, _, _, dyn = local_cone_run(scheme, seed=seed)
-            ratio = (vdot / (var / variance_scale(scheme, t, dyn)))[t >= 1.0]
+            t, var, vdot, r, _, dyn = local_cone_run(scheme, seed=seed)
+            late = t >= 1.0
+            ratio = (vdot / (var / variance_scale(scheme, t, dyn)))[late]
+            linear = linearized_variance_ratio(scheme, t, r.mean(axis=1))[late]
             lo, hi = min(lo, ratio.min()), max(hi, ratio.max())
-        return Outcome(measured=f"[{lo:.3f}, {hi:.3f}]", expected="within [-4, -0.111]",
-                       passed=VAR_BAND[0] <= lo and hi <= VAR_BAND[1],
-                       detail=f"n=4, d=6, beta=1, seeds {seeds}; Var' exact from the vector field")
+            worst = max(worst, float(np.max(np.abs(ratio / linear - 1.0))))
+        return Outcome(measured=f"[{lo:.3f}, {hi:.3f}]; max |ratio / linearized - 1| {worst:.2e}",
+                       expected=f"within [-4, -0.111]; <= {LINEAR_RATE_TOLERANCE}",
+                       passed=(VAR_BAND[0] <= lo and hi <= VAR_BAND[1]
+                               and worst <= LINEAR_RATE_TOLERANCE),
+                       detail=f"n=4, d=6, beta=1, seeds {seeds}; Var' exact from the vector field; "
+                              "linearized rate -2 scale(t)/s(t) with s from the mean radius")
 
 
 variance_claim("dyn.thm43.variance.postln", "postln")
@@ -545,22 +585,30 @@ variance_claim("dyn.thm43.variance.sqrt", "sqrt")
 
 @claim("dyn.erratum.thm43_ngpt_scale", erratum=True, source=f"{SRC} Thm 4.3(ii) nGPT row as printed",
        statement="nGPT's printed rate Var' = -Theta(Var/alpha_t) fails for alpha_t = 1/(t+1) "
-                 "(Var'/(Var/alpha_t) -> 0); the corrected -Theta(alpha_t Var) holds",
-       kind="numeric", tolerance="printed ratio leaves [-4, -1/9] by t = 200; corrected stays inside",
+                 "(Var'/(Var/alpha_t) -> 0); the corrected -Theta(alpha_t Var) holds, at the "
+                 "linearized rate Var' = -2 alpha_t Var (reconstructed) within 5%",
+       kind="numeric", tolerance="printed ratio leaves [-4, -1/9] by t = 200; corrected stays "
+                                 "inside, relative 0.05 to the linearized -2",
        cost="fast",
        expected_from="paper",
        origin="Thm 4.3(ii)'s nGPT row as printed (scale alpha_t) and corrected (1/alpha_t), with"
               " the band [-4, -1/9] of the corrected constants, against the simulated variance")
 def check_erratum_thm43_ngpt_scale(profile: str) -> Outcome:
-    t, var, vdot, _, _, dyn = local_cone_run("ngpt", alpha_schedule="inverse")
+    t, var, vdot, r, _, dyn = local_cone_run("ngpt", alpha_schedule="inverse")
     late = t >= 1.0
     printed = (vdot / (var / variance_scale("ngpt", t, dyn, printed=True)))[late]
     fixed = (vdot / (var / variance_scale("ngpt", t, dyn)))[late]
+    linear = linearized_variance_ratio("ngpt", t, r.mean(axis=1))[late]
+    worst = float(np.max(np.abs(fixed / linear - 1.0)))
     return Outcome(measured=f"printed ratio at t={t[-1]:g}: {printed[-1]:.2e}; corrected in "
-                            f"[{fixed.min():.3f}, {fixed.max():.3f}]",
-                   expected="printed outside band; corrected inside",
-                   passed=printed[-1] > VAR_BAND[1] and VAR_BAND[0] <= fixed.min() and fixed.max() <= VAR_BAND[1],
-                   detail="with s = |A|/alpha_t the linearized decay is Var' ~ -2 alpha_t Var (Lean audit)")
+                            f"[{fixed.min():.3f}, {fixed.max():.3f}], "
+                            f"max |corrected / linearized - 1| {worst:.2e}",
+                   expected=f"printed outside band; corrected inside, within "
+                            f"{LINEAR_RATE_TOLERANCE} of the linearized -2",
+                   passed=(printed[-1] > VAR_BAND[1] and VAR_BAND[0] <= fixed.min()
+                           and fixed.max() <= VAR_BAND[1] and worst <= LINEAR_RATE_TOLERANCE),
+                   detail="with s = |A|/alpha_t the linearized decay is Var' ~ -2 alpha_t Var (Lean "
+                          "audit; linearized_variance_ratio)")
 
 
 @claim("dyn.thm43.radial_growth", source=f"{SRC} Thm 4.3(i) (Lean-corrected: r0 + (1-4 delta) t <= r <= r0 + t)",
