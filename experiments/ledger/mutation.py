@@ -66,6 +66,10 @@ The committed *record* (``experiments/configs/ledger/mutation.json``, :func:`rea
 the expected verdict of every claim, the seconds its unmutated quick check took, the diagnosis of
 each survivor, and for every fast claim ``functions``: the verdict, operator statuses and, for
 a survivor, diagnosis of each pair (a slow claim is recorded skipped by its declared class).
+Every pair that is not killed says, beside its diagnosis, whether it is an ``equivalent``
+mutant (no operator's mutant can change a correct check's status on this data, apart from a
+stillborn one that raises on an invalid call); the record's ``score`` is the standard mutation
+score over the pairs that are not (:func:`mutation_score`), beside the plain rate of ``summary``.
 :func:`against_record` turns a run into regressions. tests/core/test_mutation_record.py runs it
 over a declared sample of fast claims by default and over every fast claim in the ``slow``
 test.
@@ -77,6 +81,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import math
 import sys
 import time
 import types
@@ -1175,7 +1180,41 @@ def read_record(path: str | Path = RECORD) -> dict[str, dict]:
             if pair["verdict"] == "survives" and not pair.get("diagnosis", "").strip():
                 raise ValueError(f"{path}: surviving pair ({claim_id!r}, {target}) has no "
                                  "diagnosis")
+            if "equivalent" in pair and (
+                    not isinstance(pair["equivalent"], bool)
+                    or pair["verdict"] not in ("survives", "killed by an exception")
+                    or not pair.get("diagnosis", "").strip()):
+                raise ValueError(f"{path}: ({claim_id!r}, {target}): 'equivalent' is true or "
+                                 "false, on a pair that survives or is killed only by an "
+                                 "exception, beside its diagnosis")
     return claims
+
+
+def mutation_score(pairs: Sequence[tuple[str, bool]]) -> dict[str, float | int]:
+    """The mutation score of (verdict, equivalent) pairs, the standard one (killed over the
+    mutants that are not equivalent; Jia & Harman, IEEE TSE 37(5), 2011) beside the plain rate:
+    ``perturbed`` (pairs some operator perturbed: not untested), ``killed`` (by a status
+    change), ``equivalent`` (pairs whose written diagnosis is an equivalent mutant: no operator's
+    mutant can change a correct check's status on this data, apart from a stillborn one that
+    raises on an invalid call, a start of the wrong shape or a token outside the vocabulary),
+    ``rate`` = killed / perturbed and ``score`` = killed / (perturbed - equivalent). A pair
+    killed only by an exception that is not diagnosed equivalent counts as not killed in both."""
+    perturbed = sum(verdict != "untested" for verdict, _ in pairs)
+    killed = sum(verdict == "killed" for verdict, _ in pairs)
+    equivalent = sum(bool(eq) and verdict in ("survives", "killed by an exception")
+                     for verdict, eq in pairs)
+    live = perturbed - equivalent
+    return {"perturbed": perturbed, "killed": killed, "equivalent": equivalent,
+            "rate": killed / perturbed if perturbed else math.nan,
+            "score": killed / live if live else math.nan}
+
+
+def score_line(score: dict) -> str:
+    """The record's line for :func:`mutation_score`."""
+    return (f"mutation score {score['killed']} of the {score['perturbed'] - score['equivalent']} "
+            f"perturbed pairs not diagnosed equivalent mutants = {score['score']:.1%} "
+            f"({score['equivalent']} equivalent; {score['rate']:.1%} of all "
+            f"{score['perturbed']} perturbed)")
 
 
 def against_record(results: Sequence[MutationResult], record: dict[str, dict]) -> list[str]:
@@ -1219,13 +1258,14 @@ def against_record(results: Sequence[MutationResult], record: dict[str, dict]) -
 def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = None) -> str:
     """The record (JSON text) of a run: each claim's verdict and unmutated seconds, the note of
     an untested or skipped claim, the verdict and operator statuses of each (claim, function)
-    pair, and the diagnoses kept from ``old`` (of a surviving claim or pair: empty for a new one,
-    fill it in by hand). A claim that ``results`` skipped keeps its old entry when that entry
+    pair, and the diagnoses and ``equivalent`` flags kept from ``old`` (of a surviving claim or
+    pair: empty for a new one, fill it in by hand), with the run's :func:`mutation_score`. A claim that ``results`` skipped keeps its old entry when that entry
     has per-function verdicts (it was run under the operators with ``--costs all``); otherwise
     it is recorded ``skipped`` with the reason (its declared cost class), the old verdict, if
     any, named in the note as an earlier one-operator verdict that nothing checks any more."""
     old = old or {}
     claims = {}
+    scored: list[tuple[str, bool]] = []  # (verdict, equivalent) of each pair of this run
     for r in sorted(results, key=lambda r: r.id):
         before = old.get(r.id, {})
         if r.verdict == "skipped":
@@ -1249,13 +1289,18 @@ def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = N
             entry["functions"] = {}
             for p in r.pairs:
                 pair = {"verdict": p.verdict, "statuses": p.statuses}
-                kept = (before.get("functions") or {}).get(p.target, {}).get("diagnosis", "")
+                was = (before.get("functions") or {}).get(p.target, {})
+                kept = was.get("diagnosis", "")
                 if p.verdict == "survives" or kept:
                     pair["diagnosis"] = kept
+                if "equivalent" in was and p.verdict in ("survives", "killed by an exception"):
+                    pair["equivalent"] = was["equivalent"]
                 entry["functions"][p.target] = pair
+                scored.append((p.verdict, pair.get("equivalent", False)))
         claims[r.id] = entry
     return dumps_json({"profile": "quick", "step": STEP, "large_step": LARGE_STEP,
                        "ladder": list(LADDER), "operators": OPERATORS,
-                       "summary": summary(results), "per_operator": per_operator(results),
-                       "claims": claims},
+                       "summary": summary(results),
+                       "score": score_line(mutation_score(scored)),
+                       "per_operator": per_operator(results), "claims": claims},
                       indent=1, sort_keys=False) + "\n"

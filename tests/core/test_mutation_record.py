@@ -154,6 +154,7 @@ def test_the_record_covers_the_registry_by_declared_cost_class():
     claims = all_claims()
     assert sorted(record) == sorted(c.id for c in claims)
     counts = {v: 0 for v in mutation.PAIR_VERDICTS}
+    scored = []  # (verdict, equivalent) of each fast claim's pair
     for c in claims:
         entry = record[c.id]
         if c.cost != "fast":  # skipped by its class, or kept from a run of every operator
@@ -168,6 +169,10 @@ def test_the_record_covers_the_registry_by_declared_cost_class():
             statuses = pair["statuses"]
             assert set(statuses) == set(mutation.OPERATORS), c.id
             counts[pair["verdict"]] += 1
+            scored.append((pair["verdict"], pair.get("equivalent", False)))
+            if pair["verdict"] in ("survives", "killed by an exception"):
+                assert "equivalent" in pair, (c.id, "every pair not killed says whether it is "
+                                                    "an equivalent mutant")
             # the ladder runs only while no operator before it has killed the pair by a status
             # change, so a ladder operator after a status kill is "not run"
             killed_at = [i for i, op in enumerate(mutation.OPERATORS)
@@ -185,6 +190,7 @@ def test_the_record_covers_the_registry_by_declared_cost_class():
     line = data["summary"]
     assert f"{counts['killed']} of {total} killed by a status change" in line, line
     assert f"of the {tried} pairs some operator perturbed" in line, line
+    assert data["score"] == mutation.score_line(mutation.mutation_score(scored))
 
 
 @pytest.mark.slow
@@ -202,3 +208,29 @@ def test_every_claim_keeps_its_recorded_mutation_verdict():
                             if p.target not in recorded]
     assert not regressions, "\n".join(regressions) + "\n\n" + mutation.format_table(
         [r for r in results if r.verdict != "skipped"])
+
+
+def test_mutation_score_leaves_out_only_the_pairs_diagnosed_equivalent():
+    """killed / perturbed and killed / (perturbed - equivalent), computed by hand: an untested
+    pair counts in neither; a pair killed only by an exception counts as not killed unless its
+    diagnosis calls it equivalent; the flag on a killed pair changes nothing."""
+    pairs = [("killed", False)] * 7 + [("killed", True), ("survives", True), ("survives", False),
+                                       ("killed by an exception", True),
+                                       ("killed by an exception", False), ("untested", True)]
+    score = mutation.mutation_score(pairs)
+    assert (score["perturbed"], score["killed"], score["equivalent"]) == (12, 8, 2)
+    assert score["rate"] == 8 / 12 and score["score"] == 8 / 10
+    assert "8 of the 10 perturbed pairs not diagnosed equivalent mutants = 80.0%" \
+        in mutation.score_line(score)
+
+
+def test_read_record_rejects_an_equivalent_flag_out_of_place(tmp_path):
+    """``equivalent`` is a bool, beside a diagnosis, on a pair that was not killed."""
+    for pair in ({"verdict": "killed", "statuses": {}, "equivalent": True},
+                 {"verdict": "survives", "statuses": {}, "diagnosis": "d", "equivalent": "yes"},
+                 {"verdict": "killed by an exception", "statuses": {}, "equivalent": False}):
+        path = tmp_path / "record.json"
+        path.write_text(json.dumps({"claims": {"x": {"verdict": "killed", "seconds": 0.1,
+                                                     "functions": {"f": pair}}}}))
+        with pytest.raises(ValueError, match="equivalent"):
+            mutation.read_record(path)
