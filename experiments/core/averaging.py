@@ -84,6 +84,9 @@ class BEMA:
         self._theta0: list[torch.Tensor] | None = None
         self._ema: list[torch.Tensor] | None = None
         self.last_t: int | None = None
+        self._source: nn.Module | None = None  # the module whose tensors _current lists
+        self._current: list[torch.Tensor] = []
+        self._target: list[torch.Tensor] = []
 
     @staticmethod
     def _tensors(model: nn.Module) -> list[torch.Tensor]:
@@ -94,8 +97,10 @@ class BEMA:
     def update(self, model: nn.Module, step: int) -> None:
         """Call after optimizer step ``step`` (1-based: the weights after ``step`` updates)."""
         cfg = self.config
-        current = [t.detach() for t in self._tensors(model)]
-        target = self._tensors(self._averaged)
+        if self._source is not model:  # the tensor lists, once per source module
+            self._source, self._current = model, [t.detach() for t in self._tensors(model)]
+            self._target = self._tensors(self._averaged)
+        current, target = self._current, self._target
         if step < cfg.update_after:  # burn-in: the averaged weights are the raw weights
             for dst, src in zip(target, current):
                 dst.copy_(src)

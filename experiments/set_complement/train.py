@@ -19,8 +19,9 @@ Stopping rule (``train.until_id_invalid_mass`` = m > 0, ``train.steps`` the cap;
 ``train.eval_every`` > 0): at every evaluation step the raw weights' in-distribution invalid mass
 is measured exactly, on the run's evaluation inputs (``eval.per_length`` per length, seed
 ``eval.seed``): the MEAN over the lengths s = 1..L_train of the mean invalid mass p(t) of the
-inputs of length s, the same number as the final summary's ``by_weights.raw.id_invalid_mass``
-(:func:`fit_measure`). Each history row holds it as ``fit_id_invalid_mass``; the run ends at the
+inputs of length s, the final summary's ``by_weights.raw.id_invalid_mass`` up to float64
+rounding (:func:`fit_measure`, which evaluates those lengths alone; the OOD lengths are
+evaluated only at the steps whose records need them: a new rung, convergence, the cap). Each history row holds it as ``fit_id_invalid_mass``; the run ends at the
 first step where it is <= m. The summary then records ``fit_target``, ``fit_reached``,
 ``fit_step`` (the step that reached it, or null) and ``steps_trained``, and every weight set is
 evaluated at that step: runs are compared at their own fit. The learning-rate schedule spans
@@ -167,18 +168,22 @@ def summarize(records: list[dict], vocab: int, train_len: int, threshold: float)
 
 
 def evaluate_weights(module: torch.nn.Module, config: dict, per_length: int | None = None,
-                     ) -> list[dict]:
+                     lengths=None) -> list[dict]:
+    """:func:`evaluate_lengths` of ``module`` on the run's evaluation inputs (``eval.seed``,
+    ``eval.per_length`` or ``per_length`` per length) at ``lengths`` (default 1..v-1)."""
     ev, v = config["eval"], config["task"]["vocab"]
-    return evaluate_lengths(module, v, None, per_length or ev["per_length"], ev["seed"])
+    return evaluate_lengths(module, v, lengths, per_length or ev["per_length"], ev["seed"])
 
 
 def fit_measure(module: torch.nn.Module, config: dict) -> float:
     """The stopping rule's measure (module docstring): the mean over lengths 1..L_train of the
-    exact mean invalid mass of ``module`` on the run's evaluation inputs."""
-    task = config["task"]
-    records = evaluate_weights(module, config)
-    return summarize(records, task["vocab"], task["train_len"],
-                     config["eval"]["threshold"])["id_invalid_mass"]
+    exact mean invalid mass of ``module`` on the run's evaluation inputs. Only those lengths are
+    evaluated: the inputs are the prefixes of the same seeded orderings as the full evaluation's
+    (:func:`evaluate_lengths`) and the model is causal, so the number is the summary's
+    ``id_invalid_mass`` up to float64 rounding (matrix products of other shapes), at a quarter
+    of the cost."""
+    records = evaluate_weights(module, config, lengths=range(1, config["task"]["train_len"] + 1))
+    return float(np.mean([r["invalid_mass"] for r in records]))
 
 
 def fit_reached(config: dict, row: dict) -> bool:
@@ -260,22 +265,28 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
         evaluate = bool(tr["eval_every"]) or step == tr["steps"]
         weights = state.member_weights(i) if evaluate else None
         row = history_row(config, step, loss, state.lr(i), weights, history_per_length)
-        if tr["until_id_invalid_mass"]:  # fit_measure, keeping its per-length records
-            records = evaluate_weights(weights["raw"], config)
-            row["fit_id_invalid_mass"] = summarize(records, v, length, config["eval"]["threshold"]
-                                                   )["id_invalid_mass"]
-            ladders[i] += ladder_rungs(ladders[i], tr["until_id_invalid_mass"], step,
-                                       row["fit_id_invalid_mass"], records, length,
-                                       beyond=bool(window))
+        if tr["until_id_invalid_mass"]:
+            fit = row["fit_id_invalid_mass"] = fit_measure(weights["raw"], config)
+            full: list = []  # every length, evaluated only when a record needs it
+
+            def records() -> list[dict]:
+                if not full:
+                    full.append(evaluate_weights(weights["raw"], config))
+                return full[0]
+
+            if pending_rungs(ladders[i], tr["until_id_invalid_mass"], fit, bool(window)):
+                ladders[i] += ladder_rungs(ladders[i], tr["until_id_invalid_mass"], step, fit,
+                                           records(), length, beyond=bool(window))
             if window:
-                trails[i].append((step, row["fit_id_invalid_mass"]))
+                trails[i].append((step, fit))
                 if i not in fit_steps and fit_reached(config, row):
                     fit_steps[i] = step
                     at_fit[i] = {kind: copy.deepcopy(module)
                                  for kind, module in state.snapshot(i).items()}
                 flat, change = converged_at(trails[i], fit_steps.get(i), window, tolerance)
-                last[i] = convergence_record(window, tolerance, flat, step, change,
-                                             row["fit_id_invalid_mass"], records, length)
+                if flat or step == tr["steps"]:  # the member's last evaluation
+                    last[i] = convergence_record(window, tolerance, flat, step, change, fit,
+                                                 records(), length)
                 if flat:
                     converged[i] = last[i]
         if weights is not None and post_K_tracked(config):  # issue 22: K over training
@@ -330,14 +341,23 @@ def ladder_rungs(done: list[dict], target: float, step: int, fit: float, records
     id_invalid_mass, ood_invalid_mass, per_length: [length, invalid mass, non-query min margin,
     query margin]} from the evaluation ``records`` of that step, so the OOD mass and the
     margins can be read against the fit, rung by rung, not only at the stop."""
-    rungs = sorted({r for r in FIT_LADDER if beyond or r >= target} | {target}, reverse=True)
-    reached = {entry["rung"] for entry in done}
-    new = [r for r in rungs if r not in reached and fit <= r]
+    new = pending_rungs(done, target, fit, beyond)
     if not new:
         return []
     ood, table = _ood_and_table(records, train_len)
     return [{"rung": rung, "step": step, "id_invalid_mass": fit, "ood_invalid_mass": ood,
              "per_length": table} for rung in new]
+
+
+def pending_rungs(done: list[dict], target: float, fit: float, beyond: bool = False
+                  ) -> list[float]:
+    """The rungs :func:`ladder_rungs` records at an evaluation whose ID invalid mass is
+    ``fit``: those of the ladder (every rung with ``beyond``, else those >= ``target``, and
+    ``target``) that ``fit`` reaches and that are not among the ``done`` entries yet; largest
+    first."""
+    rungs = sorted({r for r in FIT_LADDER if beyond or r >= target} | {target}, reverse=True)
+    reached = {entry["rung"] for entry in done}
+    return [r for r in rungs if r not in reached and fit <= r]
 
 
 def _ood_and_table(records: list[dict], train_len: int) -> tuple[float, list[list[float]]]:
@@ -447,5 +467,5 @@ def finish_run(config: dict, modules: dict, history: list[dict], start: float,
 __all__ = ["SCHEMA", "SUMMARY_METRICS", "load_config", "sc_model_config", "sample_sequences",
            "next_token_targets", "target_batches", "summarize", "evaluate_weights", "fit_measure",
            "fit_reached", "fit_summary", "train", "train_group", "SetComplementStreams", "history_row", "finish_run",
-           "attn_out_margin", "fit_exponent", "ladder_rungs", "converged_at",
+           "attn_out_margin", "fit_exponent", "ladder_rungs", "pending_rungs", "converged_at",
            "convergence_record", "FIT_LADDER"]

@@ -84,6 +84,34 @@ def test_fit_is_the_docstrings_closed_form_minimizer():
     assert fit.relative_residual == pytest.approx(np.linalg.norm(residual) / scale, rel=1e-12)
 
 
+def _lstsq_member(B: np.ndarray, D: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(u, lambda, beta) by a dense least-squares solve of the fit's 2v^2 x (3v - 1) design
+    (u = Q a, Q an orthonormal basis of 1-perp): the reference the closed form is held to."""
+    import scipy.linalg
+    v = B.shape[0]
+    P = np.eye(v) - 1.0 / v
+    Q = scipy.linalg.null_space(np.ones((1, v)))
+    row, entries = np.repeat(np.arange(v), v), np.arange(v * v)
+    design = np.zeros((2 * v * v, 3 * v - 1))
+    design[: v * v, : v - 1] = np.tile(Q, (v, 1))
+    design[entries, v - 1 + row] = -P.ravel()
+    design[v * v:, : v - 1] = -np.tile(Q, (v, 1))
+    design[v * v + entries, 2 * v - 1 + row] = -P.ravel()
+    theta = scipy.linalg.lstsq(design, np.concatenate([(D @ P).ravel(), (B @ P).ravel()]))[0]
+    return Q @ theta[: v - 1], theta[v - 1: 2 * v - 1], theta[2 * v - 1:]
+
+
+@pytest.mark.parametrize("v, seed", [(3, 0), (7, 1), (32, 2), (64, 3)])
+def test_closed_form_equals_the_least_squares_solve(v, seed):
+    rng = np.random.default_rng(seed)
+    B, D = rng.normal(size=(v, v)), rng.normal(size=(v, v)) * 5.0
+    u, lambdas, betas = _lstsq_member(B, D)
+    fit = fit_lemma(B, D)
+    np.testing.assert_allclose(fit.u, u, atol=EXACT)
+    np.testing.assert_allclose(fit.lambdas, lambdas, atol=EXACT)
+    np.testing.assert_allclose(fit.betas, betas, atol=EXACT)
+
+
 def test_fit_ignores_row_shifts():
     rng = np.random.default_rng(1)
     B, D = rng.normal(size=(6, 6)), rng.normal(size=(6, 6))

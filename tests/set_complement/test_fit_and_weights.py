@@ -38,7 +38,8 @@ def test_a_run_stops_at_its_first_evaluation_within_the_target_and_is_evaluated_
     assert s["fit_step"] == s["steps_trained"] == history[-1]["step"] < 300
     assert measured[-1] <= TARGET and all(m > TARGET for m in measured[:-1])
     # the measure is the summary's: raw weights, mean over lengths 1..L_train, at the fit step
-    assert s["by_weights"]["raw"]["id_invalid_mass"] == measured[-1]
+    # (evaluated on those lengths alone: the same inputs, float64 rounding of other shapes)
+    assert s["by_weights"]["raw"]["id_invalid_mass"] == pytest.approx(measured[-1], rel=1e-12)
     missed = train(tiny("b", **{"train.steps": 30, "train.until_id_invalid_mass": 1e-6}),
                    progress=False)["summary"]
     assert missed["fit_reached"] is False and missed["fit_step"] is None
