@@ -90,10 +90,15 @@ def sweep_root(name: str, profile: str) -> Path | None:
                          workers=2, progress=False)
 
 
+ALL_FULL = "`python -m resharpen.experiments.set_complement.full_fit_profile`"
+"""The command that trains every full sweep of the ``fit.*`` claims, then runs them."""
+
+
 def missing(name: str, expected: str) -> Outcome:
     return Outcome("no data", expected, passed=False,
                    inconclusive=f"no finished full sweep {name}; run `resharpen sweep "
-                                f"experiments/configs/set_complement/{name}.toml --workers 2`")
+                                f"experiments/configs/set_complement/{name}.toml --workers 2` "
+                                f"(every full fit.* training: {ALL_FULL})")
 
 
 PLACEMENT_SWEEPS = {"quick": ("fit_placements_v32",),
@@ -969,7 +974,8 @@ def noise_ema_window_tests(profile: str) -> Part | Outcome:
     if rows is None:
         return Outcome("no data", expected, passed=False, inconclusive=(
             "no full EMA-window results; run `python -m "
-            "resharpen.experiments.set_complement.ema_window --profile full`"))
+            "resharpen.experiments.set_complement.ema_window --profile full` (every full fit.* "
+            f"training: {ALL_FULL})"))
     arms = {arm: [r for r in rows if r["arm"] == arm] for arm in ARMS}
     floors = {arm: float(np.median([r["raw"]["id_invalid_mass"] for r in mine]))
               for arm, mine in arms.items()}

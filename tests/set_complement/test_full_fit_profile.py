@@ -1,0 +1,43 @@
+"""`python -m resharpen.experiments.set_complement.full_fit_profile`: it trains what the full
+`fit.*` claims read, and refuses bad input before any work."""
+import re
+
+import pytest
+
+from resharpen.claims import all_claims
+from resharpen.experiments.set_complement import claims_fit
+from resharpen.experiments.set_complement.full_fit_profile import SWEEPS, TRAININGS, main
+
+NAMES = {name for name, _ in TRAININGS}
+
+
+def test_every_training_a_full_fit_claim_asks_for_is_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # an empty out/: every full claim names what it misses
+    asked = set()
+    for claim in (c for c in all_claims() if c.id.startswith("fit.")):
+        outcome = claim.check("full")
+        found = re.findall(r"set_complement/(\w[\w.-]*)\.toml|set_complement\.(ema_window)",
+                           outcome.inconclusive or "")
+        assert found, (claim.id, outcome.inconclusive)
+        asked |= {sweep or "fit_noise_window_v32" for sweep, window in found}
+    assert asked <= NAMES, asked - NAMES
+    assert set(claims_fit.LADDER_SWEEPS["full"]) | set(claims_fit.PLACEMENT_SWEEPS["full"]) \
+        | {claims_fit.K_SWEEP, "fit_noise_soft_v32"} <= NAMES
+    for name, arguments in TRAININGS:
+        assert arguments is None or (SWEEPS / f"{name}.toml").is_file()
+
+
+def test_dry_run_prints_each_command_then_the_claims(capsys):
+    assert main(["--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(TRAININGS) + 1
+    assert all("--workers 1" in line for line in lines[:-1])
+    assert "verify --profile full --only fit.*" in lines[-1]
+
+
+@pytest.mark.parametrize("argv", [["--workers", "0"], ["--workers", "x"], ["--bogus"]])
+def test_bad_arguments_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("usage:") is False
