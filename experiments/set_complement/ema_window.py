@@ -28,7 +28,7 @@ from resharpen.experiments.core.engine import StackedEMA
 from resharpen.experiments.core.targets import label_generator
 from resharpen.experiments.core.train import fit_members, members_state, seeded_model
 from resharpen.experiments.set_complement.train import (SetComplementStreams,
-                                                        evaluate_weights, summarize,
+                                                        evaluate_weights, fit_measure, summarize,
                                                         target_batches)
 
 WINDOWS = (500, 1000, 2000)
@@ -147,9 +147,8 @@ def train_windows(configs: list[dict], burn_in: int, windows=WINDOWS) -> list[di
     threshold = first["eval"]["threshold"]
 
     def record(i: int, step: int, loss: float) -> dict:
-        raw = state.members.member(i)
-        fit = summarize(evaluate_weights(raw, configs[i]), v, length, threshold)
-        return {"step": step, "loss": loss, "id_invalid_mass": fit["id_invalid_mass"]}
+        return {"step": step, "loss": loss,
+                "id_invalid_mass": fit_measure(state.members.member(i), configs[i])}
 
     fitted = fit_members(state, tr, lambda step: batch(streams.draw()), every=tr["eval_every"],
                          record=record, progress=False)
