@@ -16,7 +16,6 @@ step go to ``out/fit_full_times.json`` and to the terminal, a line per step as i
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from resharpen.experiments.core.config import CONFIG_DIR
+from resharpen.experiments.core.io import atomic_write_json
 
 SWEEPS = CONFIG_DIR / "set_complement"
 TRAININGS = (
@@ -99,8 +99,8 @@ def main(argv=None) -> int:
     print(f"verify: exit {verify['status']}, {verify['wall_s']} s wall; total {total} s wall, "
           f"{cpu_s} s CPU", flush=True)
     TIMES.parent.mkdir(parents=True, exist_ok=True)
-    TIMES.write_text(json.dumps({"total_wall_s": total, "cpu_s": cpu_s, "workers": args.workers,
-                                 "steps": results + [verify]}, indent=1))
+    atomic_write_json(TIMES, {"total_wall_s": total, "cpu_s": cpu_s, "workers": args.workers,
+                              "steps": results + [verify]})
     return 1 if any(r["status"] != 0 for r in results) else 0
 
 
