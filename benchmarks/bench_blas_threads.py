@@ -1,7 +1,7 @@
 """What one BLAS thread saves a small dense solve on a busy machine: ``scipy.linalg.lstsq`` of a
 (2 v^2) x (3 v - 1) design, the problem post's effective K solved at every evaluation until the
 lemma fit (:func:`resharpen.experiments.set_complement.compare.fit_lemma`) took its closed form
-(issue 22: about 1 ms instead of about 90 ms at v = 64). Timed in CPU seconds of this process
+(issue 22: about 0.2 ms instead of about 90 ms at v = 64). Timed in CPU seconds of this process
 with OpenBLAS/MKL limited to one thread and left at their default (one per core), the two
 interleaved within each repeat; prints min / median / max over repeats of each and of their
 ratio, with the load average before and after. The training code limits both pools to
