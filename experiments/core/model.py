@@ -419,6 +419,34 @@ def rotary(x: torch.Tensor) -> torch.Tensor:
     return torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
 
 
+@dataclass(frozen=True)
+class TokenRows:
+    """Where a (batch, seq, d) activation's rows are functions of the token alone (the first
+    block's attention input without learned positions: W_E[t], N(W_E[t]), ...): ``first`` (u,)
+    a flat position holding each of u table rows (the first occurrence of each vocabulary
+    token; any position for a token that does not occur, whose row no position reads),
+    ``inverse`` (batch, seq) each position's table row (its token)
+    (:meth:`Transformer.token_rows`)."""
+
+    first: torch.Tensor
+    inverse: torch.Tensor
+
+
+def project(x: torch.Tensor, weights: Sequence[torch.Tensor], rows: TokenRows | None = None
+            ) -> list[torch.Tensor]:
+    """x W^h for every W (H, d, e_W) of ``weights`` and head h: x (batch, seq, d) ->
+    [(batch, H, seq, e_W)]. With ``rows`` (x's rows equal wherever their tokens are): the u
+    table rows are projected once and gathered back, (x W)[b, s] = (x[first] W)[inverse[b, s]]:
+    the same products in exact arithmetic (the forward bit for bit here, the gradient up to
+    float32 rounding: every position's gradient still reaches x through its token's row),
+    u x d x e multiply-adds per W in place of batch x seq x d x e."""
+    if rows is None:
+        return [torch.einsum("bsd,hde->bhse", x, W) for W in weights]
+    distinct = x.reshape(-1, x.shape[-1]).index_select(0, rows.first)  # (u, d)
+    return [F.embedding(rows.inverse, torch.einsum("ud,hde->uhe", distinct, W).flatten(1))
+            .unflatten(-1, W.shape[::2]).transpose(1, 2) for W in weights]
+
+
 class Attention(nn.Module):
     """Causal multi-head attention with weights W_Q, W_K: (H, d, d_head), W_V: (H, d, d_value),
     W_O: (H, d_value, d); with RoPE (``cfg.rope``) on q and k; nGPT (``sphere``): q and k
@@ -444,10 +472,13 @@ class Attention(nn.Module):
         self.scale = math.sqrt(dk) if sphere else 1.0 / math.sqrt(dk)
         self.hook_pattern = HookPoint()
 
-    def scores(self, x: torch.Tensor) -> torch.Tensor:
-        """The attention logits (batch, heads, seq, seq), scaled, before the causal mask."""
-        q = torch.einsum("bsd,hde->bhse", x, self.W_Q)
-        k = torch.einsum("bsd,hde->bhse", x, self.W_K)
+    def scores(self, x: torch.Tensor, rows: "TokenRows | None" = None) -> torch.Tensor:
+        """The attention logits (batch, heads, seq, seq), scaled, before the causal mask.
+        ``rows``: x's rows are functions of their tokens (:class:`TokenRows`)."""
+        q, k = project(x, (self.W_Q, self.W_K), rows)
+        return self._scores(q, k)
+
+    def _scores(self, q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
         if self.rope:
             q, k = rotary(q), rotary(k)
         if self.s_qk is not None:  # nGPT: q, k per head on the sphere, scaled by s_qk
@@ -455,9 +486,10 @@ class Attention(nn.Module):
             q, k = s_qk * unit(q), s_qk * unit(k)
         return torch.einsum("bhqe,bhke->bhqk", q, k) * self.scale
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        scores = self.scores(x)
-        v = torch.einsum("bsd,hde->bhse", x, self.W_V)
+    def forward(self, x: torch.Tensor, rows: "TokenRows | None" = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        q, k, v = project(x, (self.W_Q, self.W_K, self.W_V), rows)
+        scores = self._scores(q, k)
         n = x.shape[1]
         causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
         weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
@@ -572,12 +604,14 @@ class Block(nn.Module):
         """This layer's residual rule."""
         return layer_of(self.placement, self.layer, self.n_layers).rule
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(block output, attention pattern P)."""
+    def forward(self, x: torch.Tensor, rows: TokenRows | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(block output, attention pattern P). ``rows``: x's rows are functions of their
+        tokens (:class:`TokenRows`), and so is what attention reads (N_in acts row by row)."""
         rule, pattern = self.rule, []
 
         def attention(h: torch.Tensor) -> torch.Tensor:
-            out, weights = self.attn(self.hook_attn_in(h))
+            out, weights = self.attn(self.hook_attn_in(h), rows)
             pattern.append(weights)
             return self.hook_attn_out(self.dropout(out))
 
@@ -656,6 +690,14 @@ def _editing_hook(name: str, fn: HookFn):
     return hook
 
 
+def _hooked(*modules: nn.Module) -> bool:
+    """Whether a forward hook (or pre-hook), a module's own or a global one, can see the
+    output of any of ``modules``."""
+    from torch.nn.modules import module as torch_module
+    return bool(torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks
+                or any(m._forward_hooks or m._forward_pre_hooks for m in modules))
+
+
 class Transformer(nn.Module):
     """Decoder-only transformer; ``forward(tokens) -> logits`` of shape (batch, seq, vocab).
 
@@ -684,6 +726,26 @@ class Transformer(nn.Module):
             module.site = site  # each dropout draws its own stream of masks
         self.after_optimizer_step()  # nGPT starts with its weight vectors on the sphere
 
+    def token_rows(self, tokens: torch.Tensor) -> TokenRows | None:
+        """:class:`TokenRows` of the first block's input when its attention may project each
+        vocabulary token once: no learned positions (x_0 = W_E[t], on the sphere for nGPT; N_in
+        acts row by row; RoPE rotates after the projection), no hook before the attention's
+        input that could make equal tokens' rows differ or ask for a gradient at each position
+        (capture, probes, edits), and at most half as many vocabulary tokens as positions
+        (else the dense product is as cheap). None otherwise. Shapes are fixed by v, so the
+        stacked members of :mod:`resharpen.experiments.core.engine` take it under ``vmap``."""
+        first_block = self.blocks[0] if len(self.blocks) else None
+        if (first_block is None or self.W_pos is not None or tokens.dim() != 2
+                or 2 * self.cfg.vocab > tokens.numel()
+                or _hooked(first_block.hook_resid_pre, first_block.hook_attn_in,
+                           first_block.attn_norm_in)):
+            return None
+        flat = tokens.reshape(-1)
+        positions = torch.arange(flat.numel(), device=flat.device)
+        first = torch.zeros(self.cfg.vocab, dtype=positions.dtype, device=flat.device)
+        first = first.scatter_reduce(0, flat, positions, reduce="amin", include_self=False)
+        return TokenRows(first, tokens)
+
     def residual(self, tokens: torch.Tensor) -> torch.Tensor:
         """The input residual stream W_E[t] (+ W_pos), on the unit sphere for nGPT."""
         check_tokens(tokens, self.cfg.vocab, self.cfg.max_len)
@@ -695,9 +757,11 @@ class Transformer(nn.Module):
     def forward(self, tokens: torch.Tensor, return_attention: bool = False):
         x = self.residual(tokens)
         attention = []
+        rows = self.token_rows(tokens)
         for block in self.blocks:
-            x, weights = block(x)
+            x, weights = block(x, rows)
             attention.append(weights)
+            rows = None  # past the first attention, rows mix their positions
         logits = self.final_norm(x) @ self.W_U
         if self.s_z is not None:  # nGPT's logit scale
             logits = logits * scaled(self.s_z, 1.0, self.sphere_scale)

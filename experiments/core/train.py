@@ -122,9 +122,10 @@ def lr_factor(step: int, train: dict) -> float:
 def make_optimizer(model: nn.Module, train: dict) -> torch.optim.Optimizer:
     """AdamW with ``train.weight_decay`` on the matrices (p.dim() >= 2) and none on the rest;
     with ``train.optimizer = "sgd"``, ``torch.optim.SGD`` with momentum ``train.momentum``
-    (default 0.9) and that weight decay as an L2 term on the same matrices. Both take torch's
-    multi-tensor (``foreach``) path: the same update as the per-tensor loop, to float32
-    rounding, without its Python overhead per parameter."""
+    (default 0.9) and that weight decay as an L2 term on the same matrices. AdamW runs as
+    torch's fused kernel, SGD on its multi-tensor (``foreach``) path: the same update as the
+    per-tensor loop, to float32 rounding, without its Python overhead per parameter
+    (``benchmarks/bench_train_step.py``)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
     groups = [{"params": decay, "weight_decay": train["weight_decay"]},
@@ -136,7 +137,7 @@ def make_optimizer(model: nn.Module, train: dict) -> torch.optim.Optimizer:
     if kind != "adamw":
         raise ValueError(f"train.optimizer = {kind!r} is not one of adamw, sgd")
     return torch.optim.AdamW([g for g in groups if g["params"]], lr=train["lr"],
-                             betas=(train["beta1"], train["beta2"]), foreach=True)
+                             betas=(train["beta1"], train["beta2"]), fused=True)
 
 
 def next_token_loss(model: nn.Module, batch: torch.Tensor | Batch,

@@ -210,3 +210,75 @@ def test_capture_selects_by_pattern_keeps_the_graph_and_closes():
     pre = Transformer(ModelConfig(vocab=5, d_model=4, norm="pre"))
     with pytest.raises(ValueError, match="matches no capture point"):
         pre.capture("blocks.*.hook_attn_norm_out_*")  # Pre-Norm has no output norm
+
+
+def _dense(monkeypatch):
+    """Turn the distinct-token projection off (every position projected)."""
+    monkeypatch.setattr(Transformer, "token_rows", lambda self, tokens: None)
+
+
+@pytest.mark.parametrize("norm", NORM_PLACEMENTS)
+@pytest.mark.parametrize("extra", [{}, {"rope": True, "n_heads": 2},
+                                   {"mlp": "gelu", "n_layers": 2}])
+def test_distinct_token_projection_is_the_dense_product(norm, extra, monkeypatch):
+    """The first attention's projections of the u distinct tokens, gathered back, against
+    every position projected: float64 forward and gradients equal to 1e-12 (relative to the
+    largest entry), the float32 forward bit for bit."""
+    torch.manual_seed(3)
+    model = Transformer(ModelConfig(vocab=13, d_model=16, norm=norm, **extra))
+    tokens = torch.randint(0, 13, (24, 7))
+    assert model.token_rows(tokens) is not None
+
+    def run(m):
+        m.zero_grad()
+        out = m(tokens)
+        out.square().sum().backward()
+        return out.detach(), {n: p.grad.clone() for n, p in m.named_parameters()}
+
+    out32, _ = run(model)
+    out64, grads64 = run(model.double())
+    with monkeypatch.context() as patch:
+        _dense(patch)
+        dense64, dense_grads64 = run(model)
+        dense32, _ = run(model.float())
+    assert torch.equal(out32, dense32)
+    assert torch.allclose(out64, dense64, rtol=0, atol=1e-12 * float(dense64.abs().max()))
+    for name, grad in dense_grads64.items():
+        assert torch.allclose(grads64[name], grad, rtol=0,
+                              atol=1e-12 * float(grad.abs().max())), name
+
+
+def test_distinct_token_projection_only_where_rows_are_the_token_s():
+    torch.manual_seed(4)
+    tokens = torch.randint(0, 5, (16, 6))
+    plain = Transformer(ModelConfig(vocab=5, d_model=8))
+    rows = plain.token_rows(tokens)
+    flat = tokens.reshape(-1)
+    for token in range(5):  # each token's first place (every token occurs here)
+        assert int(rows.first[token]) == int((flat == token).nonzero()[0])
+    assert torch.equal(rows.inverse, tokens)
+    assert Transformer(ModelConfig(vocab=5, d_model=8, max_len=6)).token_rows(tokens) is None
+    assert plain.token_rows(torch.arange(9)[None] % 5) is None  # fewer than 2 v positions
+    for point in ("blocks.0.hook_resid_pre", "blocks.0.hook_attn_in"):
+        with plain.capture(point):
+            assert plain.token_rows(tokens) is None
+    with plain.capture("blocks.0.hook_attn_out"):  # after the projections: no effect
+        assert plain.token_rows(tokens) is not None
+
+
+def test_gradients_at_each_position_survive_the_distinct_token_projection(monkeypatch):
+    """A capture of what attention reads, with its gradient, sees every position's own
+    gradient (the projection is dense while the hook is open), as with the fast path off."""
+    torch.manual_seed(5)
+    model = Transformer(ModelConfig(vocab=5, d_model=8, norm="pre")).double()
+    tokens = torch.randint(0, 5, (16, 6))
+
+    def gradient():
+        with model.capture("blocks.0.hook_attn_in", retain_grad=True) as cache:
+            model(tokens).square().sum().backward()
+        return cache["blocks.0.hook_attn_in"].grad
+
+    fast = gradient()
+    _dense(monkeypatch)
+    assert torch.allclose(fast, gradient(), rtol=0, atol=1e-12)
+    assert bool((fast.abs().sum(-1) > 0).all())
