@@ -817,6 +817,13 @@ def check_collapsed_zero_gradients(profile: str) -> Outcome:
 
 
 SEPARATION = 0.1  # how far outside the detector's region a control must end (t_sim or loss)
+QUICK_ROUNDING_SPREAD = 0.1
+"""How far float32 rounding alone has moved a chaotic Pre-Norm control (lr 3e-2) from the
+detector's region in the quick profile (24 layers, 80 steps): the smallest separation of the
+five pre@hi seeds was 0.062 in the batched engine at stop 31, 0.154 for that seed trained alone,
+and 0.160 in a reproduce on 3 Dec 2026 (the same code, another day's machine). A quick control
+must end SEPARATION + this far outside the region (0.2), so that no machine's rounding carries
+a decision across the threshold; the full profile's longer runs keep SEPARATION."""
 
 
 def control_separation(summary: dict, t_threshold: float = 0.95,
@@ -834,8 +841,10 @@ def control_separation(summary: dict, t_threshold: float = 0.95,
        kind="experiment", tolerance="every seed: detector (t_sim >= 0.95 and loss >= L_freq - "
                                     "0.05 for 10 steps), final |loss - L_freq| <= 0.1, gradient "
                                     "ratio < 1e-2; controls end >= 0.1 outside the detector's "
-                                    "region (within 0.1: inconclusive); paired t on final t_sim, "
-                                    "p < 0.05", cost="slow", expected_status="INCONCLUSIVE",
+                                    "region, >= 0.2 in the quick profile (0.1 plus the 0.1 that "
+                                    "float32 rounding moves a chaotic control there; closer: "
+                                    "inconclusive); paired t on final t_sim, p < 0.05",
+       cost="slow", expected_status="INCONCLUSIVE",
        expected_from="statement",
        origin="the statement's detector thresholds (t_sim >= 0.95, loss within 0.05 of L_freq, "
               "gradient ratio < 1e-2) and the ordering post@hi > controls; no theory value "
@@ -856,6 +865,7 @@ def check_training_collapse(profile: str) -> Outcome:
                  and runs[("post@hi", seed)]["first_over_last_resid_grad"] < 1e-2
                  and abs(runs[("post@hi", seed)]["final_loss"]
                          - runs[("post@hi", seed)]["l_freq_stream"]) <= 0.1 for seed in seeds}
+    needed = SEPARATION + (QUICK_ROUNDING_SPREAD if profile == "quick" else 0.0)
     margin = {(arm, seed): control_separation(runs[(arm, seed)])
               for arm in ("post@lo", "pre@hi") for seed in seeds}
     contradicted = [f"post@hi s{seed} did not collapse" for seed in seeds if not collapses[seed]]
@@ -863,7 +873,7 @@ def check_training_collapse(profile: str) -> Outcome:
                      if runs[(arm, seed)]["collapsed"]]
     close = [f"{arm} s{seed} ends {value:+.3f} from the region"
              for (arm, seed), value in margin.items()
-             if not runs[(arm, seed)]["collapsed"] and value < SEPARATION]
+             if not runs[(arm, seed)]["collapsed"] and value < needed]
     final_t = {arm: [runs[(arm, seed)]["final_t_sim"] for seed in seeds] for arm in arms}
     tests = {arm: paired(final_t["post@hi"], final_t[arm], alternative="greater")
              for arm in ("post@lo", "pre@hi")}
@@ -882,12 +892,12 @@ def check_training_collapse(profile: str) -> Outcome:
               f"{spec['train']['steps']} steps, seeds {list(seeds)} (each seed: the same "
               f"initialization and data stream in all three arms), L_freq(stream) "
               f"{runs[('post@hi', seeds[0])]['l_freq_stream']:.3f}; {rows}; smallest separation of "
-              f"a control from the detector's region: {separations} (needed {SEPARATION}); final "
+              f"a control from the detector's region: {separations} (needed {needed:g}); final "
               "t_sim post@hi vs control: " + "; ".join(f"{arm}: {t.describe()}"
                                                         for arm, t in tests.items())
               + (f"; contradicted: {contradicted}" if contradicted else ""))
     undecided = "" if contradicted or not close else (
-        f"{', '.join(close)}: within {SEPARATION} of the detector's threshold; train longer "
+        f"{', '.join(close)}: within {needed:g} of the detector's threshold; train longer "
         "(`resharpen verify --only collapse.training_collapse --profile full`)")
     return Outcome(measured=f"post@hi collapses in {sum(collapses.values())}/{len(seeds)} seeds; "
                             f"controls collapse in "
