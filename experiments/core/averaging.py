@@ -112,9 +112,14 @@ class BEMA:
         if t % cfg.update_freq:
             return
         beta, alpha = cfg.beta(t), cfg.alpha(t)
-        for dst, ema, theta0, theta in zip(target, self._ema, self._theta0, current):
-            ema.mul_(1.0 - beta).add_(theta, alpha=beta)
-            dst.copy_(ema + alpha * (theta - theta0))
+        # every tensor at once (torch's multi-tensor ops): EMA <- (1 - beta) EMA + beta theta,
+        # BEMA <- EMA + alpha (theta - theta_0); on the CPU the same kernels tensor by tensor
+        torch._foreach_mul_(self._ema, 1.0 - beta)
+        torch._foreach_add_(self._ema, current, alpha=beta)
+        correction = torch._foreach_sub(current, self._theta0)
+        torch._foreach_mul_(correction, alpha)
+        torch._foreach_add_(correction, self._ema)
+        torch._foreach_copy_(target, correction)
         self.last_t = t
 
     def module(self) -> nn.Module:

@@ -486,16 +486,26 @@ class Attention(nn.Module):
             q, k = s_qk * unit(q), s_qk * unit(k)
         return torch.einsum("bhqe,bhke->bhqk", q, k) * self.scale
 
+    fold_value_output = True
+    """Whether one head reading token rows folds W_V W_O into the token table (:meth:`forward`;
+    False: the product as it was before, for benchmarks/bench_train_step.py and the tests)."""
+
     def forward(self, x: torch.Tensor, rows: "TokenRows | None" = None
                 ) -> tuple[torch.Tensor, torch.Tensor]:
-        q, k, v = project(x, (self.W_Q, self.W_K, self.W_V), rows)
+        """(sum_h P_h x W_V^h W_O^h, the pattern P). With ``rows`` and one head, the value-output
+        map is folded into the token table: P (x W_V) W_O = P (x W_V W_O), and x W_V W_O is
+        projected for the v vocabulary rows only (:func:`project`), so no (batch x seq) x d x d
+        product is left; the same numbers in exact arithmetic, float32 rounding apart."""
+        fold = self.fold_value_output and rows is not None and self.W_V.shape[0] == 1
+        value = torch.matmul(self.W_V, self.W_O) if fold else self.W_V  # (H, d, d) folded
+        q, k, v = project(x, (self.W_Q, self.W_K, value), rows)
         scores = self._scores(q, k)
         n = x.shape[1]
         causal = torch.ones(n, n, dtype=torch.bool, device=x.device).tril()
         weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
         weights = self.hook_pattern(weights)
         mixed = torch.einsum("bhqk,bhke->bhqe", self.dropout(weights), v)
-        out = torch.einsum("bhqe,hed->bqd", mixed, self.W_O)
+        out = mixed[:, 0] if fold else torch.einsum("bhqe,hed->bqd", mixed, self.W_O)
         if self.out_multiplier != 1.0:  # the default computes exactly what it did before
             out = out * self.out_multiplier
         return out, weights
