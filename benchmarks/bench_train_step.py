@@ -12,15 +12,15 @@ blocks of ``--steps`` steps (so drift in the machine's speed falls on both):
 - now: one head folds W_V W_O into the token table, so no (batch x seq) x d x d product is left
   (:meth:`resharpen.experiments.core.model.Attention.forward`).
 
-Both arms run in a process whose malloc keeps freed memory
-(:func:`resharpen.experiments.core.heap.keep_freed_memory`, what the training loop does), or,
-with ``--default-heap``, glibc's default; the minor page faults per step show which.
+``--members K`` (K > 1): the same for K v = 32 models stacked as one ensemble
+(``fit_placements_v32.toml``, seeds 0..K-1: the engine, :mod:`resharpen.experiments.core.engine`,
+as the v = 32 sweeps train them), ms per ensemble step.
 
-Prints ms per step and page faults per step of each arm and the ratio before / now per block
+Prints ms per step and minor page faults per step of each arm and the ratio before / now per block
 pair, as min / median / max over ``--repeats`` pairs, with the load average before and after.
 
     .venv/bin/python benchmarks/bench_train_step.py [--norm post] [--steps 100] [--repeats 5]
-                                                    [--default-heap]
+                                                    [--members 1]
 """
 from __future__ import annotations
 
@@ -32,29 +32,36 @@ import sys
 import time
 
 
-def arms(norm: str):
-    """{arm: (training state, fold)}: the two states start from the same seeded weights."""
+def arms(norm: str, members: int):
+    """{arm: (training state, fold)}: the two states start from the same seeded weights; one
+    v = 64 model, or ``members`` > 1 v = 32 models (seeds 0..members-1) stacked as one ensemble
+    (``fit_placements_v32.toml``, as its sweep trains them)."""
     from resharpen.experiments.core import train as core_train
     from resharpen.experiments.core.config import CONFIG_DIR
     from resharpen.experiments.set_complement.config import load_config
 
-    config = load_config(CONFIG_DIR / "set_complement" / "fit_placements_v64.toml",
-                         [f"model.norm={norm}"])
-    v, tr = config["task"]["vocab"], config["train"]
-    states = {name: (core_train.members_state(
-        [core_train.seeded_model(config, vocab=v, max_len=v)], [tr]), fold)
-        for name, fold in (("before", False), ("now", True))}
-    return config, states
+    name = "fit_placements_v64.toml" if members == 1 else "fit_placements_v32.toml"
+    configs = [load_config(CONFIG_DIR / "set_complement" / name,
+                           [f"model.norm={norm}", f"train.seed={seed}"])
+               for seed in range(members)]
+    v = configs[0]["task"]["vocab"]
+    states = {arm: (core_train.members_state(
+        [core_train.seeded_model(c, vocab=v, max_len=v) for c in configs],
+        [c["train"] for c in configs]), fold)
+        for arm, fold in (("before", False), ("now", True))}
+    return configs, states
 
 
-def batches(config: dict, count: int = 50) -> list:
+def batches(configs: list, count: int = 50) -> list:
     from resharpen.experiments.set_complement.train import SetComplementStreams, target_batches
 
-    v, tr = config["task"]["vocab"], config["train"]
-    streams = SetComplementStreams(v, [tr["seed"]], tr["batch_size"],
-                                   config["task"]["train_len"] + 1, count)
+    first = configs[0]
+    v, tr = first["task"]["vocab"], first["train"]
+    streams = SetComplementStreams(v, [c["train"]["seed"] for c in configs], tr["batch_size"],
+                                   first["task"]["train_len"] + 1, count)
     make = target_batches(v, tr, None)
-    return [make(streams.draw()[0]) for _ in range(count)]
+    return [make(streams.draw()[0] if len(configs) == 1 else streams.draw())
+            for _ in range(count)]
 
 
 def main(argv=None) -> int:
@@ -63,24 +70,23 @@ def main(argv=None) -> int:
                         choices=["none", "pre", "post", "attn_out", "peri"])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--default-heap", action="store_true",
-                        help="leave glibc's malloc settings as they are")
+    parser.add_argument("--members", type=int, default=1,
+                        help="1: one v = 64 model; K > 1: K v = 32 models as one ensemble")
     args = parser.parse_args(argv)
-    if args.steps < 1 or args.repeats < 1:
-        parser.error("--steps and --repeats must be >= 1")
+    if args.steps < 1 or args.repeats < 1 or args.members < 1:
+        parser.error("--steps, --repeats and --members must be >= 1")
     import torch
 
-    from resharpen.experiments.core.heap import keep_freed_memory
     from resharpen.experiments.core.model import Attention
 
     torch.set_num_threads(1)
-    kept = False if args.default_heap else keep_freed_memory()
-    config, states = arms(args.norm)
-    data = batches(config)
-    clip = config["train"]["grad_clip"]
-    print(f"v = 64 {args.norm} training step, one thread, {args.steps} steps per block, "
-          f"heap {'kept' if kept else 'glibc default'}; load {os.getloadavg()[0]:.2f}",
-          flush=True)
+    configs, states = arms(args.norm, args.members)
+    data = batches(configs)
+    clip = configs[0]["train"]["grad_clip"]
+    what = ("v = 64" if args.members == 1 else
+            f"v = 32, an ensemble of {args.members} (ms per ensemble step)")
+    print(f"{what} {args.norm} training step, one thread, {args.steps} steps per block; "
+          f"load {os.getloadavg()[0]:.2f}", flush=True)
     step = {name: 0 for name in states}
     faults: dict[str, list[float]] = {name: [] for name in states}
 

@@ -163,13 +163,17 @@ def _run(root, identity, configs, run_fn, write_table_fn, finished, pending, mar
     try:
         tasks = [([configs[i] for i in group],) for group in pending]
         for task, results in run_tasks(run_fn, tasks, backend, workers, address):
+            saved = []
             for index, result in zip(pending[task], results):
                 if index not in finished:
                     save_run(result, root / "runs" / configs[index]["name"],
                              profile=identity.get("profile"))
                     bar.update(1)
                     done += 1
-                    lines.line(done, finished=configs[index]["name"])
+                    saved.append(configs[index]["name"])
+            if saved:  # one line per finished group (its runs are saved within a second)
+                lines.line(done, finished=saved[0] if len(saved) == 1
+                           else f"{saved[0]} .. {saved[-1]} ({len(saved)} runs)")
             write_table_fn()
     finally:
         bar.close()

@@ -142,3 +142,16 @@ def test_ensemble_sweep_groups_runs_and_resumes_to_the_same_table(tmp_path):
     # grouped runs are not the runs trained alone: the sweep folder knows which it holds
     with pytest.raises(ValueError, match="different sweep"):
         run_sweep(path, out=whole, workers=1, progress=False, ensemble=1)
+
+
+def test_a_log_gets_one_progress_line_per_finished_group(tmp_path, capsys):
+    """Off a terminal, the runs of an ensemble are saved together: one line names the whole
+    group, so the count and the ETA are the group's, not its first run's."""
+    space = ('"model.norm" = { grid = ["none", "post"] }\n'
+             '"train.seed" = { grid = [0, 1, 2] }\n')
+    path = tiny_sweep(tmp_path, runs=6, steps=10, space=space)
+    run_sweep(path, out=tmp_path / "out", workers=1, progress=True, ensemble=3)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "sweep tiny: run" in line]
+    assert len(lines) == 2, lines
+    assert "run 3/6" in lines[0] and "tiny-0000 .. tiny-0002 (3 runs)" in lines[0]
+    assert "run 6/6" in lines[1] and "tiny-0003 .. tiny-0005 (3 runs)" in lines[1]
