@@ -187,6 +187,14 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
         text += ("\n\n## Trained to the fit: per placement (raw weights; "
                  "experiments/set_complement/fit_report.py)\n\n"
                  + fit_table(sweep_reports(args.sweep, "raw")))
+        from resharpen.experiments.core.sweep import load_runs
+
+        if any(run["summary"].get("ladder") for run in load_runs(args.sweep)):
+            from resharpen.experiments.set_complement.fit_report import ladder_table
+
+            text += ("\n\n## OOD invalid mass against the fit (raw weights, mean (sd) over "
+                     "seeds at each rung; fit_report.ladder_table)\n\n"
+                     + ladder_table(args.sweep))
     if figures is not None and not args.no_figs:
         paths += figures(Path(args.sweep))
     print(text)

@@ -242,3 +242,45 @@ def fit_table(reports: list[dict]) -> str:
             f"{fitted or '—'} | {_cell(k.get('K_residual') for k in Ks)} | "
             f"{_cell(k.get('K') for k in Ks)} |")
     return "\n".join(lines)
+
+
+PLACEMENT_ORDER = ("none", "pre", "post", "attn_out", "peri")
+"""The column order of :func:`ladder_table` (other placements follow, sorted)."""
+
+
+def ladder_table(root: str | Path) -> str:
+    """Markdown: the OOD invalid mass of the raw weights against the fit, for a sweep whose runs
+    record the fit ladder (``summary.ladder``, ``summary.converged``;
+    :func:`resharpen.experiments.set_complement.claims_fit.ladder_rows`): one row per rung, from
+    the loosest to convergence, one column per placement, each cell the mean (sample sd) over the
+    runs that reached the rung, with n where it is not every run of that placement; "not
+    reached" where none did (at convergence: "none converged")."""
+    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.set_complement.claims_fit import (CONVERGED, ladder_rows,
+                                                                 rung_order)
+
+    rows = ladder_rows(root)
+    counts: dict[str, int] = {}
+    for run in load_runs(root):
+        placement = run["config"]["model"]["norm"]
+        counts[placement] = counts.get(placement, 0) + 1
+    placements = [p for p in PLACEMENT_ORDER if p in counts] + sorted(
+        p for p in counts if p not in PLACEMENT_ORDER)
+    lines = ["| rung (ID invalid mass) | " + " | ".join(placements) + " |",
+             "|" + "---|" * (len(placements) + 1)]
+    for rung in rung_order({r["rung"] for r in rows}):
+        cells = []
+        for placement in placements:
+            values = np.array([r["ood"] for r in rows
+                               if r["placement"] == placement and r["rung"] == rung])
+            if not values.size:
+                cells.append("none converged" if rung == CONVERGED else "not reached")
+                continue
+            cell = f"{values.mean():.3f}" + (f" ({values.std(ddof=1):.3f})"
+                                              if values.size > 1 else "")
+            cells.append(cell + (f", n = {values.size}" if values.size != counts[placement]
+                                 else ""))
+        label = "converged" if rung == CONVERGED else f"{rung:g}"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+

@@ -157,3 +157,29 @@ def test_a_sweep_made_before_its_convergence_rule_is_inconclusive(monkeypatch, t
     monkeypatch.setattr(cf, "planned_window", lambda name, profile: 1000)
     outcome = cf.check_ood_at_every_rung("quick")
     assert not outcome.passed and "converge_window" in outcome.inconclusive
+
+
+def test_ladder_table_is_the_mean_and_sd_per_rung_and_placement(monkeypatch):
+    """`resharpen report`'s OOD-against-fit table, on hand-made ladder rows: means and sample
+    sds computed by hand, n where not every run reached the rung, "not reached" and "none
+    converged" where none did."""
+    from resharpen.experiments.core import sweep as core_sweep
+    from resharpen.experiments.set_complement import claims_fit as cf
+    from resharpen.experiments.set_complement import fit_report
+
+    runs = [{"config": {"model": {"norm": p}}} for p in ("post", "post", "none", "none")]
+    rows = [{"placement": "none", "seed": 0, "rung": 1e-2, "ood": 0.4},
+            {"placement": "none", "seed": 1, "rung": 1e-2, "ood": 0.2},
+            {"placement": "post", "seed": 0, "rung": 1e-2, "ood": 0.3},
+            {"placement": "post", "seed": 1, "rung": 1e-2, "ood": 0.1},
+            {"placement": "post", "seed": 0, "rung": 1e-3, "ood": 0.05},
+            {"placement": "post", "seed": 1, "rung": cf.CONVERGED, "ood": 0.02}]
+    monkeypatch.setattr(cf, "ladder_rows", lambda root: rows)
+    monkeypatch.setattr(core_sweep, "load_runs", lambda root: runs)
+    lines = fit_report.ladder_table("sweep").splitlines()
+    assert lines[0] == "| rung (ID invalid mass) | none | post |"
+    # sd of (0.4, 0.2) and of (0.3, 0.1): sqrt(0.02) = 0.141
+    assert lines[2] == "| 0.01 | 0.300 (0.141) | 0.200 (0.141) |"
+    assert lines[3] == "| 0.001 | not reached | 0.050, n = 1 |"
+    assert lines[4] == "| converged | none converged | 0.020, n = 1 |"
+    assert len(lines) == 5
