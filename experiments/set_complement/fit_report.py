@@ -244,18 +244,16 @@ def fit_table(reports: list[dict]) -> str:
     return "\n".join(lines)
 
 
-PLACEMENT_ORDER = ("none", "pre", "post", "attn_out", "peri")
-"""The column order of :func:`ladder_table` (other placements follow, sorted)."""
-
-
 def ladder_table(root: str | Path) -> str:
     """Markdown: the OOD invalid mass of the raw weights against the fit, for a sweep whose runs
     record the fit ladder (``summary.ladder``, ``summary.converged``;
     :func:`resharpen.experiments.set_complement.claims_fit.ladder_rows`): one row per rung, from
     the loosest to convergence, one column per placement, each cell the mean (sample sd) over the
     runs that reached the rung, with n where it is not every run of that placement; "not
-    reached" where none did (at convergence: "none converged")."""
+    reached" where none did (at convergence: "none converged"). Columns in the order of
+    ``train_config.NORM_PLACEMENTS``."""
     from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.core.train_config import NORM_PLACEMENTS
     from resharpen.experiments.set_complement.claims_fit import (CONVERGED, ladder_rows,
                                                                  rung_order)
 
@@ -264,8 +262,8 @@ def ladder_table(root: str | Path) -> str:
     for run in load_runs(root):
         placement = run["config"]["model"]["norm"]
         counts[placement] = counts.get(placement, 0) + 1
-    placements = [p for p in PLACEMENT_ORDER if p in counts] + sorted(
-        p for p in counts if p not in PLACEMENT_ORDER)
+    placements = [p for p in NORM_PLACEMENTS if p in counts] + sorted(
+        p for p in counts if p not in NORM_PLACEMENTS)
     lines = ["| rung (ID invalid mass) | " + " | ".join(placements) + " |",
              "|" + "---|" * (len(placements) + 1)]
     for rung in rung_order({r["rung"] for r in rows}):
