@@ -11,7 +11,9 @@ times measured on 2 cores on 2026-12-03, 66 min in all: docs/training.md), then
 ``resharpen verify --profile full --only 'fit.*'`` with ``--workers`` ledger workers, which writes ``out/ledger_fit_full.json``. Each command is the one a user would
 type (``resharpen sweep FILE --workers 1``): it resumes what is finished and refuses a folder that
 holds another sweep, so a second call trains only what is missing. Wall and CPU seconds of every
-step go to ``out/fit_full_times.json`` and to the terminal, a line per step as it ends.
+step go to ``out/fit_full_times.json`` and to the terminal, a line per step as it ends, with the
+machine's load average at the start and the end (a time is comparable across days only with the
+machine's speed beside it: docs/training.md).
 """
 from __future__ import annotations
 
@@ -83,7 +85,7 @@ def main(argv=None) -> int:
         for _, line in steps + [("verify", verify_command(args.workers))]:
             print(" ".join(line))
         return 0
-    start, cpu = time.perf_counter(), os.times()
+    start, cpu, load_start = time.perf_counter(), os.times(), os.getloadavg()
     results = []
     with ThreadPoolExecutor(args.workers) as pool:
         for future in as_completed([pool.submit(run_step, *step) for step in steps]):
@@ -100,6 +102,7 @@ def main(argv=None) -> int:
           f"{cpu_s} s CPU", flush=True)
     TIMES.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(TIMES, {"total_wall_s": total, "cpu_s": cpu_s, "workers": args.workers,
+                              "load_start": list(load_start), "load_end": list(os.getloadavg()),
                               "steps": results + [verify]})
     return 1 if any(r["status"] != 0 for r in results) else 0
 

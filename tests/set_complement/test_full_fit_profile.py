@@ -41,3 +41,22 @@ def test_bad_arguments_exit_2(argv, capsys):
         main(argv)
     assert stop.value.code == 2
     assert "error:" in capsys.readouterr().err.strip().splitlines()[-1]  # argparse's one line
+
+
+def test_times_file_holds_every_step_and_the_load(tmp_path, monkeypatch):
+    """Each step's wall time and exit status, the total, and the load average at the start and
+    the end (a time means little without the machine's state beside it)."""
+    import json
+
+    from resharpen.experiments.set_complement import full_fit_profile
+
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    monkeypatch.setattr(full_fit_profile, "run_step",
+                        lambda name, argv: ran.append(name) or
+                        {"name": name, "status": 0, "wall_s": 0.0, "log": ""})
+    assert main(["--workers", "1"]) == 0
+    times = json.loads((tmp_path / "out" / "fit_full_times.json").read_text())
+    assert [s["name"] for s in times["steps"]] == [*(n for n, _ in TRAININGS), "verify"] == ran
+    assert len(times["load_start"]) == len(times["load_end"]) == 3
+    assert all(x >= 0 for x in times["load_start"] + times["load_end"])
