@@ -53,11 +53,15 @@ def _static() -> dict:
             versions[name] = version(name)
         except PackageNotFoundError:
             versions[name] = None
-    cpu = platform.processor() or platform.machine()
+    cpu, cpu_id = platform.processor() or platform.machine(), {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
+            key, _, value = (part.strip() for part in line.partition(":"))
+            if key == "model name" and "model name" not in cpu_id:
+                cpu = cpu_id["model name"] = value
+            elif key in ("cpu family", "model", "stepping") and key not in cpu_id:
+                cpu_id[key] = value
+            if key == "" and cpu_id:  # the first processor's block ended
                 break
     except OSError:
         pass
@@ -68,7 +72,10 @@ def _static() -> dict:
     return {"commit": commit.strip() if commit else None,
             "dirty": None if status is None else bool(status.strip()),
             "versions": versions,
-            "machine": {"cpu": cpu, "cpus": os.cpu_count(), "usable_cpus": usable,
+            "machine": {"cpu": cpu, "cpu_id": " ".join(
+                            f"{key.split()[-1]} {cpu_id[key]}" for key in
+                            ("cpu family", "model", "stepping") if key in cpu_id) or None,
+                        "cpus": os.cpu_count(), "usable_cpus": usable,
                         "platform": platform.platform()}}
 
 
@@ -76,10 +83,13 @@ def provenance(profile: str | None = None) -> dict:
     """The provenance record of a result made now: ``commit`` (None outside a git checkout),
     ``dirty`` (tracked or untracked changes in the working tree when this process first asked),
     ``versions`` (python, resharpen, torch, numpy, scipy, sympy; read from the installed
-    distributions, nothing imported), ``machine`` (CPU model, CPU count, usable CPUs, platform,
-    host), ``threads`` (torch's intra-op threads when torch is loaded, OMP_NUM_THREADS),
-    ``profile`` and ``created`` (UTC, ISO 8601). Every result file carries it
-    (:data:`PROVENANCE_FILE`, the ledger JSON's ``provenance``)."""
+    distributions, nothing imported), ``machine`` (CPU model; ``cpu_id``, its family, model and
+    stepping, which the brand name does not tell apart; CPU count, usable CPUs, platform, host),
+    ``threads`` (torch's intra-op threads and the vector instruction set its kernels use,
+    ``cpu_capability``, when torch is loaded; OMP_NUM_THREADS; float32 results of a chaotic
+    run can differ between machines that differ in these), ``profile`` and ``created`` (UTC,
+    ISO 8601). Every result file carries it (:data:`PROVENANCE_FILE`, the ledger JSON's
+    ``provenance``)."""
     import datetime
     import os
     import sys
@@ -87,6 +97,8 @@ def provenance(profile: str | None = None) -> dict:
     record = json.loads(json.dumps(_static()))
     torch = sys.modules.get("torch")
     record["threads"] = {"torch": torch.get_num_threads() if torch is not None else None,
+                         "cpu_capability": torch.backends.cpu.get_cpu_capability()
+                         if torch is not None else None,
                          "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS")}
     record["profile"] = profile
     record["created"] = datetime.datetime.now(datetime.timezone.utc).isoformat(

@@ -24,6 +24,10 @@ def test_the_record_names_commit_versions_machine_profile_and_time():
     assert record["profile"] == "quick"
     assert set(record["versions"]) >= {"python", "resharpen", "torch", "numpy", "scipy", "sympy"}
     assert record["machine"]["cpu"] and record["machine"]["cpus"] >= 1
+    import torch  # loaded: the record names the instruction set its kernels use
+    assert provenance()["threads"]["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    cpu_id = record["machine"]["cpu_id"]
+    assert cpu_id is None or cpu_id.startswith("family ")
     assert record["commit"] is None or len(record["commit"]) == 40
     created = datetime.datetime.fromisoformat(record["created"])
     assert created.tzinfo is not None
