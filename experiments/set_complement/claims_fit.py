@@ -926,14 +926,13 @@ def noise_bema_temperature_tests(profile: str) -> Part | Outcome:
 
 def window_rows(profile: str) -> list[dict] | None:
     """The rows of the EMA-window protocol (:mod:`resharpen.experiments.set_complement.ema_window`):
-    run here in quick (cached), read from its results file in full (None when missing)."""
+    run here in quick (cached), read from its results file in full (None when missing or made
+    with another protocol)."""
     from resharpen.experiments.core.config import check_profile
-    from resharpen.experiments.core.io import read_json
-    from resharpen.experiments.set_complement.ema_window import results_path, run_protocol
+    from resharpen.experiments.set_complement.ema_window import cached_rows, run_protocol
 
     if check_profile(profile) == "full":
-        path = results_path("full")
-        return read_json(path, "EMA-window results")["rows"] if path.exists() else None
+        return cached_rows("full")
     from resharpen.experiments.core.config import sweep_folder
     from resharpen.experiments.core.sweep import exclusive
 
@@ -946,8 +945,8 @@ def window_rows(profile: str) -> list[dict] | None:
        statement="at the stationary floor of sampled-label training (k = 1, constant rate, no "
                  "stopping rule), an EMA started at the floor with a window of 500, 1000 or 2000 "
                  "steps (decays 0.998, 0.999, 0.9995) ends with a lower in-distribution invalid "
-                 "mass than the raw weights, under AdamW (lr 3e-2) and under SGD with momentum "
-                 "(lr 0.5, momentum 0.98, no weight decay), the two arms at a matched floor "
+                 "mass than the raw weights, under AdamW (lr 1e-2) and under SGD with momentum "
+                 "(lr 0.05, momentum 0.98, no weight decay, no clipping), the two arms at a matched floor "
                  "(median raw ID invalid masses within 1.5x), an arm tested only when it "
                  "learned (floor below half the uniform prediction's ID invalid mass); full: "
                  "v = 32, 8 seeds, 6000 steps, "
@@ -973,7 +972,7 @@ def noise_ema_window_tests(profile: str) -> Part | Outcome:
     rows = window_rows(profile)
     if rows is None:
         return Outcome("no data", expected, passed=False, inconclusive=(
-            "no full EMA-window results; run `python -m "
+            "no full EMA-window results of today's protocol (arms, windows, steps); run `python -m "
             "resharpen.experiments.set_complement.ema_window --profile full` (every full fit.* "
             f"training: {ALL_FULL})"))
     arms = {arm: [r for r in rows if r["arm"] == arm] for arm in ARMS}

@@ -41,13 +41,16 @@ d = 32; full: v = 32, d = 64; init_std 0.1), with the settings of :data:`COMMON`
 COMMON = ("train.target=sampled", "train.labels_per_position=1", "train.until_id_invalid_mass=0",
           "train.schedule=constant", "train.warmup=0", "train.eval_every=250", "train.ema=none")
 """Sampled labels k = 1 (the noisiest target), a constant rate, no stopping rule."""
-ARMS = {"adamw": ("train.optimizer=adamw", "train.lr=3e-2"),
-        "sgd": ("train.optimizer=sgd", "train.lr=0.5", "train.momentum=0.98",
-                "train.weight_decay=0")}
-"""The optimizer arms, set from the calibration in docs/training.md ("Averaging, decided by mechanism") so
-that their floors match (quick profile: AdamW 3e-2 ~0.07, SGD 0.5 / momentum 0.98 ~0.09; SGD
-with weight decay 0.01 or momentum 0.9 at lr <= 10 stays at the uniform prediction's 0.156 or
-on a plateau at 0.12)."""
+ARMS = {"adamw": ("train.optimizer=adamw", "train.lr=1e-2"),
+        "sgd": ("train.optimizer=sgd", "train.lr=0.05", "train.momentum=0.98",
+                "train.weight_decay=0", "train.grad_clip=0")}
+"""The optimizer arms, the same in both profiles, chosen with ``benchmarks/ema_window_search.py``
+(docs/training.md, "Averaging, decided by mechanism") as the one pair tried that learned, sat on
+a stationary floor and matched within :data:`MATCH_FACTOR` in both profiles (median raw ID
+floor, quick / full: AdamW 0.032 / 0.053, SGD 0.042 / 0.040). AdamW keeps the base file's weight
+decay (0.01) and gradient clipping (1.0); SGD has neither: clipped at 1.0 it learned at no lr
+tried (0.2-4 with momentum 0.95-0.99; 0.5 with momentum 0.98 plateaus at 0.08-0.11); unclipped
+with momentum 0.98 it learns at lr 0.05 and 0.1, not at 0.15-0.2, and diverges at 0.5."""
 PROTOCOL = {"quick": {"steps": 2500, "burn_in": 500, "seeds": 5},
             "full": {"steps": 6000, "burn_in": 2000, "seeds": 8}}
 """Steps, burn-in and seeds per profile: every window fits after the burn-in."""
@@ -69,12 +72,19 @@ def uniform_id_invalid_mass(vocab: int, train_len: int) -> float:
 
 def arm_configs(arm: str, profile: str) -> list[dict]:
     """The run configs of ``arm`` (one per seed) in ``profile``."""
+    return protocol_configs(ARMS[arm], profile)
+
+
+def protocol_configs(settings, profile: str) -> list[dict]:
+    """The run configs (one per seed of ``profile``'s :data:`PROTOCOL`) of the protocol's model
+    and task (:data:`BASE`, :data:`COMMON`) with the optimizer ``settings`` ("section.key=value"
+    strings, as :data:`ARMS` holds them) on top."""
     from resharpen.experiments.core.config import CONFIG_DIR
     from resharpen.experiments.set_complement.config import load_config
 
     plan = PROTOCOL[profile]
     return [load_config(CONFIG_DIR / "set_complement" / BASE,
-                        [*COMMON, *ARMS[arm], f"train.steps={plan['steps']}",
+                        [*COMMON, *settings, f"train.steps={plan['steps']}",
                          f"train.seed={seed}"], profile=profile)
             for seed in range(plan["seeds"])]
 
@@ -93,18 +103,32 @@ def results_path(profile: str) -> Path:
         / "results.json"
 
 
+def protocol_key(profile: str) -> dict:
+    """What the results of ``profile`` depend on (steps, seeds, arms, common settings, base
+    file, windows), as plain JSON: the cache key of :func:`run_protocol`."""
+    return json.loads(json.dumps({"protocol": PROTOCOL[profile], "arms": ARMS, "common": COMMON,
+                                  "base": BASE, "windows": WINDOWS}))
+
+
+def cached_rows(profile: str) -> list[dict] | None:
+    """The rows in :func:`results_path` if they were made with today's protocol
+    (:func:`protocol_key`), else None: results of other arms or windows are never read."""
+    path = results_path(profile)
+    if not path.exists():
+        return None
+    from resharpen.experiments.core.io import read_json
+
+    cached = read_json(path, "EMA-window results")
+    return cached["rows"] if cached.get("key") == protocol_key(profile) else None
+
+
 def run_protocol(profile: str, workers: int = 2) -> list[dict]:
     """Every arm's rows (:func:`train_windows`), the arms on ``workers`` processes
     (:func:`resharpen.experiments.core.backends.run_local`); cached in
     :func:`results_path` with the protocol, and read back while the protocol is unchanged."""
-    path = results_path(profile)
-    key = {"protocol": PROTOCOL[profile], "arms": ARMS, "common": COMMON, "base": BASE,
-           "windows": WINDOWS}
-    key = json.loads(json.dumps(key))
-    if path.exists():
-        cached = json.loads(path.read_text())
-        if cached.get("key") == key:
-            return cached["rows"]
+    rows = cached_rows(profile)
+    if rows is not None:
+        return rows
     from resharpen.experiments.core.backends import run_local
 
     jobs = [((arm, profile),) for arm in ARMS]
@@ -112,8 +136,9 @@ def run_protocol(profile: str, workers: int = 2) -> list[dict]:
     rows = [row for index in sorted(parts) for row in parts[index]]
     from resharpen.experiments.core.io import atomic_write_json
 
+    path = results_path(profile)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, {"key": key, "rows": rows})
+    atomic_write_json(path, {"key": protocol_key(profile), "rows": rows})
     return rows
 
 
@@ -200,7 +225,9 @@ def main(argv=None) -> None:
     print(results_path(args.profile))
 
 
-__all__ = ["WINDOWS", "ARMS", "PROTOCOL", "LEARNED_FRACTION", "uniform_id_invalid_mass", "arm_configs", "run_protocol", "results_path",
+__all__ = ["WINDOWS", "ARMS", "PROTOCOL", "LEARNED_FRACTION", "uniform_id_invalid_mass",
+           "arm_configs", "protocol_configs", "protocol_key", "cached_rows", "run_protocol",
+           "results_path",
            "main", "ema_name", "train_windows", "floor_drift", "window_gain"]
 
 

@@ -75,3 +75,27 @@ def test_train_windows_refuses():
         train_windows([tiny(0), tiny(1)], 60)
     with pytest.raises(ValueError, match="at least two seeds"):
         train_windows([tiny(0)], 20)
+
+
+def test_results_of_another_protocol_are_never_read(tmp_path, monkeypatch):
+    """The full claim reads the protocol's results file only when it was made with today's arms,
+    windows and steps: a file of the old arms (AdamW lr 3e-2, SGD lr 0.5) is as good as none."""
+    import json
+
+    from resharpen.experiments.set_complement import claims_fit
+    from resharpen.experiments.set_complement.ema_window import (cached_rows, protocol_key,
+                                                                 results_path)
+
+    monkeypatch.chdir(tmp_path)
+    assert cached_rows("full") is None
+    path = results_path("full")
+    path.parent.mkdir(parents=True)
+    rows = [{"arm": "adamw", "seed": 0}]
+    stale = protocol_key("full")
+    stale["arms"]["adamw"] = ["train.optimizer=adamw", "train.lr=3e-2"]
+    path.write_text(json.dumps({"key": stale, "rows": rows}))
+    assert cached_rows("full") is None
+    outcome = claims_fit.noise_ema_window_tests("full")
+    assert "today's protocol" in outcome.inconclusive
+    path.write_text(json.dumps({"key": protocol_key("full"), "rows": rows}))
+    assert cached_rows("full") == rows
