@@ -371,7 +371,9 @@ def test_the_grids_train_to_a_fit_with_exact_targets():
         full = load_grid(GRID_DIR / name, "full")["configs"]
         assert {c["train"]["seed"] for c in full} == set(range(8))
     schemes = {c["model"]["norm"] for c in load_grid(GRID_DIR / "grid.toml", "full")["configs"]}
-    assert schemes == {"none", "pre", "post", "attn_out", "peri", "mixln", "ngpt", "ln_scaling"}
+    from resharpen.experiments.core.train_config import NORM_PLACEMENTS
+
+    assert schemes == set(NORM_PLACEMENTS)  # every trainable scheme, pre_nofinal (the control) too
 
 
 @pytest.mark.slow
