@@ -5,7 +5,7 @@ lemma fit (:func:`resharpen.experiments.set_complement.compare.fit_lemma`) took 
 with OpenBLAS/MKL limited to one thread and left at their default (one per core), the two
 interleaved within each repeat; prints min / median / max over repeats of each and of their
 ratio, with the load average before and after. The training code limits both pools to
-``train.threads`` (:func:`resharpen.experiments.core.train.limit_threads`).
+``train.threads`` (:func:`resharpen.experiments.training.loop.limit_threads`).
 
     .venv/bin/python benchmarks/bench_blas_threads.py [--vocab 64] [--repeats 5]
 """

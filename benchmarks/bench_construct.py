@@ -15,9 +15,9 @@ peak memory and the before/after ratios. Usage: python benchmarks/bench_construc
 
 ``--floor`` (no before/after runs) prints what any dense float64 evaluation of the tight
 construction must spend at ``--vocab``: the forward pass's flops
-(:func:`resharpen.experiments.core.limits.forward_flops`) over this machine's float64 matrix
+(:func:`resharpen.experiments.common.limits.forward_flops`) over this machine's float64 matrix
 product rate, measured here on n x n products with torch's threads, and the bytes of the
-weights (:func:`~resharpen.experiments.core.limits.construct_weights_bytes`) plus one (S x v)
+weights (:func:`~resharpen.experiments.common.limits.construct_weights_bytes`) plus one (S x v)
 logit array, the least any forward pass holds at once:
 
     python benchmarks/bench_construct.py --floor --vocab 10000"""
@@ -42,8 +42,8 @@ def old_construct(vocab: int, per_length: int = 16) -> dict:
     import torch
 
     from resharpen.constructions.set_complement import Construction, theory_margins
-    from resharpen.experiments.core.model import ModelConfig, Transformer
-    from resharpen.experiments.core.set_complement_task import sample_inputs
+    from resharpen.experiments.model.transformer import ModelConfig, Transformer
+    from resharpen.experiments.tasks.set_complement import sample_inputs
     from resharpen.experiments.set_complement.metrics import complement_metrics
 
     dtype = torch.float64
@@ -114,7 +114,7 @@ def floor(vocab: int, n: int = 2000, repeats: int = 5) -> None:
 
     import torch
 
-    from resharpen.experiments.core.limits import (construct_weights_bytes, construction_widths,
+    from resharpen.experiments.common.limits import (construct_weights_bytes, construction_widths,
                                                    forward_flops)
 
     a, b = torch.randn(n, n, dtype=torch.float64), torch.randn(n, n, dtype=torch.float64)

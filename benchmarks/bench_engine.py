@@ -14,7 +14,7 @@
    Dyck-2 with the task's own sampler, K = 64 one-layer Set Complement models at batch 8 and
    K = 10 collapse stacks (24 x 32, Post-Norm, SwiGLU) at batch 8 (overhead-bound cases); and
    the share of the ensemble's step spent sampling.
-3. The engine's AdamW (:func:`resharpen.experiments.core.engine.adamw_update`, per-member rates)
+3. The engine's AdamW (:func:`resharpen.experiments.training.engine.adamw_update`, per-member rates)
    against ``torch.optim.AdamW`` (one rate) on the same stacked tensors.
 4. Why stacking does not pay for the 2 x 64 language model on this CPU: the step's largest
    non-matmul and small-matmul operations (the attention scores' batched product, the MLP's
@@ -44,11 +44,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from resharpen.experiments.core.engine import Members, MemberAdamW  # noqa: E402
-from resharpen.experiments.core.model import ModelConfig, Transformer  # noqa: E402
-from resharpen.experiments.core.targets import Batch  # noqa: E402
-from resharpen.experiments.core.train import members_state  # noqa: E402
-from resharpen.experiments.languages.registry import get_task  # noqa: E402
+from resharpen.experiments.training.engine import Members, MemberAdamW  # noqa: E402
+from resharpen.experiments.model.transformer import ModelConfig, Transformer  # noqa: E402
+from resharpen.experiments.training.targets import Batch  # noqa: E402
+from resharpen.experiments.training.loop import members_state  # noqa: E402
+from resharpen.experiments.tasks.registry import get_task  # noqa: E402
 from resharpen.experiments.set_complement.train import SetComplementStreams  # noqa: E402
 
 TRAIN = {"steps": 10**6, "lr": 3e-3, "min_lr_ratio": 0.1, "warmup": 10, "schedule": "cosine",

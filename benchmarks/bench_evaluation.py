@@ -10,7 +10,7 @@ import torch
 from resharpen.constructions.set_complement import tight
 from resharpen.experiments.set_complement.evaluate import per_position_metrics
 from resharpen.experiments.set_complement.metrics import complement_metrics
-from resharpen.experiments.core.set_complement_task import sample_inputs
+from resharpen.experiments.tasks.set_complement import sample_inputs
 
 VOCAB, PER_LENGTH = 256, 64
 

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-from resharpen.experiments.languages.registry import get_task
-from resharpen.experiments.languages.othello import (legal_moves, perft, reference_moves,  # noqa: E402
+from resharpen.experiments.tasks.registry import get_task
+from resharpen.experiments.tasks.othello import (legal_moves, perft, reference_moves,  # noqa: E402
                                        reference_perft)
 
 TARGET_SECONDS = 60.0

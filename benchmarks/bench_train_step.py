@@ -7,13 +7,13 @@ evaluations. Two arms train side by side in one process on the same 50 batches, 
 blocks of ``--steps`` steps (so drift in the machine's speed falls on both):
 
 - before: the first attention projects each distinct token once and gathers the rows back
-  (:func:`resharpen.experiments.core.model.project`), then mixes the values and applies W_O at
+  (:func:`resharpen.experiments.model.transformer.project`), then mixes the values and applies W_O at
   every position (the step of 2026-12-03 morning, ``Attention.fold_value_output = False``);
 - now: one head folds W_V W_O into the token table, so no (batch x seq) x d x d product is left
-  (:meth:`resharpen.experiments.core.model.Attention.forward`).
+  (:meth:`resharpen.experiments.model.transformer.Attention.forward`).
 
 ``--members K`` (K > 1): the same for K v = 32 models stacked as one ensemble
-(``fit_placements_v32.toml``, seeds 0..K-1: the engine, :mod:`resharpen.experiments.core.engine`,
+(``fit_placements_v32.toml``, seeds 0..K-1: the engine, :mod:`resharpen.experiments.training.engine`,
 as the v = 32 sweeps train them), ms per ensemble step.
 
 Prints ms per step and minor page faults per step of each arm and the ratio before / now per block
@@ -36,8 +36,8 @@ def arms(norm: str, members: int):
     """{arm: (training state, fold)}: the two states start from the same seeded weights; one
     v = 64 model, or ``members`` > 1 v = 32 models (seeds 0..members-1) stacked as one ensemble
     (``fit_placements_v32.toml``, as its sweep trains them)."""
-    from resharpen.experiments.core import train as core_train
-    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.training import loop as core_train
+    from resharpen.experiments.training.config import CONFIG_DIR
     from resharpen.experiments.set_complement.config import load_config
 
     name = "fit_placements_v64.toml" if members == 1 else "fit_placements_v32.toml"
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
         parser.error("--steps, --repeats and --members must be >= 1")
     import torch
 
-    from resharpen.experiments.core.model import Attention
+    from resharpen.experiments.model.transformer import Attention
 
     torch.set_num_threads(1)
     configs, states = arms(args.norm, args.members)

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = """
 import time, torch
-from resharpen.experiments.core.config import CONFIG_DIR
+from resharpen.experiments.training.config import CONFIG_DIR
 from resharpen.experiments.set_complement.config import load_config
 from resharpen.experiments.set_complement.train import train_group
 torch.set_num_threads(1)

@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     import numpy as np
 
-    from resharpen.experiments.core.backends import run_local
+    from resharpen.experiments.training.backends import run_local
     from resharpen.experiments.set_complement.ema_window import (
         LEARNED_FRACTION, STATIONARY_DRIFT, WINDOWS, floor_drift, uniform_id_invalid_mass,
         window_gain)

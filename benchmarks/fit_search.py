@@ -1,7 +1,7 @@
 r"""Search for optimizer settings that train the one-layer attention-only model to a fit.
 
 Task and model: the Set Complement Task over V = {0..v-1}; the one-layer, one-head,
-attention-only transformer (no MLP, no positions; :mod:`resharpen.experiments.core.model`) with a
+attention-only transformer (no MLP, no positions; :mod:`resharpen.experiments.model.transformer`) with a
 norm placement in none | pre | post | attn_out | peri (RMSNorm), width d_model = mult * v.
 Training data: each sequence is a uniformly random ordering of L_train + 1 distinct tokens
 (L_train = v/4, as in the package's trainer), batch 64, one torch thread.
@@ -13,7 +13,7 @@ p* = uniform on V minus {t_1..t_s}.
     k<N>      the mean cross-entropy over N labels from p* at each position (the label-noise
               variance is 1/N of the sampled case): the sequence's own next token and N-1
               draws (generator seed + 2_000_003). The loss is the package's own
-              (core/targets.py), so these runs train exactly as ``train.target`` /
+              (training/targets.py), so these runs train exactly as ``train.target`` /
               ``train.labels_per_position`` do. (The search's records were made with an earlier
               version of this script that drew all N labels fresh: same law, other numbers.)
 
@@ -57,10 +57,11 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from resharpen.experiments.core.model import NORM_PLACEMENTS, ModelConfig, Transformer
-from resharpen.experiments.core.train_config import FIRST_PLACEMENTS
-from resharpen.experiments.core.train import lr_factor, make_optimizer
-from resharpen.experiments.core.targets import (TrainingTarget, cross_entropy, label_generator,
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
+from resharpen.experiments.training.schema import NORM_PLACEMENTS
+from resharpen.experiments.training.schema import FIRST_PLACEMENTS
+from resharpen.experiments.training.loop import lr_factor, make_optimizer
+from resharpen.experiments.training.targets import (TrainingTarget, cross_entropy, label_generator,
                                                 make_batch)
 from resharpen.experiments.set_complement.evaluate import evaluate_lengths
 from resharpen.experiments.set_complement.train import next_token_targets
@@ -105,7 +106,7 @@ def training_target(target: str) -> TrainingTarget:
 
 def loss_fn(model: Transformer, seqs: torch.Tensor, vocab: int, target: str,
             generator: torch.Generator) -> torch.Tensor:
-    """The package's training loss (core/targets.py: :func:`make_batch`, :func:`cross_entropy`)
+    """The package's training loss (training/targets.py: :func:`make_batch`, :func:`cross_entropy`)
     of ``model`` on sequences (B, L+1) under ``target`` (module docstring)."""
     batch = make_batch(seqs, training_target(target),
                        lambda tokens: next_token_targets(tokens, vocab), generator)

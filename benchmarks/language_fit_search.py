@@ -38,10 +38,10 @@ def main(argv=None) -> int:
 
     import torch
 
-    from resharpen.experiments.core.config import deep_merge, parse_sets
-    from resharpen.experiments.languages.config import (build_task, make_config,
+    from resharpen.experiments.training.config import deep_merge, parse_sets
+    from resharpen.experiments.training.next_token_config import (build_task, make_config,
                                                         uniform_id_invalid_mass)
-    from resharpen.experiments.languages.train import train_group
+    from resharpen.experiments.training.next_token import train_group
 
     torch.set_num_threads(1)
     for task in args.tasks.split(","):

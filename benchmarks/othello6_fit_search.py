@@ -1,5 +1,5 @@
 r"""The CPU fit search of 6 x 6 Othello (issue 21, requirement 5): train the task ``othello6``
-with the package's language trainer (:func:`resharpen.experiments.languages.train.train`: soft
+with the package's language trainer (:func:`resharpen.experiments.training.next_token.train`: soft
 legal-move targets, the stopping rule on the in-distribution illegal-move mass, raw / EMA / BEMA
 weights) at a few settings, one run at a time on one torch thread, and print one row per
 setting: whether and when the run reached the fit, the ID illegal-move mass of its raw and EMA
@@ -40,7 +40,7 @@ def study_base() -> dict:
 
 
 def parse_setting(text: str) -> dict:
-    from resharpen.experiments.core.config import deep_merge, parse_sets
+    from resharpen.experiments.training.config import deep_merge, parse_sets
 
     return deep_merge({}, parse_sets([item for item in text.split(",") if item]))
 
@@ -52,9 +52,9 @@ class OutOfTime(Exception):
 def run(setting: str, progress: bool, budget: float = 0.0) -> dict:
     import torch
 
-    from resharpen.experiments.core.config import deep_merge
-    from resharpen.experiments.languages.config import make_config
-    from resharpen.experiments.languages.train import train
+    from resharpen.experiments.training.config import deep_merge
+    from resharpen.experiments.training.next_token_config import make_config
+    from resharpen.experiments.training.next_token import train
 
     torch.set_num_threads(1)
     config = make_config(deep_merge(study_base(), parse_setting(setting)))

@@ -1,7 +1,7 @@
 r"""CPU seconds of the quick profile of a Set Complement sweep file, ensemble by ensemble (the
 budget of the quick ``fit.*`` claims, issue 22 requirement 6; issue 20 requirement 5).
 
-Each ensemble of the file's quick profile (``resharpen.experiments.core.sweep.group_runs``, the
+Each ensemble of the file's quick profile (``resharpen.experiments.training.sweep.group_runs``, the
 file's ``sweep.ensemble``) is trained in this process with ``train_group`` (nothing is written)
 and timed with ``time.process_time``: CPU time of one thread, which the load of a shared machine
 moves far less than wall time. ``--set section.key=value`` overrides every run config (e.g. the
@@ -40,8 +40,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     import resharpen.experiments.set_complement.effective_k  # noqa: F401  (imports first)
     import resharpen.experiments.set_complement.fit_report  # noqa: F401
-    from resharpen.experiments.core.config import CONFIG_DIR
-    from resharpen.experiments.core.sweep import group_runs
+    from resharpen.experiments.training.config import CONFIG_DIR
+    from resharpen.experiments.training.sweep import group_runs
     from resharpen.experiments.set_complement.sweep import plan
     from resharpen.experiments.set_complement.train import train_group
 

@@ -26,9 +26,9 @@ import torch
 
 from resharpen.constructions.set_complement_names import (  # noqa: F401
     DEFAULT_LAM_PER_TOKEN, NORM_KINDS, READOUT_NORMS, SYMMETRIC_VARIANTS, VARIANTS)
-from resharpen.experiments.core import limits
-from resharpen.experiments.core.model import ModelConfig, Norm, Transformer
-from resharpen.experiments.core.set_complement_task import check_vocab, validate_inputs
+from resharpen.experiments.common import limits
+from resharpen.experiments.model.transformer import ModelConfig, Norm, Transformer
+from resharpen.experiments.tasks.set_complement import check_vocab, validate_inputs
 from resharpen.theory.set_complement.formulas import harmonic_margin, readout_margins, unbalanced_margins
 
 DTYPE = torch.float64
@@ -278,7 +278,7 @@ def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms",
     (N(x + o)) and ``pre`` rescale the residual; see :func:`theory_margins` for the margins and
     each builder's docstring for its proof. ValueError names a bad variant, vocab or scale, and
     refuses, before allocating, a size whose weights and evaluation
-    (:func:`resharpen.experiments.core.limits.construct_bytes`) exceed ``max_memory`` bytes or,
+    (:func:`resharpen.experiments.common.limits.construct_bytes`) exceed ``max_memory`` bytes or,
     when that is None, the memory the machine has available."""
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r} is not one of {', '.join(VARIANTS)}")
@@ -357,7 +357,7 @@ def save(built: Construction, folder: str | Path) -> Path:
     """Write ``weights.safetensors`` (the float64 state dict, with the model config and the
     construction's parameters as JSON in its metadata, ``model_config`` and ``construction``)
     and ``config.json`` (the same two, for reading). The weights file alone is enough to load."""
-    from resharpen.experiments.core.io import (atomic_write_json, atomic_write_weights,
+    from resharpen.experiments.common.io import (atomic_write_json, atomic_write_weights,
                                                dumps_json, ensure_writable_dir)
 
     folder = ensure_writable_dir(folder)

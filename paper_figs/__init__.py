@@ -5,6 +5,10 @@ of :mod:`resharpen.paper_figs.style`) and names, in its docstring, the claims it
 :class:`MissingResults` with the one command that makes them, and is skipped."""
 from __future__ import annotations
 
+if __name__ != "resharpen.paper_figs":  # one import name: not ``paper_figs`` from the checkout's root
+    raise ImportError(f"import this folder as resharpen.paper_figs, not {__name__} "
+                      "(pip install -e . installs it)")
+
 import fnmatch
 import importlib
 from pathlib import Path
@@ -124,7 +128,7 @@ def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
     that makes its results}). A skipped figure is reported with ``report`` as it happens."""
     from tqdm import tqdm
 
-    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.common.io import ensure_writable_dir
 
     names = select_figures(only)
     ensure_writable_dir(outdir)
@@ -149,7 +153,7 @@ def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[P
 
 PROVENANCE_KEY = {"png": "resharpen:provenance", "pdf": "Subject"}
 """Where a figure file carries its provenance (JSON): the PNG's text chunk of this key, the PDF's
-Subject entry (:func:`resharpen.experiments.core.provenance.provenance`: commit, dirty flag,
+Subject entry (:func:`resharpen.experiments.common.provenance.provenance`: commit, dirty flag,
 versions, machine, profile, time)."""
 
 
@@ -161,8 +165,8 @@ def save(fig, outdir: Path, stem: str, profile: str | None = None) -> list[Path]
 
     import matplotlib.pyplot as plt
 
-    from resharpen.experiments.core.io import atomic_write_bytes, dumps_json
-    from resharpen.experiments.core.provenance import provenance
+    from resharpen.experiments.common.io import atomic_write_bytes, dumps_json
+    from resharpen.experiments.common.provenance import provenance
 
     style.stamp(fig, profile)
     record = dumps_json(provenance(profile), indent=None, sort_keys=True)

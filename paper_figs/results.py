@@ -11,8 +11,8 @@ from resharpen.paper_figs import MissingResults
 def set_complement_sweep(name: str, profile: str) -> Path:
     """The finished sweep ``experiments/configs/set_complement/<name>.toml`` of ``profile``
     (``out/sweeps/<name>``, or ``<name>-quick`` for the quick profile)."""
-    from resharpen.experiments.core.config import CONFIG_DIR, sweep_folder
-    from resharpen.experiments.core.sweep import read_table
+    from resharpen.experiments.training.config import CONFIG_DIR, sweep_folder
+    from resharpen.experiments.training.sweep import read_table
 
     root = sweep_folder(name + ("-quick" if profile == "quick" else ""))
     if (root / "table.jsonl").exists() and read_table(root):
@@ -25,7 +25,7 @@ def set_complement_sweep(name: str, profile: str) -> Path:
 def language_grid(profile: str) -> Path:
     """The best finished language grid, as the claims choose it: the full grid, else (quick) a
     complete quick grid, else the tiny grid the claims train."""
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.languages.grid import default_root, grid_file, load_grid
 
     full = default_root("langs")

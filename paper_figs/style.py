@@ -10,36 +10,22 @@ from pathlib import Path
 
 import matplotlib
 
-from resharpen.experiments.core.train_config import NORM_PLACEMENTS
-from resharpen.theory.dynamics.schemes import MODEL_NORM, SCHEMES
+from resharpen.experiments.model.schemes import SCHEMES, by_dynamics_name
+from resharpen.theory.dynamics.schemes import SCHEMES as DYNAMICS_SCHEMES
 
 STYLE_FILE = Path(__file__).with_name("resharpen.mplstyle")
 
-PLACEMENT_COLORS: dict[str, str] = {
-    "none": "#0072B2",      # blue
-    "pre": "#009E73",       # green
-    "post": "#D55E00",      # vermillion
-    "attn_out": "#882E72",  # purple
-    "peri": "#E69F00",      # orange
-    "pre_nofinal": "#44AA99",  # teal
-    "mixln": "#56B4E9",     # sky blue
-    "ln_scaling": "#8C564B",  # brown
-    "ngpt": "#6E6E6E",      # grey
-}
-"""Norm placement -> colour, the same in every figure (colour-blind safe: Okabe-Ito and Tol)."""
-if set(PLACEMENT_COLORS) != set(NORM_PLACEMENTS):
-    raise ImportError(f"PLACEMENT_COLORS {sorted(PLACEMENT_COLORS)} must name every placement "
-                      f"{sorted(NORM_PLACEMENTS)}")
+PLACEMENT_COLORS: dict[str, str] = {name: scheme.color for name, scheme in SCHEMES.items()}
+"""Norm placement -> colour, the same in every figure (the scheme registry's; colour-blind safe:
+Okabe-Ito and Tol)."""
 
-PLACEMENT_MARKERS: dict[str, str] = {"none": "o", "pre": "s", "post": "^", "attn_out": "D",
-                                     "peri": "v", "pre_nofinal": "P", "mixln": "X",
-                                     "ln_scaling": "*", "ngpt": "h"}
+PLACEMENT_MARKERS: dict[str, str] = {name: scheme.marker for name, scheme in SCHEMES.items()}
 """Norm placement -> marker, so placements differ in greyscale too (not only in colour)."""
 
-SCHEME_COLORS: dict[str, str] = {scheme: PLACEMENT_COLORS[MODEL_NORM[scheme]]
-                                 for scheme in SCHEMES}
+SCHEME_COLORS: dict[str, str] = {scheme: by_dynamics_name(scheme).color
+                                 for scheme in DYNAMICS_SCHEMES}
 """The normalization schemes of arXiv 2510.22026, each in the colour of its trained placement
-(``theory.dynamics.schemes.MODEL_NORM``)."""
+(the registry maps the two vocabularies)."""
 
 WEIGHT_COLORS: dict[str, str] = {"raw": "#6E6E6E", "ema": "#56B4E9", "bema": "#8C564B"}
 """Weight set (raw, EMA, BEMA) -> colour, for figures whose lines are weight sets."""

@@ -32,28 +32,32 @@ _API = {
     "theory_margins": ("resharpen.constructions.set_complement", "theory_margins"),
     "Construction": ("resharpen.constructions.set_complement", "Construction"),
     "evaluate_lengths": ("resharpen.experiments.set_complement.evaluate", "evaluate_lengths"),
-    "load_run": ("resharpen.experiments.core.runs", "load_run"),
-    "Run": ("resharpen.experiments.core.runs", "Run"),
+    "load_run": ("resharpen.experiments.training.runs", "load_run"),
+    "Run": ("resharpen.experiments.training.runs", "Run"),
     "compare_run": ("resharpen.experiments.set_complement.compare", "compare_run"),
     "fit_lemma": ("resharpen.experiments.set_complement.compare", "fit_lemma"),
     "run_claim": ("resharpen.api", "run_claim"),
     "train": ("resharpen.api", "train"),
     "all_claims": ("resharpen.claims", "all_claims"),
-    "Transformer": ("resharpen.experiments.core.model", "Transformer"),
-    "ModelConfig": ("resharpen.experiments.core.model", "ModelConfig"),
-    "PLACEMENTS": ("resharpen.experiments.core.model", "PLACEMENTS"),
-    "NORM_PLACEMENTS": ("resharpen.experiments.core.train_config", "NORM_PLACEMENTS"),
-    "HookPoint": ("resharpen.experiments.core.model", "HookPoint"),
-    "HOOK_POINTS": ("resharpen.experiments.core.model", "HOOK_POINTS"),
+    "Transformer": ("resharpen.experiments.model.transformer", "Transformer"),
+    "ModelConfig": ("resharpen.experiments.model.transformer", "ModelConfig"),
+    "SCHEMES": ("resharpen.experiments.model.schemes", "SCHEMES"),
+    "Scheme": ("resharpen.experiments.model.schemes", "Scheme"),
+    "Layer": ("resharpen.experiments.model.schemes", "Layer"),
+    "register_scheme": ("resharpen.experiments.model.schemes", "register"),
+    "NORM_PLACEMENTS": ("resharpen.experiments.training.schema", "NORM_PLACEMENTS"),
+    "HookPoint": ("resharpen.experiments.model.transformer", "HookPoint"),
+    "HOOK_POINTS": ("resharpen.experiments.model.transformer", "HOOK_POINTS"),
 }
 
 # what the constants of the API are (docs/api.md shows them; they have no docstring of their own)
 CONSTANT_DOCS = {
-    "PLACEMENTS": "The placement table: normalization scheme name -> its Placement (the residual "
-                  "rule each layer gets, whether a final norm follows, nGPT's sphere). "
-                  "ModelConfig(norm=NAME) picks an entry; docs/architecture.md draws each rule.",
-    "NORM_PLACEMENTS": "The names of the normalization schemes, the keys of PLACEMENTS in order "
-                       "(the values of a config's model.norm); importing it loads no torch.",
+    "SCHEMES": "The scheme registry: normalization scheme name -> its Scheme (the residual "
+               "rule each layer gets, whether a final norm follows, nGPT's sphere, its label, "
+               "colour and marker). ModelConfig(norm=NAME) picks an entry; register_scheme adds "
+               "one; importing it loads no torch.",
+    "NORM_PLACEMENTS": "The names of the package's own normalization schemes, the built-in keys "
+                       "of SCHEMES in order; importing it loads no torch.",
     "HOOK_POINTS": "The capture points of block i, named blocks.<i>.<name>, in the order they "
                    "fire (the norm-output points only with an output norm, the MLP points only "
                    "with an MLP); Transformer.hook_points() lists a model's, Block's docstring "
@@ -68,10 +72,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from resharpen.constructions.set_complement import Construction, build, theory_margins
     from resharpen.constructions.set_complement import load as load_construction
     from resharpen.constructions.set_complement import save as save_construction
-    from resharpen.experiments.core.model import (HOOK_POINTS, PLACEMENTS, HookPoint,
-                                                  ModelConfig, Transformer)
-    from resharpen.experiments.core.runs import Run, load_run
-    from resharpen.experiments.core.train_config import NORM_PLACEMENTS
+    from resharpen.experiments.model.schemes import SCHEMES, Layer, Scheme
+    from resharpen.experiments.model.schemes import register as register_scheme
+    from resharpen.experiments.model.transformer import (HOOK_POINTS, HookPoint, ModelConfig,
+                                                         Transformer)
+    from resharpen.experiments.training.runs import Run, load_run
+    from resharpen.experiments.training.schema import NORM_PLACEMENTS
     from resharpen.experiments.set_complement.compare import compare_run, fit_lemma
     from resharpen.experiments.set_complement.evaluate import evaluate_lengths
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from resharpen.experiments.ledger import Record
-    from resharpen.experiments.core.runs import Run
+    from resharpen.experiments.training.runs import Run
 
 
 def train(config: str | Path | Mapping[str, Mapping[str, object]],
@@ -31,13 +31,13 @@ def train(config: str | Path | Mapping[str, Mapping[str, object]],
     ``overrides``: ``"section.key=value"`` strings, as ``--set``. ``out``: the run folder
     (default ``out/runs/<name>``). ``progress``: a progress bar or line per evaluation.
     ValueError names a bad file, key or value before any training."""
-    from resharpen.experiments.core import config as cfgmod
-    from resharpen.experiments.core.config import run_folder
-    from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.core.names import check_name
-    from resharpen.experiments.core.profiles import check_profile
-    from resharpen.experiments.core.runs import load_run
-    from resharpen.experiments.core.train import save_run
+    from resharpen.experiments.training import config as cfgmod
+    from resharpen.experiments.training.config import run_folder
+    from resharpen.experiments.common.io import ensure_writable_dir
+    from resharpen.experiments.common.names import check_name
+    from resharpen.experiments.common.profiles import check_profile
+    from resharpen.experiments.training.runs import load_run
+    from resharpen.experiments.training.loop import save_run
     from resharpen.experiments.set_complement import train as sc_train
 
     if isinstance(config, Mapping):

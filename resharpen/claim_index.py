@@ -29,42 +29,12 @@ import json
 import sys
 from pathlib import Path
 
-from resharpen.experiments.core.io import shown_path
+from resharpen.experiments.common.package_files import module_file, package_file, package_relative
 
 PACKAGE = Path(__file__).parent
-"""The ``resharpen`` folder as imported (its sub-packages are symlinks to the top folders)."""
+"""The front's folder (``resharpen/``): the index sits beside this module."""
 INDEX = PACKAGE / "claims_index.json"
 VERSION = 2  # 2: the origin of each expected value (expected_from, origin, derived_by)
-
-
-def module_file(module: str) -> Path:
-    """The source file of a ``resharpen`` module, found without importing it."""
-    parts = module.split(".")
-    if parts[0] != "resharpen":
-        raise ValueError(f"not a resharpen module: {module!r}")
-    path = PACKAGE.joinpath(*parts[1:])
-    package = path / "__init__.py"
-    return package if package.is_file() else path.with_suffix(".py")
-
-
-def _relative(path: str | Path) -> str:
-    """``path`` relative to :data:`PACKAGE`, also when given through a resolved symlink."""
-    path = Path(path)
-    try:
-        return path.relative_to(PACKAGE).as_posix()
-    except ValueError:
-        pass
-    resolved = path.resolve()
-    for child in PACKAGE.iterdir():
-        if child.is_symlink():
-            try:
-                return (Path(child.name) / resolved.relative_to(child.resolve())).as_posix()
-            except ValueError:
-                continue
-    try:
-        return resolved.relative_to(PACKAGE.resolve()).as_posix()
-    except ValueError:
-        raise ValueError(f"{path} is not a file of the resharpen package") from None
 
 
 def _digest(path: Path) -> str:
@@ -73,8 +43,8 @@ def _digest(path: Path) -> str:
 
 def _declaring_files(modules: list[str]) -> dict[str, str]:
     """{relative path: sha256} of the claims modules and resharpen/claims.py."""
-    files = sorted({_relative(module_file(m)) for m in modules} | {"claims.py"})
-    return {rel: _digest(PACKAGE / rel) for rel in files}
+    files = sorted({package_relative(module_file(m)) for m in modules} | {"claims.py"})
+    return {rel: _digest(package_file(rel)) for rel in files}
 
 
 # ----------------------------------------------------------------------------- writing
@@ -87,7 +57,7 @@ def build() -> dict:
 
     def place(obj) -> list[str]:
         path = inspect.getsourcefile(obj) or inspect.getfile(obj)
-        return [_relative(path), obj.__qualname__, f"{obj.__module__}.{obj.__qualname__}"]
+        return [package_relative(path), obj.__qualname__, f"{obj.__module__}.{obj.__qualname__}"]
 
     claims = []
     for c in all_claims():
@@ -106,14 +76,14 @@ def build() -> dict:
 
 
 def render(index: dict) -> str:
-    from resharpen.experiments.core.io import dumps_json
+    from resharpen.experiments.common.io import dumps_json
 
     return dumps_json(index, indent=1) + "\n"
 
 
 def write(path: Path | None = None) -> Path:
     """Write the index of the current ledger to ``path`` (default :data:`INDEX`, atomically)."""
-    from resharpen.experiments.core.io import atomic_write_text
+    from resharpen.experiments.common.io import atomic_write_text
 
     return atomic_write_text(INDEX if path is None else path, render(build()))
 
@@ -152,7 +122,7 @@ class Index:
         if declared is not None:
             entries.append((str(module_path), declared, claim_id))
         for rel, qualname, label in entry["where"]:
-            path = PACKAGE / rel
+            path = package_file(rel)
             line = self._locate(path, qualname)
             if line is None:
                 return None
@@ -160,7 +130,7 @@ class Index:
         lines: dict[tuple[str, int], list[str]] = {}
         for path, line, what in entries:
             lines.setdefault((path, line), []).append(what)
-        return [f"{shown_path(path)}:{line} {', '.join(whats)}"
+        return [f"{package_relative(path)}:{line} {', '.join(whats)}"
                 for (path, line), whats in lines.items()]
 
     def _locate(self, path: Path, qualname: str) -> int | None:

@@ -4,7 +4,7 @@ Every subcommand is a small function ``add_<name>(subparsers)`` that declares it
 sets ``handler``; the handler imports the heavy modules (torch, sympy, scipy, matplotlib) when it
 runs, so parsing and ``--help`` import none of them. Bad input (an argument, a config value, an
 input or output path) is rejected where it is parsed or validated, before any work: one line
-``error: ...`` on stderr, exit status 2 (see :mod:`resharpen.experiments.core.cli_args`).
+``error: ...`` on stderr, exit status 2 (see :mod:`resharpen.experiments.common.cli_args`).
 Anything else is a bug: its traceback, exit status 1. ``--debug`` shows the traceback of a usage
 error too. ``verify`` exits 1 when a claim does not pass.
 """
@@ -15,7 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from resharpen.experiments.core.cli_args import (EXIT_USAGE, UsageError, _Parser, bad_input,
+from resharpen.experiments.common.cli_args import (EXIT_USAGE, UsageError, _Parser, bad_input,
                                                   finite_float, one_of, positive_int, seed_int)
 
 EXIT_BUG = 1
@@ -69,7 +69,7 @@ def add_verify(sub) -> None:
 def run_verify(args) -> int:
     import os
 
-    from resharpen.experiments.core.io import atomic_write_text, check_output_file, read_text_file
+    from resharpen.experiments.common.io import atomic_write_text, check_output_file, read_text_file
     from resharpen.claims import all_claims
     from resharpen.experiments import ledger
     from resharpen.experiments.ledger import baseline as baselines
@@ -123,7 +123,7 @@ def run_verify(args) -> int:
         for c in chosen:
             print(f"{c.id:48s} {c.kind:10s} {c.expected_from:10s} {c.source}")
         return 0
-    from resharpen.experiments.core.progress import per_item
+    from resharpen.experiments.common.progress import per_item
 
     with per_item("verify", len(chosen), "claim",
                   lambda r: {r.id: f"{r.status} ({r.seconds:.1f} s)"}) as done:
@@ -161,7 +161,7 @@ def run_verify(args) -> int:
 def run_mutation_test(args, chosen) -> int:
     """``verify --mutate``: the table of the mutation test and its summary line; exit 0."""
     from resharpen.experiments.ledger import mutation
-    from resharpen.experiments.core.io import atomic_write_text
+    from resharpen.experiments.common.io import atomic_write_text
 
     operators = tuple(mutation.OPERATORS)
     with bad_input():
@@ -172,7 +172,7 @@ def run_mutation_test(args, chosen) -> int:
                 raise ValueError(f"--operators: unknown {unknown or args.operators!r}; one or "
                                  f"more of {','.join(mutation.OPERATORS)}")
     costs = ("fast", "slow") if args.costs == "all" else ("fast",)
-    from resharpen.experiments.core.progress import per_item
+    from resharpen.experiments.common.progress import per_item
 
     with per_item("mutate", len(chosen), "claim", lambda r: {r.id: r.verdict}) as done:
         results = mutation.run_mutations(chosen, args.profile, step=args.step, costs=costs,
@@ -216,7 +216,7 @@ def add_configs(sub) -> None:
 
 
 def run_configs(args) -> int:
-    from resharpen.experiments.core.config import list_configs
+    from resharpen.experiments.training.config import list_configs
 
     rows = list_configs()
     width = max(len(r["name"]) for r in rows)
@@ -240,7 +240,7 @@ def add_figs(sub) -> None:
 
 
 def run_figs(args) -> int:
-    from resharpen.experiments.core.io import check_writable_target
+    from resharpen.experiments.common.io import check_writable_target
     from resharpen.paper_figs import run_figures, select_figures
 
     with bad_input():
@@ -259,7 +259,7 @@ def run_figs(args) -> int:
 def add_construct(sub) -> None:
     from resharpen.constructions.set_complement_names import (NORM_KINDS, READOUT_NORMS,
                                                               VARIANTS)
-    from resharpen.experiments.core.limits import add_max_memory
+    from resharpen.experiments.common.limits import add_max_memory
 
     p = sub.add_parser("construct", help="build a Set Complement construction, save it, report")
     p.add_argument("--vocab", type=positive_int, required=True, help="vocabulary size v >= 2")
@@ -285,11 +285,11 @@ def add_construct(sub) -> None:
 
 def run_construct(args) -> int:
     from resharpen.constructions.set_complement import build, save
-    from resharpen.experiments.core.cli_args import require_finite
-    from resharpen.experiments.core.io import (atomic_write_text, check_output_file,
+    from resharpen.experiments.common.cli_args import require_finite
+    from resharpen.experiments.common.io import (atomic_write_text, check_output_file,
                                                 check_writable_target, dumps_json,
                                                 undo_on_failure)
-    from resharpen.experiments.core.limits import check_construct_scales, forward_flops
+    from resharpen.experiments.common.limits import check_construct_scales, forward_flops
     from resharpen.experiments.set_complement.report import construction_report
 
     with bad_input():
@@ -341,7 +341,7 @@ def add_derive(sub) -> None:
 
 
 def run_derive(args) -> int:
-    from resharpen.experiments.core.io import atomic_write_text, check_output_file
+    from resharpen.experiments.common.io import atomic_write_text, check_output_file
     from resharpen.theory import derivations as D
 
     with bad_input():
@@ -383,11 +383,11 @@ def add_report(sub) -> None:
 
 def run_report(args, sweep) -> int:
     """The HTML report when ``--html`` is given, the sweep report when a sweep is named."""
-    from resharpen.experiments.core.io import check_writable_target
+    from resharpen.experiments.common.io import check_writable_target
 
     if args.html is None:
         return sweep(args)
-    from resharpen.experiments.core.io import read_text_file
+    from resharpen.experiments.common.io import read_text_file
     from resharpen.html_report import read_ledger, write_report
 
     with bad_input():
@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:
-        from resharpen.experiments.core.io import DISK_FULL
+        from resharpen.experiments.common.io import DISK_FULL
 
         if exc.errno not in DISK_FULL:  # a bug, not a full disk: keep its traceback
             traceback.print_exc()

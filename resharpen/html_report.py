@@ -284,7 +284,9 @@ def collect_figures(folder: str | Path | None, ids: list[str]) -> list[Figure]:
 
     if folder is None or not Path(folder).is_dir():
         return []
-    root = Path(__file__).resolve().parent / "paper_figs"
+    from resharpen.experiments.common.package_files import folder as package_folder
+
+    root = package_folder("paper_figs")
     sources = {name: (root / slice_ / f"{name}.py").read_text() for name, slice_ in FIGURES.items()}
     docstrings = {name: ast.get_docstring(ast.parse(text)) or "" for name, text in sources.items()}
     figures = []
@@ -297,20 +299,16 @@ def collect_figures(folder: str | Path | None, ids: list[str]) -> list[Figure]:
 
 def code_locations(ids: list[str]) -> dict[str, list[str]]:
     """``resharpen verify --where`` of each registered claim among ``ids``: "file:line what",
-    the file relative to the checkout (``experiments/set_complement/claims.py:317 ...``)."""
+    the file relative to the package (``experiments/set_complement/claims.py:317 ...``)."""
     from resharpen.claims import all_claims
     from resharpen.experiments import ledger
 
-    root = Path(__file__).resolve().parent.parent  # the checkout: shown paths relative to it
-    linked = re.compile(re.escape(f"{root}/resharpen/") + r"(?=(theory|constructions|experiments"
-                        r"|paper_figs)/)")
     chosen = set(ids)
-    return {c.id: [linked.sub("", line).replace(f"{root}/", "") for line in ledger.where(c)]
-            for c in all_claims() if c.id in chosen}
+    return {c.id: ledger.where(c) for c in all_claims() if c.id in chosen}
 
 
 def _provenance_items(record: dict) -> dict[str, str]:
-    """A provenance record (:func:`resharpen.experiments.core.provenance.provenance`) as
+    """A provenance record (:func:`resharpen.experiments.common.provenance.provenance`) as
     definition-list items."""
     items = {}
     commit = record.get("commit")
@@ -338,7 +336,7 @@ def environment(ledger: dict, ledger_path: str | Path) -> dict[str, dict[str, st
     own provenance and versions)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from resharpen.experiments.core.provenance import provenance
+    from resharpen.experiments.common.provenance import provenance
 
     run = {"profile": str(ledger.get("profile", "?"))}
     summary = ledger.get("summary") or {}
@@ -658,7 +656,7 @@ def write_report(target: str | Path, ledger_path: str | Path = "out/ledger.json"
                  figs: str | Path | None = "out/figs") -> Path:
     """Write the report of the ledger JSON ``ledger_path`` and the PNGs of ``figs`` to
     ``target`` (atomically) and return its path. ValueError for a missing or malformed ledger."""
-    from resharpen.experiments.core.io import atomic_write_text
+    from resharpen.experiments.common.io import atomic_write_text
 
     ledger = read_ledger(ledger_path)
     ids = [r["id"] for r in ledger["claims"]]

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch.func import jvp, vjp
 
 from resharpen.experiments.collapse.stack import StackConfig, build_stack
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.theory.collapse.rms import frequency_loss, label_frequencies
 
 

@@ -25,7 +25,7 @@ from resharpen.experiments.collapse.stack import (StackConfig, attention_steps,
                                                   prefix_averaging_error,
                                                   row_norms_after_attention, simulate)
 from resharpen.experiments.ledger import Outcome, claim
-from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.common.profiles import pick
 from resharpen.theory.collapse import attention as col
 from resharpen.theory.collapse import rms
 from resharpen.theory.collapse import swiglu as ffn

@@ -9,11 +9,11 @@ Parsing imports nothing heavy: the handlers import torch and numpy.
 from __future__ import annotations
 
 
-from resharpen.experiments.core import limits
-from resharpen.experiments.core.cli_args import (bad_input, finite_float, one_of, positive_int,
+from resharpen.experiments.common import limits
+from resharpen.experiments.common.cli_args import (bad_input, finite_float, one_of, positive_int,
                                                   require_finite, seed_int)
-from resharpen.experiments.core.limits import add_max_memory
-from resharpen.experiments.core.profiles import PROFILES
+from resharpen.experiments.common.limits import add_max_memory
+from resharpen.experiments.common.profiles import PROFILES
 
 STACK_NORMS = ("post", "pre")  # stack.PLACEMENTS (that module imports torch; a test holds them equal)
 STACK_MLPS = ("none", "swiglu")  # stack.MLPS, with "none" for None
@@ -61,7 +61,7 @@ def add_collapse(sub) -> None:
 
 def run_stack(args) -> int:
     from resharpen.experiments.collapse.stack import StackConfig, simulate
-    from resharpen.experiments.core.io import atomic_write_text, check_output_file
+    from resharpen.experiments.common.io import atomic_write_text, check_output_file
     from resharpen.theory.collapse.recursion import recursion
 
     with bad_input():  # the output folder and the stack's settings, before any sampling
@@ -90,7 +90,7 @@ def run_stack(args) -> int:
         print(f"{row['layer']:5d} {row['t_sim']:8.4f} {row['recursion']:9.4f} "
               f"{row['delta_attn']:8.4f} {row['theory_attn']:8.4f}")
     if args.json:
-        from resharpen.experiments.core.io import dumps_json
+        from resharpen.experiments.common.io import dumps_json
 
         text = dumps_json({"config": r["config"], "t0": r["t0"], "layers": rows})
         print(text) if args.json == "-" else atomic_write_text(args.json, text + "\n")
@@ -99,7 +99,7 @@ def run_stack(args) -> int:
 
 def run_train(args) -> int:
     from resharpen.experiments.collapse.train import OUT, check_finished, sweep, sweep_configs
-    from resharpen.experiments.core.io import check_writable_target
+    from resharpen.experiments.common.io import check_writable_target
 
     out = args.out or OUT
     with bad_input():  # the sweep's configs (file, profile, --set) and the folder, before training

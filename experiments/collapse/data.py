@@ -59,7 +59,7 @@ def sample_batch(matrix: np.ndarray, batch: int, length: int,
 
 
 class ZipfMarkovStreams:
-    """The collapse demonstration's :class:`~resharpen.experiments.core.tasks.Streams`: run k
+    """The collapse demonstration's :class:`~resharpen.experiments.tasks.base.Streams`: run k
     trains on chains of its own Zipf-Markov matrix (``zipf_markov_matrix(vocab, exponent,
     seed=seeds[k])``), drawn by :func:`sample_batch` with ``default_rng(seeds[k] + 1)``; ``draw``
     gives (K, batch, length + 1) tokens."""

@@ -101,7 +101,7 @@ def load_log(folder: str | Path) -> TrainingLog:
                                 "(a finished `resharpen collapse train` run)")
     hint = ("detect reads the run folders of `resharpen collapse train`, e.g. "
             "out/collapse_train/post_L24_d32_lr0.03_s0")
-    from resharpen.experiments.core.io import read_json, read_jsonl
+    from resharpen.experiments.common.io import read_json, read_jsonl
 
     summary = read_json(summary_path, "run file")  # ValueError naming the file and line
     metrics = read_jsonl(metrics_path, "run file")

@@ -1,7 +1,7 @@
 """Random-weight causal stacks at initialization: per-layer token similarity (arXiv 2608.09417,
 Stage I, Fig. 1 and App. F.2).
 
-The stack is :class:`resharpen.experiments.core.model.Transformer`'s own blocks (single head, d_head = d,
+The stack is :class:`resharpen.experiments.model.transformer.Transformer`'s own blocks (single head, d_head = d,
 RMSNorm without epsilon, unit gains, no positions), re-initialised with the paper's variances
 times a multiplier k:
 
@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.theory.collapse.attention import delta_attn, prefix_average
 from resharpen.theory.collapse.swiglu import delta_ffn
 

@@ -1,9 +1,9 @@
 """Training demonstration of Post-Norm collapse at CPU size (arXiv 2608.09417, Sec. 4, Figs 3-6).
 
-A deep decoder (:class:`resharpen.experiments.core.model.Transformer`, RMSNorm, SwiGLU with
+A deep decoder (:class:`resharpen.experiments.model.transformer.Transformer`, RMSNorm, SwiGLU with
 d_ff = 3 d, learned positions, weights N(0, 1/(3 d)) as in the paper, the model's usual extra
 1/sqrt(2 L) on the output projections W_O and W_out) is trained by the training core
-(:mod:`resharpen.experiments.core.train`) with AdamW (0.9, 0.95), weight decay 0.1, gradient
+(:mod:`resharpen.experiments.training.loop`) with AdamW (0.9, 0.95), weight decay 0.1, gradient
 clipping 1.0 and a constant learning rate without warm-up on the Zipf-Markov stream of
 :mod:`resharpen.experiments.collapse.data`. Every step logs
 
@@ -45,10 +45,10 @@ import torch
 from resharpen.experiments.collapse.data import (ZipfMarkovStreams, markov_entropy_rate,
                                                  stationary, zipf_markov_matrix)
 from resharpen.experiments.collapse.detect import detect_collapse
-from resharpen.experiments.core.config import (CONFIG_DIR, Field, Schema, deep_merge,
+from resharpen.experiments.training.config import (CONFIG_DIR, Field, Schema, deep_merge,
                                                output_folder, parse_sets, pick_fields, resolve)
-from resharpen.experiments.core.train import fit_members, members_state, save_run, seeded_model
-from resharpen.experiments.core.train_config import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
+from resharpen.experiments.training.loop import fit_members, members_state, save_run, seeded_model
+from resharpen.experiments.training.schema import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
 
 NORMS = ("post", "pre")
 SWEEP_FILE = CONFIG_DIR / "collapse" / "train.toml"
@@ -107,7 +107,7 @@ def make_config(overrides: dict | None = None) -> dict:
 def load_sweep(profile: str, path: str | Path = SWEEP_FILE) -> dict:
     """{name, norms, lrs, base}: the sweep file for ``profile`` (``base``: its [task], [model]
     and [train] tables, unvalidated: :func:`make_config` derives the paper's widths). The file
-    is in the one sweep format of every slice (:func:`resharpen.experiments.core.config.
+    is in the one sweep format of every slice (:func:`resharpen.experiments.training.config.
     load_sweep`); here its ``[search]`` must grid ``model.norm`` and ``train.lr`` and nothing
     else (every run's seed is the sweep's ``--seed``)."""
     raw = resolve(path, SCHEMA, profile=profile)
@@ -192,7 +192,7 @@ def contraction_factors(block_inputs: list, norm_io: list) -> torch.Tensor:
 
 
 def probe_points(n_layers: int, post: bool) -> tuple[str, ...]:
-    """The capture points a step probes (:mod:`resharpen.experiments.core.probes`): the residual
+    """The capture points a step probes (:mod:`resharpen.experiments.model.probes`): the residual
     stream entering every block (hook_resid_pre), every block's output (hook_resid_post) and, for
     Post-Norm, every output norm's input Y and output X' = RMS(Y)."""
     points = [f"blocks.{i}.hook_resid_{where}" for where in ("pre", "post")
@@ -243,12 +243,12 @@ def train(config: dict, progress: bool = True) -> dict:
 
 def train_group(configs: list[dict], progress: bool = False) -> list[dict]:
     """Train runs of one shape and norm (they may differ in seed and learning rate) as one
-    batched ensemble (:mod:`resharpen.experiments.core.engine`; a run alone as one model);
+    batched ensemble (:mod:`resharpen.experiments.training.engine`; a run alone as one model);
     return each run's {"config", "history", "summary"}: what it gives trained alone, up to
     float32 rounding. Each run draws its own stream (its seed's Zipf-Markov matrix and
     generator) and ends at its first non-finite loss."""
-    from resharpen.experiments.core.sweep import check_shared
-    from resharpen.experiments.core.train import model_config, stacking_pays
+    from resharpen.experiments.training.sweep import check_shared
+    from resharpen.experiments.training.loop import model_config, stacking_pays
 
     check_shared(configs)
     first = configs[0]
@@ -325,7 +325,7 @@ def summarize(config: dict, history: list[dict], matrix: np.ndarray, seconds: fl
 def read_finished(folder: Path) -> tuple[dict, dict, list] | None:
     """(config, summary, history) of a finished run folder, None when it is not finished;
     ValueError naming the file and line of a corrupt one."""
-    from resharpen.experiments.core.io import read_json, read_jsonl
+    from resharpen.experiments.common.io import read_json, read_jsonl
 
     if not ((folder / "summary.json").exists() and (folder / "config.json").exists()):
         return None
@@ -340,7 +340,7 @@ def check_finished(profile: str, out: str | Path, seed: int = 0,
                    overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Read every finished run folder of the sweep under ``out`` (before any work): ValueError
     naming a corrupt file and its line, or a run folder a symbolic link leads outside ``out``."""
-    from resharpen.experiments.core.io import check_within
+    from resharpen.experiments.common.io import check_within
 
     for config in sweep_configs(profile, seed, overrides):
         check_within(out, Path(out) / config["name"], "run folder")
@@ -350,7 +350,7 @@ def check_finished(profile: str, out: str | Path, seed: int = 0,
 def _load_finished(config: dict, folder: Path) -> dict | None:
     """A finished run of ``config`` in ``folder`` (its summary recomputed from the history, so
     detection follows the code), or None."""
-    from resharpen.experiments.core.io import atomic_write_json
+    from resharpen.experiments.common.io import atomic_write_json
 
     finished = read_finished(folder)
     if finished is None or finished[0] != json.loads(json.dumps(config)):
@@ -368,9 +368,9 @@ def run_all(configs: list[dict], out: str | Path | None = None, progress: bool =
     """Every run of ``configs``: loaded from ``out/<name>/`` when finished there, else trained,
     the unfinished runs of one norm in batched ensembles of up to ``ensemble``
     (:func:`train_group`), and written atomically
-    (:func:`resharpen.experiments.core.train.save_run`) when ``out`` is given."""
-    from resharpen.experiments.core.io import check_within, ensure_writable_dir
-    from resharpen.experiments.core.sweep import group_runs
+    (:func:`resharpen.experiments.training.loop.save_run`) when ``out`` is given."""
+    from resharpen.experiments.common.io import check_within, ensure_writable_dir
+    from resharpen.experiments.training.sweep import group_runs
 
     folders = [Path(out) / c["name"] if out is not None else None for c in configs]
     results: dict[int, dict] = {}

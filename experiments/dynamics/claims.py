@@ -17,7 +17,7 @@ import numpy as np
 import sympy as sp
 
 from resharpen.experiments.ledger import Outcome, claim
-from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.dynamics import particles as P
 from resharpen.experiments.dynamics.discrete import run_layers
 from resharpen.experiments.dynamics.initial_velocity import initial_velocity_grid

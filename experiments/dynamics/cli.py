@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 
-from resharpen.experiments.core import limits
-from resharpen.experiments.core.cli_args import (bad_input, finite_float, one_of, positive_int,
+from resharpen.experiments.common import limits
+from resharpen.experiments.common.cli_args import (bad_input, finite_float, one_of, positive_int,
                                                   require_finite, seed_int)
-from resharpen.experiments.core.limits import add_max_memory
+from resharpen.experiments.common.limits import add_max_memory
 from resharpen.theory.dynamics.schemes import SCHEMES
 
 STARTS = ("uniform", "orthonormal", "gaussian")
@@ -84,10 +84,10 @@ def add_dynamics(sub) -> None:
 
 
 def _emit(obj, target) -> None:
-    from resharpen.experiments.core.io import atomic_write_json
+    from resharpen.experiments.common.io import atomic_write_json
 
     if target == "-":
-        from resharpen.experiments.core.io import dumps_json
+        from resharpen.experiments.common.io import dumps_json
 
         print(dumps_json(obj))
     elif target:
@@ -95,7 +95,7 @@ def _emit(obj, target) -> None:
 
 
 def _check_target(target) -> None:
-    from resharpen.experiments.core.io import check_output_file
+    from resharpen.experiments.common.io import check_output_file
 
     if target and target != "-":
         check_output_file(target, "--json")

@@ -32,7 +32,7 @@ Models: attention only (no MLP: the setting of both papers' theory), RMSNorm (th
 projection to the sphere of radius sqrt(d)), d_model 64 (quick 32), 4 heads, learned
 positions, weights N(0, 1/(3 d)) (arXiv 2608.09417's init; W_O also 1/sqrt(2L) as the package's
 model does), every scheme of :data:`SCHEMES`, trained by the language trainer
-(:func:`resharpen.experiments.languages.train.train_group`, the seeds of one group batched
+(:func:`resharpen.experiments.training.next_token.train_group`, the seeds of one group batched
 where ``stacking_pays``) with soft targets until the raw weights' ID invalid mass is below
 :data:`FIT_FRACTION` x the uniform prediction's (the trainer's stopping rule; runs that do not
 get there within ``steps`` are kept, marked ``fit_reached`` False, and left out of every
@@ -57,8 +57,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from resharpen.experiments.core.config import output_folder
-from resharpen.experiments.core.model import Transformer, layer_of, unit
+from resharpen.experiments.training.config import output_folder
+from resharpen.experiments.model.transformer import Transformer, layer_of, unit
 
 SCHEMES = ("none", "pre", "post", "mixln", "peri", "ngpt", "ln_scaling")
 TASKS = ("tomita3", "dyck1")  # bounded (regular) and unbounded (counter)
@@ -210,7 +210,7 @@ def measure(model: Transformer, tokens: torch.Tensor, targets: torch.Tensor | No
 # ------------------------------------------------------------------------- the trained set
 def group_configs(profile: Profile, task: str, scheme: str, depth: int) -> list[dict]:
     """The run configs of one group (every seed of the profile): the language trainer's."""
-    from resharpen.experiments.languages.config import (build_task, make_config,
+    from resharpen.experiments.training.next_token_config import (build_task, make_config,
                                                         uniform_id_invalid_mass)
 
     base = {"task": {"name": task, "train_len": profile.train_len,
@@ -231,8 +231,8 @@ def group_configs(profile: Profile, task: str, scheme: str, depth: int) -> list[
 def measurement_batch(config: dict, profile: Profile) -> tuple[torch.Tensor, torch.Tensor]:
     """(tokens (B, n), p* (B, n, V)): the fixed sequences every model of a task is measured on
     (seed ``profile.measure_seed``, the same at init and trained)."""
-    from resharpen.experiments.languages.config import build_task
-    from resharpen.experiments.languages.train import next_token_targets
+    from resharpen.experiments.training.next_token_config import build_task
+    from resharpen.experiments.training.next_token import next_token_targets
 
     task = build_task(config)
     seqs = torch.as_tensor(task.sample(profile.measure_count, profile.train_len + 1,
@@ -251,10 +251,10 @@ def train_group_measured(profile: Profile, task: str, scheme: str, depth: int,
     """Train one group and measure each run at init and at its end: a list of
     {seed, fit_reached, fit_step, steps, diverged, init, trained (None if diverged)};
     ``train`` False: the init measurements only (trained None, fit_reached False)."""
-    from resharpen.experiments.core.model import ModelConfig
-    from resharpen.experiments.core.train import seeded_model
-    from resharpen.experiments.languages.config import build_task
-    from resharpen.experiments.languages.train import train_group
+    from resharpen.experiments.model.transformer import ModelConfig
+    from resharpen.experiments.training.loop import seeded_model
+    from resharpen.experiments.training.next_token_config import build_task
+    from resharpen.experiments.training.next_token import train_group
 
     torch.set_num_threads(1)
     configs = group_configs(profile, task, scheme, depth)
@@ -291,7 +291,7 @@ def train_group_measured(profile: Profile, task: str, scheme: str, depth: int,
 
 
 def _key(profile: Profile, configs: list[dict]) -> str:
-    from resharpen.experiments.core.io import dumps_json
+    from resharpen.experiments.common.io import dumps_json
 
     text = dumps_json({"version": VERSION, "profile": asdict(profile), "configs": configs},
                       indent=None, sort_keys=True)
@@ -300,7 +300,7 @@ def _key(profile: Profile, configs: list[dict]) -> str:
 
 def _cached(path: Path | None, key: str) -> list | None:
     """The runs of a cached group file whose key matches, else None."""
-    from resharpen.experiments.core.io import read_json
+    from resharpen.experiments.common.io import read_json
 
     if path is None or not path.exists():
         return None
@@ -337,7 +337,7 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
     naming the first group not on disk, instead of training it (the figures). ``only``
     ({"task" | "scheme" | "depth": allowed values}): just those groups (one group at a time from
     the command line)."""
-    from resharpen.experiments.core.io import atomic_write_json, ensure_writable_dir
+    from resharpen.experiments.common.io import atomic_write_json, ensure_writable_dir
 
     p = PROFILES[profile]
     folder = None if out is None else ensure_writable_dir(Path(out) / profile)

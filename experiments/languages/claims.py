@@ -20,10 +20,10 @@ from typing import Callable
 import numpy as np
 
 from resharpen.experiments.ledger import Outcome, claim
-from resharpen.experiments.core.profiles import pick
-from resharpen.experiments.core.tasks import (count_members, invalid_words,
+from resharpen.experiments.common.profiles import pick
+from resharpen.experiments.tasks.base import (count_members, invalid_words,
                                               legal_next_disagreements, oracle_legal_sets)
-from resharpen.experiments.languages.registry import LANGUAGES, get_task
+from resharpen.experiments.tasks.registry import LANGUAGES, get_task
 
 SOURCE = "reconstructed (arXiv 2510.08341 v2 formal-language suite)"
 
@@ -146,9 +146,9 @@ def oracle_agreement_claim(claim_id: str, name: str) -> None:
            kind="numeric", tolerance="exact", cost="fast",
            expected_from="derivation",
            origin="the legal-next sets and word counts enumerated from the language's membership"
-                  " predicate (experiments.core.tasks.oracle_legal_sets: brute force over words,"
+                  " predicate (experiments.tasks.base.oracle_legal_sets: brute force over words,"
                   " no automaton) against the task's automaton",
-           derived_by="resharpen.experiments.core.tasks.oracle_legal_sets")
+           derived_by="resharpen.experiments.tasks.base.oracle_legal_sets")
     def check_oracle_agreement(profile: str) -> Outcome:
         return agreement(name, profile)
 
@@ -281,7 +281,7 @@ PERFT = (4, 12, 56, 244, 1396, 8200, 55092, 390216)  # published perft counts, d
        origin="the published Othello perft counts from the initial position (PERFT, typed in the"
               " module) against the bitboard move generator")
 def check_othello_perft(profile: str) -> Outcome:
-    from resharpen.experiments.languages.othello import perft
+    from resharpen.experiments.tasks.othello import perft
 
     depths = range(1, pick(profile, quick=7, full=9))
     measured = [perft(d) for d in depths]
@@ -298,7 +298,7 @@ def check_othello_perft(profile: str) -> Outcome:
        origin="the published Othello perft counts (PERFT) against the square-by-square reference"
               " rules")
 def check_othello_reference_perft(profile: str) -> Outcome:
-    from resharpen.experiments.languages.othello import reference_perft
+    from resharpen.experiments.tasks.othello import reference_perft
 
     depths = range(1, pick(profile, quick=6, full=7))
     measured = [reference_perft(d) for d in depths]
@@ -314,13 +314,13 @@ def check_othello_reference_perft(profile: str) -> Outcome:
        kind="numeric", tolerance="exact", cost="fast",
        expected_from="derivation",
        origin="the square-by-square reference rules "
-              "(experiments.languages.othello.reference_replay: a 64-square list board, no bit "
+              "(experiments.tasks.othello.reference_replay: a 64-square list board, no bit "
               "tricks) against the bitboard generator's games and legal-next masks",
-       derived_by="resharpen.experiments.languages.othello.reference_replay")
+       derived_by="resharpen.experiments.tasks.othello.reference_replay")
 def check_othello_generator_vs_reference(profile: str) -> Outcome:
     import numpy as np
 
-    from resharpen.experiments.languages.othello import Othello, reference_replay
+    from resharpen.experiments.tasks.othello import Othello, reference_replay
 
     task = Othello()
     games = task.sample(pick(profile, quick=24, full=400), 60, seed=2)
@@ -360,7 +360,7 @@ def solved_game_moves() -> str:
 def check_othello_solved_game(profile: str) -> Outcome:
     import numpy as np
 
-    from resharpen.experiments.languages.othello import Othello, reference_replay
+    from resharpen.experiments.tasks.othello import Othello, reference_replay
 
     task = Othello()
     game = task.encode(solved_game_moves())

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from resharpen.experiments.ledger import Outcome, claim, stats
-from resharpen.experiments.core.provenance import describe_runs
-from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.training.sweep import describe_runs
+from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.ledger.stats import ALPHA
 
 PAPER = "arXiv 2510.08341"
@@ -43,7 +43,7 @@ def grid_rows(profile: str) -> tuple[list[dict], Path, str]:
     (``out/sweeps/langs-paper``, `resharpen langs run --grid languages/paper`) when it has runs;
     else the quick grid (quick profile: trained here when missing) or, in the full profile, an
     error naming the command."""
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.languages.grid import (default_root, ensure_grid, grid_file,
                                                       load_grid, table_rows)
 
@@ -87,9 +87,9 @@ def check_eval_exact_and_uniform(profile: str) -> Outcome:
     import torch
     from torch import nn
 
-    from resharpen.experiments.languages.config import make_config
-    from resharpen.experiments.languages.registry import get_task
-    from resharpen.experiments.languages.train import eval_sequences, evaluate
+    from resharpen.experiments.training.next_token_config import make_config
+    from resharpen.experiments.tasks.registry import get_task
+    from resharpen.experiments.training.next_token import eval_sequences, evaluate
 
     class Fixed(nn.Module):
         def __init__(self, task, exact):
@@ -132,7 +132,7 @@ def check_eval_exact_and_uniform(profile: str) -> Outcome:
 def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
     """The CPU Othello study (``out/sweeps/othello``, configs/languages/othello.toml) when it has
     finished runs, else the grid's Othello runs."""
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.languages.grid import default_root, table_rows
 
     study = default_root("othello")
@@ -485,7 +485,7 @@ NOISE_RUN = "resharpen langs run --grid languages/noise --profile {profile} --wo
 def noise_grid(profile: str) -> tuple[list[dict], Path] | None:
     """(rows, folder) of the noise grid of ``profile``: ``out/sweeps/langs-noise`` (full, None
     when it has no finished runs) or ``langs-noise-quick``, trained here when incomplete."""
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.languages.grid import GRID_DIR, default_root, load_grid, run_grid
     from resharpen.experiments.languages.noise import grid_rows as noise_rows
 

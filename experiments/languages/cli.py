@@ -16,10 +16,10 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from resharpen.experiments.core import limits
-from resharpen.experiments.core.cli_args import UsageError, bad_input, positive_int, seed_int
-from resharpen.experiments.core.limits import add_max_memory
-from resharpen.experiments.core.profiles import PROFILES
+from resharpen.experiments.common import limits
+from resharpen.experiments.common.cli_args import UsageError, bad_input, positive_int, seed_int
+from resharpen.experiments.common.limits import add_max_memory
+from resharpen.experiments.common.profiles import PROFILES
 
 
 def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
@@ -65,9 +65,9 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
     if args.action == "train":
         return _train(args)
     if args.action == "run":
-        from resharpen.experiments.core.backends import check_backend
-        from resharpen.experiments.core.config import sweep_folder
-        from resharpen.experiments.core.io import check_writable_target
+        from resharpen.experiments.training.backends import check_backend
+        from resharpen.experiments.training.config import sweep_folder
+        from resharpen.experiments.common.io import check_writable_target
 
         with bad_input():  # the backend, the grid file, --only and --out, before any write
             check_backend(args.backend, args.address)
@@ -95,7 +95,7 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
 def check_task_grid(root: Path, required: bool = False) -> None:
     """UsageError unless ``root``'s sweep.json marks a task grid (when ``required``, also when
     it has none)."""
-    from resharpen.experiments.core.io import read_json
+    from resharpen.experiments.common.io import read_json
 
     marker = root / "sweep.json"
     if not marker.is_file():
@@ -127,7 +127,7 @@ def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
     with bad_input():  # a grid folder (its sweep.json says so), its runs readable
         check_task_grid(root)
         if figures is not None:  # no figure through a link out of the folder
-            from resharpen.experiments.core.io import check_within
+            from resharpen.experiments.common.io import check_within
 
             check_within(root, root / "figs", "figures folder")
         rows = table_rows(root)
@@ -142,9 +142,9 @@ def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
 
 
 def _train(args) -> int:
-    from resharpen.experiments.core.config import parse_sets, run_folder
-    from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.languages.config import make_config
+    from resharpen.experiments.training.config import parse_sets, run_folder
+    from resharpen.experiments.common.io import ensure_writable_dir
+    from resharpen.experiments.training.next_token_config import make_config
 
     with bad_input():  # the task, the overrides and the run folder, before torch
         overrides = parse_sets(args.overrides)
@@ -152,8 +152,8 @@ def _train(args) -> int:
         config = make_config(overrides)
         folder = Path(args.out) if args.out else run_folder(config["name"])
         ensure_writable_dir(folder)
-    from resharpen.experiments.core.train import WEIGHTS, save_run
-    from resharpen.experiments.languages.train import train
+    from resharpen.experiments.training.loop import WEIGHTS, save_run
+    from resharpen.experiments.training.next_token import train
 
     result = train(config)
     save_run(result, folder)
@@ -215,7 +215,7 @@ def _parse_params(items: list[str]) -> dict[str, int]:
 
 def _check_sample_args(task, count: int, length: int, seed: int) -> None:
     """The checks ``task.sample`` makes of its arguments (ValueError), made before sampling."""
-    from resharpen.experiments.core.tasks import check_int, make_rng
+    from resharpen.experiments.tasks.base import check_int, make_rng
 
     check_int("count", count, 1)
     task.check_length(length)
@@ -228,7 +228,7 @@ def run_tasks(args) -> int:
 
     import numpy as np
 
-    from resharpen.experiments.languages.registry import TASKS, get_task
+    from resharpen.experiments.tasks.registry import TASKS, get_task
 
     if args.action == "list":
         for name, family in TASKS.items():
@@ -256,7 +256,7 @@ def run_tasks(args) -> int:
                     print(f"  {task.decode(row[max(0, i - 11):i + 1]):>12s} -> {{{legal}}}")
         return 0
     if args.action == "perft":
-        from resharpen.experiments.languages.othello import perft
+        from resharpen.experiments.tasks.othello import perft
 
         start = time.perf_counter()
         with bad_input():  # perft checks its depth and runs in a moment
@@ -264,7 +264,7 @@ def run_tasks(args) -> int:
         print(f"perft({args.depth}) = {leaves}  ({time.perf_counter() - start:.2f} s)")
         return 0
     # games
-    from resharpen.experiments.core.io import atomic_write_bytes, check_output_file
+    from resharpen.experiments.common.io import atomic_write_bytes, check_output_file
 
     task = get_task("othello")
     with bad_input():  # the output folder, the count, length and seed, before the games

@@ -1,7 +1,7 @@
 """The task-training grid: every task x norm placement x seed, with raw/EMA/BEMA on each run.
 
 A grid file (TOML, ``experiments/configs/languages/``) is a sweep file in the one format of
-every slice (:func:`resharpen.experiments.core.config.load_sweep`)::
+every slice (:func:`resharpen.experiments.training.config.load_sweep`)::
 
     name = "langs"
     [sweep]
@@ -20,19 +20,19 @@ Each run trains one model and evaluates its raw, EMA and BEMA weights on the sam
 so the "x {raw, EMA, BEMA}" factor costs no extra training and is compared *paired* within
 runs. The runs of one task and placement, which differ only in seed, train as one batched
 ensemble of up to ``ensemble`` members (grid key, default 8; ``--ensemble``;
-:func:`resharpen.experiments.languages.train.train_group`): each member equals its run trained
+:func:`resharpen.experiments.training.next_token.train_group`): each member equals its run trained
 alone up to float32 rounding.
 
 Layout of ``out/sweeps/<name>`` (``<name>-quick`` for the quick profile), as the Set Complement
-sweeps (``resharpen.experiments.core.sweep``)::
+sweeps (``resharpen.experiments.training.sweep``)::
 
     sweep.json                 the grid's identity (name, profile, every run config)
     runs/<task>-<norm>-s<seed>/ config.json, metrics.jsonl, per_length.json, summary.json
     table.csv, table.jsonl     one row per finished run and weight set
     report.md, report.json     the summary table (``report``)
 
-Runs go through ``resharpen.experiments.core.backends.run_tasks`` (local process pool or Ray); only the driver
-writes, atomically (``resharpen.experiments.core.io``); a run is finished when its ``summary.json`` exists; a
+Runs go through ``resharpen.experiments.training.backends.run_tasks`` (local process pool or Ray); only the driver
+writes, atomically (``resharpen.experiments.common.io``); a run is finished when its ``summary.json`` exists; a
 rerun skips finished runs and refuses a folder that holds another grid.
 """
 from __future__ import annotations
@@ -42,16 +42,16 @@ from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.core.backends import check_backend
-from resharpen.experiments.core.config import (CONFIG_DIR, find_config, grid_points,
+from resharpen.experiments.training.backends import check_backend
+from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points,
                                                load_sweep, sample_configs, sweep_folder)
-from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text, dumps_json,
+from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text, dumps_json,
                                            ensure_writable_dir, loads_json)
-from resharpen.experiments.core.sweep import execute, load_runs, write_rows
-from resharpen.experiments.core.runs import WEIGHT_KINDS
-from resharpen.experiments.core.train_config import NORM_PLACEMENTS
-from resharpen.experiments.languages.config import SCHEMA, make_config, target_tag
-from resharpen.experiments.languages.registry import TASKS
+from resharpen.experiments.training.sweep import execute, load_runs, write_rows
+from resharpen.experiments.training.runs import WEIGHT_KINDS
+from resharpen.experiments.training.schema import NORM_PLACEMENTS
+from resharpen.experiments.training.next_token_config import SCHEMA, make_config, target_tag
+from resharpen.experiments.tasks.registry import TASKS
 
 GRID_DIR = CONFIG_DIR / "languages"
 REPORT_METRICS = ("id_invalid_mass", "ood_invalid_mass", "ood_tv", "ood_kl",
@@ -61,11 +61,11 @@ REPORT_METRICS = ("id_invalid_mass", "ood_invalid_mass", "ood_tv", "ood_kl",
 def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
     """{name, profile, configs, ensemble}: the validated run configs of a grid file for a
     profile. A grid file is a sweep file in the one format of every slice
-    (:func:`resharpen.experiments.core.config.load_sweep`): a path, the name of a packaged grid
+    (:func:`resharpen.experiments.training.config.load_sweep`): a path, the name of a packaged grid
     such as ``languages/othello`` (:func:`find_config`), or the parsed table. Its ``[search]``
     grids ``task.name``, ``model.norm`` and ``train.seed``; each run is named
     ``<task>-<norm>-s<seed>`` (``<task>-<norm>-<target>-s<seed>`` when the grid's runs train
-    with more than one target, :func:`~resharpen.experiments.languages.config.target_tag`) and
+    with more than one target, :func:`~resharpen.experiments.training.next_token_config.target_tag`) and
     must be distinct."""
     source = path if isinstance(path, dict) else find_config(path, "grid file")
     base, settings, space = load_sweep(source, SCHEMA, profile)
@@ -113,8 +113,8 @@ def distinct_runs(configs: list[dict]) -> list[dict]:
 
 def run_group(configs: list[dict]) -> list[dict]:
     """Train grid runs that share an ensemble (in a worker), or one run alone; return their
-    serializable results (:func:`resharpen.experiments.languages.train.train_group`)."""
-    from resharpen.experiments.languages.train import train_group
+    serializable results (:func:`resharpen.experiments.training.next_token.train_group`)."""
+    from resharpen.experiments.training.next_token import train_group
 
     return train_group(configs)
 
@@ -133,7 +133,7 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
     the largest number of runs of one task and placement that differ only in seed trained as
     one batched ensemble (1 = every run alone). A folder another
     process is running is refused (``wait``: waited for), as in
-    :func:`resharpen.experiments.core.sweep.execute`; a folder this call created is removed
+    :func:`resharpen.experiments.training.sweep.execute`; a folder this call created is removed
     again if the grid fails before a run is written in it."""
     planned = load_grid(path, profile)
     size = planned["ensemble"] if ensemble is None else ensemble
@@ -149,8 +149,8 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
     if size > 1:  # members equal lone runs up to float32 rounding: other numbers
         identity["ensemble"] = size
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
-    from resharpen.experiments.core.io import undo_on_failure
-    from resharpen.experiments.core.sweep import LOCK_FILE
+    from resharpen.experiments.common.io import undo_on_failure
+    from resharpen.experiments.training.sweep import LOCK_FILE
 
     with undo_on_failure(target, remove_written=False, own_files=(LOCK_FILE,)):
         root = ensure_writable_dir(target)

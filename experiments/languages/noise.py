@@ -51,7 +51,7 @@ def run_row(config: dict, summary: dict) -> dict:
     """One row of a noise-grid run: task, seed, target tag and noise level, the stated fit and
     whether / at which record step the raw weights first reached it (``fit_step``, None when they
     never did) and the steps trained, and per weight set its ID and OOD invalid mass."""
-    from resharpen.experiments.languages.config import target_tag
+    from resharpen.experiments.training.next_token_config import target_tag
 
     tag = target_tag(config["train"])
     row = {"run": config["name"], "task": config["task"]["name"],
@@ -69,7 +69,7 @@ def run_row(config: dict, summary: dict) -> dict:
 
 def grid_rows(root: str | Path) -> list[dict]:
     """:func:`run_row` of every finished run of a noise-grid folder."""
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
 
     return [run_row(run["config"], run["summary"]) for run in load_runs(root)]
 

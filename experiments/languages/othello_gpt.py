@@ -6,13 +6,13 @@ r"""OthelloGPT at the size of Li et al. (arXiv 2210.13382): a prepared training 
     python -m resharpen.experiments.languages.othello_gpt --board 6 --layers 4 --d-model 128 \
         --steps 2000 --batch-size 64 --lr 2e-3 --until 0.05                  # 6 x 6 on a CPU
 
-Model. The package's decoder (:class:`resharpen.experiments.core.model.Transformer`) at Li et
+Model. The package's decoder (:class:`resharpen.experiments.model.transformer.Transformer`) at Li et
 al.'s shape by default: 8 layers, d_model 512, 8 heads, GELU MLPs of width 4 d_model, LayerNorm
 in the Pre-LN (GPT-2) placement (``--norm``: any placement of the scheme table), learned
 absolute positions over the 59 input moves (``--positional``: learned | rope | none).
 
 Data. Synthetic games as Li et al.'s synthetic data set: every move uniform among the legal
-moves (:meth:`resharpen.experiments.languages.othello.Othello.sample_with_moves`, which also
+moves (:meth:`resharpen.experiments.tasks.othello.Othello.sample_with_moves`, which also
 returns the legal-move bitboard after every prefix). Step s trains on ``--batch-size`` fresh
 games drawn with the generator ``default_rng([seed, s])``, so a step's batch does not depend on
 the number of data workers, nor on whether the run was resumed. At the defaults (80,000 steps
@@ -21,25 +21,25 @@ of 256 games) a run sees 20.5 M games, the size of Li et al.'s synthetic set.
 Target (``--target``). ``soft`` (default): at input position i (the game's first i + 1 moves)
 the uniform distribution p*_i on the legal moves of the side to move (implicit passes
 applied), built on the device from the bitboards; the loss is the cross-entropy H(p*_i, p_i)
-(:mod:`resharpen.experiments.core.targets`). ``sampled``: the game's own next move, as Li et
+(:mod:`resharpen.experiments.training.targets`). ``sampled``: the game's own next move, as Li et
 al. train. Positions after the end of a game (the next token is PAD) have no target.
 
-Optimization: the training core (:mod:`resharpen.experiments.core.train`): AdamW with decay on
+Optimization: the training core (:mod:`resharpen.experiments.training.loop`): AdamW with decay on
 matrices only, linear warm-up then cosine decay to ``--min-lr-ratio`` x lr, gradient clipping,
-the training loop :func:`~resharpen.experiments.core.train.fit_members` (progress bar via tqdm
+the training loop :func:`~resharpen.experiments.training.loop.fit_members` (progress bar via tqdm
 on a terminal, a line per record step otherwise), raw and EMA weights on one trajectory.
 
 Evaluation (every ``--eval-every`` steps, raw and EMA weights, float32 forward): the ID
 illegal-move mass, the mean over the prefix lengths 1..``--train-len`` of the mean over
 ``--eval-games`` fixed games (seed ``--eval-seed``) of p(V minus S), S the legal-next set
-(:func:`resharpen.experiments.core.metrics.target_set_metrics`). ``--until m``: stop at the
+(:func:`resharpen.experiments.tasks.metrics.target_set_metrics`). ``--until m``: stop at the
 first evaluation whose raw mass is <= m.
 
 Output (``--out``, default ``out/runs/othello_gpt-<board>x<board>-<layers>x<d_model>-s<seed>``):
 ``checkpoint.pt`` every ``--checkpoint-every`` steps (model, EMA, optimizer, schedule, history;
 ``--resume`` continues from it, the same batches and weights as an uninterrupted run;
 ``--stop-after`` ends a job early on purpose), and at the end the
-core's run folder (:func:`~resharpen.experiments.core.train.save_run`): config.json,
+core's run folder (:func:`~resharpen.experiments.training.loop.save_run`): config.json,
 metrics.jsonl, weights_raw / weights_ema .safetensors, summary.json.
 """
 from __future__ import annotations
@@ -53,10 +53,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from resharpen.experiments.core.model import ModelConfig, NORM_PLACEMENTS, Transformer
-from resharpen.experiments.core.targets import Batch
-from resharpen.experiments.core.train import fit_members, save_run, training_state, weight_sets
-from resharpen.experiments.languages.othello import PAD, Othello
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
+from resharpen.experiments.training.schema import NORM_PLACEMENTS
+from resharpen.experiments.training.targets import Batch
+from resharpen.experiments.training.loop import fit_members, save_run, training_state, weight_sets
+from resharpen.experiments.tasks.othello import PAD, Othello
 
 CHECKPOINT = "checkpoint.pt"
 WEIGHTS = ("raw", "ema")
@@ -119,7 +120,7 @@ def batches(args, start: int, device: torch.device):
 def eval_games(args) -> tuple[np.ndarray, np.ndarray]:
     """The fixed evaluation games (``--eval-games``, seed ``--eval-seed``), cut at train_len
     moves, and their legal-next sets (positions after a game's end: empty, no target)."""
-    from resharpen.experiments.languages.train import target_sets
+    from resharpen.experiments.training.next_token import target_sets
 
     task = Othello(args.board)
     games = task.sample(args.eval_games, args.train_len, args.eval_seed)
@@ -131,8 +132,8 @@ def id_illegal_mass(model: torch.nn.Module, games: torch.Tensor, legal: np.ndarr
                     batch: int = 256) -> float:
     """Mean over the prefix lengths of the mean illegal-move mass over the games with a target
     there (float32 forward on the model's device, the metric,
-    :func:`resharpen.experiments.core.metrics.target_set_metrics`, in float64 on the CPU)."""
-    from resharpen.experiments.core.metrics import target_set_metrics
+    :func:`resharpen.experiments.tasks.metrics.target_set_metrics`, in float64 on the CPU)."""
+    from resharpen.experiments.tasks.metrics import target_set_metrics
 
     was_training = model.training
     model.eval()
@@ -181,14 +182,14 @@ def train_table(args) -> dict:
 
 
 def default_out(args) -> Path:
-    from resharpen.experiments.core.config import run_folder
+    from resharpen.experiments.training.config import run_folder
 
     return run_folder(f"othello_gpt-{args.board}x{args.board}-{args.layers}x{args.d_model}"
                       f"-s{args.seed}")
 
 
 def save_checkpoint(folder: Path, state, step: int, history: list, args) -> None:
-    from resharpen.experiments.core.io import atomic_write_bytes
+    from resharpen.experiments.common.io import atomic_write_bytes
 
     buffer = io.BytesIO()
     torch.save({"step": step, "history": history, "args": vars(args),

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from resharpen.experiments.core.io import atomic_write_text, dumps_json
+from resharpen.experiments.common.io import atomic_write_text, dumps_json
 from resharpen.experiments.ledger.registry import STATUSES, Claim, Record
 
 BASELINES = Path(__file__).resolve().parents[1] / "configs" / "ledger"

@@ -91,7 +91,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from resharpen.experiments.core.io import dumps_json
+from resharpen.experiments.common.io import dumps_json
 from resharpen.experiments.ledger.registry import Claim
 from resharpen.experiments.ledger.runner import run_claim
 from resharpen.experiments.ledger.where import _derivations

@@ -5,16 +5,16 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Sequence
 
-from resharpen.experiments.core.io import dumps_json
+from resharpen.experiments.common.io import dumps_json
 from resharpen.experiments.ledger.registry import STATUSES, Record
 
 
 def to_json(records: Sequence[Record], profile: str, provenance: dict | None = None) -> str:
     """The ledger as JSON: ``profile``, ``summary`` (count per status), ``provenance`` (where and
     how it was run: commit, dirty flag, versions, machine, profile, time; by default
-    :func:`resharpen.experiments.core.provenance.provenance` now) and ``claims`` (one record per
+    :func:`resharpen.experiments.common.provenance.provenance` now) and ``claims`` (one record per
     claim; the provenance is at the top level only, never inside a claim's record)."""
-    from resharpen.experiments.core.provenance import provenance as made_now
+    from resharpen.experiments.common.provenance import provenance as made_now
 
     summary = {s: sum(r.status == s for r in records) for s in STATUSES}
     return dumps_json({"profile": profile, "summary": summary,

@@ -12,7 +12,7 @@ import time
 import traceback
 from typing import Callable, Sequence
 
-from resharpen.experiments.core.profiles import check_profile
+from resharpen.experiments.common.profiles import check_profile
 from resharpen.experiments.ledger.registry import _REGISTRY, Claim, Outcome, Record
 
 

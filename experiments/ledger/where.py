@@ -21,18 +21,18 @@ import types
 from typing import Callable, Iterable, Iterator
 
 from resharpen.experiments.ledger.registry import Claim
-from resharpen.experiments.core.io import shown_path
+from resharpen.experiments.common.package_files import package_relative
 
 _MACHINERY = ("resharpen.experiments.ledger.registry", "resharpen.experiments.ledger.runner",
               "resharpen.experiments.ledger.where", "resharpen.experiments.ledger.report",
-              "resharpen.experiments.core.profiles")
+              "resharpen.experiments.common.profiles")
 """Modules whose functions are the ledger's own machinery (``Outcome``, ``pick``), not derivations
 a check uses. The statistics that decide (:mod:`.stats`) are listed as derivations; the mutation
 test leaves them out (``mutation.NOT_SUBJECTS``)."""
 
 
 def where(c: Claim) -> list[str]:
-    """Where to read a claim: ``"path:line what"`` lines, paths relative to the working folder.
+    """Where to read a claim: ``"path:line what"`` lines, paths relative to the package (``experiments/set_complement/claims.py``), the same from any folder.
 
     First the line of the claim's module where its id is written (for a check made by a factory,
     the line that calls the factory with that id), then the check function (its ``@claim`` line),
@@ -50,7 +50,7 @@ def where(c: Claim) -> list[str]:
     lines: dict[tuple[str, int], list[str]] = {}
     for path, line, what in entries:
         lines.setdefault((path, line), []).append(what)
-    return [f"{shown_path(path)}:{line} {', '.join(whats)}" for (path, line), whats in lines.items()]
+    return [f"{package_relative(path)}:{line} {', '.join(whats)}" for (path, line), whats in lines.items()]
 
 
 def _source_line(obj: object) -> tuple[str, int]:

@@ -21,7 +21,7 @@ import itertools
 import torch
 from tqdm import tqdm
 
-from resharpen.experiments.core.set_complement_task import check_vocab
+from resharpen.experiments.tasks.set_complement import check_vocab
 
 
 def _inputs(vocab: int) -> tuple[torch.Tensor, torch.Tensor]:

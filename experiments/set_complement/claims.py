@@ -6,7 +6,7 @@ listed in ../shared/papers/notes_2510.08341.md).
 
 The first claims are checked without a model (sympy, numpy) against
 :mod:`resharpen.theory.set_complement.formulas`. The claims after them run the constructions
-(or random lemma-form models) through the float64 torch model of experiments/core/model.py and
+(or random lemma-form models) through the float64 torch model of experiments/model/transformer.py and
 compare with the same formulas at every length s = 1..v-1 for v in ``VOCABS``.
 """
 from __future__ import annotations
@@ -20,12 +20,12 @@ import torch
 
 from resharpen.constructions import set_complement as cons
 from resharpen.experiments.ledger import Outcome, claim
-from resharpen.experiments.core.model import ModelConfig, Transformer
-from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
+from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.set_complement.below_bound import minimize, objective
 from resharpen.experiments.set_complement.evaluate import per_position_metrics
 from resharpen.experiments.set_complement.report import construction_errors
-from resharpen.experiments.core.set_complement_task import exact_target, sample_inputs
+from resharpen.experiments.tasks.set_complement import exact_target, sample_inputs
 from resharpen.theory.set_complement import formulas as sc
 
 SRC = "arXiv 2510.08341 (reconstructed)"

@@ -65,6 +65,8 @@ import numpy as np
 
 from resharpen.experiments.ledger import Outcome, claim, stats
 from resharpen.experiments.ledger.stats import ALPHA
+from resharpen.experiments.set_complement.fit_report import (ladder_rows, rung_label,
+                                                             rung_order)
 
 PAPER = "arXiv 2510.08341"
 SEEDS = tuple(range(8))
@@ -77,9 +79,9 @@ LEMMA_RESIDUAL_BOUND = 0.05
 def sweep_root(name: str, profile: str) -> Path | None:
     """The folder of sweep ``name``: the full one if finished (None if not), the quick one run
     (or resumed) here on 2 local workers, once: claims running in parallel ledger workers wait
-    for the one that runs it (:func:`~resharpen.experiments.core.sweep.exclusive`)."""
-    from resharpen.experiments.core.config import CONFIG_DIR, check_profile, sweep_folder
-    from resharpen.experiments.core.sweep import exclusive, read_table
+    for the one that runs it (:func:`~resharpen.experiments.training.sweep.exclusive`)."""
+    from resharpen.experiments.training.config import CONFIG_DIR, check_profile, sweep_folder
+    from resharpen.experiments.training.sweep import exclusive, read_table
     from resharpen.experiments.set_complement.sweep import run_sweep
 
     if check_profile(profile) == "full":
@@ -109,7 +111,7 @@ profile of the v = 32 file (the v = 64 file's quick profile is the same model at
 
 def placement_data(profile: str) -> tuple[list[tuple[str, Path, list[dict]]], str | None]:
     """([(sweep, folder, reports)], the first missing full sweep or None)."""
-    from resharpen.experiments.core.config import check_profile
+    from resharpen.experiments.training.config import check_profile
 
     data = []
     for name in PLACEMENT_SWEEPS[check_profile(profile)]:
@@ -435,8 +437,8 @@ def k_sweep_rows(root: Path) -> list[dict]:
     raw ID / OOD invalid mass, and for post the readings of K off its raw weights
     (:func:`~resharpen.experiments.set_complement.effective_k.readings`, which include the
     multiplier)."""
-    from resharpen.experiments.core.runs import load_run
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.runs import load_run
+    from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.set_complement.effective_k import readings
 
     rows = []
@@ -627,8 +629,8 @@ def noise_rows(profile: str) -> tuple[list[dict], list[Path]] | None:
     schedule, seed, v, whether the raw weights are past the matched fit at the end of the budget,
     per weight set the in- and out-of-distribution invalid mass at the end, and the EMA / BEMA
     gains at the first evaluation that reached the matched fit."""
-    from resharpen.experiments.core.io import read_jsonl
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.common.io import read_jsonl
+    from resharpen.experiments.training.sweep import load_runs
 
     roots = [sweep_root(n, profile) for n in ("fit_noise_v32", "fit_noise_soft_v32")]
     if None in roots:
@@ -770,7 +772,7 @@ def check_dropout_ood(profile: str) -> Outcome:
 
 
 def dropout_ood_tests(profile: str) -> Part | Outcome:
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
 
     name = "fit_dropout_v32"
     root = sweep_root(name, profile)
@@ -840,7 +842,7 @@ def temperature_rows(profile: str) -> tuple[list[dict], list[Path]] | None:
     """One row per BEMA run of the noise grid (the runs of the smallest EMA decay: BEMA does not
     depend on it): k, schedule, seed and :func:`~resharpen.experiments.set_complement.temperature.temperature_row`
     (alpha, tau, raw / BEMA / tempered-raw ID and OOD invalid mass); cached per folder."""
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.set_complement.temperature import temperature_row
 
     roots = [sweep_root(n, profile) for n in ("fit_noise_v32", "fit_noise_soft_v32")]
@@ -928,13 +930,13 @@ def window_rows(profile: str) -> list[dict] | None:
     """The rows of the EMA-window protocol (:mod:`resharpen.experiments.set_complement.ema_window`):
     run here in quick (cached), read from its results file in full (None when missing or made
     with another protocol)."""
-    from resharpen.experiments.core.config import check_profile
+    from resharpen.experiments.training.config import check_profile
     from resharpen.experiments.set_complement.ema_window import cached_rows, run_protocol
 
     if check_profile(profile) == "full":
         return cached_rows("full")
-    from resharpen.experiments.core.config import sweep_folder
-    from resharpen.experiments.core.sweep import exclusive
+    from resharpen.experiments.training.config import sweep_folder
+    from resharpen.experiments.training.sweep import exclusive
 
     with exclusive(sweep_folder("fit_noise_window_v32-quick")):
         return run_protocol("quick", workers=2)
@@ -1054,48 +1056,9 @@ LADDER_ARMS = ("pre", "post", "attn_out", "peri")
 """The normalized placements, each compared with none at every rung."""
 
 
-CONVERGED = "converged"
-"""The last rung of a run trained on past its fit (``train.converge_window``): its
-``summary.converged`` record when the run converged (ID invalid mass flat over the window)."""
-
-
-def ladder_rows(root: Path) -> list[dict]:
-    """One row per (run, rung) of a sweep: placement, seed, the rung (an in-distribution
-    invalid-mass level, ``summary.ladder``), the ID and OOD invalid mass of the raw weights at
-    the first evaluation that reached it; and, for a run that converged, one more row with rung
-    :data:`CONVERGED` (``summary.converged``; a run that met the cap first has none)."""
-    from resharpen.experiments.core.sweep import load_runs
-
-    out = []
-    for run in load_runs(root):
-        summary = run["summary"]
-        key = {"placement": run["config"]["model"]["norm"],
-               "seed": run["config"]["train"]["seed"]}
-        for rung in summary.get("ladder") or []:
-            out.append({**key, "rung": rung["rung"], "id": rung["id_invalid_mass"],
-                        "ood": rung["ood_invalid_mass"]})
-        done = summary.get("converged")
-        if done and done["converged"]:
-            out.append({**key, "rung": CONVERGED, "id": done["id_invalid_mass"],
-                        "ood": done["ood_invalid_mass"], "step": done["step"]})
-    return out
-
-
-def rung_order(rungs) -> list:
-    """The rungs of :func:`ladder_rows` in training order: the fit levels from the loosest
-    down, then :data:`CONVERGED`."""
-    rungs = set(rungs)
-    levels = sorted((r for r in rungs if r != CONVERGED), reverse=True)
-    return levels + ([CONVERGED] if CONVERGED in rungs else [])
-
-
-def rung_label(rung) -> str:
-    return rung if rung == CONVERGED else f"{rung:g}"
-
-
 def planned_window(name: str, profile: str) -> int:
     """``train.converge_window`` of sweep file ``name`` in ``profile`` (0: it stops at the fit)."""
-    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.training.config import CONFIG_DIR
     from resharpen.experiments.set_complement.sweep import plan
 
     planned = plan(CONFIG_DIR / "set_complement" / f"{name}.toml", profile=profile)
@@ -1105,7 +1068,7 @@ def planned_window(name: str, profile: str) -> int:
 def convergence_note(name: str, root: Path) -> str:
     """How many runs of a sweep trained on past the fit converged, per placement (or that the
     sweep has no convergence rule)."""
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
 
     counts: dict[str, list[int]] = {}
     for run in load_runs(root):
@@ -1125,7 +1088,7 @@ def ood_at_rungs_tests(profile: str) -> Part | Outcome:
     """Each normalized placement against none at every rung both arms reach with at least
     :data:`stats.MIN_N` seeds, in every sweep of :data:`LADDER_SWEEPS`: paired by seed, one-sided
     (the placement's OOD invalid mass lower)."""
-    from resharpen.experiments.core.config import check_profile
+    from resharpen.experiments.training.config import check_profile
 
     expected = "< 0 at every rung and setting, Holm-adjusted p < 0.05"
     tests, detail, curves = [], [], []

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from resharpen.experiments.ledger import Outcome, claim, stats
-from resharpen.experiments.core.provenance import describe_runs
-from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.training.sweep import describe_runs
+from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.ledger.stats import ALPHA
 
 PAPER = "arXiv 2510.08341"
@@ -36,8 +36,8 @@ def _sweep_rows(name: str = "random_search") -> tuple[list[dict], Path]:
     """The table rows of sweep ``name`` (the full one when finished, else the quick one, run
     here), each with its raw weights' ID invalid mass (:data:`RAW_ID`, from the run's
     summary.json: the table has the primary weights' only)."""
-    from resharpen.experiments.core.config import sweep_folder
-    from resharpen.experiments.core.sweep import load_runs, read_table
+    from resharpen.experiments.training.config import sweep_folder
+    from resharpen.experiments.training.sweep import load_runs, read_table
     from resharpen.experiments.set_complement.sweep_report import ensure_sweep
 
     full = sweep_folder(name)
@@ -88,11 +88,11 @@ def learned_note(rows: list[dict]) -> str:
        origin="the statement's two limits (EMA with weights (rho + gamma t)^-kappa; that EMA "
               "plus theta_t - theta_0 at eta = 0), computed by the EMA recursion typed in the "
               "check (beta_t = (10 + t)^-1/2, no averaging code) against "
-              "experiments.core.averaging.BEMA")
+              "experiments.training.averaging.BEMA")
 def check_bema_limits(profile: str) -> Outcome:
     from torch import nn
 
-    from resharpen.experiments.core.averaging import BEMA, BEMAConfig
+    from resharpen.experiments.training.averaging import BEMA, BEMAConfig
 
     values = np.random.default_rng(0).normal(size=40)
     results = {}
@@ -138,7 +138,7 @@ def check_ensemble_batched_equals_sequential(profile: str) -> Outcome:
     change of either shows. The members differ in seed, learning rate, weight decay and
     dropout rate (0, 0.1, 0.2 on attention and residual, set here, not inherited); they must
     agree to float32 rounding, dropout included."""
-    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.training.config import CONFIG_DIR
     from resharpen.experiments.set_complement.train import load_config, train, train_group
 
     seeds, lrs, decays, rates = [0, 5, 9], [1e-2, 3e-3, 2e-2], [0.0, 0.1, 0.01], [0.0, 0.1, 0.2]
@@ -164,7 +164,7 @@ def noise_share(model, vocab: int, length: int, count: int = 64) -> tuple[float,
     """(mean noise share, mean ||p - p*||^2) of ``model`` at ``length`` over ``count`` inputs,
     exactly over y ~ p*: E||p - e_y||^2 = sum_y p*(y) ||p - e_y||^2 = noise + ||p - p*||^2, the
     noise (the same sum at p = p*, trace 1 - 1/(v-s)) not depending on the model."""
-    from resharpen.experiments.core.set_complement_task import exact_target, sample_inputs
+    from resharpen.experiments.tasks.set_complement import exact_target, sample_inputs
 
     tokens = sample_inputs(vocab, length, count, seed=100 + length)
     with torch.no_grad():
@@ -193,8 +193,8 @@ def check_noise_trace(profile: str) -> Outcome:
     """The same model at initialization and after 400 steps: the threshold 0.8 alone is met by
     the untrained model (0.978 at v = 16), so the claim that training moves the model towards p*
     is the comparison of the two, length by length."""
-    from resharpen.experiments.core.config import CONFIG_DIR
-    from resharpen.experiments.core.train import seeded_model
+    from resharpen.experiments.training.config import CONFIG_DIR
+    from resharpen.experiments.training.loop import seeded_model
     from resharpen.experiments.set_complement.train import load_config, train
 
     v = pick(profile, quick=16, full=32)

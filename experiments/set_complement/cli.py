@@ -10,10 +10,10 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from resharpen.experiments.core.cli_args import UsageError, bad_input, positive_int, seed_int
-from resharpen.experiments.core import limits
-from resharpen.experiments.core.limits import add_max_memory
-from resharpen.experiments.core.profiles import PROFILES
+from resharpen.experiments.common.cli_args import UsageError, bad_input, positive_int, seed_int
+from resharpen.experiments.common import limits
+from resharpen.experiments.common.limits import add_max_memory
+from resharpen.experiments.common.profiles import PROFILES
 
 
 def add_train(sub) -> None:
@@ -34,9 +34,9 @@ HEADLINE = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", "ood_tv")
 
 
 def run_train(args) -> int:
-    from resharpen.experiments.core.cli_args import require_finite
-    from resharpen.experiments.core.config import run_folder
-    from resharpen.experiments.core.io import check_writable_target
+    from resharpen.experiments.common.cli_args import require_finite
+    from resharpen.experiments.training.config import run_folder
+    from resharpen.experiments.common.io import check_writable_target
     from resharpen.experiments.set_complement.config import load_config
 
     with bad_input():  # the config file, the overrides and the run folder, before torch
@@ -50,7 +50,7 @@ def run_train(args) -> int:
         if os.path.exists(folder) and not os.path.isdir(folder):
             raise ValueError(f"{what} {str(folder)!r} exists and is not a folder")
         check_writable_target(folder, what)  # creates nothing: save_run makes the folder
-    from resharpen.experiments.core.train import WEIGHTS, save_run
+    from resharpen.experiments.training.loop import WEIGHTS, save_run
     from resharpen.experiments.set_complement.train import train
 
     result = train(config)
@@ -112,13 +112,13 @@ def add_sweep(sub) -> None:
 
 
 def run_sweep_cli(args) -> int:
-    from resharpen.experiments.core.backends import check_backend
-    from resharpen.experiments.core.config import sweep_folder
-    from resharpen.experiments.core.io import check_writable_target
+    from resharpen.experiments.training.backends import check_backend
+    from resharpen.experiments.training.config import sweep_folder
+    from resharpen.experiments.common.io import check_writable_target
 
     with bad_input():  # the backend, the sweep file, --runs and --out, before any write
         check_backend(args.backend, args.address)
-        from resharpen.experiments.core.sweep import read_table
+        from resharpen.experiments.training.sweep import read_table
         from resharpen.experiments.set_complement.sweep import plan, run_sweep
 
         planned = plan(args.config, args.runs, args.profile)
@@ -156,10 +156,10 @@ def add_report(sub, figures: Callable[[Path], list[Path]] | None = None) -> None
 
 
 def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
-    from resharpen.experiments.core.sweep import read_table
+    from resharpen.experiments.training.sweep import read_table
     from resharpen.experiments.set_complement.sweep_report import report
 
-    from resharpen.experiments.core.io import check_output_file, read_json
+    from resharpen.experiments.common.io import check_output_file, read_json
 
     with bad_input():
         if args.sweep is None:
@@ -174,7 +174,7 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
                                  "`resharpen langs report`")
         if not read_table(args.sweep):
             raise UsageError(f"sweep {args.sweep!r} has no finished runs yet")
-        from resharpen.experiments.core.io import check_within
+        from resharpen.experiments.common.io import check_within
 
         if figures is not None and not args.no_figs:  # no figure through a link out of it
             check_within(args.sweep, Path(args.sweep) / "figs", "figures folder")
@@ -187,7 +187,7 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
         text += ("\n\n## Trained to the fit: per placement (raw weights; "
                  "experiments/set_complement/fit_report.py)\n\n"
                  + fit_table(sweep_reports(args.sweep, "raw")))
-        from resharpen.experiments.core.sweep import load_runs
+        from resharpen.experiments.training.sweep import load_runs
 
         if any(run["summary"].get("ladder") for run in load_runs(args.sweep)):
             from resharpen.experiments.set_complement.fit_report import ladder_table
@@ -207,8 +207,8 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
 
 def _warnings(root) -> list[str]:
     """The unbalanced-arm warnings of a sweep folder (``sweep_report.arm_warnings``)."""
-    from resharpen.experiments.core.io import read_json
-    from resharpen.experiments.core.sweep import read_table
+    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.training.sweep import read_table
     from resharpen.experiments.set_complement.sweep_report import arm_warnings
 
     marker = read_json(Path(root) / "sweep.json", "sweep file")
@@ -218,7 +218,7 @@ def _warnings(root) -> list[str]:
 
 def write_fit_json(sweep: str, target: str) -> None:
     """The per-length fit reports (raw weights) of a sweep's runs, as JSON to ``target``."""
-    from resharpen.experiments.core.io import atomic_write_text, check_output_file, dumps_json
+    from resharpen.experiments.common.io import atomic_write_text, check_output_file, dumps_json
     from resharpen.experiments.set_complement.fit_report import sweep_reports
 
     with bad_input():
@@ -252,11 +252,11 @@ def add_compare(sub) -> None:
 
 
 def run_compare(args) -> int:
-    from resharpen.experiments.core.io import atomic_write_text, check_output_file
+    from resharpen.experiments.common.io import atomic_write_text, check_output_file
     from resharpen.experiments.set_complement.compare import (check_comparable, compare_model,
                                                               load_trained)
 
-    from resharpen.experiments.core.cli_args import require_finite
+    from resharpen.experiments.common.cli_args import require_finite
 
     with bad_input():  # the run folder, its weights, its placement, the sizes, the JSON target
         if args.json and args.json != "-":
@@ -275,7 +275,7 @@ def run_compare(args) -> int:
                                                  "random_relative_residual")},
                    f"compare {args.run}")
     if args.json:
-        from resharpen.experiments.core.io import dumps_json
+        from resharpen.experiments.common.io import dumps_json
 
         text = dumps_json(record)
         print(text) if args.json == "-" else atomic_write_text(args.json, text + "\n")

@@ -59,8 +59,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from resharpen.experiments.core.model import Transformer
-from resharpen.experiments.core.set_complement_task import check_length, sample_inputs
+from resharpen.experiments.model.transformer import Transformer
+from resharpen.experiments.tasks.set_complement import check_length, sample_inputs
 from resharpen.experiments.set_complement.metrics import complement_metrics
 
 WEIGHT_SETS = ("raw", "ema", "bema")
@@ -201,7 +201,7 @@ class Readout:
 
 
 def _sigma(norm: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """The divisor of a :class:`~resharpen.experiments.core.model.Norm` on x: sqrt(mean x^2 +
+    """The divisor of a :class:`~resharpen.experiments.model.transformer.Norm` on x: sqrt(mean x^2 +
     eps) (RMSNorm) or sqrt(var x + eps) (LayerNorm), over the last axis."""
     if norm.kind == "layer":
         x = x - x.mean(-1, keepdim=True)
@@ -331,7 +331,7 @@ def _mean(values: torch.Tensor) -> float | None:
 def load_trained(folder: str | Path, weights: str | None = None) -> tuple[Transformer, dict, str]:
     """(model, config, weight set) of a finished run folder; ``weights`` is raw, ema or bema
     (default: the run's primary weights). ValueError for a bad folder or weight set."""
-    from resharpen.experiments.core.runs import load_run
+    from resharpen.experiments.training.runs import load_run
 
     if weights is not None and weights not in WEIGHT_SETS:
         raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_SETS)}")
@@ -350,8 +350,8 @@ def compare_model(model: Transformer, train_len: int | None = None, count: int =
     every length (prefixes of ``sample_inputs(v, v-1, count, seed)``, as the evaluation does),
     held at once: ValueError before anything is allocated when they do not fit the memory
     (``max_memory`` bytes, default what the machine has available;
-    :func:`resharpen.experiments.core.limits.compare_bytes`)."""
-    from resharpen.experiments.core import limits
+    :func:`resharpen.experiments.common.limits.compare_bytes`)."""
+    from resharpen.experiments.common import limits
 
     check_comparable(model)
     vocab = model.cfg.vocab

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from resharpen.experiments.core import config as cfgmod
-from resharpen.experiments.core.config import Field, Schema, pick_fields
-from resharpen.experiments.core.train_config import (MODEL_FIELDS, TRAIN_FIELDS,
+from resharpen.experiments.training import config as cfgmod
+from resharpen.experiments.training.config import Field, Schema, pick_fields
+from resharpen.experiments.training.schema import (MODEL_FIELDS, TRAIN_FIELDS,
                                                      check_model_shape, check_target)
 
 
@@ -123,5 +123,5 @@ SCHEMA = Schema({
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
                 profile: str = "full") -> dict:
     """A Set Complement run config: the file, its base chain, ``[profile.<profile>]``, then the
-    ``--set`` overrides (:func:`resharpen.experiments.core.config.load`)."""
+    ``--set`` overrides (:func:`resharpen.experiments.training.config.load`)."""
     return cfgmod.load(path, SCHEMA, overrides, profile)

@@ -67,8 +67,8 @@ import math
 import numpy as np
 import torch
 
-from resharpen.experiments.core.model import Transformer
-from resharpen.experiments.core.set_complement_task import sample_inputs
+from resharpen.experiments.model.transformer import Transformer
+from resharpen.experiments.tasks.set_complement import sample_inputs
 from resharpen.experiments.set_complement.compare import PATTERN, fit_lemma, readout
 from resharpen.experiments.set_complement.fit_report import theory_margins
 from resharpen.experiments.set_complement.metrics import complement_metrics
@@ -223,7 +223,7 @@ def closed_form_row(report: dict, count: int = 64) -> dict:
     deviation, and the assumptions past L_train from :func:`margin_diagnosis` on ``count``
     inputs per length (attention uniformity, query share, measured |r| / e |c(z)|, the numerator
     alone, min / mean non-query margin) and the margin-fitted K of the report."""
-    from resharpen.experiments.core.runs import load_run
+    from resharpen.experiments.training.runs import load_run
 
     model = load_run(report["run"]).model("raw")
     params = readings(model)

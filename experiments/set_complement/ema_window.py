@@ -6,9 +6,9 @@ about W steps, so once the run is at that floor its in-distribution invalid mass
 the raw weights' (gain log(raw / EMA) > 0), and more so for noisier updates.
 
 Protocol (:func:`train_windows`): the runs of one arm (one config but for ``train.seed``) train
-as one ensemble (:mod:`resharpen.experiments.core.engine`) at constant rate for ``train.steps``
+as one ensemble (:mod:`resharpen.experiments.training.engine`) at constant rate for ``train.steps``
 steps; the first ``burn_in`` steps bring each run to its floor; an EMA for each window W starts
-there (:class:`~resharpen.experiments.core.engine.StackedEMA` with ``start = burn_in + 1``: its
+there (:class:`~resharpen.experiments.training.engine.StackedEMA` with ``start = burn_in + 1``: its
 first update copies the weights at the floor, so no pre-floor weights enter the average) and
 runs to the end. Every ``train.eval_every`` steps the raw weights' in-distribution invalid mass
 is recorded (the stationarity check: :func:`floor_drift`); at the end raw and every EMA are
@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from resharpen.experiments.core.engine import StackedEMA
-from resharpen.experiments.core.targets import label_generator
-from resharpen.experiments.core.train import fit_members, members_state, seeded_model
+from resharpen.experiments.training.engine import StackedEMA
+from resharpen.experiments.training.targets import label_generator
+from resharpen.experiments.training.loop import fit_members, members_state, seeded_model
 from resharpen.experiments.set_complement.train import (SetComplementStreams,
                                                         evaluate_weights, fit_measure, summarize,
                                                         target_batches)
@@ -79,7 +79,7 @@ def protocol_configs(settings, profile: str) -> list[dict]:
     """The run configs (one per seed of ``profile``'s :data:`PROTOCOL`) of the protocol's model
     and task (:data:`BASE`, :data:`COMMON`) with the optimizer ``settings`` ("section.key=value"
     strings, as :data:`ARMS` holds them) on top."""
-    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.training.config import CONFIG_DIR
     from resharpen.experiments.set_complement.config import load_config
 
     plan = PROTOCOL[profile]
@@ -97,7 +97,7 @@ def _run_arm(job: tuple[str, str]) -> list[dict]:
 
 
 def results_path(profile: str) -> Path:
-    from resharpen.experiments.core.config import sweep_folder
+    from resharpen.experiments.training.config import sweep_folder
 
     return sweep_folder("fit_noise_window_v32" + ("-quick" if profile == "quick" else "")) \
         / "results.json"
@@ -116,7 +116,7 @@ def cached_rows(profile: str) -> list[dict] | None:
     path = results_path(profile)
     if not path.exists():
         return None
-    from resharpen.experiments.core.io import read_json
+    from resharpen.experiments.common.io import read_json
 
     cached = read_json(path, "EMA-window results")
     return cached["rows"] if cached.get("key") == protocol_key(profile) else None
@@ -124,17 +124,17 @@ def cached_rows(profile: str) -> list[dict] | None:
 
 def run_protocol(profile: str, workers: int = 2) -> list[dict]:
     """Every arm's rows (:func:`train_windows`), the arms on ``workers`` processes
-    (:func:`resharpen.experiments.core.backends.run_local`); cached in
+    (:func:`resharpen.experiments.training.backends.run_local`); cached in
     :func:`results_path` with the protocol, and read back while the protocol is unchanged."""
     rows = cached_rows(profile)
     if rows is not None:
         return rows
-    from resharpen.experiments.core.backends import run_local
+    from resharpen.experiments.training.backends import run_local
 
     jobs = [((arm, profile),) for arm in ARMS]
     parts = dict(run_local(_run_arm, jobs, workers))
     rows = [row for index in sorted(parts) for row in parts[index]]
-    from resharpen.experiments.core.io import atomic_write_json
+    from resharpen.experiments.common.io import atomic_write_json
 
     path = results_path(profile)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 One forward pass scores every length: ``per_length`` random permutations of V are truncated to
 length L = max(lengths) <= v-1, and the logits at position s-1 are the model's prediction for
 the input made of the first s tokens (the model is causal). When the inputs' float64 activations
-exceed :data:`resharpen.experiments.core.limits.EVAL_CHUNK_BYTES` the pass runs in chunks of
+exceed :data:`resharpen.experiments.common.limits.EVAL_CHUNK_BYTES` the pass runs in chunks of
 inputs (each row's numbers are the same either way, to rounding), so memory stays bounded at
 any v; below that size (every training run and claim today) the pass is the single one it was. Every prefix of a uniformly random
 permutation is a uniformly random ordered s-subset, so each length is sampled exactly as
@@ -16,10 +16,10 @@ from typing import Sequence
 
 import torch
 
-from resharpen.experiments.core.limits import (evaluation_bytes_per_input, evaluation_chunk_inputs,
+from resharpen.experiments.common.limits import (evaluation_bytes_per_input, evaluation_chunk_inputs,
                                                require_large, sample_inputs_bytes)
 from resharpen.experiments.set_complement.metrics import METRICS, complement_metrics
-from resharpen.experiments.core.set_complement_task import check_length, check_vocab, sample_inputs
+from resharpen.experiments.tasks.set_complement import check_length, check_vocab, sample_inputs
 
 
 @torch.no_grad()
@@ -29,7 +29,7 @@ def per_position_metrics(model: torch.nn.Module, vocab: int, max_length: int, pe
 
     ValueError, before anything is allocated, when ``per_length`` is not a positive integer or
     its inputs and metrics do not fit the available memory (the inputs are held at once, the
-    forward pass runs in chunks: :func:`resharpen.experiments.core.limits.require`)."""
+    forward pass runs in chunks: :func:`resharpen.experiments.common.limits.require`)."""
     check_length(max_length, vocab)
     if isinstance(per_length, bool) or not isinstance(per_length, int) or per_length < 1:
         raise ValueError(f"per_length must be a positive integer, got {per_length!r}")
@@ -56,7 +56,7 @@ def per_position_metrics(model: torch.nn.Module, vocab: int, max_length: int, pe
 
 def bytes_per_input(model: torch.nn.Module, vocab: int, length: int) -> int:
     """Float64 memory of one input in :func:`per_position_metrics`
-    (:func:`resharpen.experiments.core.limits.evaluation_bytes_per_input`, plus the attention
+    (:func:`resharpen.experiments.common.limits.evaluation_bytes_per_input`, plus the attention
     pattern 8 S^2 of every layer and head); 0 for a model without a core ``cfg``."""
     cfg = getattr(model, "cfg", None)
     if cfg is None or not hasattr(cfg, "d_model"):

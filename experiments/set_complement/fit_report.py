@@ -38,8 +38,8 @@ import numpy as np
 import scipy.optimize
 import torch
 
-from resharpen.experiments.core.model import Transformer
-from resharpen.experiments.core.set_complement_task import sample_inputs
+from resharpen.experiments.model.transformer import Transformer
+from resharpen.experiments.tasks.set_complement import sample_inputs
 from resharpen.experiments.set_complement.compare import (PATTERN, WEIGHT_SETS, balance, fit_lemma,
                                                           readout)
 from resharpen.theory.set_complement.formulas import readout_margins
@@ -138,7 +138,7 @@ def attention_uniformity(model: Transformer, count: int = 128, seed: int = 0) ->
 def run_report(folder: str | Path, weights: str = "raw") -> dict:
     """The per-length report of one run folder's ``weights`` (raw, ema or bema); see the
     module docstring. JSON-ready."""
-    from resharpen.experiments.core.runs import load_run
+    from resharpen.experiments.training.runs import load_run
 
     if weights not in WEIGHT_SETS:
         raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_SETS)}")
@@ -247,15 +247,13 @@ def fit_table(reports: list[dict]) -> str:
 def ladder_table(root: str | Path) -> str:
     """Markdown: the OOD invalid mass of the raw weights against the fit, for a sweep whose runs
     record the fit ladder (``summary.ladder``, ``summary.converged``;
-    :func:`resharpen.experiments.set_complement.claims_fit.ladder_rows`): one row per rung, from
+    :func:`ladder_rows`): one row per rung, from
     the loosest to convergence, one column per placement, each cell the mean (sample sd) over the
     runs that reached the rung, with n where it is not every run of that placement; "not
     reached" where none did (at convergence: "none converged"). Columns in the order of
     ``train_config.NORM_PLACEMENTS``."""
-    from resharpen.experiments.core.sweep import load_runs
-    from resharpen.experiments.core.train_config import NORM_PLACEMENTS
-    from resharpen.experiments.set_complement.claims_fit import (CONVERGED, ladder_rows,
-                                                                 rung_order)
+    from resharpen.experiments.training.sweep import load_runs
+    from resharpen.experiments.training.schema import NORM_PLACEMENTS
 
     rows = ladder_rows(root)
     counts: dict[str, int] = {}
@@ -282,3 +280,41 @@ def ladder_table(root: str | Path) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
+
+CONVERGED = "converged"
+"""The last rung of a run trained on past its fit (``train.converge_window``): its
+``summary.converged`` record when the run converged (ID invalid mass flat over the window)."""
+
+
+def ladder_rows(root: Path) -> list[dict]:
+    """One row per (run, rung) of a sweep: placement, seed, the rung (an in-distribution
+    invalid-mass level, ``summary.ladder``), the ID and OOD invalid mass of the raw weights at
+    the first evaluation that reached it; and, for a run that converged, one more row with rung
+    :data:`CONVERGED` (``summary.converged``; a run that met the cap first has none)."""
+    from resharpen.experiments.training.sweep import load_runs
+
+    out = []
+    for run in load_runs(root):
+        summary = run["summary"]
+        key = {"placement": run["config"]["model"]["norm"],
+               "seed": run["config"]["train"]["seed"]}
+        for rung in summary.get("ladder") or []:
+            out.append({**key, "rung": rung["rung"], "id": rung["id_invalid_mass"],
+                        "ood": rung["ood_invalid_mass"]})
+        done = summary.get("converged")
+        if done and done["converged"]:
+            out.append({**key, "rung": CONVERGED, "id": done["id_invalid_mass"],
+                        "ood": done["ood_invalid_mass"], "step": done["step"]})
+    return out
+
+
+def rung_order(rungs) -> list:
+    """The rungs of :func:`ladder_rows` in training order: the fit levels from the loosest
+    down, then :data:`CONVERGED`."""
+    rungs = set(rungs)
+    levels = sorted((r for r in rungs if r != CONVERGED), reverse=True)
+    return levels + ([CONVERGED] if CONVERGED in rungs else [])
+
+
+def rung_label(rung) -> str:
+    return rung if rung == CONVERGED else f"{rung:g}"

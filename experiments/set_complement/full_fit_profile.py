@@ -25,8 +25,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from resharpen.experiments.core.config import CONFIG_DIR
-from resharpen.experiments.core.io import atomic_write_json
+from resharpen.experiments.training.config import CONFIG_DIR
+from resharpen.experiments.common.io import atomic_write_json
 
 SWEEPS = CONFIG_DIR / "set_complement"
 TRAININGS = (

@@ -11,7 +11,7 @@ For logits f over V and an input t of length s (invalid set [t], valid set V min
                      is returned too: finite where the ratio overflows)
     top-1 invalid  = 1 if max_{[t]} f >= max_{valid} f (ties count against the model)
 Invalid mass, TV, KL, cross-entropy and top-1 invalid are
-:func:`resharpen.experiments.core.metrics.target_set_metrics` (the exact-target metrics of every
+:func:`resharpen.experiments.tasks.metrics.target_set_metrics` (the exact-target metrics of every
 task) with the valid set V minus [t]; the margins and the spread are Set Complement's own.
 When all valid logits are equal the first KL term is exactly 0, so TV = invalid mass and
 KL = -log(1 - invalid mass): the closed forms of resharpen.theory.set_complement.formulas. Written this way every
@@ -26,7 +26,7 @@ import math
 
 import torch
 
-from resharpen.experiments.core.metrics import target_set_metrics
+from resharpen.experiments.tasks.metrics import target_set_metrics
 
 METRICS = ("invalid_mass", "tv", "kl", "cross_entropy", "top1_invalid", "valid_spread",
            "margin_min", "margin_query", "margin_nonquery_min", "margin_nonquery_max")

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import expit
 
 from resharpen.constructions.set_complement import Construction, theory_margins_by_length
-from resharpen.experiments.core.limits import forward_flops
+from resharpen.experiments.common.limits import forward_flops
 from resharpen.experiments.set_complement.evaluate import per_position_metrics
 
 # Probabilities are compared to rel 1e-9 with an absolute floor of 1e-15 x (logit scale) x sqrt(d):
@@ -49,7 +49,7 @@ def theory_metrics(vocab: int, length, nonquery: np.ndarray, query: np.ndarray) 
 def bounded_inputs(built: Construction, per_length: int, max_flops: float = FLOPS_BUDGET) -> int:
     """Inputs per length the report evaluates: ``per_length``, or fewer (at least 1) when
     ``per_length`` forward passes of one permutation of V would exceed ``max_flops``
-    (:func:`resharpen.experiments.core.limits.forward_flops`, ~1.4e13 per pass at v = 10^4).
+    (:func:`resharpen.experiments.common.limits.forward_flops`, ~1.4e13 per pass at v = 10^4).
     Each pass scores every length 1..v-1 (its prefixes), so every length is still evaluated."""
     cfg = built.model.cfg
     flops = forward_flops(built.vocab, cfg.d_model, cfg.head_width, cfg.value_width, built.vocab - 1)

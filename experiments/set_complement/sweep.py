@@ -1,8 +1,8 @@
 """Seeded random-search sweeps of Set Complement training (configs/set_complement/*.toml with a
-``[search]`` table; :func:`resharpen.experiments.core.config.load_sweep`).
+``[search]`` table; :func:`resharpen.experiments.training.config.load_sweep`).
 
 Layout of ``out/sweeps/<name>`` (``<name>-quick`` for the quick profile; the core's sweep folder,
-:mod:`resharpen.experiments.core.sweep`)::
+:mod:`resharpen.experiments.training.sweep`)::
 
     sweep.json                 the sweep file, its base config, settings and search space
     runs/<name>-<index>/       config.json, metrics.jsonl, per_length.json, summary.json,
@@ -15,8 +15,8 @@ and uses one thread, so a run's metrics are the same on the local pool and on Ra
 
 With ``ensemble = K`` (``[sweep]`` table or ``--ensemble``), runs that differ only in seed,
 learning rate, weight decay, EMA or init scale are trained K at a time as one batched ensemble
-(:mod:`resharpen.experiments.core.engine`), one task per group; the unfinished runs are
-grouped when the sweep starts or resumes (:func:`resharpen.experiments.core.sweep.group_runs`).
+(:mod:`resharpen.experiments.training.engine`), one task per group; the unfinished runs are
+grouped when the sweep starts or resumes (:func:`resharpen.experiments.training.sweep.group_runs`).
 Under the stopping rule (``train.until_id_invalid_mass``) every run, grouped or alone, is
 evaluated at its own fit step, and the table adds ``fit_reached`` and ``fit_step``.
 """
@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from resharpen.experiments.core import config as cfgmod
-from resharpen.experiments.core.backends import check_backend
-from resharpen.experiments.core.io import ensure_writable_dir, undo_on_failure
-from resharpen.experiments.core.sweep import (LOCK_FILE, execute, group_runs, load_runs,
+from resharpen.experiments.training import config as cfgmod
+from resharpen.experiments.training.backends import check_backend
+from resharpen.experiments.common.io import ensure_writable_dir, undo_on_failure
+from resharpen.experiments.training.sweep import (LOCK_FILE, execute, group_runs, load_runs,
                                               write_rows)
-from resharpen.experiments.core.runs import WEIGHT_KINDS
+from resharpen.experiments.training.runs import WEIGHT_KINDS
 from resharpen.experiments.set_complement.config import SCHEMA
 
 MAX_SWEEP_RUNS = 100_000
@@ -80,9 +80,9 @@ def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | No
               wait: bool = False) -> Path:
     """Run (or resume) a sweep; return its folder. ``ensemble`` (default: the file's
     ``sweep.ensemble``) is the largest number of runs trained as one batched ensemble; runs
-    are grouped by :func:`resharpen.experiments.core.sweep.group_runs` (1 = every run alone).
+    are grouped by :func:`resharpen.experiments.training.sweep.group_runs` (1 = every run alone).
     A folder another process is sweeping is refused (``wait``: waited for;
-    :func:`resharpen.experiments.core.sweep.execute`); a folder this call created is removed
+    :func:`resharpen.experiments.training.sweep.execute`); a folder this call created is removed
     again if the sweep fails before a run is written in it (a full disk, a refusal)."""
     planned = plan(path, runs, profile)
     size = planned["settings"]["ensemble"] if ensemble is None else ensemble

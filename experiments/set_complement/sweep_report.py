@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.core.io import loads_json
-from resharpen.experiments.core.sweep import load_runs, read_table
-from resharpen.experiments.core.train_config import NORM_PLACEMENTS
+from resharpen.experiments.common.io import loads_json
+from resharpen.experiments.training.sweep import load_runs, read_table
+from resharpen.experiments.training.schema import NORM_PLACEMENTS
 
 OOD_METRICS = ("ood_invalid_mass", "ood_kl", "lg_score")
 PLACEMENT_ORDER = NORM_PLACEMENTS  # the report's order of the placements a sweep trained
@@ -262,7 +262,7 @@ def to_markdown(a: dict) -> str:
 def report(root: str | Path) -> tuple[str, list[Path]]:
     """Write report.md and report.json into the sweep folder; return (markdown, paths). The
     figures of a sweep are paper_figs' (:mod:`resharpen.paper_figs.set_complement.sweep_figures`)."""
-    from resharpen.experiments.core.io import atomic_write_json, atomic_write_text
+    from resharpen.experiments.common.io import atomic_write_json, atomic_write_text
 
     root = Path(root)
     a = analyse(root)
@@ -291,7 +291,7 @@ def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search"
     must exist (run it with ``resharpen sweep``); the quick one is run (or completed) here,
     in well under a minute, with runs grouped into batched ensembles of up to
     :data:`QUICK_ENSEMBLE`."""
-    from resharpen.experiments.core.config import CONFIG_DIR, sweep_folder
+    from resharpen.experiments.training.config import CONFIG_DIR, sweep_folder
     from resharpen.experiments.set_complement.sweep import run_sweep
 
     path = CONFIG_DIR / "set_complement" / f"{name}.toml"

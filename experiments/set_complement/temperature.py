@@ -1,7 +1,7 @@
 """BEMA against a plain temperature control (issue 22, req. 4).
 
 BEMA's weights are BEMA_t = EMA_t + alpha_t (theta_t - theta_0) (Block & Zhang; the averager:
-:mod:`resharpen.experiments.core.averaging`). On a run that has converged, EMA_t ~ theta_t, so
+:mod:`resharpen.experiments.training.averaging`). On a run that has converged, EMA_t ~ theta_t, so
 BEMA_t ~ (1 + a) theta_t - a theta_0: an extrapolation away from the initial weights, which in a
 model whose logits are products of weight matrices mostly scales the logits up. If that is all
 it does, the raw model with its logits multiplied by one scalar tau does as well.
@@ -27,9 +27,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from resharpen.experiments.core.runs import load_run
-from resharpen.experiments.core.set_complement_task import sample_inputs
-from resharpen.experiments.core.train import seeded_model
+from resharpen.experiments.training.runs import load_run
+from resharpen.experiments.tasks.set_complement import sample_inputs
+from resharpen.experiments.training.loop import seeded_model
 
 
 class Tempered(nn.Module):
@@ -65,7 +65,7 @@ def centered(logits: torch.Tensor) -> torch.Tensor:
 def in_distribution_logits(model: nn.Module, vocab: int, train_len: int, per_length: int,
                            seed: int) -> torch.Tensor:
     """float64 logits (N, L_train, v) of ``model`` on the evaluation inputs of the lengths
-    1..L_train (:func:`~resharpen.experiments.core.set_complement_task.sample_inputs`)."""
+    1..L_train (:func:`~resharpen.experiments.tasks.set_complement.sample_inputs`)."""
     tokens = sample_inputs(vocab, train_len, per_length * train_len, seed)
     with torch.no_grad():
         return model.double().eval()(tokens).double()

@@ -2,7 +2,7 @@
 
 Data: each training sequence is a uniformly random ordering of L_train + 1 distinct tokens of
 V = {0..v-1}; every position s = 1..L_train is a next-token example. What it is scored against
-is ``train.target`` (:mod:`resharpen.experiments.core.targets`, with p*(t_1..t_s) uniform on the
+is ``train.target`` (:mod:`resharpen.experiments.training.targets`, with p*(t_1..t_s) uniform on the
 v - s unseen tokens, :func:`next_token_targets`):
 
     sampled (default)  the token that actually comes next, a *sample* from p*: the label noise,
@@ -12,7 +12,7 @@ v - s unseen tokens, :func:`next_token_targets`):
     soft               H(p*, p), the exact expectation of the sampled loss (no label noise)
 
 Loss: the mean over all positions. Training itself is the core's
-(:mod:`resharpen.experiments.core.train`: AdamW, warm-up and decay, clipping, dropout from the
+(:mod:`resharpen.experiments.training.loop`: AdamW, warm-up and decay, clipping, dropout from the
 model config, raw / EMA / BEMA weights on one trajectory).
 
 Stopping rule (``train.until_id_invalid_mass`` = m > 0, ``train.steps`` the cap; needs
@@ -81,11 +81,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from resharpen.experiments.core.model import ModelConfig
-from resharpen.experiments.core.set_complement_task import seen_mask
-from resharpen.experiments.core.targets import Batch, TrainingTarget, label_generator, make_batch
-from resharpen.experiments.core.tasks import STREAM_SALT
-from resharpen.experiments.core.train import (fit_members, members_state, model_config,
+from resharpen.experiments.model.transformer import ModelConfig
+from resharpen.experiments.tasks.set_complement import seen_mask
+from resharpen.experiments.training.targets import Batch, TrainingTarget, label_generator, make_batch
+from resharpen.experiments.tasks.base import STREAM_SALT
+from resharpen.experiments.training.loop import (fit_members, members_state, model_config,
                                               seeded_model, stacking_pays, weight_sets)
 from resharpen.experiments.set_complement.config import SCHEMA, load_config
 from resharpen.experiments.set_complement.evaluate import evaluate_lengths
@@ -116,9 +116,9 @@ def next_token_targets(seqs: torch.Tensor, vocab: int) -> torch.Tensor:
 def target_batches(vocab: int, train: dict, generators=None
                    ) -> Callable[[torch.Tensor], Batch]:
     """sequences (..., B, S+1) -> the training batch for ``train.target`` with p* of the Set
-    Complement Task (:func:`resharpen.experiments.core.targets.make_batch`). ``generators``:
+    Complement Task (:func:`resharpen.experiments.training.targets.make_batch`). ``generators``:
     the extra labels' generator, or one per model of a stack (default: the run's own,
-    :func:`~resharpen.experiments.core.targets.label_generator` of ``train.seed``)."""
+    :func:`~resharpen.experiments.training.targets.label_generator` of ``train.seed``)."""
     target = TrainingTarget.of(train)
     if generators is None and target.labels > 1:
         generators = label_generator(train["seed"])
@@ -207,7 +207,7 @@ def fit_summary(config: dict, history: list[dict]) -> dict:
 def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: bool = True,
           history_per_length: int = 16) -> dict:
     """Train one model; return {config, per_length: {raw, ema, bema}, summary, history,
-    weights (a :class:`~resharpen.experiments.core.train.WeightSets`), model, averaged}.
+    weights (a :class:`~resharpen.experiments.training.loop.WeightSets`), model, averaged}.
 
     ``log`` receives each history record (step, loss, lr and, every ``train.eval_every``
     steps, the ID/OOD summary of each weight set) as it is made. Under the stopping rule the run
@@ -219,9 +219,9 @@ def train(config: dict, *, log: Callable[[dict], None] | None = None, progress: 
 
 def train_group(configs: list[dict], *, progress: bool = False,
                 history_per_length: int = 16) -> list[dict]:
-    """Train runs that share an ensemble (:func:`resharpen.experiments.core.sweep.group_key`:
+    """Train runs that share an ensemble (:func:`resharpen.experiments.training.sweep.group_key`:
     configs equal but for seed, lr, weight decay, EMA and init scale) as one batched
-    computation (:mod:`resharpen.experiments.core.engine`), a run alone as one model; return
+    computation (:mod:`resharpen.experiments.training.engine`), a run alone as one model; return
     each run's {config, per_length, summary, history, weights}, what :func:`train` gives for it
     alone (up to float32 rounding). Under the stopping rule each member ends at its own fit:
     its weights are kept at that step while the others train on."""
@@ -235,7 +235,7 @@ def train_group(configs: list[dict], *, progress: bool = False,
 
 def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = None,
                    progress: bool = True, history_per_length: int = 16) -> tuple[list, object]:
-    from resharpen.experiments.core.sweep import check_shared
+    from resharpen.experiments.training.sweep import check_shared
 
     start = time.perf_counter()
     check_shared(configs)
@@ -405,7 +405,7 @@ DATA_CHUNK = 64  # training steps of data drawn at once per run
 
 
 class SetComplementStreams:
-    """The Set Complement slice's :class:`~resharpen.experiments.core.tasks.Streams`: run k's
+    """The Set Complement slice's :class:`~resharpen.experiments.tasks.base.Streams`: run k's
     batches are exactly the ones ``sample_sequences(vocab, length, batch, g_k)`` gives step
     after step, g_k = ``torch.Generator().manual_seed(seeds[k] + STREAM_SALT)`` (a CPU
     generator fills ``rand(n * batch, vocab)`` with the same numbers as n draws of

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.common.profiles import pick
 from resharpen.paper_figs import save, style
 
 MULTIPLIERS = (1.0, 2.0, 4.0)

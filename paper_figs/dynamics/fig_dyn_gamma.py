@@ -12,7 +12,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.common.profiles import pick
 from resharpen.paper_figs import save, style
 from resharpen.theory.dynamics import speed as nd
 from resharpen.theory.dynamics import ode

@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from resharpen.experiments.core.profiles import pick
+from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.dynamics.initial_velocity import initial_velocity_grid
 from resharpen.paper_figs import save, style
 

@@ -25,8 +25,6 @@ import numpy as np
 
 from resharpen.paper_figs import MissingResults, save, style
 
-SCHEME_KEYS = {"post": "postln", "pre": "preln", "mixln": "mixln", "peri": "periln",
-               "ngpt": "ngpt", "ln_scaling": "sqrt", "none": None}
 TASK = "dyck1"
 
 
@@ -42,8 +40,10 @@ def runs(profile: str) -> list[dict]:
 
 
 def _color(scheme: str) -> str:
-    key = SCHEME_KEYS[scheme]
-    return style.SCHEME_COLORS[key] if key else style.REFERENCE  # none: no scheme colour
+    from resharpen.experiments.model.schemes import get
+
+    # a scheme the dynamics paper names in its colour; none (no scheme there) as the reference
+    return get(scheme).color if get(scheme).dynamics_name else style.REFERENCE
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
@@ -69,9 +69,9 @@ def make(profile: str, outdir: Path) -> list[Path]:
     # the paper's own discrete dynamics (2510.22026 sec. 5: random-weight stacks, one head,
     # beta = sqrt(d), no MLP) with this set's n, d and depth, one thin line per scheme
     from resharpen.experiments.dynamics.random_stacks import run_stacks
-    from resharpen.theory.dynamics.schemes import MODEL_NORM
+    from resharpen.experiments.model.schemes import get
 
-    paper = {norm: key for key, norm in MODEL_NORM.items() if norm in SCHEMES}
+    paper = {norm: get(norm).dynamics_name for norm in SCHEMES if get(norm).dynamics_name}
     stacks = run_stacks(list(paper.values()), n=p.train_len, d=p.d_model, layers=depth, seed=0)
     for norm, key in paper.items():
         axes[0].plot(np.arange(depth + 1), stacks[key].cosine, color=_color(norm), lw=0.6,

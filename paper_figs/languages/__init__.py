@@ -8,7 +8,7 @@ def finished_grid(grid: str, profile: str, what: str) -> Path:
     """The folder of the language grid file ``grid`` (``experiments/configs/languages/<grid>``)
     under ``profile``, when its runs are finished (the full profile: when any is);
     :class:`resharpen.paper_figs.MissingResults` naming the command that makes them otherwise."""
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.languages.grid import GRID_DIR, default_root, load_grid
     from resharpen.paper_figs import MissingResults
 

@@ -81,7 +81,7 @@ def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_",
                profile: str | None = None) -> list[Path]:
     """Write one figure per task of the grid folder ``root`` into ``outdir`` as
     ``<prefix><task>.png/.pdf`` (stamped when the grid is a quick or tiny one)."""
-    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.common.io import ensure_writable_dir
     from resharpen.experiments.languages.grid import per_length_curves
     from resharpen.paper_figs import save
 

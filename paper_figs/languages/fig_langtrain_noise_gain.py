@@ -74,7 +74,7 @@ def noise_figure(rows: list[dict], grid: str, profile: str | None = None):
 
 def figure_of(root: Path, outdir: Path, profile: str | None = None) -> list[Path]:
     """Write the figure of the noise-grid folder ``root`` into ``outdir``."""
-    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.common.io import ensure_writable_dir
     from resharpen.experiments.languages.noise import grid_rows
     from resharpen.paper_figs import save
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.core.train_config import FIRST_PLACEMENTS
+from resharpen.experiments.training.schema import FIRST_PLACEMENTS
 from resharpen.paper_figs import MissingResults
 
 COLUMNS = tuple((placement, "") for placement in FIRST_PLACEMENTS) + (("post", "large_k"),)
@@ -102,7 +102,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     from matplotlib import ticker
 
-    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.common.io import ensure_writable_dir
     from resharpen.experiments.set_complement.fit_report import sweep_reports
     from resharpen.paper_figs import save, style
 

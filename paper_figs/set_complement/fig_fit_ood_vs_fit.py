@@ -32,9 +32,9 @@ PLACEMENTS = ("none", "pre", "post", "attn_out", "peri")
 def make(profile: str, outdir):
     import matplotlib.pyplot as plt
 
-    from resharpen.experiments.core.io import ensure_writable_dir
-    from resharpen.experiments.core.sweep import load_runs
-    from resharpen.experiments.set_complement.claims_fit import CONVERGED, ladder_rows
+    from resharpen.experiments.common.io import ensure_writable_dir
+    from resharpen.experiments.training.sweep import load_runs
+    from resharpen.experiments.set_complement.fit_report import CONVERGED, ladder_rows
     from resharpen.paper_figs import save, style
     from resharpen.paper_figs.results import set_complement_sweep
 

@@ -24,8 +24,8 @@ SWEEP = "fit_post_k_sweep_v32"
 
 
 def _runs(root: Path) -> list[dict]:
-    from resharpen.experiments.core.io import read_jsonl
-    from resharpen.experiments.core.sweep import load_runs
+    from resharpen.experiments.common.io import read_jsonl
+    from resharpen.experiments.training.sweep import load_runs
 
     out = []
     for run in load_runs(root):
@@ -46,7 +46,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     from matplotlib import ticker
 
-    from resharpen.experiments.core.io import ensure_writable_dir
+    from resharpen.experiments.common.io import ensure_writable_dir
     from resharpen.experiments.ledger import stats
     from resharpen.paper_figs import save, style
     from resharpen.paper_figs.results import MissingResults, set_complement_sweep

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.core.io import ensure_writable_dir
-from resharpen.experiments.core.sweep import read_table
+from resharpen.experiments.common.io import ensure_writable_dir
+from resharpen.experiments.training.sweep import read_table
 from resharpen.experiments.set_complement.sweep_report import runs_with_data, summary_stats
 from resharpen.experiments.set_complement.train import attn_out_margin
 from resharpen.paper_figs import save, style

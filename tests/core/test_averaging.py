@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from resharpen.experiments.core.averaging import BEMA, EMA, BEMAConfig, make_averager
+from resharpen.experiments.training.averaging import BEMA, EMA, BEMAConfig, make_averager
 
 
 class Scalar(nn.Module):

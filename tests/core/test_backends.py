@@ -3,7 +3,7 @@ import pytest
 
 
 def test_backend_errors():
-    from resharpen.experiments.core.backends import run_tasks
+    from resharpen.experiments.training.backends import run_tasks
 
     with pytest.raises(ValueError, match="not one of local, ray"):
         run_tasks(print, [], backend="slurm")
@@ -14,7 +14,7 @@ def test_backend_errors():
 def test_ray_retries_a_task_whose_worker_dies(tmp_path):
     """A worker process that dies mid-task (os._exit, as a SIGKILL or OOM would) is retried."""
     ray = pytest.importorskip("ray")
-    from resharpen.experiments.core.backends import run_ray
+    from resharpen.experiments.training.backends import run_ray
 
     def die_once(marker, value):
         import os as _os
@@ -47,7 +47,7 @@ def test_local_pool_results_cross_by_value():
     tensors as shared-memory file descriptors, which broke a 288-run grid)."""
     import torch
 
-    from resharpen.experiments.core.backends import _pickled_call, run_local
+    from resharpen.experiments.training.backends import _pickled_call, run_local
 
     args = [(seed, 400) for seed in range(4)]
     results = dict(run_local(many_tensors, args, workers=2))

@@ -571,7 +571,7 @@ def test_writability_is_tried_not_asked(tmp_path, monkeypatch):
     (it is true for root everywhere), and a refused creation is one ValueError naming the path."""
     import os
 
-    from resharpen.experiments.core import io
+    from resharpen.experiments.common import io
 
     monkeypatch.setattr(os, "access", lambda *a, **k: False)  # not asked
     io.check_writable_target(tmp_path / "new" / "folder")
@@ -604,7 +604,7 @@ def test_writability_probe_is_an_unnamed_file(tmp_path, monkeypatch):
     import errno
     import os
 
-    from resharpen.experiments.core import io
+    from resharpen.experiments.common import io
 
     named = []
     real_mkstemp = io.tempfile.mkstemp
@@ -632,7 +632,7 @@ def test_writability_probe_is_an_unnamed_file(tmp_path, monkeypatch):
 
 
 def test_json_readers_name_the_file_and_line(tmp_path):
-    from resharpen.experiments.core.io import read_json, read_jsonl
+    from resharpen.experiments.common.io import read_json, read_jsonl
 
     (tmp_path / "t.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n{"a": \n')
     with pytest.raises(ValueError, match=r"table '.*t\.jsonl' is corrupt: line 4"):
@@ -651,7 +651,7 @@ def test_backend_checks_come_before_any_folder(tmp_path):
     Python as from the command line; an unreachable Ray address fails at once."""
     import time
 
-    from resharpen.experiments.core.backends import PROBE_SECONDS, check_backend
+    from resharpen.experiments.training.backends import PROBE_SECONDS, check_backend
     from resharpen.experiments.set_complement.sweep import run_sweep
 
     with pytest.raises(ValueError, match="only for the ray backend"):

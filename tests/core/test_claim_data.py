@@ -15,8 +15,8 @@ import json
 import pytest
 
 from resharpen.claims import all_claims
-from resharpen.experiments.core.config import CONFIG_DIR
-from resharpen.experiments.core.profiles import PROFILES
+from resharpen.experiments.training.config import CONFIG_DIR
+from resharpen.experiments.common.profiles import PROFILES
 from resharpen.experiments.languages import claims_train as lang_claims
 from resharpen.experiments.languages.grid import GRID_DIR, load_grid
 from resharpen.experiments.set_complement import claims_train as sc_claims
@@ -58,7 +58,7 @@ def test_claims_naming_different_data_get_different_runs(prefix, profile):
 def test_a_detail_says_what_the_runs_were(tmp_path):
     """describe_runs reads the runs themselves: a quick run of a "12000-step, v = 32" sweep says
     it ran 200 steps at v = 32 with its seeds."""
-    from resharpen.experiments.core.provenance import describe_runs
+    from resharpen.experiments.training.sweep import describe_runs
 
     (tmp_path / "sweep.json").write_text(json.dumps({"identity": {"profile": "quick"}}))
     for i, (seed, steps) in enumerate([(3, 200), (7, 200), (9, 300)]):

@@ -48,7 +48,7 @@ def test_the_enumerated_options_have_choices(command, option, values):
 def test_the_choices_are_the_package_tuples():
     from resharpen.constructions.set_complement_names import NORM_KINDS, READOUT_NORMS, VARIANTS
     from resharpen.experiments.collapse import cli as collapse_cli, stack
-    from resharpen.experiments.core.train_config import NORM_KINDS as MODEL_NORM_KINDS
+    from resharpen.experiments.training.schema import NORM_KINDS as MODEL_NORM_KINDS
 
     assert NORM_KINDS == MODEL_NORM_KINDS
     assert collapse_cli.STACK_NORMS == stack.PLACEMENTS

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from resharpen.experiments.core import config as C
+from resharpen.experiments.training import config as C
 
 SCHEMA = C.Schema({"task": {"vocab": C.Field(int, 8, 2, 100)},
                    "train": {"lr": C.Field(float, 0.1, 0.0, 1.0, lo_open=True),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from resharpen.experiments.core.config import CONFIG_DIR, find_config, list_configs
+from resharpen.experiments.training.config import CONFIG_DIR, find_config, list_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 

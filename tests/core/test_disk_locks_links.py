@@ -116,7 +116,7 @@ def test_a_second_sweep_on_a_locked_folder_refuses(tmp_path, monkeypatch, capsys
 def test_the_lock_waits_when_asked_and_is_reentrant(tmp_path):
     """``wait=True`` (the ledger's quick sweeps) waits for the holder; inside
     :func:`exclusive` a sweep of the same folder does not lock it again."""
-    from resharpen.experiments.core.sweep import _locked, exclusive
+    from resharpen.experiments.training.sweep import _locked, exclusive
 
     order = []
     with exclusive(tmp_path) as root:
@@ -157,7 +157,7 @@ def test_a_diverged_run_is_not_reported_as_a_success(tmp_path, monkeypatch, caps
 
 
 def test_require_finite_allows_undefined_values():
-    from resharpen.experiments.core.cli_args import UsageError, require_finite
+    from resharpen.experiments.common.cli_args import UsageError, require_finite
 
     require_finite({"a": 1.0, "b": None}, "x")
     with pytest.raises(UsageError, match=r"x: b is inf, not a finite number"):
@@ -179,7 +179,7 @@ def test_train_prints_every_reference(tmp_path, monkeypatch, capsys):
 def test_evaluate_lengths_refuses_a_huge_per_length():
     import torch
 
-    from resharpen.experiments.core.model import ModelConfig, Transformer
+    from resharpen.experiments.model.transformer import ModelConfig, Transformer
     from resharpen.experiments.set_complement.evaluate import evaluate_lengths
 
     model = Transformer(ModelConfig(vocab=8, d_model=8))
@@ -193,7 +193,7 @@ def test_evaluate_lengths_refuses_a_huge_per_length():
 
 # ----------------------------------------------------------------------------- the helpers
 def test_check_within_follows_links(tmp_path):
-    from resharpen.experiments.core.io import check_within
+    from resharpen.experiments.common.io import check_within
 
     (tmp_path / "out").mkdir()
     (tmp_path / "elsewhere").mkdir()
@@ -208,7 +208,7 @@ def test_check_within_follows_links(tmp_path):
 
 
 def test_undo_on_failure_removes_only_what_it_made(tmp_path):
-    from resharpen.experiments.core.io import atomic_write_text, undo_on_failure
+    from resharpen.experiments.common.io import atomic_write_text, undo_on_failure
 
     (tmp_path / "old").mkdir()
     atomic_write_text(tmp_path / "old" / "kept.txt", "before")
@@ -249,7 +249,7 @@ def test_undo_on_failure_removes_only_what_it_made(tmp_path):
 
 
 def test_unreadable_file_is_one_value_error(tmp_path):
-    from resharpen.experiments.core.io import read_text_file
+    from resharpen.experiments.common.io import read_text_file
 
     path = tmp_path / "b.json"
     path.write_text("{}")

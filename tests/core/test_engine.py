@@ -11,11 +11,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from resharpen.experiments.core.engine import Members, per_member
-from resharpen.experiments.core.model import ModelConfig, Transformer
-from resharpen.experiments.core.targets import Batch
-from resharpen.experiments.core.train import fit, fit_members, members_state, training_state
-from resharpen.experiments.core.train_config import NORM_PLACEMENTS
+from resharpen.experiments.training.engine import Members, per_member
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
+from resharpen.experiments.training.targets import Batch
+from resharpen.experiments.training.loop import fit, fit_members, members_state, training_state
+from resharpen.experiments.training.schema import NORM_PLACEMENTS
 
 TOLERANCE = 1e-5
 TRAIN = {"steps": 12, "lr": 3e-3, "min_lr_ratio": 0.1, "warmup": 3, "schedule": "cosine",
@@ -119,7 +119,7 @@ def test_dropout_rates_are_per_member():
 def test_dropout_masks_are_keyed_by_seed_and_step():
     """The counter-based masks: a fixed (seed, step) gives one mask; another step or seed another;
     at rate p the kept fraction of 10^5 units is within 5 standard deviations of 1 - p."""
-    from resharpen.experiments.core.model import dropout_key, dropout_uniforms
+    from resharpen.experiments.model.transformer import dropout_key, dropout_uniforms
 
     shape = torch.Size((100, 1000))
     u = dropout_uniforms(torch.tensor(dropout_key(0, 1)), 0, shape)
@@ -170,7 +170,7 @@ def test_refusals():
 def test_stacking_pays_only_where_the_benchmark_measured_a_gain():
     """The rule the slices' train_group uses to stack runs or train them one at a time: the
     measured shapes fall on the measured side (benchmarks/bench_engine.py)."""
-    from resharpen.experiments.core.train import stacking_pays
+    from resharpen.experiments.training.loop import stacking_pays
 
     set_complement = ModelConfig(vocab=64, d_model=64)
     collapse = ModelConfig(vocab=64, d_model=32, n_layers=24, n_heads=2, mlp="swiglu", d_mlp=96)

@@ -51,7 +51,7 @@ def test_the_style_file_is_applied_on_import():
     assert style.STYLE_FILE.is_file()
     assert matplotlib.rcParams["axes.spines.top"] is False
     assert matplotlib.rcParams["legend.fontsize"] == 7
-    from resharpen.experiments.core.train_config import NORM_PLACEMENTS
+    from resharpen.experiments.training.schema import NORM_PLACEMENTS
 
     assert tuple(style.PLACEMENT_COLORS) == NORM_PLACEMENTS
     assert len(set(style.PLACEMENT_COLORS.values())) == len(NORM_PLACEMENTS)

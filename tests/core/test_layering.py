@@ -1,15 +1,15 @@
-"""The layering contracts of pyproject.toml ``[tool.importlinter]`` hold (import-linter).
+"""The package's layout holds: one import name, no symlinks, no import cycles, and the layering
+contracts of tests/import_contracts.toml (import-linter).
 
 Dependencies point one way: the front (``resharpen.cli``, ``resharpen.claims``,
 ``resharpen.api``) -> ``paper_figs`` -> the experiment slices (independent of each other) ->
-``constructions`` and the ledger (``experiments.ledger``, independent of each other) ->
-``experiments.core`` -> ``theory``; ``theory`` imports no torch, ``experiments.core`` no
-matplotlib, and the ledger no torch, no matplotlib and from the core only ``io`` and
-``profiles``. docs/architecture.md draws the layers.
+``constructions`` and the ledger -> ``experiments.training`` -> ``experiments.model`` and
+``experiments.tasks`` -> ``experiments.common`` -> ``theory``. docs/architecture.md draws it.
 
-``resharpen/`` links the four top-level folders in (``resharpen/theory -> ../theory``, ...), so
-import-linter's graph builder walks the whole package from ``resharpen/``, and a plain
-``lint-imports`` in the repository checks the same contracts as this test.
+setup.py installs the four top-level folders beneath ``resharpen`` (``theory/`` as
+``resharpen.theory``); import-linter's graph builder walks one folder per package, so these
+tests stage the five folders as one tree (links in a temporary folder, outside the checkout)
+and build the graph there. Every import counts, imports inside functions included.
 """
 from __future__ import annotations
 
@@ -17,53 +17,121 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("theory", "constructions", "experiments", "paper_figs")
+CONTRACTS = ROOT / "tests" / "import_contracts.toml"
 
 
-def lint(config: Path) -> subprocess.CompletedProcess:
-    """``lint-imports --config config`` in the repository root, without writing a cache."""
-    code = ("from importlinter.cli import lint_imports_command\n"
-            f"lint_imports_command.main(args=['--no-cache', '--config', {str(config)!r}], "
-            "prog_name='lint-imports')\n")
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+@pytest.fixture(scope="module")
+def staged(tmp_path_factory) -> Path:
+    """A folder holding ``resharpen/`` as installed: the front's files and the four folders, as
+    links into the checkout."""
+    stage = tmp_path_factory.mktemp("stage")
+    package = stage / "resharpen"
+    package.mkdir()
+    for entry in (ROOT / "resharpen").iterdir():
+        (package / entry.name).symlink_to(entry)
+    for folder in FOLDERS:
+        (package / folder).symlink_to(ROOT / folder)
+    return stage
+
+
+def run_in(stage: Path, code: str) -> subprocess.CompletedProcess:
+    env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(stage)}
+    return subprocess.run([sys.executable, "-c", code], cwd=stage, capture_output=True,
+                          text=True, timeout=180, env=env)
+
+
+def lint(stage: Path, config: Path) -> subprocess.CompletedProcess:
+    """``lint-imports --config config`` over the staged tree, without writing a cache."""
+    return run_in(stage, "from importlinter.cli import lint_imports_command\n"
+                         f"lint_imports_command.main(args=['--no-cache', '--config', {str(config)!r}], "
+                         "prog_name='lint-imports')\n")
 
 
 def expected_modules() -> set[str]:
-    """Every module of the package: each ``.py`` file under ``resharpen/`` and its linked folders
-    that sits inside packages (folders with an ``__init__.py``)."""
+    """Every module of the package: each ``.py`` file of the front and the four folders that
+    sits inside packages (folders with an ``__init__.py``)."""
     modules = set()
-    for path in (ROOT / "resharpen").rglob("*.py"):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        packages = (ROOT.joinpath(*parts[:i]) for i in range(1, len(parts)))
-        if all((package / "__init__.py").exists() for package in packages):
-            modules.add(".".join(parts).removesuffix(".__init__"))
+    for top, base in [("", ROOT / "resharpen")] + [(f, ROOT / f) for f in FOLDERS]:
+        for path in base.rglob("*.py"):
+            parts = path.relative_to(base).with_suffix("").parts
+            if all((base.joinpath(*parts[:i]) / "__init__.py").exists() for i in range(len(parts))):
+                modules.add(".".join(("resharpen", *([top] if top else []), *parts))
+                            .removesuffix(".__init__"))
     return modules
 
 
-def test_the_package_folders_are_linked_into_resharpen():
+def test_no_symlink_in_the_tree():
+    tracked = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.splitlines()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    links = [line.split("\t", 1)[1] for line in tracked if line.startswith("120000")]
+    assert links == []
+
+
+def test_each_module_has_one_import_name():
+    """From the checkout's root, ``theory`` or ``experiments.training.loop`` is refused: the only
+    name is ``resharpen.theory``."""
     for folder in FOLDERS:
-        link = ROOT / "resharpen" / folder
-        assert link.is_symlink() and link.resolve() == (ROOT / folder).resolve(), folder
+        done = subprocess.run([sys.executable, "-c", f"import {folder}"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0 and f"import this folder as resharpen.{folder}" in done.stderr
 
 
-def test_the_import_graph_sees_every_module():
-    code = "import grimp; print('\\n'.join(sorted(grimp.build_graph('resharpen', cache_dir=None).modules)))"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+def test_the_import_graph_sees_every_module(staged):
+    done = run_in(staged, "import grimp; print('\\n'.join(sorted(grimp.build_graph('resharpen', "
+                          "cache_dir=None).modules)))")
     assert done.returncode == 0, done.stderr
     seen = set(done.stdout.split())
     assert expected_modules() - seen == set(), "the import graph misses these modules"
     assert len(seen) > 100
 
 
-def test_layering_contracts_hold():
-    done = lint(ROOT / "pyproject.toml")
+def test_no_import_cycle(staged):
+    """No strongly connected component of two or more modules in the import graph (scipy's
+    strongly connected components), imports inside functions counted."""
+    code = ("import grimp, json\n"
+            "g = grimp.build_graph('resharpen', cache_dir=None)\n"
+            "mods = sorted(m for m in g.modules if m.startswith('resharpen'))\n"
+            "print(json.dumps([mods, [[t for t in g.find_modules_directly_imported_by(m) "
+            "if t.startswith('resharpen')] for m in mods]]))\n")
+    done = run_in(staged, code)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    mods, imported = json.loads(done.stdout)
+    index = {m: i for i, m in enumerate(mods)}
+    edges = [(index[a], index[b]) for a, targets in zip(mods, imported) for b in targets]
+    rows, cols = zip(*edges)
+    graph = csr_matrix((np.ones(len(edges)), (rows, cols)), shape=(len(mods), len(mods)))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    cycles = [[m for m, label in zip(mods, labels) if label == c]
+              for c in set(labels) if (labels == c).sum() > 1]
+    assert cycles == []
+
+
+def test_a_cycle_is_found():
+    """The cycle test can fail: a planted two-module cycle is one component of two."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    graph = csr_matrix((np.ones(3), ([0, 1, 1], [1, 0, 2])), shape=(3, 3))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    assert labels[0] == labels[1] != labels[2]
+
+
+def test_layering_contracts_hold(staged):
+    done = lint(staged, CONTRACTS)
     if done.returncode != 0:
-        pytest.fail("import-linter: broken contracts (pyproject.toml [tool.importlinter])\n"
+        pytest.fail("import-linter: broken contracts (tests/import_contracts.toml)\n"
                     + done.stdout + done.stderr, pytrace=False)
 
 
@@ -81,7 +149,7 @@ def test_the_ledger_imports_no_torch():
     assert done.stdout.strip() == "[]"
 
 
-def test_a_broken_contract_is_reported(tmp_path):
+def test_a_broken_contract_is_reported(tmp_path, staged):
     """The linter can fail: theory does import sympy, so a contract forbidding it must break."""
     config = tmp_path / "broken.toml"
     config.write_text(
@@ -89,7 +157,7 @@ def test_a_broken_contract_is_reported(tmp_path):
         '[[tool.importlinter.contracts]]\nname = "theory imports no sympy (false)"\n'
         'type = "forbidden"\n'
         'source_modules = ["resharpen.theory"]\nforbidden_modules = ["sympy"]\n')
-    done = lint(config)
+    done = lint(staged, config)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "resharpen.theory.set_complement.formulas -> sympy" in done.stdout, done.stdout
 

@@ -6,7 +6,7 @@ import pytest
 
 from resharpen.claims import all_claims
 from resharpen.experiments import ledger
-from resharpen.experiments.core.profiles import PROFILES, pick
+from resharpen.experiments.common.profiles import PROFILES, pick
 from resharpen.experiments.ledger.registry import _REGISTRY
 
 all_claims()

@@ -1,6 +1,6 @@
 """Sizes are bounded before allocation (issue 16, requirement 4), and construct scales.
 
-The memory estimates of experiments/core/limits.py refuse, with one line naming the estimate,
+The memory estimates of experiments/common/limits.py refuse, with one line naming the estimate,
 what does not fit the available memory or --max-memory; the construction report evaluates a
 bounded number of inputs per length in bounded memory and stays finite at any v (v = 10^4 in the
 slow suite) and at extreme scales (requirement 6)."""
@@ -17,8 +17,8 @@ import torch
 
 from resharpen.cli import main
 from resharpen.constructions import set_complement as cons
-from resharpen.experiments.core import limits
-from resharpen.experiments.core.set_complement_task import sample_inputs
+from resharpen.experiments.common import limits
+from resharpen.experiments.tasks.set_complement import sample_inputs
 from resharpen.experiments.set_complement import evaluate
 from resharpen.experiments.set_complement.report import (bounded_inputs, construction_report,
                                                          theory_metrics)

@@ -3,7 +3,9 @@ import math
 import pytest
 import torch
 
-from resharpen.experiments.core.model import (NORM_PLACEMENTS, PLACEMENTS, Attention,
+from resharpen.experiments.model.schemes import SCHEMES
+from resharpen.experiments.training.schema import NORM_PLACEMENTS
+from resharpen.experiments.model.transformer import (Attention,
                                               ModelConfig, Norm,
                                               Parts, Transformer, layer_of, unit)
 
@@ -58,10 +60,10 @@ def test_theory_matrices_refuse_deep_models():
 def test_placement_table_final_norms_and_names():
     assert NORM_PLACEMENTS == ("none", "pre", "post", "attn_out", "peri", "pre_nofinal",
                                "mixln", "ln_scaling", "ngpt")
-    assert {name for name, p in PLACEMENTS.items() if p.final_norm} == {"pre", "peri", "mixln",
+    assert {name for name, p in SCHEMES.items() if p.final_norm} == {"pre", "peri", "mixln",
                                                                         "ln_scaling"}
-    assert all(name == p.name for name, p in PLACEMENTS.items())
-    for name, placement in PLACEMENTS.items():
+    assert all(name == p.name for name, p in SCHEMES.items())
+    for name, placement in SCHEMES.items():
         model = Transformer(ModelConfig(vocab=5, d_model=4, n_layers=2, norm=name, mlp="gelu"))
         assert isinstance(model.final_norm, Norm) == placement.final_norm
         for i, block in enumerate(model.blocks):
@@ -98,10 +100,10 @@ class _Symbol(str):
     ("ln_scaling", 3, "x + f(N_in(x) * 0.5)"),
     ("ngpt", 0, "u(x + alpha * (u(f(x)) - x))")])
 def test_placement_rules_put_the_norms_where_the_record_says(name, layer, formula, monkeypatch):
-    import resharpen.experiments.core.model as model_module
+    import resharpen.experiments.model.schemes as schemes_module
 
     rule = layer_of(name, layer, 4)
-    monkeypatch.setattr(model_module, "unit", lambda h: _Symbol(f"u({h})"))
+    monkeypatch.setattr(schemes_module, "unit", lambda h: _Symbol(f"u({h})"))
     apply = {n: (lambda n: lambda h: _Symbol(f"{n}({h})"))(n) for n in ("f", "N_in", "N_out")}
     text = rule.rule(_Symbol("x"), apply["f"], Parts(apply["N_in"], apply["N_out"],
                                                      _Symbol("alpha")))

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 import resharpen as rs
-from resharpen.experiments.core import model as M
+from resharpen.experiments.model import transformer as M
 
 
 def test_the_model_names_are_the_core_ones():
     assert rs.Transformer is M.Transformer and rs.ModelConfig is M.ModelConfig
-    assert rs.PLACEMENTS is M.PLACEMENTS and tuple(rs.PLACEMENTS) == rs.NORM_PLACEMENTS
+    assert tuple(rs.SCHEMES)[:len(rs.NORM_PLACEMENTS)] == rs.NORM_PLACEMENTS
     assert rs.HookPoint is M.HookPoint
 
 

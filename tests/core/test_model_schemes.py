@@ -11,11 +11,12 @@ import math
 import pytest
 import torch
 
-from resharpen.experiments.core import train as T
-from resharpen.experiments.core.config import Schema, pick_fields
-from resharpen.experiments.core.model import (PLACEMENTS, ModelConfig, Norm, Transformer,
+from resharpen.experiments.training import loop as T
+from resharpen.experiments.training.config import Schema, pick_fields
+from resharpen.experiments.model.schemes import SCHEMES
+from resharpen.experiments.model.transformer import (ModelConfig, Norm, Transformer,
                                               after_optimizer_step, layer_of)
-from resharpen.experiments.core.train_config import (FIRST_PLACEMENTS, MODEL_FIELDS,
+from resharpen.experiments.training.schema import (FIRST_PLACEMENTS, MODEL_FIELDS,
                                                      NORM_PLACEMENTS)
 
 EPS = 1e-6
@@ -161,10 +162,10 @@ def test_each_scheme_is_its_papers_equations(scheme, case):
 
 
 def test_the_table_and_the_config_name_the_same_schemes():
-    assert tuple(PLACEMENTS) == NORM_PLACEMENTS and FIRST_PLACEMENTS == NORM_PLACEMENTS[:5]
-    assert {n for n, p in PLACEMENTS.items() if p.final_norm} == {"pre", "peri", "mixln",
+    assert tuple(SCHEMES) == NORM_PLACEMENTS and FIRST_PLACEMENTS == NORM_PLACEMENTS[:5]
+    assert {n for n, p in SCHEMES.items() if p.final_norm} == {"pre", "peri", "mixln",
                                                                   "ln_scaling"}
-    assert [n for n, p in PLACEMENTS.items() if p.after_step is not None] == ["ngpt"]
+    assert [n for n, p in SCHEMES.items() if p.after_step is not None] == ["ngpt"]
 
 
 def test_frozen_gains_have_no_parameters_and_equal_unit_gains():
@@ -328,8 +329,10 @@ def test_old_saved_configs_load_and_the_model_table_maps_to_the_config():
 
 
 def test_the_dynamics_schemes_map_onto_trainable_placements():
-    from resharpen.theory.dynamics.schemes import MODEL_NORM, SCHEMES
+    """Every scheme of the dynamics paper is one registered scheme, and back."""
+    from resharpen.experiments.model.schemes import by_dynamics_name, names
+    from resharpen.theory.dynamics.schemes import SCHEMES as PAPER
 
-    assert tuple(MODEL_NORM) == SCHEMES
-    assert set(MODEL_NORM.values()) <= set(NORM_PLACEMENTS)
-    assert len(set(MODEL_NORM.values())) == len(SCHEMES)
+    assert {by_dynamics_name(key).name for key in PAPER} == set(names(dynamics=True))
+    assert len(names(dynamics=True)) == len(PAPER)
+    assert by_dynamics_name("sqrt").name == "ln_scaling"

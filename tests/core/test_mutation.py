@@ -343,8 +343,8 @@ def test_targets_include_the_methods_of_a_derivation_class():
 
     [c] = [c for c in all_claims() if c.id == "sc.model.decomposition"]
     names = [t.name for t in mutation.targets(c)]
-    assert "resharpen.experiments.core.model.Transformer.forward" in names
-    assert "resharpen.experiments.core.set_complement_task.sample_inputs" in names
+    assert "resharpen.experiments.model.transformer.Transformer.forward" in names
+    assert "resharpen.experiments.tasks.set_complement.sample_inputs" in names
     [postnorm] = [c for c in all_claims() if c.id == "train.postnorm.long_runs"]
     names = [t.name for t in mutation.targets(postnorm)]
     assert names and not [n for n in names if n.startswith(mutation.NOT_SUBJECTS)], names

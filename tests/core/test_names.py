@@ -2,7 +2,7 @@
 import pytest
 
 from resharpen.cli import main
-from resharpen.experiments.core.names import MAX_LENGTH, check_name
+from resharpen.experiments.common.names import MAX_LENGTH, check_name
 
 
 @pytest.mark.parametrize("name", ["../../../x", "/tmp/x", "a/b", "..", ".hidden", "", "x" * (MAX_LENGTH + 1),

@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from resharpen.experiments.core.config import CONFIG_DIR
-from resharpen.experiments.core.engine import MemberAdamW, MemberSGD, sgd_update
-from resharpen.experiments.core.model import ModelConfig, Transformer
-from resharpen.experiments.core.targets import Batch
-from resharpen.experiments.core.train import (fit, fit_members, make_optimizer, members_state,
+from resharpen.experiments.training.config import CONFIG_DIR
+from resharpen.experiments.training.engine import MemberAdamW, MemberSGD, sgd_update
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
+from resharpen.experiments.training.targets import Batch
+from resharpen.experiments.training.loop import (fit, fit_members, make_optimizer, members_state,
                                               training_state)
 from resharpen.experiments.set_complement.config import load_config
 

@@ -2,7 +2,7 @@
 (the quick noise grid runs 4 of the full grid's 8 seeds), and a child file's own search wins."""
 from __future__ import annotations
 
-from resharpen.experiments.core.config import CONFIG_DIR
+from resharpen.experiments.training.config import CONFIG_DIR
 from resharpen.experiments.set_complement.sweep import plan
 
 

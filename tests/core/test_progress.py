@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from resharpen.experiments.core import progress
+from resharpen.experiments.common import progress
 
 
 def test_a_line_per_call_off_a_terminal(capsys, monkeypatch):
@@ -43,7 +43,7 @@ def test_fit_of_reads_the_rows_of_every_trainer():
 
 
 def test_training_prints_a_line_per_evaluation_off_a_terminal(capsys, monkeypatch):
-    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.training.config import CONFIG_DIR
     from resharpen.experiments.set_complement.train import load_config, train
 
     monkeypatch.setattr(progress, "on_terminal", lambda: False)

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from resharpen.experiments.core.provenance import PROVENANCE_FILE, provenance
+from resharpen.experiments.common.provenance import PROVENANCE_FILE, provenance
 from resharpen.experiments.ledger import Record, baseline, to_json
 
 RECORD = Record("sc.toy", "src", "a statement", "numeric", "exact", False, "1", "1", "PASS", "",
@@ -59,8 +59,8 @@ def test_the_baseline_refuses_a_ledger_of_another_profile(tmp_path):
 
 
 def test_a_sweep_table_and_a_run_folder_carry_it(tmp_path):
-    from resharpen.experiments.core.sweep import write_rows
-    from resharpen.experiments.core.train import save_run
+    from resharpen.experiments.training.sweep import write_rows
+    from resharpen.experiments.training.loop import save_run
 
     (tmp_path / "sweep.json").write_text(json.dumps({"identity": {"profile": "quick"}}))
     write_rows(tmp_path, [{"run": "a", "x": 1.0}])

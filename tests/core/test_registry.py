@@ -93,4 +93,4 @@ def test_where_names_the_derivations_a_check_uses():
     assert any(e.endswith("resharpen.experiments.collapse.stack.simulate") for e in stack), stack
     # names imported inside the check are followed too
     bema = ledger.where(CLAIMS["train.bema.limits"])
-    assert any(e.endswith("resharpen.experiments.core.averaging.BEMA") for e in bema), bema
+    assert any(e.endswith("resharpen.experiments.training.averaging.BEMA") for e in bema), bema

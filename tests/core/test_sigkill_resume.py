@@ -2,7 +2,7 @@
 files as an uninterrupted run (issue 16, requirement 8; slow suite).
 
 The killed sweeps run in a child process whose ``os.replace`` (the rename that ends every atomic
-write, experiments/core/io.py) first sleeps 0.15 s, so that a temporary file exists long enough
+write, experiments/common/io.py) first sleeps 0.15 s, so that a temporary file exists long enough
 for half of the kills to land while one is being written (the test waits for one to appear);
 the other half land at random moments. After the kills a plain resume finishes the sweep, and
 every file of every run, and the sweep's table, must equal the uninterrupted run's (timing
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from resharpen.experiments.core.io import TEMP_MARK
+from resharpen.experiments.common.io import TEMP_MARK
 from resharpen.experiments.set_complement.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """All JSON the package writes is strict (issue 16 requirement 6, issue 15 requirement 6).
 
-One writer (experiments/core/io.py ``dumps_json``) turns NaN and inf into null with a reason
+One writer (experiments/common/io.py ``dumps_json``) turns NaN and inf into null with a reason
 field; the main commands' outputs are parsed with a parser that refuses NaN, Infinity and
 -Infinity tokens; and no module writes JSON around that writer."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from resharpen.cli import main
-from resharpen.experiments.core.io import atomic_write_json, dumps_json, dumps_jsonl, loads_json
+from resharpen.experiments.common.io import atomic_write_json, dumps_json, dumps_jsonl, loads_json
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = ROOT / "experiments" / "configs" / "set_complement" / "base_sampled.toml"
@@ -130,7 +130,7 @@ def test_written_files_get_the_usual_mode_not_mkstemps_0600(tmp_path):
     import os
     import stat
 
-    from resharpen.experiments.core.io import atomic_write_text
+    from resharpen.experiments.common.io import atomic_write_text
 
     mask = os.umask(0o022)
     try:

@@ -1,7 +1,8 @@
 """A resumed sweep removes only the temporary files this package wrote, where it wrote them."""
 import json
 
-from resharpen.experiments.core import io, sweep
+from resharpen.experiments.common import io
+from resharpen.experiments.training import sweep
 
 
 def test_cleanup_spares_foreign_files(tmp_path):

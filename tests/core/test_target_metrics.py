@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from resharpen.experiments.core.metrics import target_set_metrics
+from resharpen.experiments.tasks.metrics import target_set_metrics
 
 
 def direct(f: np.ndarray, valid: np.ndarray) -> dict:

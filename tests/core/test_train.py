@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 
-from resharpen.experiments.core import train as T
-from resharpen.experiments.core.config import Schema, pick_fields
-from resharpen.experiments.core.train_config import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
+from resharpen.experiments.training import loop as T
+from resharpen.experiments.training.config import Schema, pick_fields
+from resharpen.experiments.training.schema import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
 
 SCHEMA = Schema({"model": pick_fields(MODEL_FIELDS, **{k: f.default for k, f in
                                                         MODEL_FIELDS.items()}),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.experiments.dynamics import trained as T
 from resharpen.experiments.dynamics import trained_checks as C
 from resharpen.theory.collapse.recursion import recursion

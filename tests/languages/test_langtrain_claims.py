@@ -128,7 +128,7 @@ def test_averages_count_only_where_they_reached_their_runs_own_fit(grid):
 
 def test_the_full_profile_reads_the_paper_grid_when_the_full_grid_has_none(monkeypatch,
                                                                           tmp_path):
-    import resharpen.experiments.core.sweep as sweep
+    import resharpen.experiments.training.sweep as sweep
     import resharpen.experiments.languages.claims_train as module
     import resharpen.experiments.languages.grid as grid
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from resharpen.experiments.languages.claims import CASES, oracle_table
-from resharpen.experiments.languages.registry import LANGUAGES, TASKS, get_task
-from resharpen.experiments.core.tasks import (count_members, invalid_words, legal_next_disagreements,
+from resharpen.experiments.tasks.registry import LANGUAGES, TASKS, get_task
+from resharpen.experiments.tasks.base import (count_members, invalid_words, legal_next_disagreements,
                                     sampler_uniformity)
-from resharpen.experiments.languages.dyck import Dyck
+from resharpen.experiments.tasks.dyck import Dyck
 
 REQUIRED = {"dyck1", "dyck2", "dyck3", "shuffle_dyck2", "anbn", "anbncn", "tomita3", "tomita5",
             "tomita7", "multiset_complement", "set_complement"}
@@ -242,8 +242,8 @@ def test_bad_parameters(name, params, pattern):
 
 
 def test_bad_constructor_values():
-    from resharpen.experiments.languages.counter import Counting
-    from resharpen.experiments.languages.tomita import Tomita
+    from resharpen.experiments.tasks.counter import Counting
+    from resharpen.experiments.tasks.tomita import Tomita
 
     with pytest.raises(ValueError, match=r"pairs must be in \[1, 4\].*got 0"):
         Dyck(0)
@@ -295,10 +295,10 @@ def test_full_profile_agreement(name):
 
 
 def test_set_complement_agrees_with_the_training_module():
-    """The suite's set_complement and experiments/core/set_complement_task.py (the trainer's torch
+    """The suite's set_complement and experiments/tasks/set_complement.py (the trainer's torch
     version) define the same targets, position by position."""
     torch = pytest.importorskip("torch")
-    from resharpen.experiments.core import set_complement_task as sc
+    from resharpen.experiments.tasks import set_complement as sc
     task = get_task("set_complement", vocab=9)
     seqs = task.sample(40, 8, seed=2)
     tokens = torch.from_numpy(seqs)
@@ -345,12 +345,12 @@ def test_streams_of_an_ensemble_are_each_generators_own_sample(name):
 
 
 def test_the_task_suite_loads_no_torch():
-    """The Set Complement task lives with its torch helpers (core/set_complement_task.py); the
+    """The Set Complement task lives with its torch helpers (tasks/set_complement.py); the
     suite still imports no torch (torch comes with the helpers' calls only)."""
     import subprocess
     import sys
 
-    code = ("import sys; from resharpen.experiments.languages.registry import get_task; "
+    code = ("import sys; from resharpen.experiments.tasks.registry import get_task; "
             "get_task('set_complement', vocab=5).sample(2, 3, 0); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from resharpen.experiments.languages.config import make_config, stops_at_fit
+from resharpen.experiments.training.next_token_config import make_config, stops_at_fit
 from resharpen.experiments.languages.grid import GRID_DIR, load_grid
 from resharpen.experiments.languages.noise import (TARGETS, gain, noise_level, seed_slopes,
                                                    slope, trend_tests)
@@ -64,7 +64,7 @@ def test_a_recorded_fit_trains_on_to_the_budget():
     """With fit.stop = false the run trains train.steps and records the step at which its raw
     weights first reached the fit: the step a stopping run ends at (constant rate, so the two
     trajectories agree up to it)."""
-    from resharpen.experiments.languages.train import train
+    from resharpen.experiments.training.next_token import train
 
     def config(steps: int, stop: bool) -> dict:
         return make_config({"task": {"name": "dyck1", "train_len": 8, "eval_len": 12},

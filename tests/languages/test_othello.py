@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from resharpen.experiments.languages.claims import PERFT
-from resharpen.experiments.languages.registry import get_task
-from resharpen.experiments.languages.othello import (NAMES, PAD, SQUARES, TOKEN_OF_SQUARE, flips, legal_moves,
+from resharpen.experiments.tasks.registry import get_task
+from resharpen.experiments.tasks.othello import (NAMES, PAD, SQUARES, TOKEN_OF_SQUARE, flips, legal_moves,
                                        perft, reference_flips, reference_moves,
                                        reference_perft, reference_replay)
 
@@ -23,7 +23,7 @@ def games(othello):
 
 
 def test_popcount_both_paths():
-    from resharpen.experiments.languages.othello import _popcount, _popcount_bytes
+    from resharpen.experiments.tasks.othello import _popcount, _popcount_bytes
 
     x = np.random.default_rng(0).integers(0, 2**63, size=200, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
     expected = np.array([bin(int(v)).count("1") for v in x])

@@ -1,5 +1,5 @@
 """6 x 6 Othello (task ``othello6``; ``Othello(size)``): the generic board against rules and
-counts that do not come from experiments/languages/othello.py.
+counts that do not come from experiments/tasks/othello.py.
 
 Expected values and where they come from:
 
@@ -26,13 +26,13 @@ import numpy as np
 import pytest
 
 from resharpen.experiments.languages.claims import PERFT
-from resharpen.experiments.languages.othello import (CENTER, INITIAL_BLACK, INITIAL_WHITE,
+from resharpen.experiments.tasks.othello import (CENTER, INITIAL_BLACK, INITIAL_WHITE,
                                                      MAX_MOVES, NAMES, PAD, SQUARES, SIZES,
                                                      TOKEN_OF_SQUARE, Othello, flips, geometry,
                                                      legal_moves, perft, reference_flips,
                                                      reference_moves, reference_perft,
                                                      reference_replay)
-from resharpen.experiments.languages.registry import TASKS, get_task
+from resharpen.experiments.tasks.registry import TASKS, get_task
 
 PERFT6 = (4, 12, 56, 244, 1364, 7604, 47740, 308716)  # _brute_perft(1..8); see the docstring
 
@@ -264,7 +264,7 @@ def test_illegal_moves_and_errors(othello6, games6):
 def test_study_config_validates(profile):
     """experiments/configs/languages/othello6.toml: soft targets, rotary positions, ID 1..20 of
     at most 32 moves; in the full profile the stopping rule at ID illegal mass 0.05, 8 seeds."""
-    from resharpen.experiments.languages.config import uniform_id_invalid_mass
+    from resharpen.experiments.training.next_token_config import uniform_id_invalid_mass
     from resharpen.experiments.languages.grid import GRID_DIR, load_grid
 
     planned = load_grid(GRID_DIR / "othello6.toml", profile)

@@ -10,9 +10,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from resharpen.experiments.languages.othello import PAD, Othello
+from resharpen.experiments.tasks.othello import PAD, Othello
 from resharpen.experiments.languages.othello_gpt import GameBatches, main, pick_device, soft_targets
-from resharpen.experiments.languages.train import next_token_targets
+from resharpen.experiments.training.next_token import next_token_targets
 
 TINY = ["--device", "cpu", "--layers", "1", "--d-model", "16", "--heads", "2",
         "--batch-size", "4", "--eval-games", "8", "--warmup", "1", "--no-progress"]

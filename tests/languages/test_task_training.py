@@ -1,4 +1,4 @@
-"""Task training (experiments/languages/train.py), the grid (grid.py), the `langs` CLI."""
+"""Task training (experiments/training/next_token.py), the grid (grid.py), the `langs` CLI."""
 from __future__ import annotations
 
 import json
@@ -11,11 +11,11 @@ from torch import nn
 
 from resharpen.experiments.languages.grid import (load_grid, overview_lines, paired_effects, report, run_grid,
                                     summary_table, table_rows)
-from resharpen.experiments.languages.train import (eval_sequences, evaluate, make_config,
+from resharpen.experiments.training.next_token import (eval_sequences, evaluate, make_config,
                                     position_metrics, summarize, train)
-from resharpen.experiments.languages.registry import get_task
-from resharpen.experiments.languages.config import build_task
-from resharpen.experiments.core.train import next_token_loss
+from resharpen.experiments.tasks.registry import get_task
+from resharpen.experiments.training.next_token_config import build_task
+from resharpen.experiments.training.loop import next_token_loss
 
 
 class TargetModel(nn.Module):
@@ -174,8 +174,8 @@ def test_training_learns_the_legal_sets_and_is_seeded():
     config = make_config(tiny())
     seqs, legal = eval_sequences(config)
     torch.manual_seed(config["train"]["seed"])
-    from resharpen.experiments.core.model import Transformer
-    from resharpen.experiments.core.train import model_config
+    from resharpen.experiments.model.transformer import Transformer
+    from resharpen.experiments.training.loop import model_config
 
     untrained = summarize(evaluate(Transformer(model_config(config, 3, 30)), seqs, legal), 12, 0.05)
     result = train(config, progress=False)
@@ -192,9 +192,9 @@ def test_training_learns_the_legal_sets_and_is_seeded():
 
 
 def test_soft_and_k_label_targets_are_the_tasks_exact_targets(tmp_path):
-    from resharpen.experiments.core.runs import load_run
-    from resharpen.experiments.core.train import save_run
-    from resharpen.experiments.languages.train import next_token_targets
+    from resharpen.experiments.training.runs import load_run
+    from resharpen.experiments.training.loop import save_run
+    from resharpen.experiments.training.next_token import next_token_targets
 
     task = get_task("othello")
     seqs = torch.as_tensor(task.sample(200, 60, 0))
@@ -371,7 +371,7 @@ def test_the_grids_train_to_a_fit_with_exact_targets():
         full = load_grid(GRID_DIR / name, "full")["configs"]
         assert {c["train"]["seed"] for c in full} == set(range(8))
     schemes = {c["model"]["norm"] for c in load_grid(GRID_DIR / "grid.toml", "full")["configs"]}
-    from resharpen.experiments.core.train_config import NORM_PLACEMENTS
+    from resharpen.experiments.training.schema import NORM_PLACEMENTS
 
     assert schemes == set(NORM_PLACEMENTS)  # every trainable scheme, pre_nofinal (the control) too
 
@@ -400,8 +400,8 @@ def test_stopping_rule_ends_each_member_at_its_own_fit():
     """fit.until_id_invalid_mass ends a run at its first record step at the fit; in an
     ensemble each member ends at its own step, as it would alone; a fit not well below chance
     is refused."""
-    from resharpen.experiments.languages.config import uniform_id_invalid_mass
-    from resharpen.experiments.languages.train import train_group
+    from resharpen.experiments.training.next_token_config import uniform_id_invalid_mass
+    from resharpen.experiments.training.next_token import train_group
 
     def config(seed: int, lr: float) -> dict:
         return make_config({"task": {"name": "dyck1", "train_len": 8, "eval_len": 12},
@@ -465,7 +465,7 @@ def test_averages_at_their_own_fit_keep_the_raw_run_and_match_the_fit():
 
 
 def test_a_group_where_stacking_does_not_pay_trains_one_run_at_a_time():
-    from resharpen.experiments.languages.train import train_group
+    from resharpen.experiments.training.next_token import train_group
 
     configs = [make_config({"task": {"name": "dyck2", "train_len": 40, "eval_len": 41},
                             "model": {"d_model": 64, "n_layers": 2, "n_heads": 4},

@@ -14,7 +14,7 @@ import torch
 from resharpen.cli import main
 from resharpen.constructions.set_complement import (balanced, one_hot, random_lambdas, tight,
                                                     unbalanced)
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.experiments.set_complement.compare import compare_model, compare_run, fit_lemma
 
 EXACT = 1e-10
@@ -214,7 +214,7 @@ def fake_runs(monkeypatch, tmp_path):
         return SimpleNamespace(summary={"primary": "ema"}, config={"task": {"train_len": 2}},
                                model=model)
 
-    monkeypatch.setattr("resharpen.experiments.core.runs.load_run", load_run)
+    monkeypatch.setattr("resharpen.experiments.training.runs.load_run", load_run)
     (tmp_path / "none").mkdir()
     (tmp_path / "mixln").mkdir()
     return tmp_path, calls
@@ -247,7 +247,7 @@ def test_cli_compare_bad_input_is_one_line_and_exit_2(fake_runs, capsys, args, f
 
 def test_compare_a_trained_run_folder(tmp_path, capsys):
     """End to end on a real (short) run: its saved weights are loaded and compared."""
-    from resharpen.experiments.core.train import save_run
+    from resharpen.experiments.training.loop import save_run
     from resharpen.experiments.set_complement.train import load_config, train
 
     config = load_config(BASE, ["train.steps=30", "train.eval_every=0", "task.vocab=8",
@@ -277,7 +277,7 @@ def perturbed(model: Transformer, seed: int) -> Transformer:
 def test_the_readout_form_is_the_models_own_logits(norm, norm_kind):
     """f = c (B*[t_s] + a sum_i w_i D*[t_i]) + e with the model's attention reproduces its
     logits at every prefix, for every placement compare takes, RMSNorm and LayerNorm."""
-    from resharpen.experiments.core.set_complement_task import sample_inputs
+    from resharpen.experiments.tasks.set_complement import sample_inputs
     from resharpen.experiments.set_complement.compare import PATTERN, readout
 
     torch.manual_seed(1)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from resharpen.constructions import set_complement as cons
 from resharpen.experiments.set_complement.metrics import complement_metrics
 from resharpen.experiments.set_complement.report import construction_errors
-from resharpen.experiments.core.set_complement_task import sample_inputs
+from resharpen.experiments.tasks.set_complement import sample_inputs
 
 BUILDS = [("tight", "none", "rms"), ("tight", "attn_out", "rms"), ("tight", "post", "rms"),
           ("tight", "pre", "rms"), ("one_hot", "none", "rms"), ("one_hot", "attn_out", "layer"),

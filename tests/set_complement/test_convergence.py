@@ -118,6 +118,7 @@ def test_the_converged_rung_decides_with_the_others(monkeypatch, tmp_path, sign,
     """fit.placements.ood_at_every_rung on made-up ladders: every placement below none at the
     rungs; at convergence below (PASS) or above (FAIL) none."""
     from resharpen.experiments.set_complement import claims_fit as cf
+    from resharpen.experiments.set_complement import fit_report
 
     rows = []
     for seed in range(6):
@@ -128,12 +129,12 @@ def test_the_converged_rung_decides_with_the_others(monkeypatch, tmp_path, sign,
                 rows.append({"placement": placement, "seed": seed, "rung": rung, "id": rung,
                              "ood": base + jitter})
             at = 0.2 + jitter + (0.0 if placement == "none" else sign * 0.1)
-            rows.append({"placement": placement, "seed": seed, "rung": cf.CONVERGED,
+            rows.append({"placement": placement, "seed": seed, "rung": fit_report.CONVERGED,
                          "id": 1e-4, "ood": at, "step": 2000})
     monkeypatch.setattr(cf, "sweep_root", lambda name, profile: tmp_path)
     monkeypatch.setattr(cf, "ladder_rows", lambda root: rows)
     monkeypatch.setattr(cf, "convergence_note", lambda name, root: f"{name}: made up")
-    assert cf.rung_order(r["rung"] for r in rows) == [1e-2, 1e-3, cf.CONVERGED]
+    assert cf.rung_order(r["rung"] for r in rows) == [1e-2, 1e-3, fit_report.CONVERGED]
     outcome = cf.check_ood_at_every_rung("quick")
     assert "rung converged: post - none" in outcome.detail
     got = "PASS" if outcome.passed else ("INCONCLUSIVE" if outcome.inconclusive else "FAIL")
@@ -163,8 +164,7 @@ def test_ladder_table_is_the_mean_and_sd_per_rung_and_placement(monkeypatch):
     """`resharpen report`'s OOD-against-fit table, on hand-made ladder rows: means and sample
     sds computed by hand, n where not every run reached the rung, "not reached" and "none
     converged" where none did."""
-    from resharpen.experiments.core import sweep as core_sweep
-    from resharpen.experiments.set_complement import claims_fit as cf
+    from resharpen.experiments.training import sweep as core_sweep
     from resharpen.experiments.set_complement import fit_report
 
     runs = [{"config": {"model": {"norm": p}}} for p in ("post", "post", "none", "none")]
@@ -173,8 +173,8 @@ def test_ladder_table_is_the_mean_and_sd_per_rung_and_placement(monkeypatch):
             {"placement": "post", "seed": 0, "rung": 1e-2, "ood": 0.3},
             {"placement": "post", "seed": 1, "rung": 1e-2, "ood": 0.1},
             {"placement": "post", "seed": 0, "rung": 1e-3, "ood": 0.05},
-            {"placement": "post", "seed": 1, "rung": cf.CONVERGED, "ood": 0.02}]
-    monkeypatch.setattr(cf, "ladder_rows", lambda root: rows)
+            {"placement": "post", "seed": 1, "rung": fit_report.CONVERGED, "ood": 0.02}]
+    monkeypatch.setattr(fit_report, "ladder_rows", lambda root: rows)
     monkeypatch.setattr(core_sweep, "load_runs", lambda root: runs)
     lines = fit_report.ladder_table("sweep").splitlines()
     assert lines[0] == "| rung (ID invalid mass) | none | post |"

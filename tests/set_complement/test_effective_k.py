@@ -62,7 +62,7 @@ def test_the_fixed_multiplier_is_part_of_K(c):
     K = lambda/beta exactly; with W_O left as it is, K is c lambda/beta."""
     import dataclasses
 
-    from resharpen.experiments.core.model import Transformer
+    from resharpen.experiments.model.transformer import Transformer
 
     lam, beta = 6.0, 1.5
     built = cons.build("tight", 10, norm="post", lam=lam, beta=beta, gain=1.3)

@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from resharpen.experiments.core.config import CONFIG_DIR
-from resharpen.experiments.core.engine import Members, StackedEMA
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.training.config import CONFIG_DIR
+from resharpen.experiments.training.engine import Members, StackedEMA
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.experiments.set_complement.config import load_config
 from resharpen.experiments.set_complement.ema_window import (floor_drift, train_windows,
                                                              window_gain)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from resharpen.experiments.core.sweep import group_runs
-from resharpen.experiments.core.tasks import STREAM_SALT
+from resharpen.experiments.training.sweep import group_runs
+from resharpen.experiments.tasks.base import STREAM_SALT
 from resharpen.experiments.set_complement.train import (DATA_CHUNK, SetComplementStreams,
                                                         sample_sequences, train, train_group)
 

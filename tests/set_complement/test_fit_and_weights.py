@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from resharpen.experiments.core.runs import load_run
-from resharpen.experiments.core.train import WEIGHTS, save_run
+from resharpen.experiments.training.runs import load_run
+from resharpen.experiments.training.loop import WEIGHTS, save_run
 from resharpen.experiments.set_complement.train import load_config, train, train_group
 
 CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "configs" / "set_complement"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.experiments.set_complement.fit_report import (effective_K, fit_theory,
                                                              gain_folded_matrices,
                                                              theory_margins)

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from resharpen.experiments.set_complement.metrics import complement_metrics
-from resharpen.experiments.core.set_complement_task import sample_inputs
+from resharpen.experiments.tasks.set_complement import sample_inputs
 from resharpen.theory.set_complement.formulas import invalid_mass, kl_from_invalid_mass
 
 

@@ -3,7 +3,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resharpen.experiments.core.set_complement_task import exact_target, sample_inputs, validate_inputs
+from resharpen.experiments.tasks.set_complement import exact_target, sample_inputs, validate_inputs
 
 
 @given(vocab=st.integers(2, 60), data=st.data())

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from resharpen.experiments.core import config as cfgmod
-from resharpen.experiments.core.model import Transformer
-from resharpen.experiments.core.train import WEIGHTS
+from resharpen.experiments.training import config as cfgmod
+from resharpen.experiments.model.transformer import Transformer
+from resharpen.experiments.training.loop import WEIGHTS
 from resharpen.experiments.set_complement import train as T
 from resharpen.experiments.set_complement.train import SCHEMA, load_config
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from resharpen.experiments.core.sweep import load_runs, read_table
+from resharpen.experiments.training.sweep import load_runs, read_table
 from resharpen.experiments.set_complement.sweep import run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]

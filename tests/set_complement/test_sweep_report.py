@@ -110,7 +110,7 @@ def test_placements_sweep_grids_the_placement():
     run count gives each arm the runs its test needs."""
     from collections import Counter
 
-    from resharpen.experiments.core.config import CONFIG_DIR
+    from resharpen.experiments.training.config import CONFIG_DIR
     from resharpen.experiments.ledger.stats import MIN_N
     from resharpen.experiments.set_complement.sweep import plan
 

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from resharpen.experiments.core.model import ModelConfig, Transformer
-from resharpen.experiments.core.targets import (IGNORE, Batch, TrainingTarget, cross_entropy,
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
+from resharpen.experiments.training.targets import (IGNORE, Batch, TrainingTarget, cross_entropy,
                                                 label_generator, make_batch,
                                                 per_model_cross_entropy, sample_labels)
 from resharpen.experiments.set_complement.train import (next_token_targets, train_group,

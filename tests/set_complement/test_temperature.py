@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from resharpen.experiments.core.model import ModelConfig, Transformer
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.experiments.set_complement.temperature import (Tempered, extrapolation_alpha,
                                                               flat, in_distribution_logits,
                                                               margin_tau)

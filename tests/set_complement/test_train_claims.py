@@ -11,7 +11,7 @@ import pytest
 
 from resharpen.claims import all_claims
 from resharpen.experiments.ledger import stats
-from resharpen.experiments.core.config import CONFIG_DIR, load_sweep
+from resharpen.experiments.training.config import CONFIG_DIR, load_sweep
 from resharpen.experiments.ledger import run_claim
 
 

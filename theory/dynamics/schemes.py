@@ -9,11 +9,8 @@ from __future__ import annotations
 SCHEMES = ("postln", "preln", "mixln", "periln", "ngpt", "sqrt")
 SCHEME_LABELS = {"postln": "Post-LN", "preln": "Pre-LN", "mixln": "Mix-LN", "periln": "Peri-LN",
                  "ngpt": "nGPT", "sqrt": "sqrt-scaling (CoD)"}
-MODEL_NORM = {"postln": "post", "preln": "pre", "mixln": "mixln", "periln": "peri",
-              "ngpt": "ngpt", "sqrt": "ln_scaling"}
-"""Each scheme's name in the trained model's table (``model.norm``, the keys of
-``resharpen.experiments.core.model.PLACEMENTS``): the one link between the two vocabularies.
-``sqrt`` is the paper's model of LayerNorm Scaling (CoD), whose trained form scales layer l's
-input norms by 1/sqrt(l)."""
+# Each scheme's name in the trained model is in the scheme registry
+# (resharpen.experiments.model.schemes, Scheme.dynamics_name): sqrt is the paper's model of
+# LayerNorm Scaling (CoD), whose trained form scales layer l's input norms by 1/sqrt(l).
 RADIAL_SCHEMES = ("preln", "mixln", "periln")  # the schemes whose radii r_j move
 ALPHA_SCHEDULES = ("const", "inverse")  # alpha_t = alpha0, or alpha0 / (t + 1)

@@ -46,7 +46,7 @@ from typing import Sequence
 
 import numpy as np
 
-from resharpen.experiments.core.tasks import Task, check_int, make_rng, uniform_choice
+from resharpen.experiments.tasks.base import Task, check_int, make_rng, uniform_choice
 
 PAD = 0
 CENTER = (27, 28, 35, 36)  # d4 e4 d5 e5

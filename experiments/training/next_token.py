@@ -3,7 +3,7 @@
 Data. Every step draws ``train.batch_size`` fresh sequences of ``task.train_len + 1`` tokens from
 the task's own sampler (every token uniform over the legal-next set of its prefix) and trains
 the causal model on cross-entropy at every position: the output at position i (the prefix of
-length i + 1) is scored, by ``train.target`` (:mod:`resharpen.experiments.core.targets`),
+length i + 1) is scored, by ``train.target`` (:mod:`resharpen.experiments.training.targets`),
 against the token that actually comes next, a *sample* from the exact target p*(prefix)
 (``sampled``, the default), that token and k - 1 more i.i.d. draws from p*
 (``train.labels_per_position = k``), or p* itself, H(p*, p) (``soft``); p*(prefix) is uniform on
@@ -13,18 +13,18 @@ task with a PAD token (Othello) the positions whose next token is PAD (game over
 as in OthelloGPT (``ignore_index=0``), when ``task.ignore_pad`` is true (their p* is then the
 empty row: no target).
 
-Model. :class:`resharpen.experiments.core.model.Transformer`, decoder-only, any norm placement
+Model. :class:`resharpen.experiments.model.transformer.Transformer`, decoder-only, any norm placement
 (the core's ``[model]`` table); positions are learned absolute embeddings of ``task.eval_len``
 slots (``model.positional = "learned"``, the OthelloGPT choice: the slots beyond ``train_len`` are
 never trained) or absent (``"none"``: a causal model without positional encoding, as in the
 one-layer Set Complement theory).
 
-Optimization is the training core's (:mod:`resharpen.experiments.core.train`: AdamW with decay on
+Optimization is the training core's (:mod:`resharpen.experiments.training.loop`: AdamW with decay on
 matrices only, warm-up then cosine / linear / constant, gradient clipping; ``[train]`` without
 ``ema`` and ``eval_every``, with ``log_every``: a history row every k steps, and with
 ``target``, ``labels_per_position``). Raw, EMA
 (``torch.optim.swa_utils``) and BEMA weights are tracked on the same trajectory
-(``resharpen.experiments.core.averaging``) and all three are evaluated, so the comparison is
+(``resharpen.experiments.training.averaging``) and all three are evaluated, so the comparison is
 paired; all three are kept (``result["weights"]``, saved as safetensors by the core's
 ``save_run``).
 
@@ -70,11 +70,11 @@ from typing import Callable
 import numpy as np
 import torch
 
-from resharpen.experiments.core.metrics import METRICS, target_set_metrics
-from resharpen.experiments.core.targets import TrainingTarget, label_generator, make_batch
-from resharpen.experiments.core.train import (fit_members, members_state, model_config,
+from resharpen.experiments.tasks.metrics import METRICS, target_set_metrics
+from resharpen.experiments.training.targets import TrainingTarget, label_generator, make_batch
+from resharpen.experiments.training.loop import (fit_members, members_state, model_config,
                                               seeded_model, stacking_pays, weight_sets)
-from resharpen.experiments.languages.config import (SCHEMA, averages_at_own_fit, build_task,
+from resharpen.experiments.training.next_token_config import (SCHEMA, averages_at_own_fit, build_task,
                                                   make_config, stops_at_fit)
 
 SUMMARY_METRICS = ("invalid_mass", "tv", "kl", "top1_invalid")
@@ -189,7 +189,7 @@ def fit_summary(until: float, history: list[dict]) -> dict:
 def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | None = None,
           eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """Train one model; return {config, per_length: {raw, ema, bema}, summary, history,
-    weights (a :class:`~resharpen.experiments.core.train.WeightSets`), model, averaged}. ``summary`` holds the raw/EMA/BEMA summaries under ``by_weights`` and the run
+    weights (a :class:`~resharpen.experiments.training.loop.WeightSets`), model, averaged}. ``summary`` holds the raw/EMA/BEMA summaries under ``by_weights`` and the run
     time in ``seconds``; ``history`` one record (step, loss, smoothed loss, lr) every
     ``train.log_every`` steps."""
     (result,), state = _train_members([config], progress=progress, log=log, eval_data=eval_data)
@@ -198,9 +198,9 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
 
 def train_group(configs: list[dict], *, progress: bool = False,
                 eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:
-    """Train runs that share an ensemble (:func:`resharpen.experiments.core.sweep.group_key`:
+    """Train runs that share an ensemble (:func:`resharpen.experiments.training.sweep.group_key`:
     one task, model shape and schedule; seeds, lr, weight decay, EMA and init scale free) as
-    one batched computation (:mod:`resharpen.experiments.core.engine`), a run alone as one
+    one batched computation (:mod:`resharpen.experiments.training.engine`), a run alone as one
     model; return each run's {config, per_length, summary, history, weights}: what
     :func:`train` gives for it alone, up to float32 rounding (each member draws its data from
     its own run's generator)."""
@@ -216,7 +216,7 @@ def train_group(configs: list[dict], *, progress: bool = False,
 def _train_members(configs: list[dict], *, progress: bool = True,
                    log: Callable[[dict], None] | None = None,
                    eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list, object]:
-    from resharpen.experiments.core.sweep import check_shared
+    from resharpen.experiments.training.sweep import check_shared
 
     start = time.perf_counter()
     check_shared(configs)

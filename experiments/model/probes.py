@@ -1,7 +1,7 @@
 """Gradient probes: the loss's gradient with respect to the activation at named capture points,
 for one model or for K stacked members in one backward pass.
 
-At a capture point p (:meth:`resharpen.experiments.core.model.Transformer.hook_points`) with
+At a capture point p (:meth:`resharpen.experiments.model.transformer.Transformer.hook_points`) with
 activation a_p, a probe adds a zero tensor delta_p: the forward pass continues with
 a_p + delta_p = a_p (adding 0.0 changes no value) and dL/d delta_p = dL/d a_p. The deltas are
 inputs, so under ``torch.func.vmap`` they carry the member axis like the weights: one backward

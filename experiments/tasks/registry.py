@@ -1,7 +1,7 @@
 """The task suite: formal languages with several legal next tokens, and Othello.
 
 ``get_task(name, **params)`` builds a task by name; ``TASKS`` lists the names with their family.
-Every task follows :class:`resharpen.experiments.core.tasks.Task`: a vocabulary, a seeded sampler that
+Every task follows :class:`resharpen.experiments.tasks.base.Task`: a vocabulary, a seeded sampler that
 draws every token uniformly from the legal-next set of its prefix, the exact legal-next sets of
 every prefix (``legal_next``) and the exact targets (``targets``, uniform over those sets), and a
 membership oracle written independently of the sampler. docs/tasks.md defines every language.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable
 
-from resharpen.experiments.core.tasks import Task, count_members, legal_next_disagreements, uniform_choice
+from resharpen.experiments.tasks.base import Task, count_members, legal_next_disagreements, uniform_choice
 
 # name -> (builder, family, keyword parameters the builder accepts)
 _BUILDERS: dict[str, tuple[Callable[..., Task], str, tuple[str, ...]]] = {}
@@ -22,10 +22,10 @@ def _register(name: str, builder: Callable[..., Task], family: str, params: tupl
 
 
 def _languages() -> None:
-    from resharpen.experiments.core.set_complement_task import MultisetComplement, SetComplement
-    from resharpen.experiments.languages.counter import Counting
-    from resharpen.experiments.languages.dyck import Dyck, ShuffleDyck
-    from resharpen.experiments.languages.tomita import Tomita
+    from resharpen.experiments.tasks.set_complement import MultisetComplement, SetComplement
+    from resharpen.experiments.tasks.counter import Counting
+    from resharpen.experiments.tasks.dyck import Dyck, ShuffleDyck
+    from resharpen.experiments.tasks.tomita import Tomita
 
     for k in (1, 2, 3):
         _register(f"dyck{k}", partial(Dyck, k), "counter" if k == 1 else "context-free")
@@ -39,7 +39,7 @@ def _languages() -> None:
 
 
 def _games() -> None:
-    from resharpen.experiments.languages.othello import Othello
+    from resharpen.experiments.tasks.othello import Othello
 
     _register("othello", Othello, "game")
     _register("othello6", partial(Othello, 6), "game")  # the 6 x 6 board: the CPU study

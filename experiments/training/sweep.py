@@ -3,11 +3,11 @@
 Layout of a sweep (or grid) folder, ``out/sweeps/<name>`` by default::
 
     sweep.json                 the sweep's identity (what runs it plans) and how many
-    runs/<run name>/           a run folder (:func:`resharpen.experiments.core.train.save_run`)
+    runs/<run name>/           a run folder (:func:`resharpen.experiments.training.loop.save_run`)
     table.csv, table.jsonl     one row per finished run (the trainer's own columns)
 
 :func:`execute` runs every planned run that is not finished on a backend
-(:mod:`resharpen.experiments.core.backends`); the trainer supplies the run function, the
+(:mod:`resharpen.experiments.training.backends`); the trainer supplies the run function, the
 table writer and which runs share a task. Every file is written atomically (temporary file,
 then rename) by the driver alone, and a run counts as finished only when its ``summary.json``
 exists (written last). A rerun skips finished runs; a SIGKILL at any moment loses at most the
@@ -25,19 +25,19 @@ import os
 import threading
 from pathlib import Path
 
-from resharpen.experiments.core.backends import check_backend, run_tasks
-from resharpen.experiments.core.cli_args import UsageError, bad_input
-from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text, check_within,
+from resharpen.experiments.training.backends import check_backend, run_tasks
+from resharpen.experiments.common.cli_args import UsageError, bad_input
+from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text, check_within,
                                            dumps_jsonl, read_json, read_jsonl,
                                            remove_stale_temporaries)
-from resharpen.experiments.core.runs import WEIGHT_KINDS, WEIGHTS_FILE
+from resharpen.experiments.training.runs import WEIGHT_KINDS, WEIGHTS_FILE
 
 SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl", "provenance.json")
 """The files a sweep driver writes in the sweep folder itself."""
 RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json",
              "summary.json",
              *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
-"""The files :func:`resharpen.experiments.core.train.save_run` writes in a run folder."""
+"""The files :func:`resharpen.experiments.training.loop.save_run` writes in a run folder."""
 
 
 PER_MEMBER_KEYS = (("train", "seed"), ("train", "lr"), ("train", "weight_decay"),
@@ -46,7 +46,7 @@ PER_MEMBER_KEYS = (("train", "seed"), ("train", "lr"), ("train", "weight_decay")
                    ("model", "resid_dropout"))
 """The config keys in which runs trained as one ensemble may differ (with the run name): what
 only the start, the optimizer, the averaging or the dropout rates see
-(:mod:`resharpen.experiments.core.engine`)."""
+(:mod:`resharpen.experiments.training.engine`)."""
 
 
 def group_key(config: dict) -> str:
@@ -99,14 +99,14 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     company does not matter beyond that).
     Refuses a folder whose ``sweep.json`` holds another identity or whose run folder holds
     another config, and a ``runs/`` or run folder that a symbolic link leads outside ``root``
-    (:func:`~resharpen.experiments.core.io.check_within`). One process drives a folder at a time:
+    (:func:`~resharpen.experiments.common.io.check_within`). One process drives a folder at a time:
     it holds an exclusive lock (``fcntl.flock``) on ``root/.lock`` (:data:`LOCK_FILE`, the
     package's own file) from the checks to the end; a second sweep on the folder refuses with
     one line, or with ``wait`` waits for the first and then trains only what is still
     unfinished. Removes the temporary files a killed writer left (only this package's, for
     the files it writes: :data:`SWEEP_FILES` in ``root``, the run files in each planned run's
     folder; nothing else, nowhere else); writes ``sweep.json``,
-    then each finished run (:func:`resharpen.experiments.core.train.save_run`) and the table as results come
+    then each finished run (:func:`resharpen.experiments.training.loop.save_run`) and the table as results come
     back (only this driver writes, every file atomically)."""
     with bad_input():
         check_backend(backend, address)
@@ -148,8 +148,8 @@ def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
 
 def _run(root, identity, configs, run_fn, write_table_fn, finished, pending, marker, backend,
          workers, address, progress, desc) -> None:
-    from resharpen.experiments.core.progress import Progress, bar as progress_bar
-    from resharpen.experiments.core.train import save_run  # torch: only once runs are due
+    from resharpen.experiments.common.progress import Progress, bar as progress_bar
+    from resharpen.experiments.training.loop import save_run  # torch: only once runs are due
 
     remove_stale_temporaries(root, SWEEP_FILES)  # left by a killed writer: ours only
     for config in configs:
@@ -194,8 +194,8 @@ def load_runs(root: str | Path) -> list[dict]:
 def write_rows(root: Path, rows: list[dict]) -> list[dict]:
     """The sweep table: ``table.jsonl`` and ``table.csv`` in ``root``, each written atomically,
     and beside them ``provenance.json``, the table's provenance (the profile from sweep.json:
-    :func:`resharpen.experiments.core.provenance.provenance`)."""
-    from resharpen.experiments.core.provenance import PROVENANCE_FILE, provenance
+    :func:`resharpen.experiments.common.provenance.provenance`)."""
+    from resharpen.experiments.common.provenance import PROVENANCE_FILE, provenance
 
     try:
         profile = json.loads((Path(root) / "sweep.json").read_text())["identity"]["profile"]
@@ -281,3 +281,25 @@ def exclusive(root: str | Path):
     root.mkdir(parents=True, exist_ok=True)
     with _locked(root, wait=True):
         yield root
+
+
+# ---------------------------------------------------------------- what a sweep ran, in one line
+# An experiment claim's statement names the setting of the full experiment ("12000 steps,
+# 16 seeds, v = 32"); a quick run decides on far less. :func:`describe_runs` reads the folder the
+# claim decided on (``sweep.json``'s identity and every finished run's ``config.json``) and says
+# what ran: the folder, its profile, the number of finished runs, and the distinct values of the
+# settings that size an experiment (steps, seeds, vocabulary, width, layers, tasks; a task
+# vocabulary of 0, the language tasks' "the task's own", is not reported).
+REPORTED = (("task", "name", "tasks"), ("task", "vocab", "v"), ("task", "train_len", "L_train"),
+            ("model", "d_model", "d_model"), ("model", "n_layers", "layers"),
+            ("train", "steps", "steps"))
+
+
+def _values(values: list) -> str:
+    """``16`` for one distinct value, ``16..32 (3 values)`` for numbers, ``a, b`` for names."""
+    distinct = sorted(set(values), key=lambda v: (isinstance(v, str), v))
+    if len(distinct) == 1:
+        return str(distinct[0])
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in distinct):
+        return f"{distinct[0]}..{distinct[-1]} ({len(distinct)} values)"
+    return ", ".join(map(str, distinct))

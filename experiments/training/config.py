@@ -4,7 +4,7 @@ apply, one schema machinery, one output root. Imports nothing heavy (the command
 A run config is a dict of *sections* (tables), each a dict of keys checked by a :class:`Field`
 (type, default, range or choices), plus ``name``. Which sections and keys a trainer reads is
 its :class:`Schema`: the ``[model]`` and ``[train]`` keys are shared by every trainer
-(:data:`resharpen.experiments.core.train.MODEL_FIELDS`, ``TRAIN_FIELDS``), ``[task]`` and
+(:data:`resharpen.experiments.training.loop.MODEL_FIELDS`, ``TRAIN_FIELDS``), ``[task]`` and
 ``[eval]`` belong to the task.
 
 A config file (TOML) holds the sections, optional ``name``, ``base = "other.toml"`` (inherit,
@@ -19,7 +19,7 @@ the file it inherits from, and its own profile table wins over both.
 
 ``--set section.key=value`` reads the value as a TOML scalar (``0.1``, ``true``, ``"post"``) and
 else as a bare string (``post``). Profiles are ``quick`` and ``full``
-(:data:`resharpen.experiments.core.profiles.PROFILES`); a profile table merges over its own file
+(:data:`resharpen.experiments.common.profiles.PROFILES`); a profile table merges over its own file
 (:func:`resolve`; a single file without a base chain, such as a language grid file, uses
 :func:`apply_profile`).
 
@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from resharpen.experiments.core.names import check_name
-from resharpen.experiments.core.profiles import PROFILES, check_profile
+from resharpen.experiments.common.names import check_name
+from resharpen.experiments.common.profiles import PROFILES, check_profile
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -246,11 +246,17 @@ class Field:
     def __init__(self, kind: type, default: Any, lo: float | None = None, hi: float | None = None,
                  choices: tuple | None = None, lo_open: bool = False, hi_open: bool = False):
         self.kind, self.default, self.lo, self.hi = kind, default, lo, hi
-        self.choices, self.lo_open, self.hi_open = choices, lo_open, hi_open
+        self._choices, self.lo_open, self.hi_open = choices, lo_open, hi_open
+
+    @property
+    def choices(self) -> tuple | None:
+        """The allowed values: a tuple, or read when asked from a function (a registry that a
+        plug-in may extend)."""
+        return tuple(self._choices()) if callable(self._choices) else self._choices
 
     def with_default(self, default: Any) -> "Field":
         """The same type and range with another default (a trainer's own default)."""
-        return Field(self.kind, default, self.lo, self.hi, self.choices, self.lo_open, self.hi_open)
+        return Field(self.kind, default, self.lo, self.hi, self._choices, self.lo_open, self.hi_open)
 
     def allowed(self) -> str:
         if self.choices is not None:

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from resharpen.experiments.core.tasks import Task, check_int
+from resharpen.experiments.tasks.base import Task, check_int
 
 # state -> (next on "0", next on "1"); -1 is the dead state
 TRANSITIONS = {

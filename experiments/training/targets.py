@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 
-from resharpen.experiments.core.train_config import TARGETS, TrainingTarget, check_target
+from resharpen.experiments.training.schema import TARGETS, TrainingTarget, check_target
 
 IGNORE = -100  # a label that scores nothing (F.cross_entropy's ignore_index)
 LABEL_SEED_OFFSET = 2_000_003  # labels 2..k of a run with seed s come from Generator(s + this)

@@ -8,8 +8,9 @@ Notation (rows are tokens; weights act on the right, as in the theory):
 
 Each sublayer f (attention, then the optional MLP) of layer l (0-based, of L layers) is
 wrapped by the residual rule its scheme gives that layer: one entry of the table
-:data:`PLACEMENTS` (:class:`Placement`), which, given l, says which norms and parameters the
-layer has (:class:`Layer`) and whether a final norm follows. N = RMSNorm or LayerNorm, its gain
+:data:`resharpen.experiments.model.schemes.SCHEMES` (:class:`~resharpen.experiments.model.schemes.Scheme`),
+which, given l, says which norms and parameters the layer has (:class:`Layer`) and whether a
+final norm follows. N = RMSNorm or LayerNorm, its gain
 learned (LayerNorm also a bias) or frozen at 1 (``norm_gain="frozen"``: no parameters):
     none         x + f(x)
     pre          x + f(N(x))                     and a final N before W_U
@@ -71,7 +72,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from resharpen.experiments.core.train_config import NORM_GAINS, NORM_KINDS, NORM_PLACEMENTS
+from resharpen.experiments.model.schemes import NORM_GAINS, NORM_KINDS, SCHEMES, Layer, get, unit
 
 Sublayer = Callable[[torch.Tensor], torch.Tensor]
 
@@ -89,100 +90,6 @@ class Parts(NamedTuple):
 Rule = Callable[[torch.Tensor, Sublayer, Parts], torch.Tensor]
 
 
-def unit(v: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """v / |v| along ``dim`` (nGPT's Norm)."""
-    return F.normalize(v, dim=dim)
-
-
-@dataclass(frozen=True)
-class Layer:
-    """What a scheme puts in one layer, the same for attention and the MLP.
-
-    ``rule(x, f, p)`` is the new residual made from the residual x, the sublayer f and its
-    :class:`Parts` p; a block applies it twice, to attention and to the MLP (nanoGPT's two
-    lines). ``input_norm``: an N before f (``p.n_in``). ``output_norm``: None, ``"branch"`` (N on
-    f's output, x + N(f)) or ``"residual"`` (N on the sum, N(x + f)) (``p.n_out``).
-    ``eigen_rate``: a learnable alpha per sublayer (``p.alpha``, nGPT)."""
-
-    rule: Rule
-    input_norm: bool = False
-    output_norm: str | None = None
-    eigen_rate: bool = False
-
-
-# The residual updates, made visible: x is the residual, f the sublayer, p its parts.
-NONE = Layer(lambda x, f, p: x + f(x))
-PRE = Layer(lambda x, f, p: x + f(p.n_in(x)), input_norm=True)
-POST = Layer(lambda x, f, p: p.n_out(x + f(x)), output_norm="residual")
-ATTN_OUT = Layer(lambda x, f, p: x + p.n_out(f(x)), output_norm="branch")
-PERI = Layer(lambda x, f, p: x + p.n_out(f(p.n_in(x))), input_norm=True, output_norm="branch")
-NGPT = Layer(lambda x, f, p: unit(x + p.alpha * (unit(f(x)) - x)), eigen_rate=True)
-
-
-def ln_scaling(layer: int) -> Layer:
-    """LayerNorm Scaling: Pre-LN whose input norms in layer ``layer`` (0-based) are scaled by
-    1/sqrt(layer + 1)."""
-    factor = 1.0 / math.sqrt(layer + 1)
-    return Layer(lambda x, f, p: x + f(p.n_in(x) * factor), input_norm=True)
-
-
-MIXLN_ALPHA = 0.25  # Mix-LN: the fraction of the layers, from the first, that are Post-LN
-
-
-def mixln_post_layers(n_layers: int) -> int:
-    """How many of the first layers of an ``n_layers``-layer mixln model are Post-LN:
-    floor(alpha L) with alpha = 0.25 (the Mix-LN paper), and at least 1."""
-    return max(1, math.floor(MIXLN_ALPHA * n_layers))
-
-
-@torch.no_grad()
-def renormalize_(params: Mapping[str, torch.Tensor]) -> None:
-    """nGPT's step after the optimizer: every weight vector along the residual width d (the
-    axis :data:`SPHERE_AXES` names for each matrix, by the last part of its name) scaled to unit
-    length, in place. The axes are negative, so a stack of K models (a leading member axis)
-    is re-normalized member by member unchanged. Other names are left alone."""
-    for name, tensor in params.items():
-        axis = SPHERE_AXES.get(name.rsplit(".", 1)[-1])
-        if axis is not None:
-            tensor.copy_(unit(tensor, axis))
-
-
-SPHERE_AXES = {"W_E": -1, "W_pos": -1, "W_U": -2, "W_Q": -2, "W_K": -2, "W_V": -2, "W_O": -1,
-               "W_in": -2, "W_gate": -2, "W_out": -1}
-"""nGPT's unit vectors: for each matrix, its axis of width d_model."""
-
-
-@dataclass(frozen=True)
-class Placement:
-    """One normalization scheme: ``layer(l, L)`` is the :class:`Layer` of layer l (0-based) of
-    an L-layer model; ``final_norm``: an N_final before W_U; ``sphere``: nGPT's hidden states,
-    weights and scalings (q, k on the sphere with s_qk, the MLP's s_u, s_nu, the logit scale
-    s_z); ``after_step``: what runs on the parameters (name -> tensor) after every optimizer
-    step, or None."""
-
-    name: str
-    layer: Callable[[int, int], Layer]
-    final_norm: bool
-    sphere: bool = False
-    after_step: Callable[[Mapping[str, torch.Tensor]], None] | None = None
-
-
-# The schemes: each names, for layer l of L, its residual update (above) and its final norm.
-PLACEMENTS: dict[str, Placement] = {p.name: p for p in (
-    Placement("none", lambda l, L: NONE, final_norm=False),
-    Placement("pre", lambda l, L: PRE, final_norm=True),
-    Placement("post", lambda l, L: POST, final_norm=False),
-    Placement("attn_out", lambda l, L: ATTN_OUT, final_norm=False),
-    Placement("peri", lambda l, L: PERI, final_norm=True),
-    Placement("pre_nofinal", lambda l, L: PRE, final_norm=False),
-    Placement("mixln", lambda l, L: POST if l < mixln_post_layers(L) else PRE, final_norm=True),
-    Placement("ln_scaling", lambda l, L: ln_scaling(l), final_norm=True),
-    Placement("ngpt", lambda l, L: NGPT, final_norm=False, sphere=True,
-              after_step=renormalize_),
-)}
-if tuple(PLACEMENTS) != NORM_PLACEMENTS:  # the config's names are this table's keys
-    raise ImportError(f"PLACEMENTS {tuple(PLACEMENTS)} disagree with the config's "
-                      f"NORM_PLACEMENTS {NORM_PLACEMENTS}")
 MLP_KINDS = (None, "gelu", "swiglu")
 ROPE_BASE = 10000.0
 NGPT_ALPHA_INIT = 0.05  # the eigen learning rates' initial value (alpha_A, alpha_M)
@@ -196,7 +103,7 @@ def layer_of(norm: str, layer: int, n_layers: int) -> Layer:
     ``n_layers``."""
     key = (norm, layer, n_layers)
     if key not in _LAYERS:
-        _LAYERS[key] = PLACEMENTS[norm].layer(layer, n_layers)
+        _LAYERS[key] = get(norm).layer(layer, n_layers)
     return _LAYERS[key]
 
 
@@ -204,7 +111,7 @@ def after_optimizer_step(cfg: "ModelConfig", params: Mapping[str, torch.Tensor])
     """The scheme's step after every optimizer step on ``params`` (name -> tensor, the names of
     ``Transformer.named_parameters()``, of one model or stacked with a leading member axis), in
     place: nGPT re-normalizes its weight vectors (:func:`renormalize_`); the others do nothing."""
-    step = PLACEMENTS[cfg.norm].after_step
+    step = get(cfg.norm).after_step
     if step is not None:
         step(params)
 
@@ -225,7 +132,7 @@ class ModelConfig:
     n_heads: int = 1
     d_head: int | None = None  # query/key width per head (default d_model // n_heads)
     d_value: int | None = None  # value width per head (default d_head)
-    norm: str = "none"  # the normalization scheme, a key of PLACEMENTS
+    norm: str = "none"  # the normalization scheme, a key of schemes.SCHEMES
     norm_kind: str = "rms"
     mlp: str | None = None  # None (attention only) | "gelu" | "swiglu"
     d_mlp: int | None = None  # MLP hidden width (default 4 d_model)
@@ -251,8 +158,8 @@ class ModelConfig:
             need(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                  f"{name} must be a positive integer, got {value!r}")
         need(self.vocab >= 2, f"vocab must be >= 2, got {self.vocab}")
-        need(self.norm in NORM_PLACEMENTS,
-             f"norm placement {self.norm!r} is not one of {', '.join(NORM_PLACEMENTS)}")
+        need(self.norm in SCHEMES,
+             f"norm placement {self.norm!r} is not one of {', '.join(SCHEMES)}")
         need(self.norm_kind in NORM_KINDS,
              f"norm kind {self.norm_kind!r} is not one of {', '.join(NORM_KINDS)}")
         need(self.norm_gain in NORM_GAINS,
@@ -350,7 +257,7 @@ class Dropout(nn.Module):
     1/(1 - p). The uniforms come from :func:`dropout_uniforms` under the module's ``key``
     buffer, which the package's trainers set at every step to :func:`dropout_key` (run seed,
     step), so that a run's masks are the same whether it trains alone or as one of K stacked
-    members (:mod:`resharpen.experiments.core.engine`); with no key set (``key`` < 0, a
+    members (:mod:`resharpen.experiments.training.engine`); with no key set (``key`` < 0, a
     user's own loop) a lone model uses ``F.dropout``. The rate is a buffer too (not saved: the
     config holds it), so stacked members each train at their own rate."""
 
@@ -576,7 +483,7 @@ class Block(nn.Module):
         super().__init__()
         self.placement, self.layer, self.n_layers = cfg.norm, layer, cfg.n_layers
         rule = layer_of(cfg.norm, layer, cfg.n_layers)
-        sphere = PLACEMENTS[cfg.norm].sphere
+        sphere = get(cfg.norm).sphere
         self.alpha_scale = 1.0 / math.sqrt(cfg.d_model)  # nGPT's alpha: init 0.05, scale 1/sqrt(d)
 
         def norm(used: bool) -> nn.Module:
@@ -712,7 +619,7 @@ class Transformer(nn.Module):
     """Decoder-only transformer; ``forward(tokens) -> logits`` of shape (batch, seq, vocab).
 
     ``Transformer(ModelConfig(vocab, d_model, norm=..., ...))``: the placement of the norms is
-    ``cfg.norm``, an entry of :data:`PLACEMENTS`. Every block has named capture points
+    ``cfg.norm``, an entry of the scheme registry (:mod:`resharpen.experiments.model.schemes`). Every block has named capture points
     (:meth:`hook_points`; their mathematics in :class:`Block`), read with :meth:`capture` and
     read or edited with :meth:`run_with_hooks`. For the one-layer, one-head, attention-only
     model of the theory, :meth:`logit_matrices` gives B and D and :meth:`attention_scores` A."""
@@ -724,7 +631,7 @@ class Transformer(nn.Module):
         self.W_pos = (nn.Parameter(torch.randn(cfg.max_len, cfg.d_model) * cfg.init_std)
                       if cfg.max_len else None)
         self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
-        placement = PLACEMENTS[cfg.norm]
+        placement = get(cfg.norm)
         self.final_norm = (Norm(cfg.d_model, cfg.norm_kind, cfg.eps, cfg.norm_gain == "learned")
                            if placement.final_norm else nn.Identity())
         self.W_U = nn.Parameter(torch.randn(cfg.d_model, cfg.vocab) * cfg.init_std)
@@ -743,7 +650,7 @@ class Transformer(nn.Module):
         input that could make equal tokens' rows differ or ask for a gradient at each position
         (capture, probes, edits), and at most half as many vocabulary tokens as positions
         (else the dense product is as cheap). None otherwise. Shapes are fixed by v, so the
-        stacked members of :mod:`resharpen.experiments.core.engine` take it under ``vmap``."""
+        stacked members of :mod:`resharpen.experiments.training.engine` take it under ``vmap``."""
         first_block = self.blocks[0] if len(self.blocks) else None
         if (first_block is None or self.W_pos is not None or tokens.dim() != 2
                 or 2 * self.cfg.vocab > tokens.numel()

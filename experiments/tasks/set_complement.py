@@ -12,7 +12,7 @@ in one forward pass.
 Two faces of the one task, with two random-number backends and the same law:
 
 - :class:`SetComplement` (and :class:`MultisetComplement`, each token at most k times; k = 1 is
-  Set Complement) implements the task interface of :mod:`resharpen.experiments.core.tasks`
+  Set Complement) implements the task interface of :mod:`resharpen.experiments.tasks.base`
   (numpy): the automaton, the membership oracle and a numpy sampler, for the task suite, its
   grids and its checks;
 - :func:`sample_inputs`, :func:`seen_mask`, :func:`exact_target` and :func:`validate_inputs` are
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from resharpen.experiments.core.tasks import Task, check_int, make_rng
+from resharpen.experiments.tasks.base import Task, check_int, make_rng
 
 if TYPE_CHECKING:
     import torch

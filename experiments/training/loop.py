@@ -2,9 +2,9 @@
 (Set Complement, the language and Othello tasks, the collapse demonstration).
 
 Config. Every trainer reads the same ``[model]`` and ``[train]`` keys
-(:mod:`resharpen.experiments.core.train_config`, torch-free: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`; a trainer picks the keys it uses and its defaults with
-:func:`resharpen.experiments.core.config.pick_fields`) and builds its model with
-:func:`model_config`: the decoder of :mod:`resharpen.experiments.core.model` with learned
+(:mod:`resharpen.experiments.training.schema`, torch-free: :data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS`; a trainer picks the keys it uses and its defaults with
+:func:`resharpen.experiments.training.config.pick_fields`) and builds its model with
+:func:`model_config`: the decoder of :mod:`resharpen.experiments.model.transformer` with learned
 positions over ``max_len`` slots (``model.positional = "learned"``), rotary positions
 (``"rope"``) or none (``"none"``).
 
@@ -19,13 +19,13 @@ step k (0-based) is
 with r = ``train.min_lr_ratio`` and shape(p) = (1 + cos(pi p)) / 2 (``cosine``) or 1 - p
 (``linear``); ``constant`` is 1 after the warm-up. Step: the mean cross-entropy of a batch
 against its training target (``train.target``: the sampled next token, k sampled labels, or the
-soft target p*; :mod:`resharpen.experiments.core.targets`; positions whose label is ``ignore``
+soft target p*; :mod:`resharpen.experiments.training.targets`; positions whose label is ``ignore``
 left out), backward, gradient-norm clipping at ``train.grad_clip`` (0 = off), the optimizer, the
 scheme's step after it (nGPT: the weight vectors re-normalized; the others: nothing), the
 schedule.
 
 Averaging: a run tracks raw, EMA and BEMA weights on the same trajectory
-(:mod:`resharpen.experiments.core.averaging`, ``train.ema_decay`` and ``train.bema_*``), or a
+(:mod:`resharpen.experiments.training.averaging`, ``train.ema_decay`` and ``train.bema_*``), or a
 subset (``weights``).
 
 Loop (:func:`fit`): ``steps`` steps of ``next_batch(step)``; at the record steps (every
@@ -49,10 +49,10 @@ from typing import Callable
 import torch
 from torch import nn
 
-from resharpen.experiments.core.averaging import BEMAConfig, make_averager
-from resharpen.experiments.core.model import ModelConfig, Transformer, dropout_key
-from resharpen.experiments.core.runs import WEIGHT_KINDS, WEIGHTS_FILE
-from resharpen.experiments.core.targets import Batch, cross_entropy
+from resharpen.experiments.training.averaging import bema_config, make_averager
+from resharpen.experiments.model.transformer import ModelConfig, Transformer, dropout_key
+from resharpen.experiments.training.runs import WEIGHT_KINDS, WEIGHTS_FILE
+from resharpen.experiments.training.targets import Batch, cross_entropy
 
 WEIGHTS = WEIGHT_KINDS  # raw, ema, bema
 def model_config(config: dict, vocab: int, max_len: int) -> ModelConfig:
@@ -98,13 +98,6 @@ def seeded_model(config: dict, vocab: int, max_len: int) -> Transformer:
     return Transformer(model_config(config, vocab, max_len))
 
 
-def bema_config(train: dict) -> BEMAConfig:
-    return BEMAConfig(update_freq=train["bema_update_freq"], ema_power=train["bema_ema_power"],
-                      bias_power=train["bema_bias_power"], lag=train["bema_lag"],
-                      update_after=train["bema_update_after"],
-                      multiplier=train["bema_multiplier"])
-
-
 def lr_factor(step: int, train: dict) -> float:
     """Multiplier of ``train.lr`` at optimizer step ``step`` (0-based); module docstring."""
     warmup, total, floor = train["warmup"], train["steps"], train["min_lr_ratio"]
@@ -143,7 +136,7 @@ def make_optimizer(model: nn.Module, train: dict) -> torch.optim.Optimizer:
 def next_token_loss(model: nn.Module, batch: torch.Tensor | Batch,
                     ignore: int | None = None) -> torch.Tensor:
     """Mean cross-entropy of the model on a batch against its training target
-    (:func:`resharpen.experiments.core.targets.cross_entropy`); a plain tensor (B, S+1) is
+    (:func:`resharpen.experiments.training.targets.cross_entropy`); a plain tensor (B, S+1) is
     sequences scored against their next tokens. Positions whose label equals ``ignore`` (e.g. a
     PAD token) are left out of the mean."""
     batch = batch if isinstance(batch, Batch) else Batch(batch)
@@ -153,10 +146,10 @@ def next_token_loss(model: nn.Module, batch: torch.Tensor | Batch,
 def train_step(model: nn.Module, optimizer, schedule, batch: torch.Tensor | Batch,
                grad_clip: float, ignore: int | None = None,
                after_backward: Callable[[], None] | None = None) -> float:
-    """One step on a batch (sequences (B, S+1) or a :class:`~resharpen.experiments.core.targets.Batch`):
+    """One step on a batch (sequences (B, S+1) or a :class:`~resharpen.experiments.training.targets.Batch`):
     :func:`next_token_loss`, backward, ``after_backward()`` (to read the gradients before
     clipping), gradient-norm clipping, the optimizer, the scheme's step after it
-    (:func:`resharpen.experiments.core.model.after_optimizer_step`: nGPT puts its weight
+    (:func:`resharpen.experiments.model.transformer.after_optimizer_step`: nGPT puts its weight
     vectors back on the sphere), the schedule. Returns the loss."""
     loss = next_token_loss(model, batch, ignore)
     optimizer.zero_grad(set_to_none=True)
@@ -176,7 +169,7 @@ def train_step(model: nn.Module, optimizer, schedule, batch: torch.Tensor | Batc
 class TrainingState:
     """One run's model, AdamW, schedule, weight averagers ({raw, ema, bema} or a subset) and
     the exponentially smoothed training loss: an ensemble of one for the training loop
-    (:func:`fit_members`; K members: :class:`resharpen.experiments.core.engine.EnsembleState`,
+    (:func:`fit_members`; K members: :class:`resharpen.experiments.training.engine.EnsembleState`,
     with the same methods)."""
 
     model: nn.Module
@@ -185,7 +178,7 @@ class TrainingState:
     averagers: dict = field(default_factory=dict)
     smoothed_loss: float = float("nan")
     probe_points: tuple = ()  # capture points whose gradients each step records (``probed``)
-    probed: object = None  # the last step's :class:`resharpen.experiments.core.probes.Probed`
+    probed: object = None  # the last step's :class:`resharpen.experiments.model.probes.Probed`
     dropout_seed: int | None = None  # the run's seed, keying its dropout masks (None: no dropout)
 
     size = 1
@@ -207,8 +200,8 @@ class TrainingState:
                    after_backward: Callable[[], None] | None = None) -> list[float]:
         """:func:`train_step` on the model; the loss as a list of one. With ``probe_points``
         the step also records the activations and gradients there (``self.probed``,
-        :mod:`resharpen.experiments.core.probes`), before ``after_backward`` runs. Dropout
-        masks are keyed by (run seed, step) (:func:`~resharpen.experiments.core.model.dropout_key`),
+        :mod:`resharpen.experiments.model.probes`), before ``after_backward`` runs. Dropout
+        masks are keyed by (run seed, step) (:func:`~resharpen.experiments.model.transformer.dropout_key`),
         as in an ensemble."""
         if self.dropout_seed is not None:
             self.model.set_dropout_key(dropout_key(self.dropout_seed, step))
@@ -222,7 +215,7 @@ class TrainingState:
         if not self.probe_points:
             return [train_step(self.model, self.optimizer, self.schedule, batch, grad_clip,
                                ignore, after_backward)]
-        from resharpen.experiments.core.probes import Probed, probed, zero_probes
+        from resharpen.experiments.model.probes import Probed, probed, zero_probes
 
         inputs = batch.inputs if isinstance(batch, Batch) else batch[..., :-1]
         deltas = zero_probes(self.probe_points, (*inputs.shape, self.model.cfg.d_model))
@@ -261,13 +254,13 @@ def training_state(model: nn.Module, train: dict, weights: tuple[str, ...] = WEI
 def members_state(models: list[nn.Module], trains: list[dict],
                   weights: tuple[str, ...] = WEIGHTS):
     """The training state of runs that train together: :func:`training_state` for one model,
-    an :class:`resharpen.experiments.core.engine.EnsembleState` (the models stacked and
+    an :class:`resharpen.experiments.training.engine.EnsembleState` (the models stacked and
     vectorized) for several. ``trains``: each run's ``[train]`` table; the runs share the
     schedule (steps, warm-up, shape), betas, clipping and BEMA settings, and may differ in
     seed, lr, weight decay and EMA decay."""
     if len(models) == 1:
         return training_state(models[0], trains[0], weights)
-    from resharpen.experiments.core.engine import ensemble_state
+    from resharpen.experiments.training.engine import ensemble_state
 
     unknown = sorted(set(weights) - set(WEIGHTS))
     if unknown:
@@ -286,7 +279,7 @@ collapse stacks) 2.0-2.3x faster per member; 1280 x 256 (the 2 x 64 language mod
 
 def stacking_pays(cfg, batch: int, seq: int) -> bool:
     """Whether K runs of model config ``cfg`` at ``batch`` sequences of ``seq`` tokens train
-    faster per member stacked (:mod:`resharpen.experiments.core.engine`) than one at a time:
+    faster per member stacked (:mod:`resharpen.experiments.training.engine`) than one at a time:
     batch x seq x max(d_model, MLP width) <= :data:`STACK_MAX_ACTIVATION`. The slices'
     ``train_group`` trains the runs one at a time otherwise (the same numbers up to float32
     rounding), and records ``ensemble`` = K in a run's summary only when it was stacked."""
@@ -317,7 +310,7 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
                 names: list[str] | None = None, progress: bool = True) -> Fitted:
     """The training loop of every trainer: train the ``state.size`` members of ``state`` (one
     model, :class:`TrainingState`, or K stacked,
-    :class:`resharpen.experiments.core.engine.EnsembleState`) for up to ``train.steps`` steps.
+    :class:`resharpen.experiments.training.engine.EnsembleState`) for up to ``train.steps`` steps.
 
     Step ``step`` (1-based) trains on ``next_batch(step)`` (one batch, or the members' batches
     stacked on a leading axis), updates the averagers, then each member's smoothed loss
@@ -328,8 +321,8 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
     records no more rows; the loop ends when every member has ended or at the cap.
     ``raise_on_nonfinite``: a ValueError naming the run and step when a live member's loss is
     not finite. ``progress``: a bar on a terminal, a line per record step otherwise
-    (:mod:`resharpen.experiments.core.progress`)."""
-    from resharpen.experiments.core.progress import Progress, bar as progress_bar, fit_of
+    (:mod:`resharpen.experiments.common.progress`)."""
+    from resharpen.experiments.common.progress import Progress, bar as progress_bar, fit_of
 
     k, steps = state.size, train["steps"]
     names = names or [""] * k
@@ -422,21 +415,21 @@ def weight_sets(modules: dict[str, nn.Module]) -> WeightSets:
 
 def save_run(result: dict, folder: str | Path, profile: str | None = None) -> Path:
     """Write a run folder atomically: config.json, provenance.json (commit, dirty flag, versions,
-    machine, ``profile``, time: :func:`resharpen.experiments.core.provenance.provenance`),
+    machine, ``profile``, time: :func:`resharpen.experiments.common.provenance.provenance`),
     metrics.jsonl (the history), per_length.json (when the run has one), the weights (when the
     result has ``weights``, a :class:`WeightSets`: ``weights_<kind>.safetensors`` per weight set,
     the model config in the file's metadata) and summary.json (last: its presence marks the run
     finished).
 
     A write that fails (a full disk) leaves no half-written run: the files written here and the
-    folder, when this call created it, are removed (:func:`resharpen.experiments.core.io.
+    folder, when this call created it, are removed (:func:`resharpen.experiments.common.io.
     undo_on_failure`) before the error goes on."""
     import json
 
-    from resharpen.experiments.core.io import (atomic_write_json, atomic_write_text,
+    from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text,
                                                atomic_write_weights, dumps_jsonl,
                                                ensure_writable_dir, undo_on_failure)
-    from resharpen.experiments.core.provenance import PROVENANCE_FILE, provenance
+    from resharpen.experiments.common.provenance import PROVENANCE_FILE, provenance
 
     with undo_on_failure(folder):
         folder = ensure_writable_dir(folder)

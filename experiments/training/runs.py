@@ -1,4 +1,4 @@
-"""A finished run folder, read back: what :func:`resharpen.experiments.core.train.save_run` wrote.
+"""A finished run folder, read back: what :func:`resharpen.experiments.training.loop.save_run` wrote.
 
 A run folder holds ``config.json`` (the validated config), ``metrics.jsonl`` (one row per logged
 step), ``per_length.json`` (the exact per-length evaluation of every weight set),
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resharpen.experiments.core.io import read_json, read_jsonl
+from resharpen.experiments.common.io import read_json, read_jsonl
 
 if TYPE_CHECKING:
     import torch
 
-    from resharpen.experiments.core.model import Transformer
+    from resharpen.experiments.model.transformer import Transformer
 
 WEIGHT_KINDS = ("raw", "ema", "bema")  # the weight sets of a run
 WEIGHTS_FILE = "weights_{}.safetensors"  # the file of one weight set in a run folder
@@ -47,7 +47,7 @@ class Run:
         ValueError if the folder keeps no such weights (runs saved before weights were kept), or
         if the file is not what a run writes (:func:`read_weights`: checked before anything of
         the model's size is allocated)."""
-        from resharpen.experiments.core.model import Transformer
+        from resharpen.experiments.model.transformer import Transformer
 
         path = self.weights_path(weights)
         if not path.is_file():
@@ -71,14 +71,14 @@ def read_weights(path: str | Path, max_memory: int | None = None):
       exactly the file's tensor names and shapes, so metadata that claims d = 10^5 over small
       tensors is refused before a 40 GB model is allocated;
     - the memory: the tensors and the model built from them must fit
-      (:func:`resharpen.experiments.core.limits.require`; a file that truly holds that much
+      (:func:`resharpen.experiments.common.limits.require`; a file that truly holds that much
       is refused when the machine does not have it);
     - the values: every tensor finite (no NaN or inf: a corrupt file or a run that diverged)."""
     import torch
     from safetensors import SafetensorError, safe_open
 
-    from resharpen.experiments.core import limits
-    from resharpen.experiments.core.model import ModelConfig, Transformer
+    from resharpen.experiments.common import limits
+    from resharpen.experiments.model.transformer import ModelConfig, Transformer
 
     path = Path(path)
     try:
@@ -114,7 +114,7 @@ def read_weights(path: str | Path, max_memory: int | None = None):
 
 
 def _read_json(path: Path):
-    """A run file's JSON (:func:`~resharpen.experiments.core.io.read_json`: a corrupt file is
+    """A run file's JSON (:func:`~resharpen.experiments.common.io.read_json`: a corrupt file is
     named with its line); a missing one means the folder is not a finished run."""
     try:
         return read_json(path, "run file")

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
 
-from resharpen.experiments.core.train_config import AVERAGING_KINDS
+from resharpen.experiments.training.schema import AVERAGING_KINDS
 
 
 @dataclass(frozen=True)
@@ -176,3 +176,11 @@ def make_averager(kind: str, model: nn.Module, *, decay: float = 0.999,
     if kind == "bema":
         return BEMA(model, bema)
     raise ValueError(f"averaging kind {kind!r} is not one of {', '.join(AVERAGING_KINDS)}")
+
+
+def bema_config(train: dict) -> BEMAConfig:
+    """The BEMA settings of a run config's ``[train]`` table (its ``bema_*`` keys)."""
+    return BEMAConfig(update_freq=train["bema_update_freq"], ema_power=train["bema_ema_power"],
+                      bias_power=train["bema_bias_power"], lag=train["bema_lag"],
+                      update_after=train["bema_update_after"],
+                      multiplier=train["bema_multiplier"])

@@ -2,28 +2,24 @@
 no torch, so that a command checks a config and refuses a bad one before it imports torch.
 
 :data:`MODEL_FIELDS` and :data:`TRAIN_FIELDS` are the keys, types, defaults and ranges
-(:class:`resharpen.experiments.core.config.Field`); a trainer picks the keys it uses and its
-defaults with :func:`resharpen.experiments.core.config.pick_fields`. :class:`TrainingTarget` is
+(:class:`resharpen.experiments.training.config.Field`); a trainer picks the keys it uses and its
+defaults with :func:`resharpen.experiments.training.config.pick_fields`. :class:`TrainingTarget` is
 ``train.target`` and ``train.labels_per_position`` (their meaning:
-:mod:`resharpen.experiments.core.targets`). The names of the norm placements and kinds are the
-keys of the model's table (:data:`resharpen.experiments.core.model.PLACEMENTS`, which checks
-that they agree). ``model.positional``: none, learned (absolute slots) or rope (rotary);
+:mod:`resharpen.experiments.training.targets`). The names of the norm placements and kinds come from
+the scheme registry (:mod:`resharpen.experiments.model.schemes`). ``model.positional``: none, learned (absolute slots) or rope (rotary);
 ``model.norm_gain``: learned, or frozen at 1.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from resharpen.experiments.core.config import Field
+from resharpen.experiments.model.schemes import FIRST as FIRST_PLACEMENTS  # noqa: F401
+from resharpen.experiments.model.schemes import NORM_GAINS, NORM_KINDS, names
+from resharpen.experiments.training.config import Field
 
-NORM_PLACEMENTS = ("none", "pre", "post", "attn_out", "peri", "pre_nofinal", "mixln",
-                   "ln_scaling", "ngpt")
-"""The normalization schemes, the keys of the model's table (equations: its docstring)."""
-FIRST_PLACEMENTS = NORM_PLACEMENTS[:5]
-"""none, pre, post, attn_out, peri: the placements of the grids, benchmarks and figures made
-before the other schemes were added (they keep training and drawing exactly these)."""
-NORM_KINDS = ("rms", "layer")
-NORM_GAINS = ("learned", "frozen")  # frozen: every gain 1 (LayerNorm's bias 0), no parameters
+NORM_PLACEMENTS = names(builtin=True)
+"""The package's own normalization schemes, in registry order (:mod:`resharpen.experiments.model.schemes`;
+``model.norm`` accepts every registered scheme, plug-ins included)."""
 POSITIONAL = ("none", "learned", "rope")
 TARGETS = ("sampled", "soft")
 AVERAGING_KINDS = ("none", "ema", "bema")  # train.ema: the averaging of the primary weights
@@ -34,7 +30,7 @@ MODEL_FIELDS: dict[str, Field] = {
     "n_layers": Field(int, 1, 1, 48),
     "n_heads": Field(int, 1, 1, 64),
     "d_head": Field(int, 0, 0, 4096),  # 0 = d_model // n_heads
-    "norm": Field(str, "none", choices=NORM_PLACEMENTS),
+    "norm": Field(str, "none", choices=names),  # every registered scheme, read when checked
     "norm_kind": Field(str, "rms", choices=NORM_KINDS),
     "norm_gain": Field(str, "learned", choices=NORM_GAINS),
     "mlp": Field(str, "none", choices=("none", "gelu", "swiglu")),
@@ -93,7 +89,7 @@ def check_model_shape(config: dict) -> None:
 @dataclass(frozen=True)
 class TrainingTarget:
     """``train.target`` and ``train.labels_per_position`` of a config (the losses they name:
-    :mod:`resharpen.experiments.core.targets`)."""
+    :mod:`resharpen.experiments.training.targets`)."""
 
     kind: str = "sampled"
     labels: int = 1

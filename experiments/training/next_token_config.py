@@ -1,14 +1,14 @@
 """The config of a run of next-token training on a registered task: its schema and its reader.
 Plain data, no torch: ``resharpen langs run`` and ``langs train`` check every run's config here
 and refuse a bad one before they import torch. The keys' meaning:
-:mod:`resharpen.experiments.languages.train`.
+:mod:`resharpen.experiments.training.next_token`.
 """
 from __future__ import annotations
 
-from resharpen.experiments.core.config import Field, Schema, pick_fields
-from resharpen.experiments.core.train_config import (MODEL_FIELDS, TRAIN_FIELDS,
+from resharpen.experiments.training.config import Field, Schema, pick_fields
+from resharpen.experiments.training.schema import (MODEL_FIELDS, TRAIN_FIELDS,
                                                      check_model_shape, check_target)
-from resharpen.experiments.languages.registry import TASKS, get_task
+from resharpen.experiments.tasks.registry import TASKS, get_task
 
 SCHEMA = Schema({
     "task": {

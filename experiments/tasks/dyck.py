@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from resharpen.experiments.core.tasks import Task, check_int
+from resharpen.experiments.tasks.base import Task, check_int
 
 PAIRS = ("()", "[]", "{}", "<>")
 

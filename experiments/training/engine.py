@@ -1,6 +1,6 @@
 """The engine: K transformers of one shape trained at once, as the one model module vectorized.
 
-Members. K :class:`~resharpen.experiments.core.model.Transformer` s of one shape and scheme are
+Members. K :class:`~resharpen.experiments.model.transformer.Transformer` s of one shape and scheme are
 stacked (``torch.func.stack_module_state``: parameter ``name`` becomes one tensor
 (K, *shape)) and run as one computation, ``torch.func.vmap`` over
 ``torch.func.functional_call`` of the module itself (:class:`Members`): member k's logits are
@@ -10,7 +10,7 @@ optimizer sees: seed, ``init_std``, ``attn_out_scale``, learning rate, weight de
 (:data:`MEMBER_MODEL_KEYS`); everything else of the model config is shared.
 
 Loss. The loss of member k is the lone model's loss
-(:func:`resharpen.experiments.core.targets.cross_entropy`, the same training target and PAD
+(:func:`resharpen.experiments.training.targets.cross_entropy`, the same training target and PAD
 rule), vectorized over the members; the engine back-propagates their sum, so each member's
 gradient is its own.
 
@@ -25,15 +25,15 @@ trained alone with ``torch.optim.AdamW`` up to float32 rounding (tests/core/test
 members of one ensemble (:func:`member_optimizer`).
 benchmarks/bench_engine.py times it against ``torch.optim.AdamW`` on the same stacked tensors.
 After the update the scheme's own step runs on the stack (nGPT's re-normalization of the weight
-rows, :func:`resharpen.experiments.core.model.after_optimizer_step` if the scheme has one).
+rows, :func:`resharpen.experiments.model.transformer.after_optimizer_step` if the scheme has one).
 
 Averaging. Raw, EMA and BEMA weights are kept per member: the averagers of
-:mod:`resharpen.experiments.core.averaging` follow the stacked module (EMA through
+:mod:`resharpen.experiments.training.averaging` follow the stacked module (EMA through
 ``torch.optim.swa_utils.AveragedModel`` with a per-member decay, BEMA elementwise), and
 :meth:`EnsembleState.member_weights` unstacks member k's three weight sets into Transformers.
 
 Dropout. Each member has its own rates (the module's dropout rates are buffers, stacked like
-the weights) and its own masks: they are counter-based (:func:`resharpen.experiments.core.model.
+the weights) and its own masks: they are counter-based (:func:`resharpen.experiments.model.transformer.
 dropout_uniforms`), keyed by the member's run seed and the step, so a member draws exactly the
 masks of its lone run and equals it to float32 rounding, dropout included.
 """
@@ -49,12 +49,12 @@ from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 from torch.optim.swa_utils import AveragedModel
 
-from resharpen.experiments.core.averaging import BEMA, Raw
-from resharpen.experiments.core.model import (Dropout, ModelConfig, Transformer,
+from resharpen.experiments.training.averaging import BEMA, Raw, bema_config
+from resharpen.experiments.model.transformer import (Dropout, ModelConfig, Transformer,
                                               after_optimizer_step, check_tokens, dropout_key)
-from resharpen.experiments.core.probes import Probed, probed, zero_probes
-from resharpen.experiments.core.targets import Batch, cross_entropy
-from resharpen.experiments.core.train_config import OPTIMIZERS
+from resharpen.experiments.model.probes import Probed, probed, zero_probes
+from resharpen.experiments.training.targets import Batch, cross_entropy
+from resharpen.experiments.training.schema import OPTIMIZERS
 
 MEMBER_MODEL_KEYS = ("init_std", "attn_out_scale", "attn_dropout", "resid_dropout")
 """Model-config fields in which members of one ensemble may differ: the init scale (it acts at
@@ -79,7 +79,7 @@ class Members(nn.Module):
     the logits (K, B, S, v) of every member, ``vmap`` of the module's own forward.
 
     The stacked tensors are this module's parameters (``parameter(name)``), so optimizers and
-    the averagers of :mod:`resharpen.experiments.core.averaging` see an ordinary module."""
+    the averagers of :mod:`resharpen.experiments.training.averaging` see an ordinary module."""
 
     def __init__(self, models: Sequence[Transformer]):
         super().__init__()
@@ -122,9 +122,9 @@ class Members(nn.Module):
     def losses(self, batch: Batch, ignore: int | None = None,
                probes: dict[str, torch.Tensor] | None = None):
         """(K,): member k's mean cross-entropy on its part of the stacked ``batch`` against the
-        training target (the lone model's loss, :func:`~resharpen.experiments.core.targets.cross_entropy`).
+        training target (the lone model's loss, :func:`~resharpen.experiments.training.targets.cross_entropy`).
         With ``probes`` ({capture point: zeros (K, ...) that require grad},
-        :mod:`resharpen.experiments.core.probes`): (losses, {point: activations (K, ...)}),
+        :mod:`resharpen.experiments.model.probes`): (losses, {point: activations (K, ...)}),
         and after the backward pass each probe's ``.grad`` holds every member's gradient there."""
         self._check(batch.inputs)
         fields = {name: value for name, value in (("tokens", batch.tokens),
@@ -142,7 +142,7 @@ class Members(nn.Module):
         return values if probes is None else (values, captured)
 
     def set_dropout_keys(self, keys: Sequence[int]) -> None:
-        """Member k's dropout masks keyed by ``keys[k]`` (:class:`~resharpen.experiments.core.model.Dropout`)."""
+        """Member k's dropout masks keyed by ``keys[k]`` (:class:`~resharpen.experiments.model.transformer.Dropout`)."""
         for name, buffer in self._buffers_stacked.items():
             if name.endswith(".key"):
                 buffer.copy_(torch.tensor(list(keys), dtype=buffer.dtype))
@@ -205,7 +205,7 @@ def per_member(values, k: int, name: str) -> list[float]:
 def member_rates(members: "Members", lrs, weight_decays) -> tuple[list, list, list, list]:
     """(parameters, per-member learning rates, their tensors broadcast to each stacked
     parameter (K, 1, ...), the weight decays likewise: on the model's matrices only, as
-    :func:`resharpen.experiments.core.train.make_optimizer`, zero elsewhere): what the
+    :func:`resharpen.experiments.training.loop.make_optimizer`, zero elsewhere): what the
     per-member optimizers share."""
     k = members.size
     params = list(members.stack)
@@ -222,7 +222,7 @@ def member_rates(members: "Members", lrs, weight_decays) -> tuple[list, list, li
 
 class MemberAdamW:
     """AdamW over a :class:`Members` stack with per-member learning rate and weight decay
-    (decay on the model's matrices only, as :func:`resharpen.experiments.core.train.make_optimizer`)
+    (decay on the model's matrices only, as :func:`resharpen.experiments.training.loop.make_optimizer`)
     and per-member clipping (:func:`adamw_update`)."""
 
     def __init__(self, members: Members, lrs, weight_decays, betas: tuple, eps: float = 1e-8,
@@ -272,7 +272,7 @@ def sgd_update(params: list, grads: list, momentum_buf: list, lrs: list, decays:
 class MemberSGD:
     """SGD with momentum over a :class:`Members` stack (``train.optimizer = "sgd"``): per-member
     learning rate and L2 weight decay (on the model's matrices only, as
-    :func:`resharpen.experiments.core.train.make_optimizer`), one momentum, per-member clipping
+    :func:`resharpen.experiments.training.loop.make_optimizer`), one momentum, per-member clipping
     (:func:`sgd_update`). The same interface as :class:`MemberAdamW`."""
 
     def __init__(self, members: Members, lrs, weight_decays, momentum: float,
@@ -347,8 +347,8 @@ class StackedEMA:
 class EnsembleState:
     """K members training together: the stack, its AdamW, the schedule's base settings and the
     averagers {raw, ema, bema} of the stack (a subset when asked). The interface the training
-    loop (:func:`resharpen.experiments.core.train.fit_members`) uses is the one of
-    :class:`resharpen.experiments.core.train.TrainingState`: ``size``, :meth:`train_step`,
+    loop (:func:`resharpen.experiments.training.loop.fit_members`) uses is the one of
+    :class:`resharpen.experiments.training.loop.TrainingState`: ``size``, :meth:`train_step`,
     :meth:`update_averagers`, :meth:`lr`, :meth:`member_weights`, :meth:`snapshot`."""
 
     members: Members
@@ -373,7 +373,7 @@ class EnsembleState:
         """One step (``step`` 1-based) on a stacked batch: the members' losses, the backward of
         their sum, ``after_backward()``, the clipped per-member AdamW at the schedule's rate,
         the scheme's after-step. Returns the K losses. ``batch``: a stacked
-        :class:`~resharpen.experiments.core.targets.Batch` or sequences (K, B, S+1)."""
+        :class:`~resharpen.experiments.training.targets.Batch` or sequences (K, B, S+1)."""
         batch = batch if isinstance(batch, Batch) else Batch(batch)
         if self.dropout_seeds is not None:
             self.members.set_dropout_keys([dropout_key(seed, step) for seed in self.dropout_seeds])
@@ -417,7 +417,6 @@ def ensemble_state(models: Sequence[Transformer], trains: Sequence[dict], lr_fac
     """The state of K members from their initial models and their ``[train]`` tables (lr,
     weight_decay and ema_decay per member; the optimizer (:func:`member_optimizer`), betas,
     momentum, clipping and the BEMA settings shared)."""
-    from resharpen.experiments.core.train import bema_config
 
     members = Members(models)
     first = trains[0]
