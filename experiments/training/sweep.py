@@ -303,3 +303,26 @@ def _values(values: list) -> str:
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in distinct):
         return f"{distinct[0]}..{distinct[-1]} ({len(distinct)} values)"
     return ", ".join(map(str, distinct))
+
+
+def describe_runs(root: str | Path) -> str:
+    """One line: what the finished runs under ``root`` are (above)."""
+    root = Path(root)
+    identity = {}
+    if (root / "sweep.json").exists():
+        identity = json.loads((root / "sweep.json").read_text()).get("identity", {})
+    configs = [run["config"] for run in load_runs(root)]
+    parts = [f"ran {root.name}", f"profile {identity.get('profile', 'unknown')}",
+             f"{len(configs)} finished runs"]
+    if configs:
+        seeds = {config.get("train", {}).get("seed") for config in configs}
+        seeds.discard(None)
+        if seeds:
+            parts.append(f"{len(seeds)} seeds")
+        for section, key, label in REPORTED:
+            values = [config[section][key] for config in configs
+                      if config.get(section, {}).get(key) not in (None, "")
+                      and not (key == "vocab" and config[section][key] == 0)]  # 0: the task's own
+            if values:
+                parts.append(f"{label} {_values(values)}")
+    return "; ".join(parts)
