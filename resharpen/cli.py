@@ -70,7 +70,7 @@ def run_verify(args) -> int:
     import os
 
     from resharpen.experiments.common.io import atomic_write_text, check_output_file, read_text_file
-    from resharpen.claims import all_claims
+    from resharpen.claims import all_claims, claims_for
     from resharpen.experiments import ledger
     from resharpen.experiments.ledger import baseline as baselines
 
@@ -80,7 +80,7 @@ def run_verify(args) -> int:
 
         index = claim_index.load()
     with bad_input():
-        chosen = ledger.select(index.claims() if index else all_claims(), args.only)
+        chosen = ledger.select(index.claims(), args.only) if index else claims_for(args.only)
         if args.where:
             chosen = ledger.select(chosen, [args.where])
         for flag, target in (("--json", args.json), ("--markdown", args.markdown),
