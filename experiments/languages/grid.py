@@ -150,9 +150,8 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
         identity["ensemble"] = size
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
     from resharpen.experiments.common.io import undo_on_failure
-    from resharpen.experiments.training.sweep import LOCK_FILE
 
-    with undo_on_failure(target, remove_written=False, own_files=(LOCK_FILE,)):
+    with undo_on_failure(target, remove_written=False):
         root = ensure_writable_dir(target)
         execute(root, identity, selected, run_group, lambda: write_table(root), ensemble=size,
                 marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend,

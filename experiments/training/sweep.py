@@ -21,14 +21,14 @@ import contextlib
 import csv
 import io
 import json
-import os
 import threading
 from pathlib import Path
 
 from resharpen.experiments.training.backends import check_backend, run_tasks
 from resharpen.experiments.common.cli_args import UsageError, bad_input
-from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text, check_within,
-                                           dumps_jsonl, read_json, read_jsonl,
+from resharpen.experiments.common.io import (TEMP_MARK, atomic_write_json, atomic_write_text,
+                                           check_within, dumps_jsonl, hold_lock, read_json,
+                                           read_jsonl, remove_stale_staging,
                                            remove_stale_temporaries)
 from resharpen.experiments.training.runs import WEIGHT_KINDS, WEIGHTS_FILE
 
@@ -154,6 +154,7 @@ def _run(root, identity, configs, run_fn, write_table_fn, finished, pending, mar
     remove_stale_temporaries(root, SWEEP_FILES)  # left by a killed writer: ours only
     for config in configs:
         remove_stale_temporaries(root / "runs" / config["name"], RUN_FILES)
+        remove_stale_staging(root / "runs", config["name"], RUN_FILES)
     atomic_write_json(root / "sweep.json", {"identity": identity, "runs": len(configs),
                                             **(marker or {})})
     bar = progress_bar(total=len(configs), initial=len(finished), desc=desc, unit="run",
@@ -184,6 +185,8 @@ def load_runs(root: str | Path) -> list[dict]:
     """(config, summary) of every finished run under ``root/runs``, sorted by name."""
     runs = []
     for folder in sorted((Path(root) / "runs").glob("*")):
+        if TEMP_MARK in folder.name:  # a run being staged (or a killed writer's): not a run
+            continue
         if (folder / "summary.json").exists():
             runs.append({"folder": folder,
                          "config": read_json(folder / "config.json", "run file"),
@@ -221,8 +224,8 @@ def read_table(root: str | Path) -> list[dict]:
 
 LOCK_FILE = ".lock"
 """The lock file a process holds (``fcntl.flock``) in a sweep folder while it drives it
-(:func:`execute`, :func:`exclusive`): the package's own file, left in place (an flock lock file
-is never removed while another process may be waiting on it)."""
+(:func:`execute`, :func:`exclusive`): the package's own file, left in place once the folder
+holds results, removed only by its holder (:func:`~resharpen.experiments.common.io.hold_lock`)."""
 
 _HOLDER = threading.local()
 """``_HOLDER.held``: the sweep folders (resolved) whose lock this thread holds, with the depth: a
@@ -238,10 +241,12 @@ def _held() -> dict[str, int]:
 
 @contextlib.contextmanager
 def _locked(root: Path, kind: str = "sweep", wait: bool = False):
-    """Hold the lock of ``root`` for the block (see :func:`execute`). The lock file is created
-    only when the folder exists (run_sweep creates it first); a refusal writes nothing."""
-    import fcntl
-
+    """Hold the lock of ``root`` for the block (see :func:`execute`): an flock on
+    ``root/.lock`` (:func:`~resharpen.experiments.common.io.hold_lock`: created without
+    following a link, held for the block, released by the kernel if the process dies). The lock
+    file is created only when the folder exists (run_sweep creates it first); a refusal writes
+    nothing and removes nothing; a holder that leaves the folder holding nothing else removes
+    its own lock file, still holding it."""
     key, held = str(Path(root).resolve()), _held()
     if key in held:
         held[key] += 1
@@ -253,22 +258,14 @@ def _locked(root: Path, kind: str = "sweep", wait: bool = False):
     lock = Path(root) / LOCK_FILE
     with bad_input():
         check_within(root, lock, f"{kind} lock file")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            raise UsageError(f"{kind} folder {str(root)!r} is in use: another process is running "
-                             f"this {kind} (it holds {str(lock)!r}); wait for it to finish, or "
-                             "choose another --out") from None
+    busy = (f"{kind} folder {str(root)!r} is in use: another process is running this {kind} "
+            f"(it holds {str(lock)!r}); wait for it to finish, or choose another --out")
+    with hold_lock(lock, busy, wait, remove_if_alone=True):
         held[key] = 1
         try:
             yield
         finally:
             del held[key]
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -16,8 +16,10 @@ random-search sweep file and language grid; in a file's content ``{BASE}`` too. 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -54,6 +56,13 @@ SC_RUN = {"r/summary.json": '{"seconds": 1.0, "primary": "raw"}',
 
 class Link(str):
     """A file's content Link("target"): make a symbolic link to target (relative to the link)."""
+
+
+class Special(str):
+    """A file's content FIFO or SOCKET: make a named pipe or a listening Unix socket there."""
+
+
+FIFO, SOCKET = Special("fifo"), Special("socket")
 
 
 def safetensors_bytes(config: dict, shapes: dict, nan: str | None = None) -> bytes:
@@ -496,6 +505,52 @@ CASES = [
     # a partial baseline needs --force
     case(["verify", "--write-baseline", "b.json", "--only", "sc.lemma.*"],
          r"--write-baseline with --only would replace the baseline .* add --force"),
+    # an output path that is not a regular file: refused before any work, never replaced or
+    # followed (a FIFO, a socket, a symbolic link, a link that loops)
+    case(["verify", "--json", "f", "--only", "sc.lemma.*"],
+         r"--json 'f' is a FIFO \(named pipe\), not a regular file; the package replaces only",
+         {"f": FIFO}, id="verify --json FIFO"),
+    case(["verify", "--json", "s", "--only", "sc.lemma.*"], r"--json 's' is a socket",
+         {"s": SOCKET}, id="verify --json socket"),
+    case(["verify", "--markdown", "loop", "--only", "sc.lemma.*"],
+         r"--markdown 'loop' is a symbolic link that loops", {"loop": Link("loop")},
+         id="verify --markdown symlink to itself"),
+    case(["verify", "--json", "l.json", "--only", "sc.lemma.*"],
+         r"--json 'l\.json' is a symbolic link, not a regular file",
+         {"t.json": "theirs", "l.json": Link("t.json")}, id="verify --json symlink to a file"),
+    case(["verify", "--write-baseline", "f", "--only", "sc.lemma.*", "--force"],
+         r"--write-baseline 'f' is a FIFO", {"f": FIFO}, id="verify --write-baseline FIFO"),
+    case(["construct", "--vocab", "8", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="construct --json FIFO"),
+    case(["construct", "--vocab", "8", "--json", "loop"], r"--json 'loop' is a symbolic link "
+         "that loops", {"loop": Link("loop")}, id="construct --json symlink loop"),
+    case(["derive", "--latex", "f"], r"--latex 'f' is a FIFO", {"f": FIFO},
+         id="derive --latex FIFO"),
+    case(["report", "s", "--fit-json", "f"], r"--fit-json 'f' is a FIFO", {**SC_SWEEP, "f": FIFO},
+         id="report --fit-json FIFO"),
+    case(["report", "--html", "f"], r"--html 'f' is a FIFO", {"f": FIFO, "out/ledger.json":
+         '{"claims": []}'}, id="report --html FIFO"),
+    case(["report", "--html", "loop"], r"--html 'loop' is a symbolic link that loops",
+         {"loop": Link("loop"), "out/ledger.json": '{"claims": []}'},
+         id="report --html symlink loop"),
+    case(["compare", "r", "--json", "f"], r"--json 'f' is a FIFO", {**SC_RUN, "f": FIFO},
+         id="compare --json FIFO"),
+    case(["tasks", "games", "--out", "f"], r"--out 'f' is a FIFO", {"f": FIFO},
+         id="tasks games --out FIFO"),
+    case(["dynamics", "ode", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="dynamics ode --json FIFO"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--json", "s"], r"--json 's' is a socket",
+         {"s": SOCKET}, id="dynamics simulate --json socket"),
+    case(["dynamics", "stacks", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="dynamics stacks --json FIFO"),
+    case(["collapse", "stack", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="collapse stack --json FIFO"),
+    case(["figs", "--out", "o", "--only", "sc_margins"],
+         r"figure file 'o/sc_margins\.png' is a FIFO", {"o/sc_margins.png": FIFO},
+         id="figs output file is a FIFO"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"lock file 's/\.lock' cannot be used: a symbolic link",
+         {"s/.lock": Link("victim"), "s/victim": "keep me"}, id="sweep lock file is a link"),
     # an empty config
     case(["train", "c.toml"], r"config file '.*c\.toml' is empty: name a base config",
          cfg(""), id="train empty config"),
@@ -507,13 +562,23 @@ CASES = [
 
 
 def snapshot(root: Path) -> dict:
-    """Every path under ``root``: a folder, or a file's bytes, inode and modification time (a
-    rewrite, even with the same bytes, changes the inode: files are replaced atomically)."""
+    """Every path under ``root``: a folder, a symbolic link's target, or a file's bytes, inode and
+    modification time (a rewrite, even with the same bytes, changes the inode: files are
+    replaced atomically); a FIFO or socket by its kind and inode (never opened)."""
+    import stat as st
+
     out = {}
     for path in sorted(root.rglob("*")):
-        stat = path.lstat()
-        out[str(path.relative_to(root))] = ("dir" if path.is_dir() else
-                                            (path.read_bytes(), stat.st_ino, stat.st_mtime_ns))
+        info = path.lstat()
+        if st.S_ISLNK(info.st_mode):
+            entry = ("link", os.readlink(path), info.st_ino)
+        elif path.is_dir():
+            entry = "dir"
+        elif st.S_ISREG(info.st_mode):
+            entry = (path.read_bytes(), info.st_ino, info.st_mtime_ns)
+        else:
+            entry = (st.S_IFMT(info.st_mode), info.st_ino, info.st_mtime_ns)
+        out[str(path.relative_to(root))] = entry
     return out
 
 
@@ -528,8 +593,10 @@ def _timeout(signum, frame):
 
 
 @pytest.mark.parametrize("args, files, pattern", CASES)
-def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys):
+def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys, request):
     monkeypatch.chdir(tmp_path)  # the output root out/ is relative: it lands here
+    servers = []
+    request.addfinalizer(lambda: [server.close() for server in servers])
     for name, content in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -537,6 +604,12 @@ def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys):
             path.mkdir(exist_ok=True)
         elif isinstance(content, Link):
             path.symlink_to(content)
+        elif content == FIFO:
+            os.mkfifo(path)
+        elif content == SOCKET:
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(name)  # relative: a socket's path is limited to about 100 bytes
+            servers.append(server)
         elif isinstance(content, bytes):
             path.write_bytes(content)
         else:
