@@ -45,8 +45,9 @@ import numpy as np
 from resharpen.experiments.training.backends import check_backend
 from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points,
                                                load_sweep, sample_configs, sweep_folder)
-from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text, dumps_json,
-                                           ensure_writable_dir, loads_json)
+from resharpen.experiments.common.io import (NUMBER, atomic_write_json, atomic_write_text,
+                                           check_shape, dumps_json, ensure_writable_dir,
+                                           read_json)
 from resharpen.experiments.training.sweep import execute, load_runs, write_rows
 from resharpen.experiments.training.runs import WEIGHT_KINDS
 from resharpen.experiments.training.schema import NORM_PLACEMENTS
@@ -321,7 +322,10 @@ def per_length_curves(root: str | Path) -> dict:
     out: dict = {}
     for run in load_runs(root):
         c = run["config"]
-        per = loads_json((run["folder"] / "per_length.json").read_text())
+        path = run["folder"] / "per_length.json"
+        per = read_json(path, "run file", dict)  # {weights: [{length, metrics}]}
+        for weights, records in per.items():
+            check_shape(records, [{"length": NUMBER}], f"run file {str(path)!r}", weights)
         for weights, records in per.items():
             lines = out.setdefault(c["task"]["name"], {})
             slot = lines.setdefault((c["model"]["norm"], weights),

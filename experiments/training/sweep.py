@@ -30,7 +30,8 @@ from resharpen.experiments.common.io import (TEMP_MARK, atomic_write_json, atomi
                                            check_within, dumps_jsonl, hold_lock, read_json,
                                            read_jsonl, remove_stale_staging,
                                            remove_stale_temporaries)
-from resharpen.experiments.training.runs import WEIGHT_KINDS, WEIGHTS_FILE
+from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, SUMMARY_SHAPE, WEIGHT_KINDS,
+                                               WEIGHTS_FILE)
 
 SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl", "provenance.json")
 """The files a sweep driver writes in the sweep folder itself."""
@@ -135,8 +136,9 @@ def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
             folder = root / "runs" / config["name"]
             check_within(root, folder, "run folder")
             if (folder / "summary.json").exists():
-                read_json(folder / "summary.json", "run file")
-                if read_json(folder / "config.json", "run file") != json.loads(json.dumps(config)):
+                read_json(folder / "summary.json", "run file", SUMMARY_SHAPE)
+                if read_json(folder / "config.json", "run file", RUN_CONFIG_SHAPE) != \
+                        json.loads(json.dumps(config)):
                     raise UsageError(f"run folder {str(folder)!r} holds another config; "
                                      "choose another --out")
                 finished.add(index)
@@ -189,8 +191,10 @@ def load_runs(root: str | Path) -> list[dict]:
             continue
         if (folder / "summary.json").exists():
             runs.append({"folder": folder,
-                         "config": read_json(folder / "config.json", "run file"),
-                         "summary": read_json(folder / "summary.json", "run file")})
+                         "config": read_json(folder / "config.json", "run file",
+                                             RUN_CONFIG_SHAPE),
+                         "summary": read_json(folder / "summary.json", "run file",
+                                              SUMMARY_SHAPE)})
     return runs
 
 
@@ -201,8 +205,8 @@ def write_rows(root: Path, rows: list[dict]) -> list[dict]:
     from resharpen.experiments.common.provenance import PROVENANCE_FILE, provenance
 
     try:
-        profile = json.loads((Path(root) / "sweep.json").read_text())["identity"]["profile"]
-    except (OSError, ValueError, KeyError, TypeError):
+        profile = read_sweep_file(root)["identity"].get("profile")
+    except (OSError, ValueError):
         profile = None
     atomic_write_json(Path(root) / PROVENANCE_FILE, provenance(profile))
     atomic_write_text(root / "table.jsonl", dumps_jsonl(rows))
@@ -219,7 +223,17 @@ def read_table(root: str | Path) -> list[dict]:
     path = Path(root) / "table.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{str(path)!r} does not exist: is {str(root)!r} a sweep folder?")
-    return read_jsonl(path, "sweep table")
+    return read_jsonl(path, "sweep table", {"run": str})
+
+
+SWEEP_FILE_SHAPE = {"identity": dict, "runs?": int}
+"""The shape of a sweep folder's sweep.json (:func:`~resharpen.experiments.common.io.check_shape`)."""
+
+
+def read_sweep_file(root: str | Path) -> dict:
+    """A sweep folder's sweep.json, checked (:data:`SWEEP_FILE_SHAPE`): ValueError naming the
+    file and the field, FileNotFoundError when it is missing."""
+    return read_json(Path(root) / "sweep.json", "sweep file", SWEEP_FILE_SHAPE)
 
 
 LOCK_FILE = ".lock"
@@ -307,7 +321,7 @@ def describe_runs(root: str | Path) -> str:
     root = Path(root)
     identity = {}
     if (root / "sweep.json").exists():
-        identity = json.loads((root / "sweep.json").read_text()).get("identity", {})
+        identity = read_sweep_file(root)["identity"]
     configs = [run["config"] for run in load_runs(root)]
     parts = [f"ran {root.name}", f"profile {identity.get('profile', 'unknown')}",
              f"{len(configs)} finished runs"]

@@ -44,6 +44,15 @@ SC_SWEEP = {"s/sweep.json": json.dumps({"identity": {"name": "x"}, "runs": 1, "f
 GRID_DIR = {"g/sweep.json": json.dumps({"identity": {"name": "g"}, "runs": 1,
                                         "kind": "task_grid"}),
             "g/table.jsonl": '{"run": "g-0000"}\n'}
+# A Set Complement sweep identity the report can read, a table row, and a sweep with one run.
+SC_IDENTITY = {"name": "x", "space": {}, "base": {"train": {"steps": 1, "batch_size": 1},
+                                                 "task": {"vocab": 8, "train_len": 2}}}
+SC_ROW = '{"run": "x-0000", "primary": "raw", "ood_invalid_mass": 0.1, "ood_kl": 0.1, ' \
+         '"lg_score": 1}\n'
+SC_REPORTABLE = {"s/sweep.json": json.dumps({"identity": SC_IDENTITY}), "s/table.jsonl": SC_ROW,
+                 "s/runs/x-0000/config.json": '{"name": "x-0000"}',
+                 "s/runs/x-0000/summary.json": '{"primary": "raw"}',
+                 "s/runs/x-0000/per_length.json": "[]", "s/runs/x-0000/metrics.jsonl": ""}
 # The first run folder of the quick random_search sweep (runs are named <name>-<index:04d>).
 RUN0 = "s/runs/random_search-0000"
 # A finished run folder that is not a collapse run (a Set Complement run's files).
@@ -551,6 +560,62 @@ CASES = [
     case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
          r"lock file 's/\.lock' cannot be used: a symbolic link",
          {"s/.lock": Link("victim"), "s/victim": "keep me"}, id="sweep lock file is a link"),
+    # files read with a size cap, never a device or FIFO to the end; a config nested too deep
+    case(["verify", "--baseline", "/dev/zero", "--only", "sc.lemma.*"],
+         r"--baseline '/dev/zero' is a character device, not a JSON file: the package reads only "
+         r"regular files", id="verify --baseline /dev/zero"),
+    case(["verify", "--baseline", "f", "--only", "sc.lemma.*"], r"--baseline 'f' is a FIFO",
+         {"f": FIFO}, id="verify --baseline FIFO"),
+    case(["report", "--html", "r.html", "--ledger", "/dev/zero"],
+         r"--ledger '/dev/zero' is a character device", id="report --ledger /dev/zero"),
+    case(["train", "c.toml"], r"config file '.*c\.toml' nests its arrays or tables too deep",
+         cfg("x = " + "[" * 100_000 + "1" + "]" * 100_000 + "\n"),
+         id="train config array nested 100000 deep"),
+    # result files of the wrong shape: one line naming the file and the field
+    case(["report", "s"], r"sweep file 's/sweep\.json': identity is 'x', not an object",
+         {**SC_SWEEP, "s/sweep.json": '{"identity": "x"}'}, id="report sweep.json identity a string"),
+    case(["report", "s"], r"sweep file 's/sweep\.json': identity\.base\.task\.vocab is missing",
+         {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": {**SC_IDENTITY, "base": {
+             "train": {"steps": 1, "batch_size": 1}, "task": {"train_len": 2}}}})},
+         id="report sweep.json without the vocabulary"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl', row 1: primary is missing",
+         {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": SC_IDENTITY})},
+         id="report table row without primary"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl', row 2: ood_kl is 'high', not a number "
+         r"or null", {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": SC_IDENTITY}),
+                      "s/table.jsonl": SC_ROW + SC_ROW.replace('"ood_kl": 0.1', '"ood_kl": "high"')},
+         id="report table metric a string"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl' is corrupt: line 1|line 1: run is 5",
+         {**SC_SWEEP, "s/table.jsonl": '{"run": 5}\n'}, id="report table run a number"),
+    case(["report", "s"], r"run file 's/runs/x-0000/per_length\.json': the document is 'oops', "
+         r"not an object or an array", {**SC_REPORTABLE, "s/runs/x-0000/per_length.json": '"oops"'},
+         id="report per_length.json a string"),
+    case(["report", "s"], r"run history 's/runs/x-0000/metrics\.jsonl', line 2: step is 'x', not "
+         r"a number", {**SC_REPORTABLE, "s/runs/x-0000/metrics.jsonl": '{"step": 0}\n{"step": "x"}\n'},
+         id="report metrics.jsonl step a string"),
+    case(["compare", "r"], r"run file 'r/config\.json': task is 'x', not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": '{"task": "x"}'},
+         id="compare config task a string"),
+    case(["compare", "r"], r"run file 'r/config\.json': task is null, not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": '{"task": null}'},
+         id="compare config task null"),
+    case(["compare", "r"], r"task\.vocab is -1, but the run's raw weights are of vocabulary 8",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {
+             "r/config.json": '{"task": {"vocab": -1, "train_len": 2}}'}, id="compare config vocab -1"),
+    case(["compare", "r"], r"task\.vocab is 100000000\.0, not an integer",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {
+             "r/config.json": '{"task": {"vocab": 1e8, "train_len": 2}}'}, id="compare config vocab 1e8"),
+    case(["compare", "r"], r"run file 'r/config\.json': the document is an array, not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": "[]"},
+         id="compare config.json []"),
+    case(["collapse", "detect", "r"], r"metrics\.jsonl', row 2: t_sim is nan, not a finite number",
+         {"r/summary.json": '{"l_freq_stream": 1.0}', "r/metrics.jsonl":
+          '{"step": 0, "t_sim": 0.1, "loss": 1.0}\n{"step": 1, "t_sim": NaN, "loss": 1.0}\n'},
+         id="collapse detect NaN row"),
+    case(["collapse", "detect", "r"], r"metrics\.jsonl', row 1: step is 'x', not a finite number",
+         {"r/summary.json": '{"l_freq_stream": 1.0}',
+          "r/metrics.jsonl": '{"step": "x", "t_sim": 0.1, "loss": 1.0}\n'},
+         id="collapse detect non-numeric step"),
     # an empty config
     case(["train", "c.toml"], r"config file '.*c\.toml' is empty: name a base config",
          cfg(""), id="train empty config"),

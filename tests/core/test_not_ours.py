@@ -242,3 +242,56 @@ def test_a_run_file_that_is_a_fifo_is_refused_before_staging(tmp_path):
     with pytest.raises(ValueError, match=r"run file '.*summary\.json' is a FIFO"):
         save_run({"config": {}, "history": [], "summary": {}}, folder)
     assert snapshot(tmp_path) == before
+
+
+# ---------------------------------------------------------------- reading: bounded and checked
+def test_reading_is_capped_and_never_blocks(tmp_path):
+    """A file over the cap is refused unread; a FIFO (no writer) or a device is refused without
+    blocking or reading; an array nested 100,000 deep is one ValueError, not RecursionError."""
+    big = tmp_path / "big.json"
+    big.write_text("[" + "0," * 100 + "0]")
+    with pytest.raises(ValueError, match=r"has more than 64 bytes, more than any JSON file"):
+        io.read_json(big, "run file", max_bytes=64)
+    os.mkfifo(tmp_path / "f.json")
+    with pytest.raises(ValueError, match=r"is a FIFO \(named pipe\), not a JSON file"):
+        io.read_json(tmp_path / "f.json", "run file")
+    with pytest.raises(ValueError, match=r"'/dev/zero' is a character device"):
+        io.read_jsonl("/dev/zero", "run history")
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=r"deep\.json' nests its arrays or objects too deep"):
+        io.read_json(deep, "run file")
+
+
+def test_shapes_name_the_file_and_the_field(tmp_path):
+    path = tmp_path / "summary.json"
+    path.write_text('{"by_weights": {"raw": {"ood_kl": "x"}}, "rows": [1, 2, null]}')
+    with pytest.raises(ValueError, match=r"summary\.json': by_weights\.raw\.ood_kl is 'x', not "
+                                         r"a number"):
+        io.read_json(path, "run file", {"by_weights": {"raw": {"ood_kl": io.NUMBER}}})
+    with pytest.raises(ValueError, match=r"rows\[2\] is null, not a finite number"):
+        io.read_json(path, "run file", {"rows": [io.FINITE]})
+    with pytest.raises(ValueError, match=r"summary\.json': primary is missing"):
+        io.read_json(path, "run file", {"primary": str})
+    assert io.read_json(path, "run file", {"primary?": str, "rows": [(io.NUMBER, type(None))]})
+
+
+def test_load_run_refuses_files_of_the_wrong_shape(tmp_path):
+    """``load_run`` on a folder whose config.json is ``[]`` (it was accepted) or whose history
+    has a non-numeric step: one ValueError naming the file and the field."""
+    from resharpen import load_run
+
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for name, text in (("summary.json", "{}"), ("config.json", "[]"), ("per_length.json", "[]")):
+        (folder / name).write_text(text)
+    with pytest.raises(ValueError, match=r"config\.json': the document is an array, not an "
+                                         r"object"):
+        load_run(folder)
+    (folder / "config.json").write_text('{"task": 5}')
+    with pytest.raises(ValueError, match=r"config\.json': task is 5, not an object"):
+        load_run(folder)
+    (folder / "config.json").write_text("{}")
+    (folder / "metrics.jsonl").write_text('{"step": 0}\n{"step": "late"}\n')
+    with pytest.raises(ValueError, match=r"metrics\.jsonl', line 2: step is 'late', not a number"):
+        load_run(folder)
