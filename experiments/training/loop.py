@@ -51,7 +51,7 @@ from torch import nn
 
 from resharpen.experiments.training.averaging import bema_config, make_averager
 from resharpen.experiments.model.transformer import ModelConfig, Transformer, dropout_key
-from resharpen.experiments.training.runs import WEIGHT_KINDS, WEIGHTS_FILE
+from resharpen.experiments.training.runs import RUN_FILES, WEIGHT_KINDS, WEIGHTS_FILE
 from resharpen.experiments.training.targets import Batch, cross_entropy
 
 WEIGHTS = WEIGHT_KINDS  # raw, ema, bema
@@ -436,7 +436,6 @@ def save_run(result: dict, folder: str | Path, profile: str | None = None) -> Pa
                                                commit_staged, dumps_jsonl, ensure_writable_dir,
                                                staging_folder, undo_on_failure)
     from resharpen.experiments.common.provenance import PROVENANCE_FILE, provenance
-    from resharpen.experiments.training.sweep import RUN_FILES
 
     with undo_on_failure(folder):
         folder = ensure_writable_dir(folder)

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 WEIGHT_KINDS = ("raw", "ema", "bema")  # the weight sets of a run
 WEIGHTS_FILE = "weights_{}.safetensors"  # the file of one weight set in a run folder
+RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json",
+             "summary.json", *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
+"""The files :func:`resharpen.experiments.training.loop.save_run` writes in a run folder."""
 
 
 @dataclass(frozen=True)

@@ -30,15 +30,11 @@ from resharpen.experiments.common.io import (TEMP_MARK, atomic_write_json, atomi
                                            check_within, dumps_jsonl, hold_lock, read_json,
                                            read_jsonl, remove_stale_staging,
                                            remove_stale_temporaries)
-from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, SUMMARY_SHAPE, WEIGHT_KINDS,
-                                               WEIGHTS_FILE)
+from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, RUN_FILES,  # noqa: F401
+                                               SUMMARY_SHAPE, WEIGHT_KINDS, WEIGHTS_FILE)
 
 SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl", "provenance.json")
 """The files a sweep driver writes in the sweep folder itself."""
-RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json",
-             "summary.json",
-             *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
-"""The files :func:`resharpen.experiments.training.loop.save_run` writes in a run folder."""
 
 
 PER_MEMBER_KEYS = (("train", "seed"), ("train", "lr"), ("train", "weight_decay"),
