@@ -128,9 +128,13 @@ def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
     that makes its results}). A skipped figure is reported with ``report`` as it happens."""
     from tqdm import tqdm
 
-    from resharpen.experiments.common.io import ensure_writable_dir
+    from resharpen.experiments.common.io import check_file_target, ensure_writable_dir
 
     names = select_figures(only)
+    for name in names:  # before any figure: a folder, FIFO or link at an output is refused
+        for stem in OUTPUTS[name]:
+            for ext in PROVENANCE_KEY:
+                check_file_target(Path(outdir) / f"{stem}.{ext}", "figure file")
     ensure_writable_dir(outdir)
     written: list[Path] = []
     skipped: dict[str, str] = {}

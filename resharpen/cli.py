@@ -383,7 +383,7 @@ def add_report(sub) -> None:
 
 def run_report(args, sweep) -> int:
     """The HTML report when ``--html`` is given, the sweep report when a sweep is named."""
-    from resharpen.experiments.common.io import check_writable_target
+    from resharpen.experiments.common.io import check_output_file
 
     if args.html is None:
         return sweep(args)
@@ -394,9 +394,7 @@ def run_report(args, sweep) -> int:
         if Path(args.ledger).exists():  # a folder, an unreadable file: one line
             read_text_file(args.ledger, "--ledger", "ledger JSON file")
         read_ledger(args.ledger)
-        if Path(args.html).is_dir():
-            raise ValueError(f"--html {args.html!r} is a folder; name the file to write")
-        check_writable_target(Path(args.html).parent)
+        check_output_file(args.html, "--html")
     status = sweep(args) if args.sweep is not None else 0
     print(f"wrote {write_report(args.html, args.ledger, args.figs)}", file=sys.stderr)
     return status

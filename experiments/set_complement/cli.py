@@ -157,7 +157,8 @@ def add_report(sub, figures: Callable[[Path], list[Path]] | None = None) -> None
 
 def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
     from resharpen.experiments.training.sweep import read_table
-    from resharpen.experiments.set_complement.sweep_report import report
+    from resharpen.experiments.set_complement.sweep_report import (check_sweep_folder, report,
+                                                                   runs_with_data)
 
     from resharpen.experiments.common.io import check_output_file, read_json
 
@@ -178,6 +179,8 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
 
         if figures is not None and not args.no_figs:  # no figure through a link out of it
             check_within(args.sweep, Path(args.sweep) / "figs", "figures folder")
+        check_sweep_folder(args.sweep)  # sweep.json, the table and the runs' files, checked
+        runs_with_data(args.sweep)
     if args.fit_json:
         write_fit_json(args.sweep, args.fit_json)
     text, paths = report(args.sweep)

@@ -177,6 +177,10 @@ def _has_search(path: Path, depth: int = 0) -> bool:
 
 
 # ----------------------------------------------------------------------------- TOML and --set
+MAX_CONFIG_BYTES = 2**20
+"""The largest config file read (1 MiB; the packaged ones have a few kB)."""
+
+
 def read_toml(path: str | Path, what: str = "config file") -> dict:
     """The TOML file ``path`` as a dict; FileNotFoundError or ValueError naming it (``what``)."""
     path = Path(path)
@@ -184,9 +188,15 @@ def read_toml(path: str | Path, what: str = "config file") -> dict:
         raise ValueError(f"{what} {str(path)!r} is a folder; name a TOML file")
     if not path.is_file():
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{what} {str(path)!r} has more than {MAX_CONFIG_BYTES} bytes: not a "
+                         "config file")
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
+    except RecursionError:
+        raise ValueError(f"{what} {str(path)!r} nests its arrays or tables too deep to read (a "
+                         "config nests a few levels)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{what} {str(path)!r} is not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resharpen.experiments.common.io import read_json, read_jsonl
+from resharpen.experiments.common.io import NUMBER, read_json, read_jsonl
 
 if TYPE_CHECKING:
     import torch
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 WEIGHT_KINDS = ("raw", "ema", "bema")  # the weight sets of a run
 WEIGHTS_FILE = "weights_{}.safetensors"  # the file of one weight set in a run folder
+RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json",
+             "summary.json", *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
+"""The files :func:`resharpen.experiments.training.loop.save_run` writes in a run folder."""
 
 
 @dataclass(frozen=True)
@@ -119,11 +122,22 @@ def read_weights(path: str | Path, max_memory: int | None = None):
     return cfg, tensors
 
 
-def _read_json(path: Path):
+RUN_CONFIG_SHAPE = {"task?": dict, "model?": dict, "train?": dict}
+"""The shape of a run's config.json (:func:`~resharpen.experiments.common.io.check_shape`): an
+object whose sections, where present, are objects."""
+SUMMARY_SHAPE = {"primary?": str, "seconds?": (NUMBER, type(None)), "by_weights?": dict}
+"""The shape of a run's summary.json: an object; its weight sets, where present, an object."""
+PER_LENGTH_SHAPE = (dict, list)
+HISTORY_ROW_SHAPE = {"step?": NUMBER}
+"""A metrics.jsonl row: an object whose step, where present, is a number."""
+
+
+def _read_json(path: Path, shape: object = None):
     """A run file's JSON (:func:`~resharpen.experiments.common.io.read_json`: a corrupt file is
-    named with its line); a missing one means the folder is not a finished run."""
+    named with its line, a wrong shape with its field); a missing one means the folder is not a
+    finished run."""
     try:
-        return read_json(path, "run file")
+        return read_json(path, "run file", shape)
     except FileNotFoundError:
         raise ValueError(f"{path.parent} is not a finished run folder ({path.name} is missing)") from None
 
@@ -133,12 +147,12 @@ def load_run(folder: str | Path) -> Run:
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"run folder {str(folder)!r} does not exist")
-    summary = _read_json(folder / "summary.json")
-    config = _read_json(folder / "config.json")
+    summary = _read_json(folder / "summary.json", SUMMARY_SHAPE)
+    config = _read_json(folder / "config.json", RUN_CONFIG_SHAPE)
     from resharpen.experiments.training.archive import ARCHIVED_MARKER
 
     archived = (folder / ARCHIVED_MARKER).exists()  # restored: no per-length records, no weights
-    per_length = {} if archived else _read_json(folder / "per_length.json")
+    per_length = {} if archived else _read_json(folder / "per_length.json", PER_LENGTH_SHAPE)
     metrics = folder / "metrics.jsonl"
-    history = read_jsonl(metrics, "run history") if metrics.exists() else []
+    history = read_jsonl(metrics, "run history", HISTORY_ROW_SHAPE) if metrics.exists() else []
     return Run(folder, config, summary, per_length, history)

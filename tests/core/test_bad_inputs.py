@@ -16,8 +16,10 @@ random-search sweep file and language grid; in a file's content ``{BASE}`` too. 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,15 @@ SC_SWEEP = {"s/sweep.json": json.dumps({"identity": {"name": "x"}, "runs": 1, "f
 GRID_DIR = {"g/sweep.json": json.dumps({"identity": {"name": "g"}, "runs": 1,
                                         "kind": "task_grid"}),
             "g/table.jsonl": '{"run": "g-0000"}\n'}
+# A Set Complement sweep identity the report can read, a table row, and a sweep with one run.
+SC_IDENTITY = {"name": "x", "space": {}, "base": {"train": {"steps": 1, "batch_size": 1},
+                                                 "task": {"vocab": 8, "train_len": 2}}}
+SC_ROW = '{"run": "x-0000", "primary": "raw", "ood_invalid_mass": 0.1, "ood_kl": 0.1, ' \
+         '"lg_score": 1}\n'
+SC_REPORTABLE = {"s/sweep.json": json.dumps({"identity": SC_IDENTITY}), "s/table.jsonl": SC_ROW,
+                 "s/runs/x-0000/config.json": '{"name": "x-0000"}',
+                 "s/runs/x-0000/summary.json": '{"primary": "raw"}',
+                 "s/runs/x-0000/per_length.json": "[]", "s/runs/x-0000/metrics.jsonl": ""}
 # The first run folder of the quick random_search sweep (runs are named <name>-<index:04d>).
 RUN0 = "s/runs/random_search-0000"
 # A finished run folder that is not a collapse run (a Set Complement run's files).
@@ -54,6 +65,13 @@ SC_RUN = {"r/summary.json": '{"seconds": 1.0, "primary": "raw"}',
 
 class Link(str):
     """A file's content Link("target"): make a symbolic link to target (relative to the link)."""
+
+
+class Special(str):
+    """A file's content FIFO or SOCKET: make a named pipe or a listening Unix socket there."""
+
+
+FIFO, SOCKET = Special("fifo"), Special("socket")
 
 
 def safetensors_bytes(config: dict, shapes: dict, nan: str | None = None) -> bytes:
@@ -496,6 +514,108 @@ CASES = [
     # a partial baseline needs --force
     case(["verify", "--write-baseline", "b.json", "--only", "sc.lemma.*"],
          r"--write-baseline with --only would replace the baseline .* add --force"),
+    # an output path that is not a regular file: refused before any work, never replaced or
+    # followed (a FIFO, a socket, a symbolic link, a link that loops)
+    case(["verify", "--json", "f", "--only", "sc.lemma.*"],
+         r"--json 'f' is a FIFO \(named pipe\), not a regular file; the package replaces only",
+         {"f": FIFO}, id="verify --json FIFO"),
+    case(["verify", "--json", "s", "--only", "sc.lemma.*"], r"--json 's' is a socket",
+         {"s": SOCKET}, id="verify --json socket"),
+    case(["verify", "--markdown", "loop", "--only", "sc.lemma.*"],
+         r"--markdown 'loop' is a symbolic link that loops", {"loop": Link("loop")},
+         id="verify --markdown symlink to itself"),
+    case(["verify", "--json", "l.json", "--only", "sc.lemma.*"],
+         r"--json 'l\.json' is a symbolic link, not a regular file",
+         {"t.json": "theirs", "l.json": Link("t.json")}, id="verify --json symlink to a file"),
+    case(["verify", "--write-baseline", "f", "--only", "sc.lemma.*", "--force"],
+         r"--write-baseline 'f' is a FIFO", {"f": FIFO}, id="verify --write-baseline FIFO"),
+    case(["construct", "--vocab", "8", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="construct --json FIFO"),
+    case(["construct", "--vocab", "8", "--json", "loop"], r"--json 'loop' is a symbolic link "
+         "that loops", {"loop": Link("loop")}, id="construct --json symlink loop"),
+    case(["derive", "--latex", "f"], r"--latex 'f' is a FIFO", {"f": FIFO},
+         id="derive --latex FIFO"),
+    case(["report", "s", "--fit-json", "f"], r"--fit-json 'f' is a FIFO", {**SC_SWEEP, "f": FIFO},
+         id="report --fit-json FIFO"),
+    case(["report", "--html", "f"], r"--html 'f' is a FIFO", {"f": FIFO, "out/ledger.json":
+         '{"claims": []}'}, id="report --html FIFO"),
+    case(["report", "--html", "loop"], r"--html 'loop' is a symbolic link that loops",
+         {"loop": Link("loop"), "out/ledger.json": '{"claims": []}'},
+         id="report --html symlink loop"),
+    case(["compare", "r", "--json", "f"], r"--json 'f' is a FIFO", {**SC_RUN, "f": FIFO},
+         id="compare --json FIFO"),
+    case(["tasks", "games", "--out", "f"], r"--out 'f' is a FIFO", {"f": FIFO},
+         id="tasks games --out FIFO"),
+    case(["dynamics", "ode", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="dynamics ode --json FIFO"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--json", "s"], r"--json 's' is a socket",
+         {"s": SOCKET}, id="dynamics simulate --json socket"),
+    case(["dynamics", "stacks", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="dynamics stacks --json FIFO"),
+    case(["collapse", "stack", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="collapse stack --json FIFO"),
+    case(["figs", "--out", "o", "--only", "sc_margins"],
+         r"figure file 'o/sc_margins\.png' is a FIFO", {"o/sc_margins.png": FIFO},
+         id="figs output file is a FIFO"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"lock file 's/\.lock' cannot be used: a symbolic link",
+         {"s/.lock": Link("victim"), "s/victim": "keep me"}, id="sweep lock file is a link"),
+    # files read with a size cap, never a device or FIFO to the end; a config nested too deep
+    case(["verify", "--baseline", "/dev/zero", "--only", "sc.lemma.*"],
+         r"--baseline '/dev/zero' is a character device, not a JSON file: the package reads only "
+         r"regular files", id="verify --baseline /dev/zero"),
+    case(["verify", "--baseline", "f", "--only", "sc.lemma.*"], r"--baseline 'f' is a FIFO",
+         {"f": FIFO}, id="verify --baseline FIFO"),
+    case(["report", "--html", "r.html", "--ledger", "/dev/zero"],
+         r"--ledger '/dev/zero' is a character device", id="report --ledger /dev/zero"),
+    case(["train", "c.toml"], r"config file '.*c\.toml' nests its arrays or tables too deep",
+         cfg("x = " + "[" * 100_000 + "1" + "]" * 100_000 + "\n"),
+         id="train config array nested 100000 deep"),
+    # result files of the wrong shape: one line naming the file and the field
+    case(["report", "s"], r"sweep file 's/sweep\.json': identity is 'x', not an object",
+         {**SC_SWEEP, "s/sweep.json": '{"identity": "x"}'}, id="report sweep.json identity a string"),
+    case(["report", "s"], r"sweep file 's/sweep\.json': identity\.base\.task\.vocab is missing",
+         {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": {**SC_IDENTITY, "base": {
+             "train": {"steps": 1, "batch_size": 1}, "task": {"train_len": 2}}}})},
+         id="report sweep.json without the vocabulary"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl', row 1: primary is missing",
+         {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": SC_IDENTITY})},
+         id="report table row without primary"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl', row 2: ood_kl is 'high', not a number "
+         r"or null", {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": SC_IDENTITY}),
+                      "s/table.jsonl": SC_ROW + SC_ROW.replace('"ood_kl": 0.1', '"ood_kl": "high"')},
+         id="report table metric a string"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl' is corrupt: line 1|line 1: run is 5",
+         {**SC_SWEEP, "s/table.jsonl": '{"run": 5}\n'}, id="report table run a number"),
+    case(["report", "s"], r"run file 's/runs/x-0000/per_length\.json': the document is 'oops', "
+         r"not an object or an array", {**SC_REPORTABLE, "s/runs/x-0000/per_length.json": '"oops"'},
+         id="report per_length.json a string"),
+    case(["report", "s"], r"run history 's/runs/x-0000/metrics\.jsonl', line 2: step is 'x', not "
+         r"a number", {**SC_REPORTABLE, "s/runs/x-0000/metrics.jsonl": '{"step": 0}\n{"step": "x"}\n'},
+         id="report metrics.jsonl step a string"),
+    case(["compare", "r"], r"run file 'r/config\.json': task is 'x', not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": '{"task": "x"}'},
+         id="compare config task a string"),
+    case(["compare", "r"], r"run file 'r/config\.json': task is null, not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": '{"task": null}'},
+         id="compare config task null"),
+    case(["compare", "r"], r"task\.vocab is -1, but the run's raw weights are of vocabulary 8",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {
+             "r/config.json": '{"task": {"vocab": -1, "train_len": 2}}'}, id="compare config vocab -1"),
+    case(["compare", "r"], r"task\.vocab is 100000000\.0, not an integer",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {
+             "r/config.json": '{"task": {"vocab": 1e8, "train_len": 2}}'}, id="compare config vocab 1e8"),
+    case(["compare", "r"], r"run file 'r/config\.json': the document is an array, not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": "[]"},
+         id="compare config.json []"),
+    case(["collapse", "detect", "r"], r"metrics\.jsonl', row 2: t_sim is nan, not a finite number",
+         {"r/summary.json": '{"l_freq_stream": 1.0}', "r/metrics.jsonl":
+          '{"step": 0, "t_sim": 0.1, "loss": 1.0}\n{"step": 1, "t_sim": NaN, "loss": 1.0}\n'},
+         id="collapse detect NaN row"),
+    case(["collapse", "detect", "r"], r"metrics\.jsonl', row 1: step is 'x', not a finite number",
+         {"r/summary.json": '{"l_freq_stream": 1.0}',
+          "r/metrics.jsonl": '{"step": "x", "t_sim": 0.1, "loss": 1.0}\n'},
+         id="collapse detect non-numeric step"),
     # an empty config
     case(["train", "c.toml"], r"config file '.*c\.toml' is empty: name a base config",
          cfg(""), id="train empty config"),
@@ -507,13 +627,23 @@ CASES = [
 
 
 def snapshot(root: Path) -> dict:
-    """Every path under ``root``: a folder, or a file's bytes, inode and modification time (a
-    rewrite, even with the same bytes, changes the inode: files are replaced atomically)."""
+    """Every path under ``root``: a folder, a symbolic link's target, or a file's bytes, inode and
+    modification time (a rewrite, even with the same bytes, changes the inode: files are
+    replaced atomically); a FIFO or socket by its kind and inode (never opened)."""
+    import stat as st
+
     out = {}
     for path in sorted(root.rglob("*")):
-        stat = path.lstat()
-        out[str(path.relative_to(root))] = ("dir" if path.is_dir() else
-                                            (path.read_bytes(), stat.st_ino, stat.st_mtime_ns))
+        info = path.lstat()
+        if st.S_ISLNK(info.st_mode):
+            entry = ("link", os.readlink(path), info.st_ino)
+        elif path.is_dir():
+            entry = "dir"
+        elif st.S_ISREG(info.st_mode):
+            entry = (path.read_bytes(), info.st_ino, info.st_mtime_ns)
+        else:
+            entry = (st.S_IFMT(info.st_mode), info.st_ino, info.st_mtime_ns)
+        out[str(path.relative_to(root))] = entry
     return out
 
 
@@ -528,8 +658,10 @@ def _timeout(signum, frame):
 
 
 @pytest.mark.parametrize("args, files, pattern", CASES)
-def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys):
+def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys, request):
     monkeypatch.chdir(tmp_path)  # the output root out/ is relative: it lands here
+    servers = []
+    request.addfinalizer(lambda: [server.close() for server in servers])
     for name, content in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -537,6 +669,12 @@ def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys):
             path.mkdir(exist_ok=True)
         elif isinstance(content, Link):
             path.symlink_to(content)
+        elif content == FIFO:
+            os.mkfifo(path)
+        elif content == SOCKET:
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(name)  # relative: a socket's path is limited to about 100 bytes
+            servers.append(server)
         elif isinstance(content, bytes):
             path.write_bytes(content)
         else:
