@@ -567,7 +567,7 @@ _NOISE_TOLERANCE = (f"one-sample t of the per-seed slopes against 0 (Wilcoxon re
 
 
 @claim("langtrain.noise.ema_gain_falls_with_k",
-       source=f"{PAPER} v1 (EMA helps when updates are noisy); issue 21 req. 4",
+       source=f"{PAPER} v1 (EMA helps when updates are noisy)",
        statement=_NOISE_STATEMENT.format(avg="EMA"), kind="experiment",
        tolerance=_NOISE_TOLERANCE, expected_status="INCONCLUSIVE", cost="slow",
        expected_from="statement",
@@ -578,7 +578,7 @@ def check_noise_ema_gain_falls_with_k(profile: str) -> Outcome:
 
 
 @claim("langtrain.noise.bema_gain_falls_with_k",
-       source=f"{PAPER} v1 (BEMA improves length generalization); issue 21 req. 4",
+       source=f"{PAPER} v1 (BEMA improves length generalization)",
        statement=_NOISE_STATEMENT.format(avg="BEMA"), kind="experiment",
        tolerance=_NOISE_TOLERANCE, expected_status="INCONCLUSIVE", cost="slow",
        expected_from="statement",

@@ -567,7 +567,7 @@ def normalized_beat_none_tests(profile: str) -> Part | Outcome:
                   reported=[(label, result) for p, label, result in tests if p == "pre"])
 
 
-@claim("fit.none.lemma_residual", source="docs/theory.md (the lemma's family); issue 13 req. 5",
+@claim("fit.none.lemma_residual", source="docs/theory.md (the lemma's family)",
        statement="a none-placement model trained to the fit is close to the lemma's family: "
                  "compare_run's relative residual < 0.05",
        kind="experiment", tolerance="residual < 0.05; paired t against the bound, Holm over the "
@@ -869,7 +869,7 @@ _TEMPERATURE: dict[str, dict] = {}
 
 
 @claim("fit.noise.bema_vs_temperature",
-       source="issue 22 req. 4 (BEMA's gain may be a logit temperature); Block & Zhang arXiv "
+       source="BEMA's gain may be a logit temperature; Block & Zhang arXiv "
               "2508.00180",
        statement="on the noise grid's runs (AdamW lr 3e-3, 2000 steps, constant and cosine; v = 32, "
                  "sampled k = 1, 4, 16 and soft, 8 seeds in full; v = 16, k = 1, 16 and soft, 4 "
@@ -943,7 +943,7 @@ def window_rows(profile: str) -> list[dict] | None:
 
 
 @claim("fit.noise.ema_long_window",
-       source=f"{PAPER} (EMA helps when updates are noisy); issue 22 req. 4",
+       source=f"{PAPER} (EMA helps when updates are noisy)",
        statement="at the stationary floor of sampled-label training (k = 1, constant rate, no "
                  "stopping rule), an EMA started at the floor with a window of 500, 1000 or 2000 "
                  "steps (decays 0.998, 0.999, 0.9995) ends with a lower in-distribution invalid "
@@ -1133,8 +1133,8 @@ def ood_at_rungs_tests(profile: str) -> Part | Outcome:
 
 
 @claim("fit.placements.ood_at_every_rung",
-       source=f"{PAPER} v2 (Post-Norm and output norms beat none out of distribution); issue 22 "
-              "req. 1 (OOD against fit, not at one point)",
+       source=f"{PAPER} v2 (Post-Norm and output norms beat none out of distribution; OOD "
+              "against the fit, not at one point)",
        statement="pre, post, attn_out and peri each have lower OOD invalid mass than none at "
                  "every in-distribution fit rung (1e-2, 3e-3, 1e-3 ...) that both arms reach, "
                  "and at convergence (ID invalid mass flat over 1000 steps: the last rung, in "
