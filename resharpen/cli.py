@@ -480,6 +480,50 @@ def grid_figures(root: Path) -> list[Path]:
     return figures_of(root, root / "figs")
 
 
+def add_archive(sub) -> None:
+    """``resharpen archive``: keep a full-size sweep's small results in the repository
+    (``results/full``), and resume a sweep from them in a fresh checkout
+    (:mod:`resharpen.experiments.training.archive`)."""
+    p = sub.add_parser("archive", help="pack a full-size sweep's finished runs into results/full, "
+                                       "or restore them into out/ so the sweep resumes",
+                       description="The archive keeps, for each finished run of a full-size "
+                                   "sweep, its config, summary and provenance (no weights). "
+                                   "'pack SWEEP_FOLDER' adds a sweep's finished runs to it; "
+                                   "'restore NAME' copies the archived runs of sweep NAME that "
+                                   "out/sweeps/NAME lacks back into it, so the same sweep "
+                                   "command trains only the rest; 'status' lists the archive.")
+    p.add_argument("action", choices=("pack", "restore", "status"),
+                   help="what to do: pack a sweep folder, restore a sweep by name, or list")
+    p.add_argument("target", nargs="?", metavar="SWEEP",
+                   help="pack: the sweep folder (e.g. out/sweeps/langs); restore: the sweep's "
+                        "name (e.g. langs)")
+    p.add_argument("--out", metavar="DIR", help="restore: the sweep folder to restore into "
+                                                 "(default out/sweeps/NAME)")
+    p.set_defaults(handler=run_archive)
+
+
+def run_archive(args) -> int:
+    from resharpen.experiments.training import archive
+    from resharpen.experiments.training.config import sweep_folder
+
+    with bad_input():
+        if args.action == "status":
+            for name, count in archive.archived_sweeps().items():
+                print(f"{name}: {count} finished runs archived")
+            return 0
+        if not args.target:
+            raise ValueError(f"archive {args.action} needs a SWEEP argument")
+        if args.action == "pack":
+            done = archive.pack(args.target)
+            print(f"{done['sweep']}: {done['added']} runs added to the archive "
+                  f"({done['finished']} finished in {args.target})")
+        else:
+            done = archive.restore(args.target, args.out or sweep_folder(args.target))
+            print(f"{done['sweep']}: {done['restored']} of {done['archived']} archived runs "
+                  "restored; rerun the sweep's command to train the rest")
+    return 0
+
+
 def commands() -> list:
     """Every subcommand's ``add_<name>(subparsers)``: the ones above and those declared beside
     the code they drive, one CLI module per slice. These modules import nothing heavy."""
@@ -490,7 +534,7 @@ def commands() -> list:
     from resharpen.experiments.languages import cli as languages_cli
     from resharpen.experiments.set_complement import cli as sc_cli
 
-    return [add_verify, add_construct, add_derive, add_figs, add_configs,
+    return [add_verify, add_construct, add_derive, add_figs, add_configs, add_archive,
             sc_cli.add_train, sc_cli.add_sweep, add_report,
             sc_cli.add_compare,
             partial(languages_cli.add_langs, figures=grid_figures),

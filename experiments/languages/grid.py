@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from resharpen.experiments.training.backends import check_backend
-from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points,
+from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points, profiled_name,
                                                load_sweep, sample_configs, sweep_folder)
 from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text, dumps_json,
                                            ensure_writable_dir, loads_json)
@@ -90,7 +90,7 @@ def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
                          "<task>-<norm>-s<seed> (<task>-<norm>-<target>-s<seed> in a grid over "
                          "training targets), so grid task.name, model.norm, train.seed (and "
                          "the target) without repeats and keep sweep.runs at their product")
-    return {"name": base["name"] + ("-quick" if profile == "quick" else ""), "profile": profile,
+    return {"name": profiled_name(base["name"], profile), "profile": profile,
             "configs": configs, "ensemble": settings["ensemble"]}
 
 
@@ -318,10 +318,13 @@ def report(root: str | Path) -> tuple[str, dict]:
 
 
 def per_length_curves(root: str | Path) -> dict:
-    """{task: {(norm, weights): {"length": array, "<metric>": (seeds, L) array}}} of a grid."""
+    """{task: {(norm, weights): {"length": array, "<metric>": (seeds, L) array}}} of a grid, over
+    the runs that have their per-length records (a run restored from the archive has none)."""
     out: dict = {}
     for run in load_runs(root):
         c = run["config"]
+        if not (run["folder"] / "per_length.json").is_file():
+            continue
         per = loads_json((run["folder"] / "per_length.json").read_text())
         for weights, records in per.items():
             lines = out.setdefault(c["task"]["name"], {})

@@ -80,14 +80,15 @@ def sweep_root(name: str, profile: str) -> Path | None:
     """The folder of sweep ``name``: the full one if finished (None if not), the quick one run
     (or resumed) here on 2 local workers, once: claims running in parallel ledger workers wait
     for the one that runs it (:func:`~resharpen.experiments.training.sweep.exclusive`)."""
-    from resharpen.experiments.training.config import CONFIG_DIR, check_profile, sweep_folder
+    from resharpen.experiments.training.config import (CONFIG_DIR, check_profile, result_folder,
+                                                       sweep_folder)
     from resharpen.experiments.training.sweep import exclusive, read_table
     from resharpen.experiments.set_complement.sweep import run_sweep
 
     if check_profile(profile) == "full":
         root = sweep_folder(name)
         return root if (root / "table.jsonl").exists() and read_table(root) else None
-    with exclusive(sweep_folder(f"{name}-quick")):  # claims in parallel workers share it
+    with exclusive(result_folder("sweeps", name, "quick")):  # claims in parallel workers share it
         return run_sweep(CONFIG_DIR / "set_complement" / f"{name}.toml", profile="quick",
                          workers=2, progress=False)
 
@@ -935,10 +936,10 @@ def window_rows(profile: str) -> list[dict] | None:
 
     if check_profile(profile) == "full":
         return cached_rows("full")
-    from resharpen.experiments.training.config import sweep_folder
     from resharpen.experiments.training.sweep import exclusive
 
-    with exclusive(sweep_folder("fit_noise_window_v32-quick")):
+    from resharpen.experiments.training.config import result_folder
+    with exclusive(result_folder("sweeps", "fit_noise_window_v32", "quick")):
         return run_protocol("quick", workers=2)
 
 

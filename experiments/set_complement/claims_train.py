@@ -273,7 +273,8 @@ def _effect(result) -> float:
 
 def _decide_command(sweep: str, root: Path) -> str:
     toml = f"experiments/configs/set_complement/{sweep}.toml"
-    if root.name.endswith("-quick"):
+    from resharpen.experiments.training.config import folder_profile
+    if folder_profile(root) == "quick":
         return f"run the full sweep (`resharpen sweep {toml} --workers 2`) to decide"
     return (f"more runs that learn the task in distribution decide (`resharpen sweep {toml} "
             f"--runs <more> --workers 2`, or longer training)")

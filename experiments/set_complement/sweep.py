@@ -59,7 +59,7 @@ def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> di
                          "runs per sweep folder (split a larger search into several sweeps "
                          "with other sweep.seed)")
     configs = cfgmod.sample_configs(base, space, runs, settings["seed"], SCHEMA, settings["when"])
-    name = base["name"] + ("-quick" if profile == "quick" else "")
+    name = cfgmod.profiled_name(base["name"], profile)
     return {"name": name, "profile": profile, "base": base, "settings": settings,
             "space": space, "configs": configs}
 

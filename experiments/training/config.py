@@ -79,6 +79,27 @@ def sweep_folder(name: str) -> Path:
     return output_folder("sweeps", check_name(name, "sweep name"))
 
 
+def profiled_name(name: str, profile: str) -> str:
+    """A result's folder name in ``profile``: ``name`` itself at full size, ``name-<profile>``
+    otherwise (``fit_placements_v32-quick``), so the two profiles never share a folder."""
+    check_profile(profile)
+    return name if profile == "full" else f"{name}-{profile}"
+
+
+def result_folder(study: str, name: str, profile: str) -> Path:
+    """The one default place of a result: ``out/<study>/<name>`` at full size and
+    ``out/<study>/<name>-<profile>`` otherwise (``result_folder("sweeps", "langs", "quick")`` is
+    ``out/sweeps/langs-quick``)."""
+    return output_folder(check_name(study, "study"), check_name(profiled_name(name, profile),
+                                                                 "result name"))
+
+
+def folder_profile(folder: str | Path) -> str:
+    """The profile a result folder was made in, read from its name (:func:`profiled_name`)."""
+    name = Path(folder).name
+    return next((p for p in PROFILES if p != "full" and name.endswith(f"-{p}")), "full")
+
+
 # ----------------------------------------------------------------------------- configs by name
 CONFIG_PREFIX = "experiments/configs/"
 """The packaged configs' folder as written from the repository root; a name given with it

@@ -39,6 +39,12 @@ class Run:
         """The safetensors file of weight set ``weights`` (raw, ema or bema)."""
         if weights not in WEIGHT_KINDS:
             raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_KINDS)}")
+        from resharpen.experiments.training.archive import ARCHIVED_MARKER
+
+        if (self.folder / ARCHIVED_MARKER).exists():
+            raise ValueError(f"{self.folder} was restored from the archive (results/full): its "
+                             "config and summary are kept, its weights are not; retrain it with "
+                             "its sweep's command into another folder")
         return self.folder / WEIGHTS_FILE.format(weights)
 
     def model(self, weights: str = "raw", dtype: "torch.dtype | None" = None) -> "Transformer":
@@ -129,7 +135,10 @@ def load_run(folder: str | Path) -> Run:
         raise ValueError(f"run folder {str(folder)!r} does not exist")
     summary = _read_json(folder / "summary.json")
     config = _read_json(folder / "config.json")
-    per_length = _read_json(folder / "per_length.json")
+    from resharpen.experiments.training.archive import ARCHIVED_MARKER
+
+    archived = (folder / ARCHIVED_MARKER).exists()  # restored: no per-length records, no weights
+    per_length = {} if archived else _read_json(folder / "per_length.json")
     metrics = folder / "metrics.jsonl"
     history = read_jsonl(metrics, "run history") if metrics.exists() else []
     return Run(folder, config, summary, per_length, history)
