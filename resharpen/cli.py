@@ -494,10 +494,11 @@ def add_archive(sub) -> None:
                                    "command trains only the rest; 'status' lists the archive.")
     p.add_argument("action", choices=("pack", "restore", "status"),
                    help="what to do: pack a sweep folder, restore a sweep by name, or list")
-    p.add_argument("target", nargs="?", metavar="SWEEP",
+    p.add_argument("target", nargs="?", metavar="SWEEP", type=PATH,
                    help="pack: the sweep folder (e.g. out/sweeps/langs); restore: the sweep's "
                         "name (e.g. langs)")
-    p.add_argument("--out", metavar="DIR", help="restore: the sweep folder to restore into "
+    p.add_argument("--out", metavar="DIR", type=PATH,
+                   help="restore: the sweep folder to restore into "
                                                  "(default out/sweeps/NAME)")
     p.set_defaults(handler=run_archive)
 
@@ -507,6 +508,11 @@ def run_archive(args) -> int:
     from resharpen.experiments.training.config import sweep_folder
 
     with bad_input():
+        unused = [what for what, value, used in (("SWEEP", args.target, args.action != "status"),
+                                                 ("--out", args.out, args.action == "restore"))
+                  if value is not None and not used]
+        if unused:
+            raise ValueError(f"archive {args.action} takes no {unused[0]}: it has no effect there")
         if args.action == "status":
             for name, count in archive.archived_sweeps().items():
                 print(f"{name}: {count} finished runs archived")

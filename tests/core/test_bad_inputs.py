@@ -689,7 +689,7 @@ EMPTY = [  # an empty path or pattern is an error, never "absent" or the working
     ["dynamics", "simulate", "--scheme", "preln", "--json", ""],
     ["dynamics", "stacks", "--json", ""], ["dynamics", "trained", "--scheme", ""],
     ["collapse", "stack", "--json", ""], ["collapse", "train", "--out", ""],
-    ["collapse", "detect", ""],
+    ["collapse", "detect", ""], ["archive", "pack", ""], ["archive", "restore", "x", "--out", ""],
 ]
 CLI_CASES = [case(args, rf"argument {re.escape(args[-2]) if args[-2].startswith('-') else '.*'}"
                   r": expected a (path|name or glob pattern|Ray address|scheme name), got an "
@@ -721,6 +721,8 @@ CLI_CASES = [case(args, rf"argument {re.escape(args[-2]) if args[-2].startswith(
          r"--set task\.name=bogus_task has no effect: the task is the positional argument"),
     case(["langs", "train", "dyck2", "--set", "task.name=dyck2"],
          r"--set task\.name=dyck2 has no effect"),
+    case(["archive", "status", "s"], r"archive status takes no SWEEP: it has no effect there"),
+    case(["archive", "pack", "s", "--out", "o"], r"archive pack takes no --out"),
     case(["dynamics", "trained", "--task"], r"argument --task: expected at least one argument"),
     case(["dynamics", "trained", "--depth"], r"argument --depth: expected at least one argument"),
     # ------------------------------------------------------------------ counts above their caps
