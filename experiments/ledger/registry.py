@@ -142,7 +142,10 @@ def select(claims: Iterable[Claim], patterns: Sequence[str] | None) -> list[Clai
     for pattern in patterns:
         hits = [c for c in claims if fnmatch.fnmatchcase(c.id, pattern)]
         if not hits:
-            raise ValueError(f"claim pattern {pattern!r} matches no claim; "
-                             f"known ids look like {claims[0].id!r} (see `resharpen verify --list`)")
+            from resharpen.experiments.common.cli_args import did_you_mean
+
+            hint = did_you_mean(pattern, (c.id for c in claims))
+            raise ValueError(f"claim pattern {pattern!r} matches no claim{hint}; "
+                             f"`resharpen verify --list` lists the ids")
         chosen.extend(c for c in hits if c not in chosen)
     return sorted(chosen, key=lambda c: c.id)

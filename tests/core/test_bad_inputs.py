@@ -803,3 +803,175 @@ def test_backend_checks_come_before_any_folder(tmp_path):
     with pytest.raises(ValueError, match="backend 'slurm' is not one of local, ray"):
         check_backend("slurm")
     check_backend("local")
+
+
+# ====================================================================== the command line's own
+# Empty paths and patterns, options without effect, counts above their caps, config tables that
+# would be ignored, and typos answered with the closest name. Kept in one block, after the checks
+# above, run by the same test (test_bad_input).
+EMPTY = [  # an empty path or pattern is an error, never "absent" or the working folder
+    ["verify", "--json", ""], ["verify", "--markdown", ""], ["verify", "--write-baseline", ""],
+    ["verify", "--baseline", ""], ["verify", "--where", ""], ["verify", "--only", ""],
+    ["verify", "--mutate", "--operators", ""], ["langs", "run", "--backend", "ray", "--address", ""],
+    ["construct", "--vocab", "8", "--out", ""], ["construct", "--vocab", "8", "--json", ""],
+    ["derive", "--latex", ""], ["derive", "--only", ""], ["figs", "--out", ""],
+    ["figs", "--only", ""], ["report", "s", "--fit-json", ""], ["report", "--html", ""],
+    ["report", "--html", "r.html", "--ledger", ""], ["report", "--html", "r.html", "--figs", ""],
+    ["report", ""], ["compare", ""], ["compare", "r", "--json", ""], ["train", ""],
+    ["train", "{BASE}", "--out", ""], ["sweep", ""], ["sweep", "{RS}", "--out", ""],
+    ["sweep", "{RS}", "--backend", "ray", "--address", ""], ["langs", "train", ""],
+    ["langs", "train", "dyck2", "--out", ""], ["langs", "run", "--grid", ""],
+    ["langs", "run", "--only", ""], ["langs", "run", "--out", ""], ["langs", "report", ""],
+    ["langs", "compare", "", "b"], ["langs", "compare", "a", "b", "--metric", ""],
+    ["tasks", "sample", ""], ["tasks", "games", "--out", ""], ["dynamics", "ode", "--json", ""],
+    ["dynamics", "simulate", "--scheme", "preln", "--json", ""],
+    ["dynamics", "stacks", "--json", ""], ["dynamics", "trained", "--scheme", ""],
+    ["collapse", "stack", "--json", ""], ["collapse", "train", "--out", ""],
+    ["collapse", "detect", ""], ["archive", "pack", ""], ["archive", "restore", "x", "--out", ""],
+]
+CLI_CASES = [case(args, rf"argument {re.escape(args[-2]) if args[-2].startswith('-') else '.*'}"
+                  r": expected a (path|name or glob pattern|Ray address|scheme name), got an "
+                  r"empty string", id=" ".join(args) + " ''") for args in EMPTY] + [
+    # ------------------------------------------------------------------ options without effect
+    case(["verify", "--force"], r"--force has no effect here: it only allows --write-baseline "
+         r"with --only"),
+    case(["verify", "--force", "--only", "sc.lemma.*"], r"--force has no effect here"),
+    case(["verify", "--force", "--write-baseline", "b.json"], r"--force has no effect here"),
+    case(["verify", "--step", "0.1", "--only", "sc.lemma.*"], r"--step is an option of --mutate"),
+    case(["verify", "--operators", "up", "--only", "sc.lemma.*"],
+         r"--operators is an option of --mutate"),
+    case(["verify", "--mutate", "--operators", "up,down,up", "--only", "sc.lemma.*"],
+         r"--operators names up more than once"),
+    case(["verify", "--mutate", "--workers", "2", "--only", "sc.lemma.*"],
+         r"--workers has no effect with --mutate"),
+    case(["verify", "--list", "--json", "l.json"], r"--json has no effect with --list"),
+    case(["verify", "--list", "--workers", "2"], r"--workers has no effect with --list"),
+    case(["verify", "--where", "sc.lemma.*", "--mutate"], r"--mutate has no effect with --where"),
+    case(["verify", "--where", "sc.lemma.*", "--baseline"],
+         r"--baseline has no effect with --where"),
+    case(["verify", "--list", "--where", "sc.lemma.*"], r"--list and --where .* give one"),
+    case(["report", "s", "--ledger", "l.json"], r"--ledger is an option of --html", SC_SWEEP),
+    case(["report", "s", "--figs", "f"], r"--figs is an option of --html", SC_SWEEP),
+    case(["report", "--html", "r.html", "--ledger", "l.json", "--figs", "f"],
+         r"--figs 'f' is not a folder", {"l.json": "{}", "f": "a file"},
+         id="report --figs FILE"),
+    case(["langs", "train", "dyck2", "--set", "task.name=bogus_task"],
+         r"--set task\.name=bogus_task has no effect: the task is the positional argument"),
+    case(["langs", "train", "dyck2", "--set", "task.name=dyck2"],
+         r"--set task\.name=dyck2 has no effect"),
+    case(["archive", "status", "s"], r"archive status takes no SWEEP: it has no effect there"),
+    case(["archive", "pack", "s", "--out", "o"], r"archive pack takes no --out"),
+    case(["dynamics", "trained", "--task"], r"argument --task: expected at least one argument"),
+    case(["dynamics", "trained", "--depth"], r"argument --depth: expected at least one argument"),
+    # ------------------------------------------------------------------ counts above their caps
+    case(["verify", "--workers", "99999999999999999999999"],
+         r"argument --workers: at most 256, got 99999999999999999999999"),
+    case(["verify", "--workers", "9" * 5000], r"argument --workers: expected an integer",
+         id="verify --workers of 5000 digits"),
+    case(["sweep", "{RS}", "--workers", "257"], r"argument --workers: at most 256, got 257"),
+    case(["sweep", "{RS}", "--ensemble", "100000"], r"argument --ensemble: at most 1,024"),
+    case(["langs", "run", "--workers", "1000"], r"argument --workers: at most 256"),
+    case(["langs", "run", "--ensemble", "100000"], r"argument --ensemble: at most 1,024"),
+    case(["dynamics", "stacks", "--layers", "1000000000"],
+         r"argument --layers: at most 10,000, got 1000000000"),
+    case(["dynamics", "stacks", "--n", "1" + "0" * 30], r"argument --n: at most 1,000,000, got "
+         r"an integer of 31 digits"),
+    case(["dynamics", "stacks", "--d", "10000000"], r"argument --d: at most 1,000,000"),
+    case(["dynamics", "ode", "--n", "1" + "0" * 400], r"argument --n: at most 1,000,000",
+         id="dynamics ode --n 10^400"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--samples", "1000000000"],
+         r"argument --samples: at most 100,000"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--n", "1000000000"],
+         r"argument --n: at most 1,000,000"),
+    case(["dynamics", "trained", "--depth", "1000000000"], r"argument --depth: at most 10,000"),
+    case(["dynamics", "trained", "--depth", "7"],
+         r"--depth 7 is not a depth of the quick profile's set; allowed: 4"),
+    case(["dynamics", "trained", "--profile", "full", "--depth", "4"],
+         r"--depth 4 is not a depth of the full profile's set; allowed: 8, 24"),
+    case(["collapse", "stack", "--samples", "1000000000"],
+         r"argument --samples: at most 1,000, got 1000000000"),
+    case(["collapse", "stack", "--depth", "1000000000"], r"argument --depth: at most 10,000"),
+    case(["collapse", "stack", "--n", "1000000000"], r"argument --n: at most 100,000"),
+    case(["collapse", "detect", "r", "--patience", "1000000000"],
+         r"argument --patience: at most 1,000,000"),
+    case(["construct", "--vocab", "10000000"], r"argument --vocab: at most 1,000,000"),
+    case(["tasks", "perft", "--depth", "10"], r"argument --depth: at most 9, got 10"),
+    case(["tasks", "perft", "--depth", "-1"], r"argument --depth: expected an integer >= 0"),
+    case(["tasks", "sample", "dyck2", "--count", "1000000000"],
+         r"argument --count: at most 1,000,000"),
+    case(["tasks", "sample", "dyck2", "--length", "0"],
+         r"argument --length: expected a positive integer, got 0"),
+    case(["tasks", "games", "--out", "g.npy", "--count", "1000000000"],
+         r"argument --count: at most 100,000,000"),
+    case(["tasks", "games", "--out", "g.npy", "--length", "61"], r"argument --length: at most 60"),
+    # ------------------------------------------------------------------ tables that would be ignored
+    case(["train", "c.toml"], r"unknown key profile\.quick\.task\.bogus in .*c\.toml.*; allowed "
+         r"in \[task\]", cfg(BASED + "[profile.quick]\ntask.bogus = 1\n"),
+         id="train unknown key of an unused profile"),
+    case(["train", "c.toml", "--profile", "quick"], r"unknown key profile\.quick\.task\.bogus",
+         cfg(BASED + "[profile.quick]\ntask.bogus = 1\n"), id="train unknown key of the profile"),
+    case(["train", "c.toml"], r"unknown section profile\.full\.bogus in .*c\.toml",
+         cfg(BASED + "[profile.full]\nbogus.x = 1\n"), id="train unknown profile section"),
+    case(["train", "c.toml"], r"profile\.quick\.model\.norm = 'sideways' is not allowed",
+         cfg(BASED + '[profile.quick]\nmodel.norm = "sideways"\n'),
+         id="train bad value in an unused profile"),
+    case(["train", "c.toml"], r"holds \[search\], the tables of a sweep file, which a single run "
+         r"ignores; run it with `resharpen sweep`", cfg(BASED + SEARCH), id="train with [search]"),
+    case(["train", "c.toml"], r"holds \[sweep\], the tables of a sweep file",
+         cfg(BASED + "[sweep]\nruns = 2\n"), id="train with [sweep]"),
+    case(["train", "c.toml"], r"holds \[\[when\]\], the tables of a sweep file",
+         cfg(BASED + '[[when]]\n"model.norm" = "post"\ntrain = { lr = 0.01 }\n'),
+         id="train with [[when]]"),
+    case(["train", "c.toml"], r"holds \[profile\.quick\.sweep\], the tables of a sweep file",
+         cfg(BASED + "[profile.quick.sweep]\nruns = 2\n"), id="train with a profile's [sweep]"),
+    case(["train", "c.toml"], r"holds \[search\]",
+         {"c.toml": 'base = "s.toml"\n', "s.toml": BASED + SEARCH},
+         id="train a config whose base is a sweep file"),
+    case(["sweep", "c.toml"], r"unknown key profile\.quick\.sweep\.bogus",
+         cfg(BASED + SEARCH + "[profile.quick.sweep]\nbogus = 1\n"),
+         id="sweep unknown key of a profile's [sweep]"),
+    # ------------------------------------------------------------------ did you mean
+    case(["verify", "--only", "sc.theorm*"],
+         r"claim pattern 'sc\.theorm\*' matches no claim \(did you mean 'sc\.theorem\*'\?\)"),
+    case(["verify", "--where", "sc.theorem.two_ovr_s"],
+         r"\(did you mean 'sc\.theorem\.two_over_s'\?\)"),
+    case(["train", "set_complement/bse"], r"\(did you mean 'set_complement/base'\?\)"),
+    case(["langs", "run", "--grid", "languages/grd"], r"\(did you mean 'languages/grid'\?\)"),
+    case(["figs", "--only", "sc_margns"], r"no figure matches 'sc_margns' \(did you mean "
+         r"'sc_margins'\?\)"),
+    case(["figs", "--only", "sc_margins", "--only", "nosuch_figure"],
+         r"no figure matches 'nosuch_figure'", id="figs one of two globs matches nothing"),
+]
+
+
+@pytest.mark.parametrize("args, files, pattern", CLI_CASES)
+def test_bad_command_line(args, files, pattern, tmp_path, monkeypatch, capsys):
+    test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys)
+
+
+def test_every_empty_option_of_every_command_is_a_row():
+    """Every path or pattern option (an option whose type is cli_args.PATH, PATTERN or another
+    ``nonempty``) of every subcommand has an empty-string row above, so a new one is not
+    forgotten."""
+    import argparse
+
+    from resharpen.cli import build_parser
+
+    covered = {(args[0], args[1] if args[0] in ("langs", "tasks", "dynamics", "collapse")
+                else None, args[-2] if args[-2].startswith("-") else None) for args in EMPTY}
+    missing = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, path + [name])
+            elif getattr(action.type, "__name__", "") == "nonempty":
+                key = (path[0], path[1] if len(path) > 1 else None,
+                       action.option_strings[0] if action.option_strings else None)
+                if key not in covered:
+                    missing.append(" ".join(path + [action.option_strings[0]
+                                                    if action.option_strings else action.dest]))
+
+    walk(build_parser(), [])
+    assert not missing, f"no empty-string row for: {missing}"
