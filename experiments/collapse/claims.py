@@ -557,69 +557,6 @@ def check_contraction_bound(profile: str) -> Outcome:
                           "construction; prod c uses the independent gain")
 
 
-CONDITION_BETAS = (0.0, 1.0, 3.0, 9.0)
-"""How much of the collapsed direction each sublayer adds on top of its random self (f + beta X u
-u^T): beta = 0 is the random sublayer; larger beta lengthens y and brings ||y|| > a sqrt d."""
-
-
-@lru_cache(maxsize=None)
-def condition_rows(profile: str) -> dict[str, list[dict]]:
-    """:func:`back.contraction_condition` in every state of ``COLLAPSED_STATES``, at the first,
-    middle and last block, for every beta of ``CONDITION_BETAS``."""
-    size = pick(profile, quick=dict(n=32, d=32, depth=12), full=dict(n=64, d=64, depth=48))
-    layers = (0, size["depth"] // 2, size["depth"] - 1)
-    with one_thread():
-        return {f"x{k:g}{'+' + mlp if mlp else ''}":
-                back.contraction_condition(multiplier=k, mlp=mlp, betas=CONDITION_BETAS,
-                                           layers=layers, **size)
-                for k, mlp in COLLAPSED_STATES}
-
-
-def condition_outcome(states: dict[str, list[dict]], d: int) -> Outcome:
-    """Theorem 3.6's condition in both directions: a block contracts every gradient (its measured
-    largest gradient gain < 1) iff ||y|| > a sqrt d, i.e. c = a sqrt d / ||y|| < 1; and the
-    measured gain equals c (the bound is attained by the worst gradient). Both sides of the
-    condition must occur, else the check cannot speak to both directions (INCONCLUSIVE)."""
-    rows = [dict(r, state=label) for label, rs in states.items() for r in rs]
-    for r in rows:
-        r["c"] = r["a"] * np.sqrt(d) / r["y_norm"]  # the theorem's factor
-        r["holds"] = r["y_norm"] > r["a"] * np.sqrt(d)  # the theorem's condition
-    gap = max(abs(r["gain"] / r["c"] - 1.0) for r in rows)
-    holds = [r for r in rows if r["holds"]]
-    fails = [r for r in rows if not r["holds"]]
-    wrong = [r for r in rows if (r["gain"] < 1.0) != r["holds"]]
-    init = [r for r in rows if r["beta"] == 0.0]
-    measured = (f"{len(holds)} blocks with ||y|| > a sqrt d, contracting {sum(r['gain'] < 1 for r in holds)}"
-                f" (max gain {max((r['gain'] for r in holds), default=np.nan):.3g}); "
-                f"{len(fails)} without, contracting {sum(r['gain'] < 1 for r in fails)} "
-                f"(min gain {min((r['gain'] for r in fails), default=np.nan):.3g}); "
-                f"max |gain/c - 1| {gap:.2g}")
-    def c_range(rs: list[dict], beta: float) -> str:
-        cs = [r["c"] for r in rs if r["beta"] == beta]
-        return f"{min(cs):.3g}-{max(cs):.3g}" if cs else "-"
-
-    per_state = "; ".join(
-        f"{label}: c by beta " + ", ".join(f"{b:g}{' (init)' if b == 0 else ''}: "
-                                           f"{c_range(rs, b)}"
-                                           for b in sorted({r['beta'] for r in rs}))
-        for label, rs in ((lb, [r for r in rows if r["state"] == lb]) for lb in states))
-    detail = (f"{per_state}; at random init (beta = 0) the condition holds at "
-              f"{sum(r['holds'] for r in init)} of {len(init)} blocks (Theorem 3.6's premise "
-              "does not hold at init: no contraction there); blocks where contraction and the "
-              f"condition disagree: {[(r['state'], r['layer'], r['sublayer'], r['beta']) for r in wrong]}")
-    both = bool(holds) and bool(fails)
-    return Outcome(measured, "contracts iff ||y|| > a sqrt d; gain = c within rel 1e-6",
-                   passed=bool(both and not wrong and gap <= 1e-6), detail=detail,
-                   inconclusive="" if both else
-                   "only one side of the condition occurred, so one direction is untested; "
-                   "raise CONDITION_BETAS")
-
-
-@claim("collapse.gradient_contraction")
-def check_gradient_contraction(profile: str) -> Outcome:
-    return condition_outcome(condition_rows(profile), pick(profile, quick=32, full=64))
-
-
 @claim("collapse.collapsed_zero_gradients")
 def check_collapsed_zero_gradients(profile: str) -> Outcome:
     layers = pick(profile, quick=2, full=6)
@@ -656,7 +593,7 @@ def control_separation(summary: dict, t_threshold: float = 0.95,
 @claim("collapse.training_collapse")
 def check_training_collapse(profile: str) -> Outcome:
     from resharpen.experiments.collapse.train import OUT, profile_config, run_all
-    from resharpen.experiments.ledger.stats import paired
+    from resharpen.experiments.ledger import stats
 
     seeds = pick(profile, quick=range(5), full=range(5))  # 5 pairs: the fewest stats.paired decides
     hi, lo = 3e-2, 3e-3
@@ -680,9 +617,10 @@ def check_training_collapse(profile: str) -> Outcome:
              for (arm, seed), value in margin.items()
              if not runs[(arm, seed)]["collapsed"] and value < needed]
     final_t = {arm: [runs[(arm, seed)]["final_t_sim"] for seed in seeds] for arm in arms}
-    tests = {arm: paired(final_t["post@hi"], final_t[arm], alternative="greater")
+    tests = {arm: stats.paired(final_t["post@hi"], final_t[arm], alternative="greater")
              for arm in ("post@lo", "pre@hi")}
-    significant = all(t.p < 0.05 for t in tests.values())
+    status, unshown = stats.decision(stats.family(
+        [("collapse", f"post@hi > {arm}", t) for arm, t in tests.items()])["collapse"])
     spec = configs[("post@hi", seeds[0])]
     rows = "; ".join(
         f"{arm} (lr {lr:g}): collapsed in {sum(runs[(arm, s)]['collapsed'] for s in seeds)}/"
@@ -701,12 +639,13 @@ def check_training_collapse(profile: str) -> Outcome:
               "t_sim post@hi vs control: " + "; ".join(f"{arm}: {t.describe()}"
                                                         for arm, t in tests.items())
               + (f"; contradicted: {contradicted}" if contradicted else ""))
-    undecided = "" if contradicted or not close else (
-        f"{', '.join(close)}: within {needed:g} of the detector's threshold; train longer "
-        "(`resharpen verify --only collapse.training_collapse --profile full`)")
+    full = "(`resharpen verify --only collapse.training_collapse --profile full`)"
+    undecided = "" if contradicted else (
+        f"{', '.join(close)}: within {needed:g} of the detector's threshold; train longer {full}"
+        if close else f"{unshown}; more seeds {full}" if status == stats.INCONCLUSIVE else "")
     return Outcome(measured=f"post@hi collapses in {sum(collapses.values())}/{len(seeds)} seeds; "
                             f"controls collapse in "
                             f"{sum(runs[k]['collapsed'] for k in margin)}/{len(margin)} runs",
                    expected=f"{len(seeds)}/{len(seeds)}; 0/{len(margin)}",
-                   passed=bool(not contradicted and not close and significant),
+                   passed=bool(not contradicted and not close and status == stats.PASS),
                    detail=detail, inconclusive=undecided)

@@ -817,6 +817,17 @@ TRAINED_SRC = "arXiv 2510.22026 (idealized attention) held against trained trans
 COLLAPSE_SRC = "arXiv 2608.09417 (2nd-hand, re-derived) held against real transformers"
 
 
+PREMISE_TOL = {
+    "first_layer_order": "premise |x_0|/R in [0.5, 2] for both schemes of a pair; paired t on log "
+                         "displacement, every (fast, slow) pair: fast > 5 x slow, Holm alpha 0.05",
+    "terminal_order": "premise: both runs of a pair end at cosine >= 0.9; paired t on (cos_L - "
+                      "cos_1)/(L - 1): post > pre, mixln, ngpt, Holm alpha 0.05",
+    "preln_norm_growth": "premise r_L - r_0 >= 20 r_0 (>= 3 such runs); 95% t-interval of the mean "
+                         "slope of log r_j on log j (j >= 1) inside [0.75, 1.25]; outside it: FAIL"}
+"""The tolerances of the trained-dynamics claims, each with the premise its check measures first
+(experiments.dynamics.trained_checks); the trained claims decide on fitted runs only."""
+
+
 def _trained_runs(profile: str, when: str) -> list:
     from resharpen.experiments.dynamics.trained import trained_set
 

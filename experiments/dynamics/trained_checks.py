@@ -25,7 +25,24 @@ Welch otherwise; fewer than ``stats.MIN_N`` units: inconclusive), Holm-adjusted 
   ``collapse.stack_post_*``), seed-averaged per (task, depth).
 * :func:`backward_gain_high_similarity` (Theorem 3.6): in layers whose input similarity is
   high (mean pairwise cosine >= 0.9), every Post-LN norm's backward gain is < 1; fewer than 5
-  such norms: inconclusive.
+  such norms: inconclusive, naming the highest similarity a Post-LN layer reached.
+
+**Premises first.** Each check measures the premise of the statement it tests before the
+statement, and decides only on runs (or units, or groups) inside it; what is outside is reported
+with its measured premise value and cannot PASS or FAIL the claim (INCONCLUSIVE when nothing is
+left). The premises, fixed before measuring:
+
+* Thm 4.2 (:func:`first_layer_order`): tokens of radius 1 in the units of the sphere the
+  scheme's norm projects to (sqrt(d) for RMSNorm, 1 for nGPT): |x_0| / R in
+  :data:`TOKEN_RADIUS_BAND` (a factor 2 either way) for both schemes of a pair.
+* Thm 4.1, 4.3's terminal rates (:func:`terminal_order`): statements about t -> infinity,
+  near consensus: both runs of a pair end at a mean pairwise cosine >= :data:`TERMINAL_COSINE`.
+* Thm 4.3(i)'s r ~ t (:func:`preln_norm_growth`): the growth dominates the initial radius,
+  r_L - r_0 >= :data:`GROWTH_OVER_OFFSET` x r_0 (an offset r_0 lowers the fitted exponent of
+  exact linear growth r_j = r_0 + c j over j = 1..4 to 0.90 at that ratio, to 0.82 at 10 and
+  to 0.33 at 1).
+* Stage I's recursion (:func:`recursion_at_init`): the measured t_sim rises by more than the
+  tolerance over the stack (else a constant prediction would pass: the group has no teeth).
 """
 from __future__ import annotations
 
@@ -44,6 +61,14 @@ HIGH_SIMILARITY = 0.9
 RECURSION_TOL = 0.05
 GROWTH_BAND = (0.75, 1.25)
 MIN_NORMS = 5
+TOKEN_RADIUS_BAND = (0.5, 2.0)
+"""Thm 4.2's premise: |x_0| / R (R the radius the scheme's norm projects to) within a factor 2
+of 1."""
+TERMINAL_COSINE = 0.9
+"""The terminal rates' premise: a run ends at a mean pairwise cosine at least this (near
+consensus; the same threshold as the high similarity of Theorem 3.6's check)."""
+GROWTH_OVER_OFFSET = 20.0
+"""r ~ t's premise: the residual norm grows by at least this many times its initial radius."""
 
 
 def _mean(values) -> float:
@@ -63,16 +88,60 @@ def _runs_note(runs: list[dict], when: str) -> str:
     return f"{len(runs)} runs that reached the fit"
 
 
+def token_radius(m: dict, scheme: str) -> float:
+    """|x_0| in units of the radius R the scheme's norm projects tokens to: sqrt(d) for RMSNorm,
+    1 for nGPT's unit sphere. Thm 4.2's tokens have radius 1 in those units."""
+    return m["r"][0] / (1.0 if scheme == "ngpt" else math.sqrt(m["d_model"]))
+
+
+def final_cosine(m: dict) -> float:
+    """The mean pairwise cosine of the tokens leaving the last block."""
+    return m["cos"][-1]
+
+
+def premise_units(sel: list[dict], schemes, value, low: float, high: float = math.inf):
+    """Per scheme, ({unit: premise value}, the units whose value lies in [low, high])."""
+    values = {s: by_unit(sel, s, lambda m, s=s: value(m, s)) for s in schemes}
+    return values, {s: {k for k, v in vs.items() if low <= v <= high}
+                    for s, vs in values.items()}
+
+
+def premise_text(name: str, values: dict, inside: dict) -> str:
+    """'premise NAME: met by <scheme> i/n units (measured lo-hi), ...'."""
+    parts = []
+    for s, vs in values.items():
+        got = [v for v in vs.values() if math.isfinite(v)]
+        span = f"{min(got):.3g}-{max(got):.3g}" if got else "-"
+        parts.append(f"{s} {len(inside[s])}/{len(vs)} (measured {span})")
+    return f"premise {name}: met by " + ", ".join(parts)
+
+
+def _with_premise(passed: bool, why: str, excluded: bool, premise: str) -> tuple[bool, str]:
+    """A claim with units outside its premise cannot PASS: it is INCONCLUSIVE (naming the
+    premise) unless a test inside the premise FAILs it."""
+    if not excluded or (not passed and not why):
+        return passed, why
+    return False, f"outside the statement's premise ({premise}); " + (why or "the units inside it agree")
+
+
 def first_layer_order(runs: list[dict], when: str) -> Outcome:
     sel = select(runs, when, ("peri", "ngpt", "post", "pre"))
     disp = {s: by_unit(sel, s, first_layer_displacement) for s in ("peri", "ngpt", "post", "pre")}
+    radius, inside = premise_units(sel, disp, token_radius, *TOKEN_RADIUS_BAND)
+    premise = premise_text(f"(Thm 4.2, tokens of radius 1: |x_0|/R in {list(TOKEN_RADIUS_BAND)})",
+                           radius, inside)
     tests = []
     for fast in ("peri", "ngpt"):
         for slow in ("post", "pre"):
-            a = {k: math.log(v) - math.log(ORDER_FACTOR) for k, v in disp[fast].items() if v > 0}
-            b = {k: math.log(v) for k, v in disp[slow].items() if v > 0}
-            tests.append((f"{fast} > {ORDER_FACTOR:g} x {slow}", stats.compare(a, b, "greater")))
+            both = inside[fast] & inside[slow]
+            a = {k: math.log(v) - math.log(ORDER_FACTOR) for k, v in disp[fast].items()
+                 if v > 0 and k in both}
+            b = {k: math.log(v) for k, v in disp[slow].items() if v > 0 and k in both}
+            tests.append((f"{fast} > {ORDER_FACTOR:g} x {slow} (units inside the premise)",
+                          stats.compare(a, b, "greater")))
     passed, why, detail = _decide(tests, "first_layer_order")
+    excluded = any(len(inside[s]) < len(radius[s]) for s in radius)
+    passed, why = _with_premise(passed, why, excluded, premise)
     means = {s: _mean(v.values()) for s, v in disp.items()}
     sizes = sorted({(r["m"]["n_tokens"], r["m"]["d_model"]) for r in sel})
     bound = "; ".join(f"Thm 4.2 order sqrt(log n/n) + log n/d = {thm42_bound(n, d):.3g} "
@@ -80,20 +149,30 @@ def first_layer_order(runs: list[dict], when: str) -> Outcome:
     measured = ", ".join(f"{s} {v:.3g}" for s, v in means.items())
     return Outcome(measured=f"first-layer displacement (rad): {measured}",
                    expected=f"peri, ngpt >= {ORDER_FACTOR:g} x post, pre",
-                   passed=passed, detail=f"{_runs_note(sel, when)}; {bound}; {detail}",
+                   passed=passed, detail=f"{_runs_note(sel, when)}; {premise}; {bound}; {detail}",
                    inconclusive=why)
 
 
 def terminal_order(runs: list[dict], when: str) -> Outcome:
     sel = select(runs, when, ("post", "pre", "mixln", "ngpt"))
     rise = {s: by_unit(sel, s, similarity_rise) for s in ("post", "pre", "mixln", "ngpt")}
-    tests = [(f"post > {other}", stats.compare(rise["post"], rise[other], "greater"))
-             for other in ("pre", "mixln", "ngpt")]
+    final, inside = premise_units(sel, rise, lambda m, s: final_cosine(m), TERMINAL_COSINE)
+    premise = premise_text(f"(terminal rates, t -> infinity: last-layer cosine >= "
+                           f"{TERMINAL_COSINE:g})", final, inside)
+    tests = []
+    for other in ("pre", "mixln", "ngpt"):
+        both = inside["post"] & inside[other]
+        tests.append((f"post > {other} (pairs inside the premise)",
+                      stats.compare({k: v for k, v in rise["post"].items() if k in both},
+                                    {k: v for k, v in rise[other].items() if k in both},
+                                    "greater")))
     passed, why, detail = _decide(tests, "terminal_order")
+    excluded = any(len(inside[s]) < len(final[s]) for s in final)
+    passed, why = _with_premise(passed, why, excluded, premise)
     means = ", ".join(f"{s} {_mean(v.values()):+.3g}" for s, v in rise.items())
     return Outcome(measured=f"similarity rise per layer after layer 1: {means}",
                    expected="post > pre, mixln, ngpt", passed=passed,
-                   detail=f"{_runs_note(sel, when)}; {detail}", inconclusive=why)
+                   detail=f"{_runs_note(sel, when)}; {premise}; {detail}", inconclusive=why)
 
 
 def growth_exponents(runs: list[dict], when: str) -> list[float]:
@@ -102,14 +181,30 @@ def growth_exponents(runs: list[dict], when: str) -> list[float]:
             for r in select(runs, when, ("pre",))]
 
 
+def growth_over_offset(m: dict) -> float:
+    """(r_L - r_0) / r_0: how many times its initial radius the residual norm grows."""
+    return (m["r"][-1] - m["r"][0]) / m["r"][0]
+
+
 def preln_norm_growth(runs: list[dict], when: str) -> Outcome:
     from scipy import stats as sstats
 
-    e = np.asarray(growth_exponents(runs, when))
+    pre = select(runs, when, ("pre",))
+    ratios = [growth_over_offset(r["m"]) for r in pre]
+    premise = (f"premise (r ~ t is asymptotic: r_L - r_0 >= {GROWTH_OVER_OFFSET:g} r_0): met by "
+               f"{sum(q >= GROWTH_OVER_OFFSET for q in ratios)}/{len(ratios)} Pre-LN runs"
+               + (f", (r_L - r_0)/r_0 = {min(ratios):.3g}-{max(ratios):.3g} over "
+                  f"{sorted({r['depth'] for r in pre})} layers" if ratios else ""))
+    e = np.asarray([x for x, q in zip(growth_exponents(runs, when), ratios)
+                    if q >= GROWTH_OVER_OFFSET])
     lo, hi = GROWTH_BAND
     if len(e) < 3:
-        return Outcome(measured=f"{len(e)} Pre-LN runs", expected="exponent 1", passed=False,
-                       inconclusive=f"{len(e)} Pre-LN runs ({when}); at least 3 are needed")
+        return Outcome(measured=f"{len(e)} Pre-LN runs inside the premise", expected="exponent 1",
+                       passed=False, detail=premise,
+                       inconclusive=f"{len(e)} Pre-LN runs ({when}) inside the premise, at least 3 "
+                                    "are needed: the norm has not left its initial "
+                                    "radius, the regime before r ~ t; deeper stacks or a smaller "
+                                    "embedding decide")
     mean, se = float(e.mean()), float(e.std(ddof=1) / math.sqrt(len(e)))
     half = float(sstats.t.ppf(0.975, len(e) - 1)) * se
     inside, outside = lo <= mean - half and mean + half <= hi, mean + half < lo or mean - half > hi
@@ -118,8 +213,8 @@ def preln_norm_growth(runs: list[dict], when: str) -> Outcome:
     return Outcome(measured=f"exponent {mean:.3f} +- {half:.3f} (95% t, n={len(e)}); range "
                             f"[{e.min():.3f}, {e.max():.3f}]",
                    expected=f"1 (r ~ t): interval within [{lo}, {hi}]", passed=inside,
-                   detail="random-stack exponent ~0.55 (dyn.stack.preln_norm) for contrast",
-                   inconclusive=why)
+                   detail=f"{premise}; random-stack exponent ~0.55 (dyn.stack.preln_norm) for "
+                          "contrast", inconclusive=why)
 
 
 def model_s(m: dict, placement: str, d: int, n: int) -> float:
@@ -159,12 +254,24 @@ def recursion_at_init(runs: list[dict]) -> Outcome:
     if not rows:
         return Outcome(measured="no models", expected=f"gap <= {RECURSION_TOL}", passed=False,
                        inconclusive="no Post-LN or Pre-LN model in the set")
-    worst = max(r["gap"] for r in rows)
+    teeth = [r for r in rows if abs(r["rise"]) > RECURSION_TOL]
+    idle = [f"{r['scheme']} {r['task']} L={r['depth']} (rise {r['rise']:+.3g})" for r in rows
+            if r not in teeth]
+    worst = max((r["gap"] for r in teeth), default=math.nan)
     text = "; ".join(f"{r['scheme']} {r['task']} L={r['depth']}: gap {r['gap']:.3g} (rise "
                      f"{r['rise']:+.3g}, s={r['s']:.3g}, t0={r['t0']:.3g})" for r in rows)
-    return Outcome(measured=f"max |t_sim - recursion| {worst:.3g}",
-                   expected=f"<= {RECURSION_TOL} at every layer", passed=worst <= RECURSION_TOL,
-                   detail=text)
+    premise = (f"premise (t_sim rises by more than the tolerance {RECURSION_TOL}, else a constant "
+               f"prediction passes): met by {len(teeth)}/{len(rows)} groups"
+               + (f"; not deciding: {', '.join(idle)}" if idle else ""))
+    failed = bool(teeth) and worst > RECURSION_TOL
+    return Outcome(measured=f"max |t_sim - recursion| {worst:.3g} over the {len(teeth)} groups "
+                            "inside the premise",
+                   expected=f"<= {RECURSION_TOL} at every layer",
+                   passed=bool(teeth) and not idle and not failed,
+                   detail=f"{premise}; {text}",
+                   inconclusive="" if failed or not idle else
+                   f"outside the statement's premise ({premise}); a deeper stack or a larger "
+                   "value map (s) decides")
 
 
 def post_norm_gains(runs: list[dict], when: str) -> list[tuple[float, float]]:
@@ -185,11 +292,16 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
     low_text = (f"; below it: {len(low)} norms, median gain {np.median(low):.3g}, "
                 f"{np.mean(np.asarray(low) < 1):.0%} < 1") if low else ""
     if len(high) < MIN_NORMS:
+        top = max((c for c, _ in pairs), default=math.nan)
         return Outcome(measured=f"{len(high)} Post-LN norms in layers with cos >= "
                                 f"{HIGH_SIMILARITY}", expected="every gain < 1", passed=False,
                        detail=low_text.lstrip("; "),
-                       inconclusive=f"{len(high)} Post-LN norms at high similarity ({when}); at "
-                                    f"least {MIN_NORMS} are needed")
+                       inconclusive=f"{len(high)} qualifying Post-LN norms ({when}), at least "
+                                    f"{MIN_NORMS} are needed: a norm qualifies when the mean "
+                                    f"pairwise cosine of its layer's input is >= "
+                                    f"{HIGH_SIMILARITY} (the highest reached here: {top:.3g}); "
+                                    "deeper Post-LN stacks, or later layers near collapse, "
+                                    "would qualify")
     below = float(np.mean(np.asarray(high) < 1))
     return Outcome(measured=f"{below:.0%} of {len(high)} high-similarity Post-LN norms have gain "
                             f"< 1 (max {max(high):.3g}, median {np.median(high):.3g})",
@@ -197,6 +309,8 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
 
 
 __all__ = ["ORDER_FACTOR", "HIGH_SIMILARITY", "RECURSION_TOL", "GROWTH_BAND",
+           "TOKEN_RADIUS_BAND", "TERMINAL_COSINE", "GROWTH_OVER_OFFSET", "token_radius",
+           "final_cosine", "growth_over_offset", "premise_units", "premise_text",
            "first_layer_order", "terminal_order", "growth_exponents", "preln_norm_growth",
            "model_s", "recursion_gaps", "recursion_at_init", "post_norm_gains",
            "backward_gain_high_similarity"]

@@ -89,7 +89,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from resharpen.experiments.common.io import dumps_json
 from resharpen.experiments.ledger.registry import Claim
@@ -1159,7 +1159,8 @@ def read_record(path: str | Path = RECORD) -> dict[str, dict]:
     ValueError naming the file when it is not a record: a verdict not in VERDICTS, seconds that
     are not a number, a survivor without a diagnosis, or a ``functions`` entry (the verdict per
     (claim, function) pair, written since issue 23; older entries have none) whose verdict is not
-    in PAIR_VERDICTS or that survives without a diagnosis."""
+    in PAIR_VERDICTS or that survives without a diagnosis, or a pair flagged ``equivalent``
+    without ``why_equivalent`` (why no data could change the claim's truth)."""
     path = Path(path)
     try:
         claims = json.loads(path.read_text())["claims"]
@@ -1187,6 +1188,10 @@ def read_record(path: str | Path = RECORD) -> dict[str, dict]:
                 raise ValueError(f"{path}: ({claim_id!r}, {target}): 'equivalent' is true or "
                                  "false, on a pair that survives or is killed only by an "
                                  "exception, beside its diagnosis")
+            if pair.get("equivalent") and not pair.get("why_equivalent", "").strip():
+                raise ValueError(f"{path}: ({claim_id!r}, {target}): a pair flagged equivalent "
+                                 "needs 'why_equivalent', a sentence saying why no data could "
+                                 "change the claim's truth under any mutant of the function")
     return claims
 
 
@@ -1207,6 +1212,30 @@ def mutation_score(pairs: Sequence[tuple[str, bool]]) -> dict[str, float | int]:
     return {"perturbed": perturbed, "killed": killed, "equivalent": equivalent,
             "rate": killed / perturbed if perturbed else math.nan,
             "score": killed / live if live else math.nan}
+
+
+def record_numbers(record: dict[str, dict], claim_ids: Iterable[str]) -> dict:
+    """The pair counts of the record (:func:`read_record`) over the entries of ``claim_ids``
+    (the fast claims of the registry: the ones its run mutated): ``pairs``, each verdict's
+    count, and :func:`mutation_score` of their (verdict, equivalent) flags."""
+    pairs = [(pair["verdict"], pair.get("equivalent", False)) for claim_id in claim_ids
+             for pair in (record[claim_id].get("functions") or {}).values()]
+    counts = {v: sum(verdict == v for verdict, _ in pairs) for v in PAIR_VERDICTS}
+    return {"pairs": len(pairs), **counts, **mutation_score(pairs)}
+
+
+def record_score_text(record: dict[str, dict], claim_ids: Iterable[str]) -> str:
+    """The plain rate and the mutation score of the record, as the docs quote them (one
+    sentence, computed by :func:`record_numbers`; docs/ledger.md and docs/results.md hold this
+    text between markers and tests/core/test_mutation_record.py checks it)."""
+    n = record_numbers(record, claim_ids)
+    live = n["perturbed"] - n["equivalent"]
+    return (f"Of the {n['pairs']} (claim, function) pairs of the fast claims, {n['perturbed']} "
+            f"were perturbed by some operator; {n['killed']} of them were killed by a status "
+            f"change, the plain rate {n['rate']:.1%} ({n['killed by an exception']} killed only "
+            f"by an exception, {n['survives']} survive, {n['untested']} untested); the mutation "
+            f"score, over the {live} perturbed pairs not diagnosed equivalent mutants "
+            f"({n['equivalent']} are), is {n['killed']} / {live} = {n['score']:.1%}.")
 
 
 def score_line(score: dict) -> str:
@@ -1295,6 +1324,8 @@ def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = N
                     pair["diagnosis"] = kept
                 if "equivalent" in was and p.verdict in ("survives", "killed by an exception"):
                     pair["equivalent"] = was["equivalent"]
+                    if was.get("why_equivalent"):
+                        pair["why_equivalent"] = was["why_equivalent"]
                 entry["functions"][p.target] = pair
                 scored.append((p.verdict, pair.get("equivalent", False)))
         claims[r.id] = entry
@@ -1304,3 +1335,18 @@ def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = N
                        "score": score_line(mutation_score(scored)),
                        "per_operator": per_operator(results), "claims": claims},
                       indent=1, sort_keys=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m resharpen.experiments.ledger.mutation``: print :func:`record_score_text` of
+    the committed record over the registry's fast claims."""
+    from resharpen.claims import all_claims
+
+    if argv if argv is not None else sys.argv[1:]:
+        raise SystemExit("usage: python -m resharpen.experiments.ledger.mutation (prints the "
+                         "plain rate and the mutation score of the committed record)")
+    print(record_score_text(read_record(), [c.id for c in all_claims() if c.cost == "fast"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -308,6 +308,26 @@ def ladder_rows(root: Path) -> list[dict]:
     return out
 
 
+def at_own_fit(history: list[dict], level: float, weights: str) -> tuple[float, float]:
+    """(ID, OOD invalid mass) of ``weights`` at the first evaluation of a run's history (the rows
+    of ``metrics.jsonl``) where that weight set's own ID invalid mass is <= ``level``; (NaN, NaN)
+    when no evaluation reaches it. Two weight sets read this way are compared at a matched
+    in-distribution fit, as the fit ladder reads the raw weights (:func:`ladder_rows`)."""
+    for row in history:
+        mine = row.get(weights)
+        if mine and mine["id_invalid_mass"] <= level:
+            return mine["id_invalid_mass"], mine["ood_invalid_mass"]
+    return math.nan, math.nan
+
+
+def reached_rungs(rows: list[dict]) -> dict:
+    """{rung: {placement: the seeds whose run reached it}} of :func:`ladder_rows`' rows."""
+    out: dict = {}
+    for r in rows:
+        out.setdefault(r["rung"], {}).setdefault(r["placement"], set()).add(r["seed"])
+    return out
+
+
 def rung_order(rungs) -> list:
     """The rungs of :func:`ladder_rows` in training order: the fit levels from the loosest
     down, then :data:`CONVERGED`."""

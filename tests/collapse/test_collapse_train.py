@@ -112,3 +112,36 @@ def test_cli_collapse_stack_and_errors(capsys, tmp_path):
     assert main(["collapse", "stack", "--norm", "peri"]) == 2
     assert "error: argument --norm: norm 'peri' is not one of post, pre" in capsys.readouterr().err
     assert main(["collapse", "detect", str(tmp_path / "missing")]) == 2
+
+
+def test_training_collapse_without_a_shown_effect_is_inconclusive_not_fail(monkeypatch):
+    """Every post@hi seed collapses and every control ends well outside the detector's region,
+    but the paired t of final t_sim (Holm over the two controls) does not reach alpha: no effect
+    shown is INCONCLUSIVE (the ledger's rule), never FAIL; with a clear gap it PASSes."""
+    from resharpen.experiments.collapse import claims as collapse_claims
+    from resharpen.experiments.collapse import train as collapse_train
+
+    def fake_config(profile, norm, lr, seed):
+        return {"norm": norm, "lr": lr, "seed": seed, "model": {"n_layers": 24, "d_model": 32},
+                "train": {"steps": 80}}
+
+    def summaries(control_t):
+        def run_all(configs, out, progress=False):
+            results = []
+            for c in configs:
+                post_hi = c["norm"] == "post" and c["lr"] > 1e-2
+                t = 0.99 if post_hi else control_t[c["seed"]]
+                results.append({"summary": {
+                    "collapsed": post_hi, "final_t_sim": t, "l_freq_stream": 2.0,
+                    "final_loss": 2.0 if post_hi else 1.0,
+                    "first_over_last_resid_grad": 1e-3 if post_hi else 0.5}})
+            return results
+        return run_all
+
+    monkeypatch.setattr(collapse_train, "profile_config", fake_config)
+    monkeypatch.setattr(collapse_train, "run_all", summaries([0.79, 0.79, 0.79, 0.79, 0.09]))
+    outcome = collapse_claims.check_training_collapse("full")
+    assert not outcome.passed and "neither the effect nor the opposite" in outcome.inconclusive
+    monkeypatch.setattr(collapse_train, "run_all", summaries([0.5, 0.52, 0.48, 0.51, 0.49]))
+    outcome = collapse_claims.check_training_collapse("full")
+    assert outcome.passed and not outcome.inconclusive

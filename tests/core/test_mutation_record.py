@@ -234,3 +234,33 @@ def test_read_record_rejects_an_equivalent_flag_out_of_place(tmp_path):
                                                      "functions": {"f": pair}}}}))
         with pytest.raises(ValueError, match="equivalent"):
             mutation.read_record(path)
+
+
+def test_every_equivalent_pair_says_why_no_data_could_change_the_claim(tmp_path):
+    """A pair flagged equivalent carries ``why_equivalent``, a sentence a reviewer can check,
+    that does not rest on the data at hand (a check that cannot move on *this* data is weak or
+    empty, not an equivalent mutant: flagged false); the record refuses a flag without it."""
+    for claim_id, entry in mutation.read_record().items():
+        for target, pair in (entry.get("functions") or {}).items():
+            if pair.get("equivalent"):
+                why = pair["why_equivalent"]
+                assert "this data" not in why and "on this data" not in pair["diagnosis"], \
+                    (claim_id, target)
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps({"claims": {"x": {"verdict": "survives", "seconds": 0.1,
+                                                 "diagnosis": "d", "functions": {"f": {
+                                                     "verdict": "survives", "statuses": {},
+                                                     "diagnosis": "d", "equivalent": True}}}}}))
+    with pytest.raises(ValueError, match="why_equivalent"):
+        mutation.read_record(path)
+
+
+def test_the_record_score_text_counts_the_given_claims():
+    record = {"a": {"functions": {"f": {"verdict": "killed"}, "g": {"verdict": "untested"},
+                                  "h": {"verdict": "survives", "equivalent": True}}},
+              "b": {"functions": {"f": {"verdict": "survives", "equivalent": False}}}}
+    text = mutation.record_score_text(record, ["a", "b"])
+    assert "Of the 4 (claim, function) pairs" in text and "3 were perturbed" in text
+    assert "1 of them were killed" in text and "the plain rate 33.3%" in text
+    assert "1 / 2 = 50.0%" in text
+    assert "1 / 1 = 100.0%" in mutation.record_score_text(record, ["a"])

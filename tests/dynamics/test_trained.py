@@ -132,38 +132,83 @@ def _status(outcome) -> str:
     return "INCONCLUSIVE" if outcome.inconclusive else ("PASS" if outcome.passed else "FAIL")
 
 
+def _unit_radius(scheme: str, d: int = 32) -> list[float]:
+    """Residual norms whose x_0 lies on the sphere the scheme's norm projects to (Thm 4.2's
+    premise): radius sqrt(d), 1 for nGPT."""
+    r0 = 1.0 if scheme == "ngpt" else math.sqrt(d)
+    return [r0] * 5
+
+
 @pytest.mark.parametrize("fast, status", [(1.0, "PASS"), (0.02, "FAIL")])
 def test_first_layer_order_can_pass_and_fail(fast, status):
-    runs = _runs({"peri": lambda k: _m(disp0=_noisy(fast, k)),
-                  "ngpt": lambda k: _m(disp0=_noisy(fast, k + 1)),
-                  "post": lambda k: _m(disp0=_noisy(0.02, k + 2)),
-                  "pre": lambda k: _m(disp0=_noisy(0.02, k + 3))})
+    runs = _runs({"peri": lambda k: _m(disp0=_noisy(fast, k), r=_unit_radius("peri")),
+                  "ngpt": lambda k: _m(disp0=_noisy(fast, k + 1), r=_unit_radius("ngpt")),
+                  "post": lambda k: _m(disp0=_noisy(0.02, k + 2), r=_unit_radius("post")),
+                  "pre": lambda k: _m(disp0=_noisy(0.02, k + 3), r=_unit_radius("pre"))})
     for when in ("init", "trained"):
         assert _status(C.first_layer_order(runs, when)) == status
 
 
 def test_first_layer_order_inconclusive_with_few_runs_or_unfitted():
-    per = {s: (lambda k: _m(disp0=_noisy(1.0, k))) for s in ("peri", "ngpt")}
-    per.update({s: (lambda k: _m(disp0=_noisy(0.02, k))) for s in ("post", "pre")})
+    per = {s: (lambda k, s=s: _m(disp0=_noisy(1.0, k), r=_unit_radius(s))) for s in ("peri", "ngpt")}
+    per.update({s: (lambda k, s=s: _m(disp0=_noisy(0.02, k), r=_unit_radius(s)))
+                for s in ("post", "pre")})
     assert _status(C.first_layer_order(_runs(per, seeds=range(3)), "init")) == "INCONCLUSIVE"
     unfitted = _runs(per, fit=False)
     assert _status(C.first_layer_order(unfitted, "trained")) == "INCONCLUSIVE"
     assert _status(C.first_layer_order(unfitted, "init")) == "PASS"
 
 
-@pytest.mark.parametrize("post_rise, status", [(0.2, "PASS"), (0.001, "FAIL")])
+@pytest.mark.parametrize("fast", [1.0, 0.02])
+def test_first_layer_order_outside_thm42_premise_is_inconclusive(fast):
+    """Tokens at |x_0| = 0.8 against a sqrt(d) sphere (the package's init) do not meet Thm 4.2's
+    unit radius: neither the order nor its opposite decides, and the radius is reported."""
+    small = [0.8] * 5
+    runs = _runs({"peri": lambda k: _m(disp0=_noisy(fast, k), r=small),
+                  "ngpt": lambda k: _m(disp0=_noisy(fast, k + 1), r=_unit_radius("ngpt")),
+                  "post": lambda k: _m(disp0=_noisy(0.02, k + 2), r=small),
+                  "pre": lambda k: _m(disp0=_noisy(0.02, k + 3), r=small)})
+    outcome = C.first_layer_order(runs, "init")
+    assert _status(outcome) == "INCONCLUSIVE"
+    assert "premise" in outcome.inconclusive and "0.141" in outcome.detail
+
+
+def _terminal(rise: float, end: float = 0.95, L: int = 4) -> list[float]:
+    """Cosines rising by ``rise`` per layer after layer 1, ending at ``end``."""
+    return [0.1] + [end - rise * (L - j) for j in range(1, L + 1)]
+
+
+@pytest.mark.parametrize("post_rise, status", [(0.02, "PASS"), (0.001, "FAIL")])
 def test_terminal_order_can_pass_and_fail(post_rise, status):
-    runs = _runs({"post": lambda k: _m(rise=_noisy(post_rise, k)),
-                  **{s: (lambda k, s=s: _m(rise=_noisy(0.02, k + len(s))))
+    runs = _runs({"post": lambda k: _m(cos=_terminal(_noisy(post_rise, k))),
+                  **{s: (lambda k, s=s: _m(cos=_terminal(_noisy(0.005, k + len(s)))))
                      for s in ("pre", "mixln", "ngpt")}})
     assert _status(C.terminal_order(runs, "init")) == status
 
 
+def test_terminal_order_far_from_consensus_is_inconclusive():
+    """A terminal (t -> infinity) rate is not read off layers far from consensus: runs ending at
+    cosine 0.3 are outside the premise, whichever way their rises are ordered."""
+    runs = _runs({"post": lambda k: _m(cos=_terminal(_noisy(0.001, k), end=0.3)),
+                  **{s: (lambda k, s=s: _m(cos=_terminal(_noisy(0.02, k + len(s)), end=0.3)))
+                     for s in ("pre", "mixln", "ngpt")}})
+    outcome = C.terminal_order(runs, "init")
+    assert _status(outcome) == "INCONCLUSIVE" and "premise" in outcome.inconclusive
+
+
 @pytest.mark.parametrize("power, status", [(1.0, "PASS"), (0.5, "FAIL")])
 def test_preln_norm_growth_can_pass_and_fail(power, status):
-    runs = _runs({"pre": lambda k: _m(r=[0.5] + [_noisy(j ** power, k) for j in range(1, 5)])})
+    runs = _runs({"pre": lambda k: _m(r=[0.01] + [_noisy(j ** power, k) for j in range(1, 5)])})
     assert _status(C.preln_norm_growth(runs, "init")) == status
     assert _status(C.preln_norm_growth(runs[:2], "init")) == "INCONCLUSIVE"
+
+
+def test_preln_norm_growth_before_the_asymptotic_regime_is_inconclusive():
+    """Exact linear growth from a large initial radius (r_L / r_0 = 1.45 over 4 layers, the
+    package's init) fits an exponent near 0.2: outside r ~ t's premise, not a FAIL."""
+    runs = _runs({"pre": lambda k: _m(r=[1.0 + 0.1125 * j for j in range(5)])})
+    outcome = C.preln_norm_growth(runs, "init")
+    assert _status(outcome) == "INCONCLUSIVE" and "0.45" in outcome.detail
 
 
 @pytest.mark.parametrize("shift, status", [(0.0, "PASS"), (0.1, "FAIL")])
@@ -181,6 +226,21 @@ def test_recursion_check_can_pass_and_fail(shift, status):
     assert _status(outcome) == status
 
 
+def test_recursion_check_of_a_flat_stack_is_inconclusive():
+    """A group whose t_sim barely moves (rise below the tolerance) cannot tell the recursion
+    from a constant: it does not decide, and the claim is INCONCLUSIVE, not PASS."""
+    n, d, s, L = 16, 32, 0.01, 4
+    pred = recursion(n, L - 1, 0.3, s, "post")["t"]
+    assert pred[-1] - pred[0] < C.RECURSION_TOL
+
+    def m(k):
+        out = _m(L=L, n=n, d=d, t=[0.2] + list(pred))
+        out["value_frob2"] = [0.0] + [s * d] * (L - 1)
+        return out
+    outcome = C.recursion_at_init(_runs({"post": m}, seeds=range(2)))
+    assert _status(outcome) == "INCONCLUSIVE" and "premise" in outcome.inconclusive
+
+
 @pytest.mark.parametrize("gain, status", [(0.8, "PASS"), (1.2, "FAIL")])
 def test_backward_gain_check_can_pass_fail_and_be_inconclusive(gain, status):
     high = [0.95] * 5
@@ -188,7 +248,9 @@ def test_backward_gain_check_can_pass_fail_and_be_inconclusive(gain, status):
     runs = _runs({"post": lambda k: _m(cos=high, gains=gains)}, seeds=range(2))
     assert _status(C.backward_gain_high_similarity(runs, "trained")) == status
     low = _runs({"post": lambda k: _m(cos=[0.1] * 5, gains=gains)}, seeds=range(2))
-    assert _status(C.backward_gain_high_similarity(low, "trained")) == "INCONCLUSIVE"
+    outcome = C.backward_gain_high_similarity(low, "trained")
+    assert _status(outcome) == "INCONCLUSIVE"
+    assert "0 qualifying" in outcome.inconclusive and "would qualify" in outcome.inconclusive
 
 
 # ------------------------------------------------------------------------- the cache, the figures
