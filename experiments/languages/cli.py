@@ -20,6 +20,7 @@ from resharpen.experiments.common import limits
 from resharpen.experiments.common.cli_args import UsageError, bad_input, positive_int, seed_int
 from resharpen.experiments.common.limits import add_max_memory
 from resharpen.experiments.common.profiles import PROFILES
+from resharpen.experiments.training.plugins import add_plugin_option, load_plugins
 
 
 def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
@@ -33,6 +34,7 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
     t.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="SECTION.KEY=VALUE", help="config override, e.g. model.norm=post")
     t.add_argument("--out", default=None, help="run folder (default out/runs/<name>)")
+    add_plugin_option(t)
     r = actions.add_parser("run", help="run or resume the task x norm x seed grid")
     r.add_argument("--grid", default=None, help="grid TOML, or the name of a packaged grid "
                    "(languages/grid, languages/othello, languages/long; `resharpen configs`; "
@@ -48,6 +50,7 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
                         "seed) as one batched ensemble (default: the grid's sweep.ensemble; "
                         "1 = every run alone)")
     r.add_argument("--no-report", action="store_true", help="skip the report")
+    add_plugin_option(r)
     q = actions.add_parser("report", help="summary tables and per-task figures of a grid folder")
     q.add_argument("folder", help="grid folder, e.g. out/sweeps/langs-quick")
     q.add_argument("--no-figs", action="store_true", help="tables only")
@@ -70,6 +73,7 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
         from resharpen.experiments.common.io import check_writable_target
 
         with bad_input():  # the backend, the grid file, --only and --out, before any write
+            load_plugins(args.plugin)
             check_backend(args.backend, args.address)
             from resharpen.experiments.languages.grid import GRID_DIR, load_grid, run_grid
 
@@ -147,6 +151,7 @@ def _train(args) -> int:
     from resharpen.experiments.training.next_token_config import make_config
 
     with bad_input():  # the task, the overrides and the run folder, before torch
+        load_plugins(args.plugin)
         overrides = parse_sets(args.overrides)
         overrides.setdefault("task", {})["name"] = args.task
         config = make_config(overrides)
