@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import re
 
 import pytest
@@ -27,21 +28,26 @@ def snapshot(root) -> dict:
 
 @pytest.fixture(scope="module")
 def battery(tmp_path_factory, deepnet_plugin):
-    """(folder, plug-in path, first stdout, first stderr, second stdout, second stderr,
-    files before and after the second run)."""
-    base = tmp_path_factory.mktemp("battery")
+    """(working folder, battery folder, plug-in path, and per run of two: stdout, stderr, the
+    run and group files before and after it)."""
+    base = tmp_path_factory.mktemp("battery")  # the working folder of both runs
     plugin = deepnet_plugin(base, SCHEME)
-    out = base / "out"
+    out = base / "battery"
     args = ["battery", "--scheme", f"{plugin}:{SCHEME}", "--out", str(out), "--profile", "tiny",
             "--workers", "2"]
-    with restored_registries():
-        streams = []
-        for _ in range(2):
-            stdout, stderr = io.StringIO(), io.StringIO()
-            before = snapshot(out) if out.exists() else {}
-            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-                assert main(args) == 0, stderr.getvalue()
-            streams.append((stdout.getvalue(), stderr.getvalue(), before, snapshot(out)))
+    here = os.getcwd()
+    os.chdir(base)  # a default folder (out/ of the working folder) written by mistake shows
+    try:
+        with restored_registries():
+            streams = []
+            for _ in range(2):
+                stdout, stderr = io.StringIO(), io.StringIO()
+                before = snapshot(out) if out.exists() else {}
+                with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                    assert main(args) == 0, stderr.getvalue()
+                streams.append((stdout.getvalue(), stderr.getvalue(), before, snapshot(out)))
+    finally:
+        os.chdir(here)
     return base, out, plugin, streams
 
 
@@ -81,7 +87,7 @@ def test_second_invocation_resumes_without_training(battery):
 
 def test_writes_only_under_the_folder_named(battery):
     base, out, plugin, _ = battery
-    assert sorted(p.name for p in base.iterdir()) == ["my_norms.py", "out"]
+    assert sorted(p.name for p in base.iterdir()) == ["battery", "my_norms.py"]
     assert sorted(p.name for p in out.iterdir()) == [
         "battery.json", "battery.md", "battery_plan.json", "dynamics", "languages",
         "set_complement"]

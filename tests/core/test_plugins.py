@@ -169,3 +169,47 @@ def test_a_scheme_and_a_task_train_from_one_file_each(tmp_path, registries, deep
         assert (tmp_path / run / "summary.json").exists()
     assert registry.get_task("no_two_ones").is_member([0, 1, 0])
     assert not registry.get_task("no_two_ones").is_member([1, 1])
+
+
+def test_sweep_and_langs_run_take_plugins(tmp_path, registries, deepnet_plugin, capsys):
+    """``sweep`` and ``langs run`` with ``--plugin``: a sweep file and a grid file of one's own
+    that grid over the plug-in scheme (and task) train every run."""
+    from resharpen.experiments.training.config import CONFIG_DIR
+
+    scheme = deepnet_plugin(tmp_path, "deepnet_d")
+    task = write(tmp_path, "my_task", NO_ONES.replace("{name}", "no_ones_d"))
+    (tmp_path / "sweep.toml").write_text(textwrap.dedent(f'''
+        name = "plugin_sweep"
+        base = "{CONFIG_DIR / 'set_complement' / 'base.toml'}"
+        [train]
+        steps = 4
+        until_id_invalid_mass = 0.0
+        [search]
+        "model.norm" = {{ grid = ["deepnet_d", "post"] }}
+    '''))
+    (tmp_path / "grid.toml").write_text(textwrap.dedent('''
+        name = "plugin_grid"
+        [search]
+        "task.name" = { grid = ["no_ones_d"] }
+        "model.norm" = { grid = ["deepnet_d"] }
+        "train.seed" = { grid = [0, 1] }
+        [task]
+        train_len = 6
+        eval_len = 8
+        [model]
+        d_model = 8
+        n_heads = 1
+        [train]
+        steps = 4
+        [eval]
+        count = 4
+    '''))
+    assert main(["sweep", str(tmp_path / "sweep.toml"), "--profile", "quick", "--workers", "1",
+                 "--plugin", f"{scheme}:deepnet_d", "--out", str(tmp_path / "s")]) == 0
+    assert main(["langs", "run", "--grid", str(tmp_path / "grid.toml"), "--workers", "1",
+                 "--plugin", f"{task}:no_ones_d", "--plugin", f"{scheme}:deepnet_d",
+                 "--no-report", "--out", str(tmp_path / "g")]) == 0
+    assert len(list((tmp_path / "s" / "runs").glob("*/summary.json"))) == 2
+    assert sorted(p.name for p in (tmp_path / "g" / "runs").iterdir()) == [
+        "no_ones_d-deepnet_d-s0", "no_ones_d-deepnet_d-s1"]
+    capsys.readouterr()
