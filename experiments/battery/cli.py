@@ -12,12 +12,12 @@ from resharpen.experiments.common.cli_args import bad_input, positive_int
 
 
 def add_battery(sub) -> None:
-    from resharpen.experiments.battery.run import SIZES
+    from resharpen.experiments.battery.run import REFERENCES, SIZES
 
     p = sub.add_parser("battery", help="train and measure one normalization scheme (your own "
                                        "file's, or a registered one) beside the references")
     p.description = ("Trains the Set Complement fit grid and the language grid for the scheme "
-                     "beside pre, post, attn_out, peri and pre_nofinal (same seeds, each run "
+                     f"beside {', '.join(REFERENCES)} (same seeds, each run "
                      "stopped at its config's fit), measures the similarity growth at "
                      "initialization and the first-layer displacement as the trained-dynamics "
                      "study does, and prints one table (OOD invalid mass at matched fit, paired "
@@ -30,7 +30,7 @@ def add_battery(sub) -> None:
     p.add_argument("--out", required=True, metavar="DIR",
                    help="the battery folder: everything is written here, and a rerun resumes")
     p.add_argument("--profile", choices=tuple(SIZES), default="quick",
-                   help="quick (default: minutes), full (hours) or tiny (seconds: a smoke "
+                   help="quick (default: minutes), full (hours) or tiny (under a minute: a "
                         "test, too small to decide)")
     p.add_argument("--workers", type=positive_int, default=1,
                    help="train this many groups of runs at a time (default 1)")
