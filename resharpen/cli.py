@@ -533,6 +533,7 @@ def commands() -> list:
     the code they drive, one CLI module per slice. These modules import nothing heavy."""
     from functools import partial
 
+    from resharpen.experiments.battery import cli as battery_cli
     from resharpen.experiments.collapse import cli as collapse_cli
     from resharpen.experiments.dynamics import cli as dynamics_cli
     from resharpen.experiments.languages import cli as languages_cli
@@ -542,7 +543,8 @@ def commands() -> list:
             sc_cli.add_train, sc_cli.add_sweep, add_report,
             sc_cli.add_compare,
             partial(languages_cli.add_langs, figures=grid_figures),
-            languages_cli.add_tasks, dynamics_cli.add_dynamics, collapse_cli.add_collapse]
+            languages_cli.add_tasks, dynamics_cli.add_dynamics, collapse_cli.add_collapse,
+            battery_cli.add_battery]
 
 
 class _Version(argparse.Action):

@@ -1,5 +1,8 @@
+import contextlib
 import os
+import sys
 
+import pytest
 from hypothesis import settings
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -11,3 +14,54 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 settings.register_profile("deterministic", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+@contextlib.contextmanager
+def restored_registries():
+    """Within the block, a test may register plug-in schemes and tasks: afterwards the scheme
+    and task registries, the model's layer memo, the plug-in records and the plug-in modules are
+    as before, so other tests see the package's own schemes and tasks only."""
+    from resharpen.experiments.model import schemes, transformer
+    from resharpen.experiments.tasks import registry
+    from resharpen.experiments.training import plugins
+
+    tables = (schemes.SCHEMES, registry._BUILDERS, registry.TASKS, transformer._LAYERS,
+              plugins._LOADED, plugins._FILE_NAMES)
+    saved, modules = [dict(t) for t in tables], set(sys.modules)
+    try:
+        yield
+    finally:
+        for live, old in zip(tables, saved):
+            live.clear()
+            live.update(old)
+        for name in set(sys.modules) - modules:
+            if name.startswith("resharpen_plugin_"):
+                del sys.modules[name]
+
+
+@pytest.fixture
+def registries():
+    """:func:`restored_registries` around one test."""
+    with restored_registries():
+        yield
+
+
+DEEPNET_PLUGIN = '''"""DeepNet's Post-LN (Wang et al. 2022): N(alpha x + f(x)), alpha a constant."""
+from resharpen.experiments.model.schemes import Layer, Scheme, register
+
+ALPHA = 2.0
+RULE = Layer(lambda x, f, p: p.n_out(ALPHA * x + f(x)), output_norm="residual")
+register(Scheme("{name}", lambda l, L: RULE, final_norm=False, label="DeepNet",
+                color="#000000", marker="o"))
+'''
+
+
+@pytest.fixture(scope="session")
+def deepnet_plugin():
+    """``write(folder, name)``: a plug-in file ``folder/my_norms.py`` that registers the DeepNet
+    scheme N(2 x + f(x)) as ``name``; returns its path."""
+    def write(folder, name: str) -> str:
+        path = folder / "my_norms.py"
+        path.write_text(DEEPNET_PLUGIN.replace("{name}", name))
+        return str(path)
+    return write

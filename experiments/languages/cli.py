@@ -22,6 +22,7 @@ from resharpen.experiments.common.cli_args import (MAX_WORKERS, PATH, PATTERN, U
 from resharpen.experiments.common.limits import add_max_memory
 from resharpen.experiments.common.profiles import PROFILES
 from resharpen.experiments.training.config import SWEEP_FIELDS
+from resharpen.experiments.training.plugins import add_plugin_option, load_plugins
 
 MAX_ENSEMBLE = SWEEP_FIELDS["ensemble"].hi
 MAX_SAMPLES = 10**6  # tasks sample --count: sequences printed to the terminal
@@ -43,6 +44,7 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
                    help="config override, e.g. model.norm=post (repeatable; the task is the "
                         "positional argument, not task.name)")
     t.add_argument("--out", default=None, type=PATH, help="run folder (default out/runs/<name>)")
+    add_plugin_option(t)
     r = actions.add_parser("run", help="run or resume the task x norm x seed grid")
     r.add_argument("--grid", default=None, type=PATH,
                    help="grid TOML, or the name of a packaged grid "
@@ -67,6 +69,7 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
                         "seed) as one batched ensemble (default: the grid's sweep.ensemble; "
                         f"1 = every run alone; at most {MAX_ENSEMBLE})")
     r.add_argument("--no-report", action="store_true", help="skip the report")
+    add_plugin_option(r)
     q = actions.add_parser("report", help="summary tables and per-task figures of a grid folder")
     q.add_argument("folder", type=PATH, help="grid folder, e.g. out/sweeps/langs-quick")
     q.add_argument("--no-figs", action="store_true", help="tables only")
@@ -90,6 +93,7 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
         from resharpen.experiments.common.io import check_writable_target
 
         with bad_input():  # the backend, the grid file, --only and --out, before any write
+            load_plugins(args.plugin)
             check_backend(args.backend, args.address)
             from resharpen.experiments.languages.grid import GRID_DIR, load_grid, run_grid
 
@@ -167,6 +171,7 @@ def _train(args) -> int:
     from resharpen.experiments.training.next_token_config import make_config
 
     with bad_input():  # the task, the overrides and the run folder, before torch
+        load_plugins(args.plugin)
         overrides = parse_sets(args.overrides)
         if "name" in overrides.get("task", {}):  # it would be replaced by the positional task
             raise UsageError(f"--set task.name={overrides['task']['name']} has no effect: the "

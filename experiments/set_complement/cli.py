@@ -17,6 +17,7 @@ from resharpen.experiments.common.limits import add_max_memory
 from resharpen.experiments.common.profiles import PROFILES
 from resharpen.experiments.set_complement.sweep import MAX_SWEEP_RUNS
 from resharpen.experiments.training.config import SWEEP_FIELDS
+from resharpen.experiments.training.plugins import add_plugin_option, load_plugins
 
 MAX_ENSEMBLE = SWEEP_FIELDS["ensemble"].hi
 
@@ -35,6 +36,7 @@ def add_train(sub) -> None:
     p.add_argument("--out", default=None, type=PATH,
                    help="run folder (default out/runs/<name>)")
     add_max_memory(p)
+    add_plugin_option(p)
     p.set_defaults(handler=run_train)
 
 
@@ -49,6 +51,7 @@ def run_train(args) -> int:
     from resharpen.experiments.set_complement.config import load_config
 
     with bad_input():  # the config file, the overrides and the run folder, before torch
+        load_plugins(args.plugin)
         config = load_config(args.config, args.overrides, profile=args.profile)
         limits.require(limits.set_complement_training_bytes(config),
                        f"train (vocab {config['task']['vocab']}, d_model "
@@ -125,6 +128,7 @@ def add_sweep(sub) -> None:
                         "EMA or init scale as one batched ensemble (default: the file's "
                         f"sweep.ensemble, 1 = every run alone; at most {MAX_ENSEMBLE})")
     add_max_memory(p)
+    add_plugin_option(p)
     p.set_defaults(handler=run_sweep_cli)
 
 
@@ -134,6 +138,7 @@ def run_sweep_cli(args) -> int:
     from resharpen.experiments.common.io import check_writable_target
 
     with bad_input():  # the backend, the sweep file, --runs and --out, before any write
+        load_plugins(args.plugin)
         check_backend(args.backend, args.address)
         from resharpen.experiments.training.sweep import read_table
         from resharpen.experiments.set_complement.sweep import plan, run_sweep

@@ -14,6 +14,10 @@ alone writes files, so a remote Ray node needs no shared file system.
   one); each run is a task with ``num_cpus=1`` and ``max_retries`` (a task whose worker dies is
   retried on another). Install with ``pip install 'resharpen[distributed]'``; every node needs
   the package installed.
+
+Both hand their workers the plug-ins loaded in the driver
+(:func:`resharpen.experiments.training.plugins.loaded`): a worker loads them before its run
+(:func:`_with_plugins`), so a run of a plug-in scheme or task trains in any worker.
 """
 from __future__ import annotations
 
@@ -31,6 +35,25 @@ def _pickled_call(fn: Callable, *args) -> bytes:
     return pickle.dumps(fn(*args), protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def _with_plugins(specs: tuple[str, ...], fn: Callable, *args):
+    """``fn(*args)`` after loading the plug-ins ``specs`` (in a worker; each loads once)."""
+    from resharpen.experiments.training.plugins import load_plugins
+
+    load_plugins(specs)
+    return fn(*args)
+
+
+def _in_workers(fn: Callable, args: Sequence[tuple]) -> tuple[Callable, list[tuple]]:
+    """(fn, args) as a worker process runs them: through :func:`_with_plugins` when the driver
+    loaded plug-ins, unchanged otherwise."""
+    from resharpen.experiments.training.plugins import loaded
+
+    specs = loaded()
+    if not specs:
+        return fn, list(args)
+    return _with_plugins, [(specs, fn, *arg) for arg in args]
+
+
 def run_local(fn: Callable, args: Sequence[tuple], workers: int) -> Iterator[tuple[int, object]]:
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
@@ -39,9 +62,10 @@ def run_local(fn: Callable, args: Sequence[tuple], workers: int) -> Iterator[tup
             yield index, fn(*arg)
         return
     context = multiprocessing.get_context("spawn")
+    call, calls = _in_workers(fn, args)
     with ProcessPoolExecutor(max_workers=min(workers, len(args)), mp_context=context) as pool:
-        futures = {pool.submit(_pickled_call, fn, *arg): index
-                   for index, arg in enumerate(args)}
+        futures = {pool.submit(_pickled_call, call, *arg): index
+                   for index, arg in enumerate(calls)}
         try:
             for future in as_completed(futures):
                 yield futures[future], pickle.loads(future.result())
@@ -68,8 +92,9 @@ def run_ray(fn: Callable, args: Sequence[tuple], address: str | None, workers: i
             raise ValueError(f"cannot start or reach Ray at address {address!r}: "
                              f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
                              ) from None
-    remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(fn)
-    refs = {remote.remote(*arg): index for index, arg in enumerate(args)}
+    call, calls = _in_workers(fn, args)
+    remote = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(call)
+    refs = {remote.remote(*arg): index for index, arg in enumerate(calls)}
     pending = list(refs)
     try:
         while pending:

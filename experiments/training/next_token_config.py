@@ -12,7 +12,7 @@ from resharpen.experiments.tasks.registry import TASKS, get_task
 
 SCHEMA = Schema({
     "task": {
-        "name": Field(str, "dyck2", choices=tuple(TASKS)),
+        "name": Field(str, "dyck2", choices=lambda: tuple(TASKS)),  # plug-ins included
         "vocab": Field(int, 0, 0, 4096),  # task parameter (set/multiset complement); 0 = default
         "train_len": Field(int, 40, 1, 4096),
         "eval_len": Field(int, 200, 1, 4096),
