@@ -16,14 +16,19 @@ $(STAMP): pyproject.toml
 # (experiments/configs/ledger/quick.json): exit 0 when every status matches it, known FAILs
 # included; exit 1 with the differences when a status changed in either direction. The figures
 # and the self-contained HTML report (out/report.html) are written either way, then that status
-# is kept. `figs` never trains: what the ledger does not train runs before it (the quick collapse
-# demo's one run the claim collapse.training_collapse does not share, a few seconds, and the
-# quick Othello study, about 15 s), so that every figure is drawn.
+# is kept. `figs` never trains, and exits 1 when a figure cannot be drawn: what the ledger does
+# not train runs before it (the quick collapse demo's one run the claim collapse.training_collapse
+# does not share, a few seconds; the quick Othello study, about 15 s; the quick sampled-label Set
+# Complement sweeps, which no claim reads), so that every figure is drawn.
+SAMPLED_SWEEPS := placements random_search placements_grid placements_multi_layer long_runs long_runs_v32
+
 reproduce: $(STAMP)
 	@status=0; \
 	$(BIN)/resharpen verify --profile quick --workers 2 --json out/ledger.json --markdown out/ledger.md --baseline || status=$$?; \
 	$(BIN)/resharpen collapse train --profile quick > /dev/null || exit $$?; \
 	$(BIN)/resharpen langs run --grid experiments/configs/languages/othello.toml --profile quick > /dev/null || exit $$?; \
+	for sweep in $(SAMPLED_SWEEPS); do \
+		$(BIN)/resharpen sweep set_complement/$$sweep --profile quick --workers 2 > /dev/null || exit $$?; done; \
 	$(BIN)/resharpen figs --profile quick || exit $$?; \
 	$(BIN)/resharpen report --html out/report.html --ledger out/ledger.json --figs out/figs || exit $$?; \
 	if [ $$status -ne 0 ]; then echo "reproduce: figures and out/report.html written; a claim's status differs from the baseline (see above; out/ledger.md)"; fi; \

@@ -156,6 +156,29 @@ def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
     return written, skipped
 
 
+def figure_catalogue(names: list[str] | None = None) -> list[dict]:
+    """One entry per figure module (all, or ``names``): its name, slice, output stems, the
+    first sentence of its docstring and the claims that declare it (the claims' TOML files,
+    ``figures = [...]``), read without drawing anything."""
+    import ast
+
+    from resharpen.experiments.common.package_files import folder
+    from resharpen.experiments.ledger.declarations import all_declarations
+
+    shown: dict[str, list[str]] = {}
+    for claim_id, entry in all_declarations().items():
+        for figure in entry.get("figures", []):
+            shown.setdefault(figure, []).append(claim_id)
+    out = []
+    for name in names or figure_modules():
+        source = (folder("paper_figs") / FIGURES[name] / f"{name}.py").read_text()
+        doc = " ".join((ast.get_docstring(ast.parse(source)) or "").split())
+        out.append({"name": name, "slice": FIGURES[name], "stems": list(OUTPUTS[name]),
+                    "about": doc.split(". ")[0].rstrip(".") + "." if doc else "",
+                    "claims": shown.get(name, [])})
+    return out
+
+
 def run_all(profile: str, outdir: Path, only: list[str] | None = None) -> list[Path]:
     """The files of :func:`run_figures` (skipped figures reported on stderr)."""
     import sys

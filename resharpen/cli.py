@@ -283,24 +283,36 @@ def add_figs(sub) -> None:
                    help="only figures whose output file stem (e.g. sc_margins, "
                         "fig_langtrain_dyck2) or module name (fig_sc_margins) matches "
                         "(repeatable); figures never train: one whose results are missing is "
-                        "skipped with the command that makes them")
+                        "skipped with the command that makes them, and the exit status is 1")
+    p.add_argument("--list", action="store_true",
+                   help="list every figure: its output files, the claims it shows and what it "
+                        "draws; draw nothing")
     p.set_defaults(handler=run_figs)
 
 
 def run_figs(args) -> int:
     from resharpen.experiments.common.io import check_writable_target
-    from resharpen.paper_figs import run_figures, select_figures
+    from resharpen.paper_figs import figure_catalogue, run_figures, select_figures
 
     with bad_input():
-        select_figures(args.only)
-        check_writable_target(args.out)
-    written, skipped = run_figures(args.profile, Path(args.out), args.only)
+        chosen = select_figures(args.only)
+        if not args.list:
+            check_writable_target(args.out)
+    if args.list:
+        for entry in figure_catalogue(chosen):
+            print(f"{entry['name']} ({entry['slice']}): {entry['about']}")
+            print(f"  files: {', '.join(entry['stems'])}")
+            print(f"  claims: {', '.join(entry['claims']) or 'none'}")
+        return 0
+    written, skipped = run_figures(args.profile, Path(args.out), args.only,
+                                   report=lambda line: None)
     for path in written:
         print(path)
-    print(f"{len(written) // 2} figure file pairs written to {args.out}"
-          + (f"; skipped {len(skipped)} (results not on disk): " + ", ".join(skipped)
-             if skipped else ""))
-    return 0
+    print(f"{len(written) // 2} figure file pairs written to {args.out}")
+    for name, command in skipped.items():
+        print(f"error: figure {name} cannot be drawn from the {args.profile} profile's results "
+              f"on disk; make them with: {command}", file=sys.stderr)
+    return 1 if skipped else 0
 
 
 # ----------------------------------------------------------------------------- construct

@@ -16,7 +16,12 @@ The inputs are committed, so a reader checks every verdict without retraining:
 * the full ledger (``results/full/ledger.json``) where the full profile has been run; a claim
   without a full record says so.
 
-    python -m resharpen.verdicts --write    # regenerate docs/verdicts/ from the records
+    python -m resharpen.verdicts --write                            # the pages from the records
+    python -m resharpen.verdicts --write --quick out/ledger.json    # record a new quick ledger
+    python -m resharpen.verdicts --write --full out/ledger-full.json  # record a full ledger
+
+A recorded ledger keeps every claim's record and the provenance, without the timings (so the
+record changes only when a result does).
 
 tests/core/test_verdicts.py fails when a committed page differs from what the records give.
 """
@@ -159,14 +164,37 @@ def write(folder: Path = PAGES) -> list[Path]:
     return written
 
 
+def record(ledger: str | Path, target: Path) -> Path:
+    """Copy the ledger JSON ``ledger`` (``resharpen verify --json``) to ``target`` without the
+    per-claim timings."""
+    from resharpen.experiments.common.io import atomic_write_text, dumps_json, read_json
+
+    data = read_json(Path(ledger), "ledger JSON file", dict)
+    if not isinstance(data.get("claims"), list):
+        raise ValueError(f"{ledger} is not a ledger JSON (no list of claims)")
+    for claim in data["claims"]:
+        claim.pop("seconds", None)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, dumps_json(data, indent=1) + "\n")
+    return target
+
+
 def _main(argv: list[str]) -> int:
-    if argv != ["--write"]:
-        print("usage: python -m resharpen.verdicts --write", file=sys.stderr)
-        return 2
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m resharpen.verdicts",
+                                     description="Write the verdict pages from the records.")
+    parser.add_argument("--write", action="store_true", required=True,
+                        help="write docs/verdicts/ (and record the ledgers given)")
+    parser.add_argument("--quick", metavar="LEDGER", help="record this quick ledger first")
+    parser.add_argument("--full", metavar="LEDGER", help="record this full-size ledger first")
+    args = parser.parse_args(argv)
+    for ledger, target in ((args.quick, QUICK_LEDGER), (args.full, FULL_LEDGER)):
+        if ledger:
+            print(f"recorded {record(ledger, target)}")
     for path in write():
         print(f"wrote {path}")
     return 0
-
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""arXiv 2608.09417 inside real transformers (issue 25): the trained set of
+"""arXiv 2608.09417 inside real transformers: the trained set of
 resharpen.experiments.dynamics.trained (attention only, RMSNorm, every scheme, tomita3 and
 dyck1).
 

@@ -1,4 +1,4 @@
-"""The dynamics papers inside trained transformers (issue 25): attention-only models of every
+"""The dynamics papers inside trained transformers: attention-only models of every
 scheme, at initialization and trained to a fit on tomita3 and dyck1.
 
 Left and middle: mean pairwise cosine similarity of the token states against depth per scheme

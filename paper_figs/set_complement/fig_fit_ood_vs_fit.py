@@ -1,5 +1,5 @@
 """Out-of-distribution invalid mass against in-distribution fit, per placement and optimizer
-setting (issue 22 req. 1): the fit ladder of every run of the placement sweeps, one panel per
+setting: the fit ladder of every run of the placement sweeps, one panel per
 vocabulary size (full profile: ``fit_placements_v32.toml`` and ``fit_placements_v64.toml``,
 AdamW lr 3e-3, init 0.1, with their ``_lr1e-2`` twins, lr 1e-2, init 0.02; trained to the fit
 with soft targets; quick profile: the v32 files' v = 16 quick sweeps only, stamped). Each

@@ -15,7 +15,7 @@ import pytest
 
 from resharpen.cli import main
 
-from conftest import restored_registries
+from registry_guard import restored_registries
 
 SCHEME = "deepnet_battery"
 

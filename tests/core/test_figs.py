@@ -113,8 +113,8 @@ def test_figs_only_stem_draws_placements_in_their_colours(capsys, tmp_path, monk
 
 
 def test_figs_never_trains_and_lists_the_skipped(capsys, tmp_path, monkeypatch):
-    """On an empty output root the figures drawn from trained results are skipped, each with the
-    command that makes its results, and the summary names them; nothing trains."""
+    """On an empty output root the figures drawn from trained results cannot be drawn: one error
+    line each names the command that makes its results, the exit status is 1; nothing trains."""
     import resharpen.experiments.collapse.train as collapse_train
     import resharpen.experiments.languages.grid as grid
     import resharpen.experiments.set_complement.sweep as sc_sweep
@@ -127,14 +127,28 @@ def test_figs_never_trains_and_lists_the_skipped(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(collapse_train, "train", refuse)
     monkeypatch.chdir(tmp_path)
     code = main(["figs", *sum((["--only", p] for p in TRAINED), []), "--out", "figs"])
-    out = capsys.readouterr().out
-    assert code == 0, out
+    out, err = capsys.readouterr()
+    assert code == 1, out  # a requested figure that cannot be drawn is an error
     from resharpen.paper_figs import select_figures
 
     skipped = select_figures(TRAINED)
-    assert len(skipped) == 14
+    assert skipped
+    lines = [line for line in err.splitlines() if line.startswith("error: figure ")]
+    assert len(lines) == len(skipped)
     for name in skipped:
-        assert re.search(rf"skipped {name}: .*make them with: resharpen ", out), (name, out)
-    summary = out.strip().splitlines()[-1]
-    assert f"skipped {len(skipped)}" in summary and all(name in summary for name in skipped)
+        assert any(re.match(rf"error: figure {name} cannot be drawn .*make them with: "
+                            "resharpen ", line) for line in lines), (name, err)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("summary.json"))
+
+
+def test_figs_list_names_every_figure_with_its_claims(capsys):
+    """`figs --list` draws nothing and lists every figure with its files and the claims whose
+    declarations name it."""
+    from resharpen.paper_figs import FIGURES
+
+    assert main(["figs", "--list"]) == 0
+    out = capsys.readouterr().out
+    for name in FIGURES:
+        assert f"{name} (" in out
+    block = out.split("fig_fit_margins (", 1)[1].split("\n", 3)
+    assert "fit.none.two_over_s" in block[2]
