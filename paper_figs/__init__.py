@@ -52,8 +52,22 @@ FIGURES: dict[str, str] = {
 """Every figure module and the slice it belongs to (``paper_figs/<slice>/<module>.py``)."""
 
 
-LANGUAGE_TASKS = ("dyck1", "dyck2", "dyck3", "shuffle_dyck2", "anbn", "anbncn", "tomita3",
-                  "tomita5", "tomita7", "multiset_complement", "set_complement", "othello6")
+def _grid_tasks() -> tuple[str, ...]:
+    """The tasks of the language grid file (its ``[search]`` ``task.name`` grid), read from the
+    one place that lists them."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    from resharpen.experiments.common.package_files import folder
+
+    grid = tomllib.loads((folder("experiments") / "configs" / "languages" / "grid.toml").read_text())
+    return tuple(grid["search"]["task.name"]["grid"])
+
+
+LANGUAGE_TASKS = _grid_tasks()
 """The tasks of the language grid (experiments/configs/languages/grid.toml), one figure each."""
 
 OUTPUTS: dict[str, tuple[str, ...]] = {
