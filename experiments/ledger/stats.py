@@ -74,6 +74,8 @@ class Comparison:
     def describe(self) -> str:
         """One line for a claim's detail: test, n, the difference and its p-value."""
         n = f"n={self.n}" if self.sizes is None else f"n={self.sizes[0]} vs {self.sizes[1]}"
+        if not (math.isfinite(self.statistic) and math.isfinite(self.p)):  # never print nan
+            return f"{self.test}, {n}: not tested ({self.inconclusive or 'no finite statistic'})"
         text = (f"{self.test}, {n}: mean diff {self.mean_diff:+.4g} (s.e. {self.se:.2g}), "
                 f"t={self.statistic:.3g}, df={self.df:.3g}, p={self.p:.3g} ({self.alternative})")
         if self.alternative != "two-sided" and math.isfinite(self.p_opposite):
@@ -170,6 +172,9 @@ class Correlation:
     p_opposite: float = math.nan  # the one-sided p of the opposite trend (NaN: two-sided)
 
     def describe(self) -> str:
+        if not (math.isfinite(self.rho) and math.isfinite(self.p)):  # never print nan
+            return (f"{self.test}, n={self.n}: not tested "
+                    f"({self.inconclusive or 'no finite statistic'})")
         text = f"{self.test}, n={self.n}: rho={self.rho:+.3g}, p={self.p:.3g} ({self.alternative})"
         if self.alternative != "two-sided" and math.isfinite(self.p_opposite):
             text += f", opposite p={self.p_opposite:.3g}"
@@ -243,6 +248,9 @@ class Equivalence:
     inconclusive: str = ""
 
     def describe(self) -> str:
+        if not math.isfinite(self.p):  # never print nan
+            return (f"{self.test}, n={self.n}: not tested "
+                    f"({self.inconclusive or 'no finite statistic'})")
         text = (f"{self.test}, n={self.n}: mean diff {self.mean_diff:+.4g} (s.e. {self.se:.2g}), "
                 f"margin ({self.low:+.4g}, {self.high:+.4g}), df={self.df:.3g}: TOST p="
                 f"{self.p:.3g} (above low {self.p_low:.3g}, below high {self.p_high:.3g}), "
