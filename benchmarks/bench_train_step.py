@@ -31,6 +31,8 @@ import statistics
 import sys
 import time
 
+from resharpen.experiments.model.schemes import FIRST
+
 
 def arms(norm: str, members: int):
     """{arm: (training state, fold)}: the two states start from the same seeded weights; one
@@ -67,7 +69,7 @@ def batches(configs: list, count: int = 50) -> list:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--norm", default="post",
-                        choices=["none", "pre", "post", "attn_out", "peri"])
+                        choices=FIRST)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--members", type=int, default=1,

@@ -2,12 +2,15 @@
 :mod:`resharpen.constructions.set_complement`).
 
 Only names: the command line reads them when it parses its arguments, so this module imports
-nothing.
+only the theory's names of the readouts (:mod:`resharpen.theory.set_complement.readouts`).
 """
 from __future__ import annotations
 
+from resharpen.theory.set_complement.readouts import READOUTS
+
 VARIANTS = ("tight", "one_hot", "balanced", "unbalanced")
-READOUT_NORMS = ("none", "attn_out", "post", "pre")
+READOUT_NORMS = READOUTS
+"""The readouts a construction is built with (the theory's :data:`READOUTS`)."""
 NORM_KINDS = ("rms", "layer")
 SYMMETRIC_VARIANTS = ("tight", "one_hot", "unbalanced")
 """The variants whose every input of a length gives the same metrics (permutation-symmetric:

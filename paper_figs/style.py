@@ -51,11 +51,13 @@ REFERENCE_ZORDER = 5
 
 
 def placement_color(norm: str) -> str:
-    """The colour of a norm placement; KeyError naming the known ones."""
+    """The colour of a norm placement, read from the scheme registry when the figure is drawn (so
+    a scheme registered after this module was imported, a plug-in, has its colour); KeyError
+    naming the known ones."""
     try:
-        return PLACEMENT_COLORS[norm]
+        return SCHEMES[norm].color
     except KeyError:
-        raise KeyError(f"no colour for placement {norm!r}; known: {sorted(PLACEMENT_COLORS)}")
+        raise KeyError(f"no colour for placement {norm!r}; known: {sorted(SCHEMES)}")
 
 
 def sequence_colors(count: int) -> list:

@@ -57,10 +57,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from resharpen.experiments.model import schemes
 from resharpen.experiments.training.config import output_folder
+from resharpen.theory.dynamics.schemes import (FIRST_LAYER_FAST, FIRST_LAYER_SLOW,
+                                               TERMINAL_FASTEST, TERMINAL_SLOWER)
 from resharpen.experiments.model.transformer import Transformer, layer_of, unit
 
-SCHEMES = ("none", "pre", "post", "mixln", "peri", "ngpt", "ln_scaling")
+SCHEMES = schemes.names(trained_dynamics=True)
+"""The schemes the study trains and measures: the registry's ``trained_dynamics`` entries."""
 TASKS = ("tomita3", "dyck1")  # bounded (regular) and unbounded (counter)
 FIT_FRACTION = 0.09  # the fit: ID invalid mass <= 0.09 x the uniform prediction's (< 0.1 x)
 VERSION = 2  # bump when a measurement changes: the cache is keyed by it
@@ -87,10 +91,18 @@ class Profile:
     trained_schemes: tuple[str, ...] = SCHEMES  # the schemes trained (all are measured at init)
 
 
+def compared_schemes() -> tuple[str, ...]:
+    """The schemes of :data:`SCHEMES` that the dynamics paper's orderings name
+    (:mod:`resharpen.theory.dynamics.schemes`: FIRST_LAYER_FAST, FIRST_LAYER_SLOW,
+    TERMINAL_FASTEST, TERMINAL_SLOWER), which the ``dyn.trained.*`` claims compare trained."""
+    named = {*FIRST_LAYER_FAST, *FIRST_LAYER_SLOW, TERMINAL_FASTEST, *TERMINAL_SLOWER}
+    return tuple(s for s in SCHEMES if schemes.get(s).dynamics_name in named)
+
+
 PROFILES = {
-    # quick: only the schemes a claim compares are trained (none and ln_scaling: init only)
+    # quick: only the schemes a claim compares are trained (the others: init only)
     "quick": Profile(d_model=32, depths=(4,), seeds=(0, 1, 2), train_len=16, steps=300,
-                     trained_schemes=("pre", "post", "mixln", "peri", "ngpt")),
+                     trained_schemes=compared_schemes()),
     "full": Profile(d_model=64, depths=(8, 24), seeds=(0, 1, 2), train_len=32, steps=1000,
                     log_every=25, eval_count=128, measure_count=32),
 }
@@ -293,7 +305,10 @@ def train_group_measured(profile: Profile, task: str, scheme: str, depth: int,
 def _key(profile: Profile, configs: list[dict]) -> str:
     from resharpen.experiments.common.io import dumps_json
 
-    text = dumps_json({"version": VERSION, "profile": asdict(profile), "configs": configs},
+    # the group's own configs and sizes: not the list of the other schemes trained, so that a
+    # scheme added to the registry leaves every other group's cache valid
+    sizes = {k: v for k, v in asdict(profile).items() if k != "trained_schemes"}
+    text = dumps_json({"version": VERSION, "profile": sizes, "configs": configs},
                       indent=None, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

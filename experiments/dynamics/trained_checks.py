@@ -54,7 +54,10 @@ from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent
 from resharpen.experiments.dynamics.trained import (by_unit, first_layer_displacement, select,
                                                     similarity_rise, thm42_bound)
 from resharpen.experiments.ledger import Outcome, stats
+from resharpen.experiments.model.schemes import by_dynamics_name
 from resharpen.theory.collapse.recursion import recursion
+from resharpen.theory.dynamics.schemes import (FIRST_LAYER_FAST, FIRST_LAYER_SLOW,
+                                               TERMINAL_FASTEST, TERMINAL_SLOWER)
 
 ORDER_FACTOR = 5.0
 HIGH_SIMILARITY = 0.9
@@ -124,15 +127,21 @@ def _with_premise(passed: bool, why: str, excluded: bool, premise: str) -> tuple
     return False, f"outside the statement's premise ({premise}); " + (why or "the units inside it agree")
 
 
+def trained_names(dynamics_names) -> tuple[str, ...]:
+    """The registry's names of schemes the dynamics paper calls ``dynamics_names``."""
+    return tuple(by_dynamics_name(n).name for n in dynamics_names)
+
+
 def first_layer_order(runs: list[dict], when: str) -> Outcome:
-    sel = select(runs, when, ("peri", "ngpt", "post", "pre"))
-    disp = {s: by_unit(sel, s, first_layer_displacement) for s in ("peri", "ngpt", "post", "pre")}
+    fast_schemes, slow_schemes = trained_names(FIRST_LAYER_FAST), trained_names(FIRST_LAYER_SLOW)
+    sel = select(runs, when, fast_schemes + slow_schemes)
+    disp = {s: by_unit(sel, s, first_layer_displacement) for s in fast_schemes + slow_schemes}
     radius, inside = premise_units(sel, disp, token_radius, *TOKEN_RADIUS_BAND)
     premise = premise_text(f"(Thm 4.2, tokens of radius 1: |x_0|/R in {list(TOKEN_RADIUS_BAND)})",
                            radius, inside)
     tests = []
-    for fast in ("peri", "ngpt"):
-        for slow in ("post", "pre"):
+    for fast in fast_schemes:
+        for slow in slow_schemes:
             both = inside[fast] & inside[slow]
             a = {k: math.log(v) - math.log(ORDER_FACTOR) for k, v in disp[fast].items()
                  if v > 0 and k in both}
@@ -148,22 +157,24 @@ def first_layer_order(runs: list[dict], when: str) -> Outcome:
                       f"(n={n}, d={d})" for n, d in sizes)
     measured = ", ".join(f"{s} {v:.3g}" for s, v in means.items())
     return Outcome(measured=f"first-layer displacement (rad): {measured}",
-                   expected=f"peri, ngpt >= {ORDER_FACTOR:g} x post, pre",
+                   expected=f"{', '.join(fast_schemes)} >= {ORDER_FACTOR:g} x "
+                            f"{', '.join(slow_schemes)}",
                    passed=passed, detail=f"{_runs_note(sel, when)}; {premise}; {bound}; {detail}",
                    inconclusive=why)
 
 
 def terminal_order(runs: list[dict], when: str) -> Outcome:
-    sel = select(runs, when, ("post", "pre", "mixln", "ngpt"))
-    rise = {s: by_unit(sel, s, similarity_rise) for s in ("post", "pre", "mixln", "ngpt")}
+    fastest, slower = by_dynamics_name(TERMINAL_FASTEST).name, trained_names(TERMINAL_SLOWER)
+    sel = select(runs, when, (fastest,) + slower)
+    rise = {s: by_unit(sel, s, similarity_rise) for s in (fastest,) + slower}
     final, inside = premise_units(sel, rise, lambda m, s: final_cosine(m), TERMINAL_COSINE)
     premise = premise_text(f"(terminal rates, t -> infinity: last-layer cosine >= "
                            f"{TERMINAL_COSINE:g})", final, inside)
     tests = []
-    for other in ("pre", "mixln", "ngpt"):
-        both = inside["post"] & inside[other]
-        tests.append((f"post > {other} (pairs inside the premise)",
-                      stats.compare({k: v for k, v in rise["post"].items() if k in both},
+    for other in slower:
+        both = inside[fastest] & inside[other]
+        tests.append((f"{fastest} > {other} (pairs inside the premise)",
+                      stats.compare({k: v for k, v in rise[fastest].items() if k in both},
                                     {k: v for k, v in rise[other].items() if k in both},
                                     "greater")))
     passed, why, detail = _decide(tests, "terminal_order")
@@ -171,7 +182,7 @@ def terminal_order(runs: list[dict], when: str) -> Outcome:
     passed, why = _with_premise(passed, why, excluded, premise)
     means = ", ".join(f"{s} {_mean(v.values()):+.3g}" for s, v in rise.items())
     return Outcome(measured=f"similarity rise per layer after layer 1: {means}",
-                   expected="post > pre, mixln, ngpt", passed=passed,
+                   expected=f"{fastest} > {', '.join(slower)}", passed=passed,
                    detail=f"{_runs_note(sel, when)}; {premise}; {detail}", inconclusive=why)
 
 

@@ -118,8 +118,16 @@ class Scheme:
     (q, k on the sphere with s_qk, the MLP's s_u, s_nu, the logit scale s_z). ``after_step``: what
     runs on the parameters (name -> tensor) after every optimizer step, or None.
     ``dynamics_name``: the scheme's name in arXiv 2510.22026 (None where the paper has none).
-    ``label``, ``color``, ``marker``: how every figure draws it. ``builtin``: defined here (False
-    for a plug-in)."""
+    ``construction``: the readout of the Set Complement hand construction that reads out like it
+    (a name of :data:`resharpen.theory.set_complement.readouts.READOUTS`; None: no construction).
+    ``lemma_readout``: its one-layer, one-head, attention-only model reads out logits of the
+    lemma's form f = c (B*[t_s] + a sum_i w_i D*[t_i]) + e (the norms folded into the logit maps,
+    :mod:`resharpen.experiments.set_complement.compare`), so the trained weights can be fitted to
+    the lemma; its layer-0 :class:`Layer` says where the norms sit, and at most one norm acts on
+    the residual before W_U. ``trained_dynamics``: the trained-dynamics study
+    (:mod:`resharpen.experiments.dynamics.trained`, the ``dyn.trained.*`` claims) trains and
+    measures it. ``label``, ``color``, ``marker``: how every figure draws it. ``builtin``: defined
+    here (False for a plug-in)."""
 
     name: str
     layer: Callable[[int, int], Layer]
@@ -130,6 +138,9 @@ class Scheme:
     sphere: bool = False
     after_step: Callable[[Mapping[str, Any]], None] | None = None
     dynamics_name: str | None = None
+    construction: str | None = None
+    lemma_readout: bool = False
+    trained_dynamics: bool = False
     builtin: bool = field(default=False, compare=False)
 
 
@@ -141,12 +152,18 @@ def register(scheme: Scheme, *, replace: bool = False) -> Scheme:
     """Add ``scheme`` to :data:`SCHEMES` (ValueError for a bad entry or a taken name, unless
     ``replace``); returns it, so a plug-in file can write ``MY = register(Scheme(...))``."""
     from resharpen.experiments.common.names import check_name
+    from resharpen.theory.set_complement.readouts import READOUTS
 
     if not isinstance(scheme, Scheme):
         raise TypeError(f"scheme must be a resharpen Scheme, got {type(scheme).__name__}")
     check_name(scheme.name, "scheme name")
     if scheme.name in SCHEMES and not replace:
         raise ValueError(f"a scheme named {scheme.name!r} is already registered")
+    if scheme.construction is not None and scheme.construction not in READOUTS:
+        raise ValueError(f"scheme {scheme.name!r}: construction must be None or one of "
+                         f"{', '.join(READOUTS)}, got {scheme.construction!r}")
+    if scheme.lemma_readout:
+        _check_lemma_readout(scheme)
     if not callable(scheme.layer):
         raise ValueError(f"scheme {scheme.name!r}: layer must be a function (l, L) -> Layer")
     for l, L in ((0, 1), (0, 2), (1, 2)):
@@ -156,25 +173,41 @@ def register(scheme: Scheme, *, replace: bool = False) -> Scheme:
     return scheme
 
 
+def _check_lemma_readout(scheme: Scheme) -> None:
+    """ValueError unless ``scheme``'s one-layer model can read out the lemma's form: no
+    eigen-rate (nGPT), and at most one norm on the residual before W_U (a residual norm or a
+    final norm, not both)."""
+    layer = scheme.layer(0, 1)
+    if layer.eigen_rate or scheme.sphere or (layer.output_norm == "residual"
+                                             and scheme.final_norm):
+        raise ValueError(f"scheme {scheme.name!r}: lemma_readout needs a one-layer model with "
+                         "no eigen-rate, not on the sphere, and at most one norm on the residual "
+                         "before W_U")
+
+
 for _scheme in (
     Scheme("none", lambda l, L: NONE, final_norm=False, label="none", color="#0072B2",
-           marker="o"),
+           marker="o", construction="none", lemma_readout=True, trained_dynamics=True),
     Scheme("pre", lambda l, L: PRE, final_norm=True, label="Pre-LN", color="#009E73",
-           marker="s", dynamics_name="preln"),
+           marker="s", dynamics_name="preln", construction="pre", lemma_readout=True,
+           trained_dynamics=True),
     Scheme("post", lambda l, L: POST, final_norm=False, label="Post-LN", color="#D55E00",
-           marker="^", dynamics_name="postln"),
+           marker="^", dynamics_name="postln", construction="post", lemma_readout=True,
+           trained_dynamics=True),
     Scheme("attn_out", lambda l, L: ATTN_OUT, final_norm=False, label="attn-out LN",
-           color="#882E72", marker="D"),
+           color="#882E72", marker="D", construction="attn_out", lemma_readout=True),
     Scheme("peri", lambda l, L: PERI, final_norm=True, label="Peri-LN", color="#E69F00",
-           marker="v", dynamics_name="periln"),
+           marker="v", dynamics_name="periln", lemma_readout=True, trained_dynamics=True),
     Scheme("pre_nofinal", lambda l, L: PRE, final_norm=False, label="Pre-LN, no final N",
-           color="#44AA99", marker="P"),
+           color="#44AA99", marker="P", lemma_readout=True),
     Scheme("mixln", lambda l, L: POST if l < mixln_post_layers(L) else PRE, final_norm=True,
-           label="Mix-LN", color="#56B4E9", marker="X", dynamics_name="mixln"),
+           label="Mix-LN", color="#56B4E9", marker="X", dynamics_name="mixln",
+           trained_dynamics=True),
     Scheme("ln_scaling", lambda l, L: ln_scaling(l), final_norm=True, label="LN scaling",
-           color="#8C564B", marker="*", dynamics_name="sqrt"),
+           color="#8C564B", marker="*", dynamics_name="sqrt", trained_dynamics=True),
     Scheme("ngpt", lambda l, L: NGPT, final_norm=False, label="nGPT", color="#6E6E6E",
-           marker="h", sphere=True, after_step=renormalize_, dynamics_name="ngpt"),
+           marker="h", sphere=True, after_step=renormalize_, dynamics_name="ngpt",
+           trained_dynamics=True),
 ):
     register(Scheme(**{**_scheme.__dict__, "builtin": True}))
 del _scheme
@@ -185,14 +218,27 @@ FIRST = ("none", "pre", "post", "attn_out", "peri")
 
 
 def names(*, builtin: bool | None = None, final_norm: bool | None = None,
-          dynamics: bool | None = None) -> tuple[str, ...]:
+          dynamics: bool | None = None, construction: bool | None = None,
+          lemma_readout: bool | None = None, trained_dynamics: bool | None = None,
+          output_norm: bool | None = None, among: tuple[str, ...] | None = None
+          ) -> tuple[str, ...]:
     """The registered schemes' names in registry order, filtered: ``builtin`` (True: the
     package's own; False: plug-ins), ``final_norm``, ``dynamics`` (True: those the dynamics
-    paper names). None leaves a property free."""
+    paper names), ``construction`` (True: those with a hand construction), ``lemma_readout``,
+    ``trained_dynamics`` (the :class:`Scheme` fields), ``output_norm`` (True: a norm on a
+    sublayer's output or on the sum in the first layer, post's, attn_out's and peri's N after
+    f), ``among`` (only these names, e.g. :data:`FIRST`). None leaves a property free."""
+    def has(value, wanted) -> bool:
+        return wanted is None or bool(value) == wanted
+
     return tuple(s.name for s in SCHEMES.values()
-                 if (builtin is None or s.builtin == builtin)
-                 and (final_norm is None or s.final_norm == final_norm)
-                 and (dynamics is None or (s.dynamics_name is not None) == dynamics))
+                 if has(s.builtin, builtin) and has(s.final_norm, final_norm)
+                 and has(s.dynamics_name is not None, dynamics)
+                 and has(s.construction is not None, construction)
+                 and has(s.lemma_readout, lemma_readout)
+                 and has(s.trained_dynamics, trained_dynamics)
+                 and has(s.layer(0, 1).output_norm is not None, output_norm)
+                 and (among is None or s.name in among))
 
 
 def get(name: str) -> Scheme:

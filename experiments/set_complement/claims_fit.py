@@ -65,6 +65,7 @@ import numpy as np
 
 from resharpen.experiments.ledger import Outcome, claim, stats
 from resharpen.experiments.ledger.stats import ALPHA
+from resharpen.experiments.model import schemes
 from resharpen.experiments.set_complement.fit_report import (at_own_fit, ladder_rows,
                                                              reached_rungs, rung_label,
                                                              rung_order)
@@ -486,7 +487,9 @@ def post_k_tests(profile: str) -> Part | Outcome:
                         "<= 1e-3)", str(root)], _run_full(K_SWEEP), reported=reported)
 
 
-NORMALIZED = ("attn_out", "post", "peri")
+NORMALIZED = schemes.names(output_norm=True, among=schemes.FIRST)
+"""The placement sweeps' placements with a norm after the sublayer (post, attn_out, peri): the
+statement's normalized readouts."""
 
 
 @claim("fit.normalized_beat_none_ood")
@@ -961,7 +964,7 @@ LADDER_SWEEPS = {"quick": ("fit_placements_v32", "fit_placements_v32_lr1e-2"),
 """The sweeps of the OOD-against-fit comparison: the placements under two optimizer settings
 (AdamW lr 3e-3 with init 0.1; lr 1e-2 with init 0.02) at v = 32 and v = 64 (quick: the v = 32
 files' v = 16 profiles)."""
-LADDER_ARMS = ("pre", "post", "attn_out", "peri")
+LADDER_ARMS = tuple(p for p in schemes.FIRST if p != "none")
 """The normalized placements, each compared with none at every rung."""
 
 

@@ -27,8 +27,9 @@ This module measures how far a model is from that family and what its nearest me
 
 :func:`compare_run` gathers these as plain records; ``resharpen compare RUN`` prints them.
 
-Placements (:data:`READOUTS`): none, pre, pre_nofinal, post, attn_out and peri. In the one-layer
-attention-only model every one of them reads out, at each prefix, logits of the one form
+Placements (:func:`placements`: the registry's ``lemma_readout`` schemes, today none, pre,
+pre_nofinal, post, attn_out and peri). In the one-layer attention-only model every one of them
+reads out, at each prefix, logits of the one form
 (:class:`Readout`, :func:`readout`)
 
     f(t) = c(t) (B*[t_s] + a(t) sum_i w_i D*[t_i]) + e,
@@ -59,6 +60,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from resharpen.experiments.model import schemes
 from resharpen.experiments.model.transformer import Transformer
 from resharpen.experiments.tasks.set_complement import check_length, sample_inputs
 from resharpen.experiments.set_complement.metrics import complement_metrics
@@ -145,21 +147,36 @@ def _ratio(part: float, whole: float) -> float | None:
     return float(part) / float(whole) if whole > 0 else None
 
 
-READOUTS = ("none", "pre", "pre_nofinal", "post", "attn_out", "peri")
-"""The placements whose one-layer logits have the lemma's readout form (module docstring)."""
-FORMS = {
-    "none": "f = B[t_s] + sum_i w_i D[t_i]",
-    "pre_nofinal": "f = B[t_s] + sum_i w_i D*[t_i] (the input norm folded into the value rows)",
-    "attn_out": "f = B[t_s] + (sum_i w_i D*[t_i]) / sigma(o) + e (the branch norm's gain folded "
-                "into D*)",
-    "post": "f = (B*[t_s] + sum_i w_i D*[t_i]) / sigma(r) + e (the residual norm's gain folded "
-            "into B*, D*)",
-    "pre": "f = (B*[t_s] + sum_i w_i D*[t_i]) / sigma(r) + e (the input norm folded into the "
-           "value rows, the final norm's gain into B*, D*)",
-    "peri": "f = (B*[t_s] + (sum_i w_i D*[t_i]) / sigma(o)) / sigma(r) + e (input norm in the "
-            "value rows, both gains folded)",
-}
-"""Each placement's logit form, as ``compare`` prints it (o: attention output, r: residual)."""
+def placements() -> tuple[str, ...]:
+    """The placements whose one-layer logits have the lemma's readout form (module docstring):
+    the registered schemes marked ``lemma_readout`` (:mod:`resharpen.experiments.model.schemes`)."""
+    return schemes.names(lemma_readout=True)
+
+
+def _norms(placement: str) -> tuple[bool, bool, str | None]:
+    """(input norm, branch norm, residual norm: "residual" | "final" | None) of the placement's
+    one-layer model, read off its registry entry."""
+    scheme = schemes.get(placement)
+    layer = scheme.layer(0, 1)
+    residual = ("residual" if layer.output_norm == "residual"
+                else "final" if scheme.final_norm else None)
+    return layer.input_norm, layer.output_norm == "branch", residual
+
+
+def logit_form(placement: str) -> str:
+    """The placement's logit form, as ``compare`` prints it (o: attention output, r: residual),
+    with what is folded where: e.g. post's f = (B*[t_s] + sum_i w_i D*[t_i]) / sigma(r) + e."""
+    input_norm, branch, residual = _norms(placement)
+    if not (input_norm or branch or residual):
+        return "f = B[t_s] + sum_i w_i D[t_i]"
+    attended = "(sum_i w_i D*[t_i]) / sigma(o)" if branch else "sum_i w_i D*[t_i]"
+    logits = (f"(B*[t_s] + {attended}) / sigma(r) + e" if residual
+              else f"B[t_s] + {attended}" + (" + e" if branch else ""))
+    folded = (["the input norm folded into the value rows"] if input_norm else []) + (
+        ["the branch norm's gain folded into D*"] if branch else []) + (
+        ["the residual norm's gain folded into B*, D*"] if residual == "residual" else []) + (
+        ["the final norm's gain into B*, D*"] if residual == "final" else [])
+    return f"f = {logits} ({', '.join(folded)})"
 
 
 @dataclass(frozen=True)
@@ -224,26 +241,26 @@ def _fold(norm: torch.nn.Module, d: int) -> tuple[torch.Tensor, torch.Tensor]:
 @torch.no_grad()
 def readout(model: Transformer) -> Readout:
     """The :class:`Readout` of a one-layer, one-head, attention-only model of a placement in
-    :data:`READOUTS` (:func:`check_comparable`), in float64 (a copy; the model is unchanged)."""
+    :func:`placements` (:func:`check_comparable`), in float64 (a copy; the model is unchanged)."""
     check_comparable(model)
     model = copy.deepcopy(model).to(torch.float64).eval()
     placement, d = model.cfg.norm, model.cfg.d_model
     block, attn = model.blocks[0], model.blocks[0].attn
     E, U = model.W_E, model.W_U
-    H = block.attn_norm_in(E) if placement in ("pre", "pre_nofinal", "peri") else E
+    input_norm, has_branch, residual_norm = _norms(placement)
+    H = block.attn_norm_in(E) if input_norm else E
     V = H @ attn.W_V[0] @ attn.W_O[0]
     if attn.out_multiplier != 1.0:  # the fixed attn_out_multiplier c: the map is c W_V W_O
         V = V * attn.out_multiplier
     zero = torch.zeros(model.cfg.vocab, dtype=torch.float64)
-    branch = block.attn_norm_out if placement in ("attn_out", "peri") else None
-    residual = {"post": block.attn_norm_out, "pre": model.final_norm,
-                "peri": model.final_norm}.get(placement)
-    if placement in ("none", "pre_nofinal"):
+    branch = block.attn_norm_out if has_branch else None
+    residual = {"residual": block.attn_norm_out, "final": model.final_norm}.get(residual_norm)
+    if branch is None and residual is None:  # none, pre_nofinal
         B, D, e = E @ U, V @ U, zero
-    elif placement == "attn_out":
+    elif residual is None:  # attn_out
         fold_o, bias_o = _fold(branch, d)
         B, D, e = E @ U, V @ fold_o @ U, bias_o @ U
-    elif placement in ("post", "pre"):
+    elif branch is None:  # post, pre
         fold_r, bias_r = _fold(residual, d)
         B, D, e = E @ fold_r @ U, V @ fold_r @ U, bias_r @ U
     else:  # peri: the branch bias reaches the logits scaled by c, as B*[t_s] does
@@ -267,12 +284,12 @@ def random_residual(cfg, seed: int = 0) -> float:
 
 def check_comparable(model: Transformer) -> None:
     """ValueError unless ``model`` is the theory's model: one layer, one head, no MLP, no
-    positions, a placement of :data:`READOUTS` (whose logits have the lemma's readout form)."""
+    positions, a placement of :func:`placements` (whose logits have the lemma's readout form)."""
     if not isinstance(model, Transformer):
         raise ValueError(f"expected a Transformer or a run folder, got {type(model).__name__}")
     cfg = model.cfg
-    if cfg.norm not in READOUTS:
-        raise ValueError(f"the lemma comparison applies to placements {', '.join(READOUTS)} "
+    if cfg.norm not in placements():
+        raise ValueError(f"the lemma comparison applies to placements {', '.join(placements())} "
                          f"(their one-layer logits have the lemma's readout form); this model "
                          f"has norm={cfg.norm!r}")
     if cfg.n_layers != 1 or cfg.n_heads != 1 or cfg.mlp or cfg.max_len:
@@ -406,7 +423,7 @@ def compare_model(model: Transformer, train_len: int | None = None, count: int =
     in_distribution = [r for r in rows if 2 <= r["length"] <= train_len]
     return {
         "vocab": vocab, "train_len": train_len, "inputs_per_length": count, "seed": seed,
-        "placement": cfg.norm, "norm_kind": cfg.norm_kind, "form": FORMS[cfg.norm],
+        "placement": cfg.norm, "norm_kind": cfg.norm_kind, "form": logit_form(cfg.norm),
         "relative_residual": fit.relative_residual,
         "relative_residual_D": fit.relative_residual_D,
         "relative_residual_B": fit.relative_residual_B,

@@ -38,6 +38,7 @@ import numpy as np
 import scipy.optimize
 import torch
 
+from resharpen.experiments.model import schemes
 from resharpen.experiments.model.transformer import Transformer
 from resharpen.experiments.tasks.set_complement import sample_inputs
 from resharpen.experiments.set_complement.compare import (PATTERN, WEIGHT_SETS, balance, fit_lemma,
@@ -46,8 +47,13 @@ from resharpen.theory.set_complement.formulas import readout_margins
 
 K_RANGE = (1e-3, 1e6)
 """The range of post's fitted K (at the upper end the margins are the K -> oo limit, attn_out's)."""
-FITTED_READOUTS = ("none", "attn_out", "post")
-"""Placements whose closed-form margin is fitted (pre and peri have none here)."""
+def fitted_readouts() -> tuple[str, ...]:
+    """The placements whose closed-form margin is fitted: the registered schemes that read out
+    like a hand construction with no final norm (``names(construction=True, final_norm=False)``:
+    none, attn_out, post), whose margins are the theory's functions of lambda, beta g and K
+    alone. pre's goes through the final norm's rescaled K' = K g sqrt(d) / |c(e_x)| and is not
+    fitted here; peri has no construction."""
+    return schemes.names(construction=True, final_norm=False)
 
 
 @torch.no_grad()
@@ -55,10 +61,10 @@ def gain_folded_matrices(model: Transformer) -> tuple[torch.Tensor, torch.Tensor
     """(B', D') of the one-layer model with the output norm's gain folded into W_U (see the
     module docstring); the plain (B, D) for none: the maps of ``compare.readout``, which
     ``resharpen compare`` fits for every placement. ValueError for pre and peri here (their
-    closed-form margins are not fitted: :data:`FITTED_READOUTS`)."""
+    closed-form margins are not fitted: :func:`fitted_readouts`)."""
     placement = model.cfg.norm
-    if placement not in FITTED_READOUTS:
-        raise ValueError(f"effective K is read off placements {', '.join(FITTED_READOUTS)}; "
+    if placement not in fitted_readouts():
+        raise ValueError(f"effective K is read off placements {', '.join(fitted_readouts())}; "
                          f"got {placement!r}")
     form = readout(model)
     return form.B, form.D
@@ -85,19 +91,25 @@ def effective_K(model: Transformer) -> dict:
             "K_residual": residual}
 
 
+def _fitted_construction(placement: str) -> str | None:
+    """The theory's readout name of a placement of :func:`fitted_readouts` (None otherwise)."""
+    return schemes.get(placement).construction if placement in fitted_readouts() else None
+
+
 def theory_margins(placement: str, vocab: int, width: int, lengths: np.ndarray,
                    params: dict) -> np.ndarray:
     """The placement's closed-form non-query margin at ``lengths`` for fitted ``params``."""
     s = np.asarray(lengths, dtype=np.float64)
-    if placement == "none":
+    readout = _fitted_construction(placement)
+    if readout == "none":
         return readout_margins("none", vocab, s, params["lambda"], 1.0, 1.0, width)[0]
-    if placement == "attn_out":
+    if readout == "attn_out":
         return readout_margins("attn_out", vocab, s, 1.0, params["beta_g"], 1.0, width)[0]
-    if placement == "post":
+    if readout == "post":
         return readout_margins("post", vocab, s, params["K"] * params["beta_g"],
                                params["beta_g"], 1.0, width)[0]
     raise ValueError(f"no fitted closed form for placement {placement!r}; allowed: "
-                     f"{', '.join(FITTED_READOUTS)}")
+                     f"{', '.join(fitted_readouts())}")
 
 
 def fit_theory(placement: str, vocab: int, width: int, lengths, margins) -> dict | None:
@@ -105,11 +117,12 @@ def fit_theory(placement: str, vocab: int, width: int, lengths, margins) -> dict
     ``lengths`` (the in-distribution lengths 2..L_train); None for pre/peri or when a margin
     is not positive (a log fit needs a model that separates)."""
     s, m = np.asarray(lengths, dtype=np.float64), np.asarray(margins, dtype=np.float64)
-    if placement not in FITTED_READOUTS or not (np.isfinite(m).all() and (m > 0).all()):
+    if placement not in fitted_readouts() or not (np.isfinite(m).all() and (m > 0).all()):
         return None
-    if placement == "none":  # log m = log lambda - log s: the mean of log(s m)
+    readout = _fitted_construction(placement)
+    if readout == "none":  # log m = log lambda - log s: the mean of log(s m)
         return {"lambda": float(np.exp(np.mean(np.log(s * m))))}
-    if placement == "attn_out":
+    if readout == "attn_out":
         shape = theory_margins("attn_out", vocab, width, s, {"beta_g": 1.0})
         return {"beta_g": float(np.exp(np.mean(np.log(m / shape))))}
 
@@ -157,7 +170,7 @@ def run_report(folder: str | Path, weights: str = "raw") -> dict:
               else np.full(len(lengths), np.nan))
     model = run.model(weights)
     uniformity = attention_uniformity(model)
-    K = effective_K(model) if placement in FITTED_READOUTS else None
+    K = effective_K(model) if placement in fitted_readouts() else None
     past = (lengths > train_len) & np.isfinite(theory) & (theory > 0)
     deviation = (float(np.max(np.abs(margin[past] / theory[past] - 1.0)))
                  if params and past.any() else None)

@@ -20,7 +20,6 @@ import numpy as np
 
 from resharpen.paper_figs import MissingResults, save, style
 
-COLORS = {"post": "postln", "pre": "preln", "mixln": "mixln"}
 DASHES = ("-", "--", "-.", ":")
 
 
@@ -43,7 +42,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     ax = axes[0]
     keys = sorted({(r["task"], r["depth"]) for r in recursion_gaps(data)})
     for row in recursion_gaps(data):
-        color = style.SCHEME_COLORS[COLORS[row["scheme"]]]
+        color = style.placement_color(row["scheme"])
         start = 1 if row["scheme"] == "post" else 0
         j = np.arange(start, start + len(row["measured"]))
         ls = DASHES[keys.index((row["task"], row["depth"])) % len(DASHES)]
@@ -54,7 +53,7 @@ def make(profile: str, outdir: Path) -> list[Path]:
     ax.set_title("measured (thick) vs recursion (thin, dots)", fontsize=style.MIN_FONT)
     ax = axes[1]
     for scheme in ("post", "mixln"):
-        color = style.SCHEME_COLORS[COLORS[scheme]]
+        color = style.placement_color(scheme)
         for when, face in (("init", "none"), ("trained", color)):
             points = [(r[when]["cos"][j], g["gain"]) for r in data if r["scheme"] == scheme
                       and r[when] is not None and (when == "init" or r["fit_reached"])

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from resharpen.experiments.model.schemes import FIRST
+
 SETTINGS = {"": ("-", "lr 3e-3, init 0.1"), "_lr1e-2": ("--", "lr 1e-2, init 0.02")}
 """File-name suffix: (line style, label) of the two optimizer settings."""
 PANELS = {"quick": ("fit_placements_v32",), "full": ("fit_placements_v32", "fit_placements_v64")}
 """The placement sweeps drawn (one panel each, with its two settings), per profile."""
-PLACEMENTS = ("none", "pre", "post", "attn_out", "peri")
+PLACEMENTS = FIRST
+"""The placements drawn: the placement sweeps' (the registry's FIRST)."""
 
 
 def make(profile: str, outdir):

@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from resharpen.constructions.set_complement import tight
+from resharpen.experiments.model.schemes import names
 from resharpen.experiments.set_complement.evaluate import per_position_metrics
 from resharpen.experiments.set_complement.report import theory_metrics
 from resharpen.paper_figs import save, style
@@ -19,6 +20,8 @@ from resharpen.theory.set_complement.formulas import readout_margins
 VOCAB, LAM, BETA = 64, 64.0, 1.0
 TRAIN_LENGTH = VOCAB // 4
 FLOOR = 1e-4
+"""The readouts drawn: the package's schemes with a hand construction and no final norm
+(none, post, attn_out; pre's margin is post's at a rescaled K)."""
 
 
 def matched_gain(norm: str) -> float:
@@ -34,7 +37,7 @@ def matched_gain(norm: str) -> float:
 def make(profile: str, outdir):
     lengths = np.arange(1, VOCAB)
     fig, axes = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 2.8))
-    for norm in ("none", "attn_out", "post"):
+    for norm in names(construction=True, final_norm=False, builtin=True):
         colour = style.placement_color(norm)
         gain = matched_gain(norm)
         metrics, _ = per_position_metrics(tight(VOCAB, LAM, BETA, norm, gain=gain).model, VOCAB,

@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from resharpen.constructions.set_complement import tight
+from resharpen.experiments.model.schemes import get, names
 from resharpen.experiments.set_complement.evaluate import per_position_metrics
 from resharpen.paper_figs import save, style
 from resharpen.theory.set_complement.formulas import readout_margins
@@ -28,23 +29,24 @@ def measured_margins(norm: str, lam: float = LAM) -> np.ndarray:
     return metrics["margin_nonquery_min"].nanmean(0).numpy()
 
 
-MARKERS = {"none": "o", "attn_out": "s", "post": "^"}
-"""Measured-margin marker per readout (the curves differ in greyscale, not only in colour)."""
+READOUTS = names(construction=True, final_norm=False, builtin=True)
+"""The readouts drawn: the package's schemes with a hand construction and no final norm (none,
+post, attn_out; pre's margin is post's at a rescaled K)."""
 
 
 def make(profile: str, outdir):
     lengths = np.arange(1, VOCAB)
     fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.9))
-    labels = {"none": "none: lambda/s (theory)", "attn_out": "attn_out: x + N(o) (theory)",
-              "post": f"post: N(x + o), K = {LAM / BETA:g} (theory)"}
     handles = []
-    for norm, label in labels.items():
+    for norm in READOUTS:
+        label = (f"{norm}: {get(norm).label}" + (f", K = {LAM / BETA:g}" if norm == "post" else "")
+                 + " (theory)")
         colour = style.placement_color(norm)
         theory, _ = readout_margins(norm, VOCAB, lengths, LAM, BETA, GAIN, VOCAB - 1)
         # attn_out drawn wide, so the K = 256 post curve (dashed, on top of it) shows both
         handles += ax.plot(lengths[1:], theory[1:], color=colour, label=label,
                            lw=2.6 if norm == "attn_out" else 1.2)
-        ax.plot(lengths[1:], measured_margins(norm)[1:], MARKERS[norm], color=colour, ms=3,
+        ax.plot(lengths[1:], measured_margins(norm)[1:], style.PLACEMENT_MARKERS[norm], color=colour, ms=3,
                 mfc="none", mew=0.7)
     large, _ = readout_margins("post", VOCAB, lengths, LARGE_K * BETA, BETA, GAIN, VOCAB - 1)
     handles += ax.plot(lengths[1:], large[1:], ls=(0, (3, 2)), lw=1.2,
@@ -56,7 +58,7 @@ def make(profile: str, outdir):
     handles += style.reference(ax, lengths[1:], m2 * 2 / lengths[1:], ls=(0, (1, 3)), lw=1.6,
                                label="2/s law: (2/s) m_2 (on none)")
     handles.append(style.key("markers: measured (float64 construction);\n"
-                             "o none, square attn_out, triangle post",
+                             "o none, triangle post, diamond attn_out",
                              marker="o", ls="none", mfc="none", ms=3))
     ax.set(xscale="log", yscale="log", xlabel="input length s", ylabel="non-query margin")
     ax.set_title(f"v = {VOCAB}, lambda = {LAM:g}, tight construction (exact: no profile)\n"

@@ -8,7 +8,8 @@
 
 Reads out/sweeps/<name> (full profile) or out/sweeps/<name>-quick (quick profile); never trains:
 skipped with the command (`resharpen sweep experiments/configs/set_complement/<name>.toml
---profile <profile>`) when a sweep is not on disk.
+--profile <profile>`) when a sweep is not on disk. Claims shown: none (no sampled-label sweep
+decides a claim; the fit.* claims do).
 """
 from __future__ import annotations
 

@@ -135,6 +135,8 @@ def test_figs_never_trains_and_lists_the_skipped(capsys, tmp_path, monkeypatch):
     assert skipped
     lines = [line for line in err.splitlines() if line.startswith("error: figure ")]
     assert len(lines) == len(skipped)
+    for pattern in TRAINED:  # every pattern names a figure (no count to edit when one is added)
+        assert select_figures([pattern]), pattern
     for name in skipped:
         assert any(re.match(rf"error: figure {name} cannot be drawn .*make them with: "
                             "resharpen ", line) for line in lines), (name, err)

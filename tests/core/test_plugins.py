@@ -213,3 +213,49 @@ def test_sweep_and_langs_run_take_plugins(tmp_path, registries, deepnet_plugin, 
     assert sorted(p.name for p in (tmp_path / "g" / "runs").iterdir()) == [
         "no_ones_d-deepnet_d-s0", "no_ones_d-deepnet_d-s1"]
     capsys.readouterr()
+
+
+def test_a_registered_scheme_and_task_are_named_everywhere(tmp_path, registries, capsys):
+    """The change cost, measured: a scheme and a task registered by one module of one's own (two
+    ``register`` calls, no package file edited) are accepted by the config, trained by the model,
+    coloured by the figures, named by the battery's grids and by the families they declare."""
+    import torch
+
+    from resharpen.experiments.battery import run as battery
+    from resharpen.experiments.languages.grid import load_grid
+    from resharpen.experiments.model.transformer import Transformer
+    from resharpen.experiments.set_complement import compare
+    from resharpen.experiments.set_complement.config import load_config
+    from resharpen.experiments.set_complement.sweep import plan
+    from resharpen.paper_figs import style
+
+    path = write(tmp_path, "my_module", NO_ONES.replace("{name}", "no_ones_e") + textwrap.dedent('''
+        from resharpen.experiments.model.schemes import PERI, Scheme
+        from resharpen.experiments.model.schemes import register as register_scheme
+
+        register_scheme(Scheme("peri_e", lambda l, L: PERI, final_norm=True, label="my Peri-LN",
+                               color="#123456", marker="d", lemma_readout=True))
+    '''))
+    assert plugins.load_plugin(f"{path}:peri_e") == "peri_e"
+    # the config accepts it
+    config = load_config("set_complement/base", ["model.norm=peri_e"], profile="quick")
+    assert config["model"]["norm"] == "peri_e"
+    # the model trains it: one optimizer step moves its parameters
+    model = Transformer(transformer.ModelConfig(vocab=8, d_model=8, n_layers=1, n_heads=1,
+                                                norm="peri_e"))
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model(torch.randint(0, 8, (2, 5))).logsumexp(-1).mean().backward()
+    optimizer.step()
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    # the figures colour it, its families include it
+    assert style.placement_color("peri_e") == "#123456"
+    assert "peri_e" in compare.placements() and "peri_e" in schemes.names(builtin=False)
+    # the battery's two grids and the language grid name it and the task
+    size = battery.check_profile("quick")
+    sweep_configs = plan(battery.set_complement_table("peri_e", size), None, size.profile)["configs"]
+    assert "peri_e" in {c["model"]["norm"] for c in sweep_configs}
+    table = battery.language_table("peri_e", size)
+    table["search"]["task.name"] = {"grid": ["no_ones_e"]}
+    grid = load_grid(table, size.profile)["configs"]
+    assert {(c["task"]["name"], c["model"]["norm"]) for c in grid} >= {("no_ones_e", "peri_e")}

@@ -13,4 +13,15 @@ SCHEME_LABELS = {"postln": "Post-LN", "preln": "Pre-LN", "mixln": "Mix-LN", "per
 # (resharpen.experiments.model.schemes, Scheme.dynamics_name): sqrt is the paper's model of
 # LayerNorm Scaling (CoD), whose trained form scales layer l's input norms by 1/sqrt(l).
 RADIAL_SCHEMES = ("preln", "mixln", "periln")  # the schemes whose radii r_j move
+
+# The paper's orderings of the schemes, which the trained-dynamics claims hold trained models to
+# (resharpen.experiments.dynamics.trained_checks):
+FIRST_LAYER_FAST = ("periln", "ngpt")
+"""Thm 4.2: these move tokens in the first layer by an amount of order one ..."""
+FIRST_LAYER_SLOW = ("postln", "preln")
+"""... these by O(sqrt(log n / n) + log n / d)."""
+TERMINAL_FASTEST = "postln"
+"""Thm 4.1, 4.3: similarity rises fastest with depth under this scheme ..."""
+TERMINAL_SLOWER = ("preln", "mixln", "ngpt")
+"""... than under each of these."""
 ALPHA_SCHEDULES = ("const", "inverse")  # alpha_t = alpha0, or alpha0 / (t + 1)

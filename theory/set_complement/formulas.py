@@ -33,11 +33,11 @@ from functools import lru_cache
 import numpy as np
 import sympy as sp
 
+from resharpen.theory.set_complement.readouts import READOUTS
+
 v, s = sp.symbols("v s", positive=True, integer=True)
 lam, beta, g, K, d, m = sp.symbols("lambda beta g K d m", positive=True)
 S = sp.Symbol("S", nonnegative=True)  # sum over input tokens of e^{-m_i}
-
-READOUTS = ("none", "attn_out", "post", "pre")
 
 # ----------------------------------------------------------------------------- metrics
 P_VALID = 1 / (v - s + S)
