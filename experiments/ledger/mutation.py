@@ -1339,13 +1339,14 @@ def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = N
 
 def main(argv: list[str] | None = None) -> None:
     """``python -m resharpen.experiments.ledger.mutation``: print :func:`record_score_text` of
-    the committed record over the registry's fast claims."""
-    from resharpen.claims import all_claims
+    the committed record over the declared fast claims (read without importing a slice)."""
+    from resharpen.experiments.ledger.declarations import all_declarations
 
     if argv if argv is not None else sys.argv[1:]:
         raise SystemExit("usage: python -m resharpen.experiments.ledger.mutation (prints the "
                          "plain rate and the mutation score of the committed record)")
-    print(record_score_text(read_record(), [c.id for c in all_claims() if c.cost == "fast"]))
+    print(record_score_text(read_record(), [claim_id for claim_id, entry in
+                                            all_declarations().items() if entry["cost"] == "fast"]))
 
 
 if __name__ == "__main__":
