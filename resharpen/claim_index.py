@@ -10,7 +10,9 @@ and saying where their code is needs none of that: this module reads ``claims_in
 It holds every claim's fields (id, source, statement, kind, tolerance, erratum, module, expected
 status, cost, and where its expected value comes from: expected_from, origin, derived_by) and, for ``--where``, the file and qualified name of its check and of each
 derivation the check uses (:func:`resharpen.experiments.ledger.where`), plus the SHA-256 of the
-files that declare claims (every claims module and ``resharpen/claims.py``). The lines are found
+files that declare claims (every claims module and ``resharpen/claims.py``) and of the claims'
+analysis modules (``where`` reads their functions as the checks' own code, so they decide which
+derivations a check names). The lines are found
 when asked, in the source files' syntax trees (a function's or class's first decorator, else its
 ``def`` / ``class`` line, as ``inspect`` gives them), and the id's line by searching its module
 for the quoted id, so editing a theory module does not make the index stale.
@@ -35,17 +37,20 @@ from resharpen.experiments.common.package_files import (module_file, package_fil
 PACKAGE = Path(__file__).parent
 """The front's folder (``resharpen/``): the index sits beside this module."""
 INDEX = PACKAGE / "claims_index.json"
-VERSION = 2  # 2: the origin of each expected value (expected_from, origin, derived_by)
+VERSION = 3  # 2: the origin of each expected value (expected_from, origin, derived_by);
+# 3: the claims' analysis modules are hashed too
 
 
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _declaring_files(modules: list[str]) -> dict[str, str]:
-    """{relative path: sha256} of the claims modules, their declarations and resharpen/claims.py."""
+def _declaring_files(modules: list[str], analysis: list[str]) -> dict[str, str]:
+    """{relative path: sha256} of the claims modules, their declarations, resharpen/claims.py and
+    the claims' analysis modules (``analysis``)."""
     files = sorted({package_relative(module_file(m)) for m in modules}
                    | {package_relative(module_file(m).with_suffix(".toml")) for m in modules}
+                   | {package_relative(module_file(m)) for m in analysis}
                    | {"claims.py"})
     return {rel: _digest(package_file(rel)) for rel in files}
 
@@ -56,7 +61,7 @@ def build() -> dict:
     import inspect
 
     from resharpen.claims import PREFIX_MODULES, all_claims
-    from resharpen.experiments.ledger.where import _derivations
+    from resharpen.experiments.ledger.where import _derivations, is_claims_analysis
 
     def place(obj) -> list[str]:
         path = inspect.getsourcefile(obj) or inspect.getfile(obj)
@@ -74,8 +79,10 @@ def build() -> dict:
             "where": [place(check)] + [place(obj) for obj in _derivations(check)],
         })
     modules = sorted(set(PREFIX_MODULES.values()) | {c["module"] for c in claims})
-    return {"version": VERSION, "modules": modules, "files": _declaring_files(modules),
-            "claims": claims}
+    analysis = sorted(name for name in list(sys.modules)
+                      if name.startswith("resharpen.") and is_claims_analysis(name))
+    return {"version": VERSION, "modules": modules, "analysis": analysis,
+            "files": _declaring_files(modules, analysis), "claims": claims}
 
 
 def render(index: dict) -> str:
@@ -181,14 +188,15 @@ def _id_line(path: Path, claim_id: str) -> int | None:
 
 def load(path: Path | None = None) -> Index | None:
     """The index at ``path`` (default :data:`INDEX`) when it is current (every file that
-    declares claims unchanged since it was written), else None (missing, unreadable, another
+    declares claims, and every analysis module of the claims, unchanged since it was written),
+    else None (missing, unreadable, another
     version, or stale)."""
     path = INDEX if path is None else path
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("version") != VERSION:
             return None
-        if _declaring_files(data["modules"]) != data["files"]:
+        if _declaring_files(data["modules"], data["analysis"]) != data["files"]:
             return None
         from resharpen.claims import PREFIX_MODULES
 

@@ -12,41 +12,26 @@ E[P] check averages 64 stacks (quick) or 256 (full) at that width.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from functools import lru_cache
-
 import numpy as np
 import sympy as sp
 
 from resharpen.experiments.collapse import backward as back
-from resharpen.experiments.collapse.stack import (StackConfig, attention_steps,
-                                                  ffn_steps,
-                                                  input_similarities, one_layer_config,
-                                                  prefix_averaging_error,
-                                                  row_norms_after_attention, simulate)
+from resharpen.experiments.collapse.contraction import (bound_violations, collapsed_flows,
+                                                        tightness)
+from resharpen.experiments.collapse.stack import (StackConfig, attention_steps, ffn_steps,
+                                                  one_layer_config, row_norms_after_attention,
+                                                  simulate)
+from resharpen.experiments.collapse.stack_checks import (one_layer_outcome, one_thread,
+                                                         prefix_averaging_outcome, stack_sizes,
+                                                         trajectory_outcome)
+from resharpen.experiments.collapse.training_checks import control_separation
 from resharpen.experiments.ledger import Outcome, claim
 from resharpen.experiments.common.profiles import pick
 from resharpen.theory.collapse import attention as col
 from resharpen.theory.collapse import rms
 from resharpen.theory.collapse import swiglu as ffn
-from resharpen.theory.collapse.recursion import recursion
 
 SRC = "arXiv 2608.09417 (2nd-hand, re-derived)"
-TRAJECTORY_TOL = 0.05  # abs on t_sim, max over layers: "agrees within a few percent"
-
-
-@contextmanager
-def one_thread():
-    """torch on one thread inside: these checks run many small products, which a second thread
-    slows down (20x on a busy 2-core machine); the setting is restored after."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 # ----------------------------------------------------------------------------- without torch
@@ -213,31 +198,6 @@ def check_loss_floor(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- on the torch model
-def stack_sizes(profile: str) -> dict:
-    """The paper's width n = d = 256 in both profiles; quick runs 12 layers on two independent
-    stacks, full 48 layers on four."""
-    return pick(profile, quick=dict(n=256, d=256, depth=12, samples=2),
-                full=dict(n=256, d=256, depth=48, samples=4))
-
-
-def _trajectory_gap(cfg: StackConfig) -> tuple[float, np.ndarray, np.ndarray]:
-    result = simulate(cfg)
-    pred = recursion(cfg.n, cfg.depth, result["t0"], cfg.s, cfg.norm,
-                     xi=cfg.xi if cfg.mlp else None, v0=cfg.v0)["t"][1:]
-    return float(np.max(np.abs(result["t_block"] - pred))), result["t_block"], pred
-
-
-def trajectory_outcome(profile: str, norm: str, mlp, k: float) -> Outcome:
-    """Monte Carlo t_sim of a random-weight stack, layer by layer, against the recursion."""
-    size = stack_sizes(profile)
-    cfg = StackConfig(norm=norm, mlp=mlp, multiplier=k, seed=int(k), **size)
-    gap, mc, pred = _trajectory_gap(cfg)
-    worst = int(np.argmax(np.abs(mc - pred)))
-    return Outcome(measured=f"max gap {gap:.3f}", expected=f"<= {TRAJECTORY_TOL}",
-                   passed=bool(gap <= TRAJECTORY_TOL),
-                   detail=f"n=d={size['n']}, depth {size['depth']}, {size['samples']} samples; "
-                          f"worst at layer {worst + 1}: MC {mc[worst]:.3f} vs recursion "
-                          f"{pred[worst]:.3f}; last layer MC {mc[-1]:.3f} vs {pred[-1]:.3f}")
 
 
 # The stacks whose trajectories are checked: (norm, mlp, what follows what, paper section).
@@ -270,42 +230,6 @@ trajectory_claim("collapse.stack_post_swiglu_x4", "post_swiglu", 4.0, expected_s
 trajectory_claim("collapse.stack_pre_swiglu_x1", "pre_swiglu", 1.0)
 trajectory_claim("collapse.stack_pre_swiglu_x2", "pre_swiglu", 2.0)
 trajectory_claim("collapse.stack_pre_swiglu_x4", "pre_swiglu", 4.0)
-
-
-ONE_LAYER_REL = 0.10
-"""Relative tolerance of the one-layer steps, fixed before measuring: Theorems 3.2 and 3.4 are
-closures (equal correlation kept, large n and d), so at n = d = 256 a bias of a few percent is
-expected; 0.10 allows it, and the Monte Carlo error is allowed for apart (3 s.e.)."""
-
-
-def one_layer_outcome(steps, theory, profile: str, mlp: str | None = None) -> Outcome:
-    """Monte Carlo one-layer steps against theory over k in {1, 2, 4}, t0 in {0.1, 0.5, 0.9}.
-
-    ``steps(cfg)`` gives the measured per-draw steps t_sim(Y) - t_sim(X) (the simulation,
-    experiments/collapse/stack.py); ``theory(cfg, t)`` the theorem's step at the draw's input
-    similarity t (theory/collapse, the only route of the expectation; t = t_sim(X) from
-    :func:`input_similarities`, which builds the inputs and no layer). With m the mean step,
-    th the mean theory and se = sd(steps)/sqrt(S), pass when everywhere
-
-        |m - th| <= ONE_LAYER_REL |th| + 3 se.
-
-    The rule is fixed before measuring, and the s.e. is computed here from the draws, not
-    returned by the simulation: a shift x -> x (1 + e) + e of every draw moves m by e (1 + m)
-    and multiplies se by 1 + e only (a constant drops out of a standard deviation), so no such
-    perturbation of the simulation widens the band by as much as it moves the measurement."""
-    samples = pick(profile, quick=12, full=128)
-    worst, parts = -np.inf, []
-    for k in (1.0, 2.0, 4.0):
-        for t0 in (0.1, 0.5, 0.9):
-            cfg = one_layer_config(256, 256, t0, k, samples, int(10 * k + 100 * t0), mlp)
-            measured = np.asarray(steps(cfg), dtype=float).reshape(-1)
-            th = float(np.mean([theory(cfg, float(t)) for t in input_similarities(cfg)]))
-            m, se = float(measured.mean()), float(measured.std(ddof=1) / np.sqrt(samples))
-            worst = max(worst, (abs(m - th) - 3 * se) / abs(th))
-            parts.append(f"x{k:g},t={t0}: {m / th:.3f}")
-    return Outcome(measured=f"max (|err| - 3se)/|theory| {worst:.3f}",
-                   expected=f"<= {ONE_LAYER_REL:.2f}", passed=bool(worst <= ONE_LAYER_REL),
-                   detail=f"{samples} draws per point; measured/theory " + ", ".join(parts))
 
 
 @claim("collapse.attn_step_one_layer")
@@ -423,52 +347,6 @@ def check_swiglu_damping_in_stack(profile: str) -> Outcome:
                           f"{r['delta_attn'].mean():.3g}")
 
 
-PREFIX_TOLERANCE = 0.021  # the paper's average ||E[P] - C_n||_F/||C_n||_F
-
-
-def prefix_averaging_outcome(n: int, depth: int, batches: int, per_batch: int, seed: int = 7,
-                             tolerance: float = PREFIX_TOLERANCE) -> Outcome:
-    """The systematic distance b = RMS over layers of ||E[P] - C_n||_F/||C_n||_F, estimated free
-    of sampling noise, against ``tolerance``, deciding only when the data can.
-
-    ``batches`` independent batches of ``per_batch`` stacks (own weights and input each): per
-    batch, b^2_hat = mean over layers of (||mean P - C_n||^2 - tr Var(P)/S)/||C_n||^2, which is
-    unbiased for b^2 (:func:`prefix_averaging_error`, not clipped). The batches give the mean of
-    b^2_hat and its standard error se (t with batches - 1 degrees of freedom). PASS when the
-    one-sided 95% upper bound m + t se is below tolerance^2, FAIL when the lower bound m - t se is
-    above it, INCONCLUSIVE otherwise."""
-    from scipy.stats import t as student
-
-    estimates, raw, noise = [], [], []
-    for batch in range(batches):
-        cfg = StackConfig(n=n, d=n, depth=depth, samples=per_batch, norm="post", multiplier=1.0,
-                          seed=seed + batch)  # seeds a batch apart: disjoint draws
-        with one_thread():
-            err = prefix_averaging_error(simulate(cfg, keep_attention=True))
-        estimates.append(float(np.mean(err["raw"] ** 2 - err["noise"] ** 2)))
-        raw.append(float(np.sqrt(np.mean(err["raw"] ** 2))))
-        noise.append(float(np.sqrt(np.mean(err["noise"] ** 2))))
-    estimates = np.asarray(estimates)
-    mean, se = float(estimates.mean()), float(estimates.std(ddof=1) / np.sqrt(batches))
-    quantile = float(student.ppf(0.95, batches - 1))
-    upper, lower = mean + quantile * se, mean - quantile * se
-    root = lambda x: float(np.sqrt(max(x, 0.0)))  # noqa: E731 (b from b^2)
-    samples = batches * per_batch
-    detail = (f"n = d = {n}, {depth} layers, {samples} independent stacks in {batches} batches of "
-              f"{per_batch}: b^2 = {mean:.3g} +- {se:.2g} (s.e.), one-sided 95% bounds on b "
-              f"[{root(lower):.4f}, {root(upper):.4f}] vs {tolerance}; per batch the raw distance "
-              f"is {np.mean(raw):.4f} of which sampling noise {np.mean(noise):.4f}. At this s.e. "
-              f"a systematic distance above {root(tolerance ** 2 + quantile * se):.4f} is expected "
-              f"to fail and one below {root(tolerance ** 2 - quantile * se):.4f} to pass; at "
-              "layer 1 E[P] = C_n exactly by exchangeability")
-    undecided = "" if upper < tolerance ** 2 or lower > tolerance ** 2 else (
-        f"the 95% bounds on b straddle {tolerance}: run more stacks "
-        "(`resharpen verify --only collapse.prefix_averaging --profile full`)")
-    return Outcome(measured=f"debiased {root(mean):.4f} (95% upper {root(upper):.4f})",
-                   expected=f"<= {tolerance}", passed=bool(upper < tolerance ** 2),
-                   detail=detail, inconclusive=undecided)
-
-
 @claim("collapse.prefix_averaging")
 def check_prefix_averaging(profile: str) -> Outcome:
     size = pick(profile, quick=dict(depth=12, batches=8, per_batch=8),
@@ -496,36 +374,6 @@ def check_norm_growth_exact(profile: str) -> Outcome:
 
 
 # The exactly collapsed random Post-Norm stacks of the backward-stage claims: (k, mlp).
-COLLAPSED_STATES = ((1.0, None), (4.0, None), (4.0, "swiglu"))
-
-
-@lru_cache(maxsize=None)
-def collapsed_flows(profile: str) -> dict[str, dict]:
-    """:func:`back.gradient_flow` with the independent gain, for every state of
-    ``COLLAPSED_STATES``, labelled "x<k>" or "x<k>+swiglu"."""
-    size = pick(profile, quick=dict(n=32, d=32, depth=12), full=dict(n=64, d=64, depth=48))
-    with one_thread():
-        return {f"x{k:g}{'+' + mlp if mlp else ''}":
-                back.gradient_flow("post", multiplier=k, mlp=mlp, independent_gain=True, **size)
-                for k, mlp in COLLAPSED_STATES}
-
-
-def bound_violations(r: dict) -> tuple[float, float]:
-    """(worst per-sublayer, product) relative violation of Theorem 3.6's bound with the
-    independent factors c_k: max ||g_k|| / (c_k ||g_{k+1}||) - 1 and ratio / prod c_k - 1."""
-    following = np.append(r["grad_x"][1:], r["grad_out"])
-    per_sublayer = float(np.max(r["grad_x"] / (r["factor_bound"] * following))) - 1.0
-    product = float(r["grad_x"][0] / r["grad_out"] / np.prod(r["factor_bound"])) - 1.0
-    return per_sublayer, product
-
-
-def tightness(r: dict) -> tuple[float, float, bool]:
-    """(prod c_k, tightness = prod c_k / measured ratio ||dL/dX_1|| / ||dL/dX_L||, vacuous) of a
-    collapsed stack's gradient flow: the bound is vacuous when prod c_k >= 1 (it allows the
-    gradient to grow, so it says nothing about vanishing gradients)."""
-    bound = float(np.prod(r["factor_bound"]))
-    ratio = float(r["grad_x"][0] / r["grad_out"])
-    return bound, bound / ratio, bound >= 1.0
 
 
 @claim("collapse.contraction_bound")
@@ -580,14 +428,6 @@ five pre@hi seeds was 0.062 in the batched engine at stop 31, 0.154 for that see
 and 0.160 in a reproduce on 3 Dec 2026 (the same code, another day's machine). A quick control
 must end SEPARATION + this far outside the region (0.2), so that no machine's rounding carries
 a decision across the threshold; the full profile's longer runs keep SEPARATION."""
-
-
-def control_separation(summary: dict, t_threshold: float = 0.95,
-                       loss_margin: float = 0.05) -> float:
-    """How far a run ends outside the collapse detector's region: the larger of
-    t_threshold - final t_sim and (L_freq - loss_margin) - final loss (negative: inside it)."""
-    return max(t_threshold - summary["final_t_sim"],
-               summary["l_freq_stream"] - loss_margin - summary["final_loss"])
 
 
 @claim("collapse.training_collapse")

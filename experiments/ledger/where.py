@@ -2,8 +2,9 @@
 
 :func:`where` names the line of the claim's module that writes its id, the check, and every
 derivation the check uses (the functions and classes of other ``resharpen`` modules it names,
-followed through the helper functions of its own module). The mutation test (:mod:`.mutation`)
-breaks those derivations one at a time (:func:`_derivations`).
+followed through the helper functions of its own module and of the analysis modules of the
+claims modules, :func:`is_claims_analysis`). The mutation test (:mod:`.mutation`) breaks those
+derivations one at a time (:func:`_derivations`).
 
 :func:`reached` follows the same reading through every ``resharpen`` module, and
 :func:`shared_functions` compares the two sides of a check: the theory and construction
@@ -30,6 +31,21 @@ _MACHINERY = ("resharpen.experiments.ledger.registry", "resharpen.experiments.le
 a check uses. The statistics that decide (:mod:`.stats`) are listed as derivations; the mutation
 test leaves them out (``mutation.NOT_SUBJECTS``)."""
 
+CLAIMS_ANALYSIS = "CLAIMS_ANALYSIS"
+"""The module attribute (set to True) that marks a module as the analysis of claims modules
+(:func:`is_claims_analysis`)."""
+
+
+def is_claims_analysis(module_name: str) -> bool:
+    """Whether ``module_name`` is an analysis module of the claims modules: one that sets
+    ``CLAIMS_ANALYSIS = True`` because it holds what a claims module's checks call to read their
+    data, make their tests and format their details (sweep loaders, multiple-testing families,
+    simulations whose numbers a check decides on). Its functions are read as the check's own
+    code: followed through, never derivations themselves, so a check reads the same whether its
+    helpers sit in the claims module or here."""
+    module = sys.modules.get(module_name)
+    return module is not None and getattr(module, CLAIMS_ANALYSIS, False) is True
+
 
 def where(c: Claim) -> list[str]:
     """Where to read a claim: ``"path:line what"`` lines, paths relative to the package (``experiments/set_complement/claims.py``), the same from any folder.
@@ -38,7 +54,8 @@ def where(c: Claim) -> list[str]:
     the line that calls the factory with that id), then the check function (its ``@claim`` line),
     then every derivation the check uses: the functions and classes of other ``resharpen``
     modules (theory, constructions, experiments) that its code names, directly or through the
-    helper functions of its own module, in the order they are first named."""
+    helper functions of its own module and of the claims' analysis modules
+    (:func:`is_claims_analysis`), in the order they are first named."""
     check = inspect.unwrap(c.check)
     entries = []
     declared = _id_line(c)
@@ -76,7 +93,8 @@ def _id_line(c: Claim) -> tuple[str, int] | None:
 
 def _derivations(check: Callable) -> list[object]:
     """Functions and classes of other ``resharpen`` modules that ``check`` names, following the
-    helper functions of the check's own module."""
+    helper functions of the check's own module and of the claims' analysis modules (whose
+    functions and classes are the check's own code, not derivations)."""
     home = check.__module__
     visited: set[types.CodeType] = set()
     found: list[object] = []
@@ -97,10 +115,11 @@ def _derivations(check: Callable) -> list[object]:
             module = getattr(obj, "__module__", None) or ""
             if not (inspect.isfunction(obj) or inspect.isclass(obj)):
                 continue
-            if module == home and inspect.isfunction(obj):
+            own = module == home or is_claims_analysis(module)
+            if own and inspect.isfunction(obj):
                 visit(obj)
             elif module.startswith("resharpen.") and module not in _MACHINERY \
-                    and module != home and obj not in found:
+                    and not own and obj not in found:
                 found.append(obj)
 
     visit(check)
@@ -191,7 +210,8 @@ def reached(start: Callable, stop: Iterable[object] = ()) -> list[types.Function
     ledger's machinery; a class counts by the functions, static and class methods and property
     getters of its body; the functions held in a module-level tuple, list or dict (a table of
     schemes, say) count as named. ``stop``: objects that the code of ``start``'s own module
-    (``start`` and the helpers of its module) does not enter or record (the declared derivation,
+    (``start`` and the helpers of its module and of the claims' analysis modules,
+    :func:`is_claims_analysis`) does not enter or record (the declared derivation,
     when the measurement's reach is asked); reached from any other module they count, so a
     measurement that calls the derivation itself shares it. ``start`` itself is not recorded.
 
@@ -242,7 +262,7 @@ def reached(start: Callable, stop: Iterable[object] = ()) -> list[types.Function
                 closure[name] = cell.cell_contents
             except ValueError:  # an empty cell
                 pass
-        at_home = module == home
+        at_home = module == home or is_claims_analysis(module)
         for obj in _named_objects(function.__code__, function.__globals__, closure):
             if at_home and id(_unwrapped_safe(obj)) in stopped:
                 continue

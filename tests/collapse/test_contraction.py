@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from resharpen.experiments.collapse import backward as back
-from resharpen.experiments.collapse import claims
+from resharpen.experiments.collapse import contraction
 from resharpen.experiments.collapse.stack import StackConfig, build_stack
 
 N = D = 32
@@ -91,14 +91,14 @@ def test_at_exact_collapse_the_block_gain_is_the_chain_rules_c(multiplier, mlp):
 def test_the_bound_holds_and_is_vacuous_where_the_gradients_grow():
     r = back.gradient_flow("post", n=N, d=D, depth=12, multiplier=4.0, mlp="swiglu",
                            independent_gain=True)
-    assert max(claims.bound_violations(r)) <= 1e-9  # the bound holds ...
+    assert max(contraction.bound_violations(r)) <= 1e-9  # the bound holds ...
     assert r["grad_x"][0] / r["grad_out"] > 3  # ... the layer-1 gradient grows (3.83) ...
-    bound, tight, vacuous = claims.tightness(r)
+    bound, tight, vacuous = contraction.tightness(r)
     assert vacuous and bound > 1e6 and tight == pytest.approx(bound / (r["grad_x"][0] / r["grad_out"]))
     built = back.gradient_flow("post", n=N, d=D, depth=6, mlp=None, independent_gain=True,
                                model=contracting_stack(6))
     assert np.allclose(built["factor_bound"], 0.5, rtol=1e-6)
-    assert not claims.tightness(built)[2]  # prod c = 1/64: not vacuous
+    assert not contraction.tightness(built)[2]  # prod c = 1/64: not vacuous
 
 
 def test_independent_gain_needs_post_norm():

@@ -117,12 +117,12 @@ def test_the_config_checks_of_the_convergence_keys():
 def test_the_converged_rung_decides_with_the_others(monkeypatch, tmp_path, sign, status):
     """fit.placements.ood_at_every_rung on made-up ladders: every placement below none at the
     rungs; at convergence below (PASS) or above (FAIL) none."""
-    from resharpen.experiments.set_complement import claims_fit as cf
-    from resharpen.experiments.set_complement import fit_report
+    from resharpen.experiments.set_complement import claims_fit, fit_report
+    from resharpen.experiments.set_complement import fit_sweep_tests
 
     rows = []
     for seed in range(6):
-        for j, placement in enumerate(("none",) + cf.LADDER_ARMS):
+        for j, placement in enumerate(("none",) + fit_sweep_tests.LADDER_ARMS):
             base = 0.3 if placement == "none" else 0.1
             jitter = 0.002 * math.sin(1.7 * seed * (j + 1))  # paired differences vary by seed
             for rung in (1e-2, 1e-3):
@@ -131,11 +131,11 @@ def test_the_converged_rung_decides_with_the_others(monkeypatch, tmp_path, sign,
             at = 0.2 + jitter + (0.0 if placement == "none" else sign * 0.1)
             rows.append({"placement": placement, "seed": seed, "rung": fit_report.CONVERGED,
                          "id": 1e-4, "ood": at, "step": 2000})
-    monkeypatch.setattr(cf, "sweep_root", lambda name, profile: tmp_path)
-    monkeypatch.setattr(cf, "ladder_rows", lambda root: rows)
-    monkeypatch.setattr(cf, "convergence_note", lambda name, root: f"{name}: made up")
-    assert cf.rung_order(r["rung"] for r in rows) == [1e-2, 1e-3, fit_report.CONVERGED]
-    outcome = cf.check_ood_at_every_rung("quick")
+    monkeypatch.setattr(fit_sweep_tests, "sweep_root", lambda name, profile: tmp_path)
+    monkeypatch.setattr(fit_sweep_tests, "ladder_rows", lambda root: rows)
+    monkeypatch.setattr(fit_sweep_tests, "convergence_note", lambda name, root: f"{name}: made up")
+    assert fit_report.rung_order(r["rung"] for r in rows) == [1e-2, 1e-3, fit_report.CONVERGED]
+    outcome = claims_fit.check_ood_at_every_rung("quick")
     assert "rung converged: post - none" in outcome.detail
     got = "PASS" if outcome.passed else ("INCONCLUSIVE" if outcome.inconclusive else "FAIL")
     assert got == status, outcome.detail
@@ -144,19 +144,20 @@ def test_the_converged_rung_decides_with_the_others(monkeypatch, tmp_path, sign,
 def test_a_sweep_made_before_its_convergence_rule_is_inconclusive(monkeypatch, tmp_path):
     """A placement sweep whose file now trains on to convergence but whose runs on disk stopped
     at the fit cannot decide the converged rung: INCONCLUSIVE, naming the rerun."""
-    from resharpen.experiments.set_complement import claims_fit as cf
+    from resharpen.experiments.set_complement import claims_fit
+    from resharpen.experiments.set_complement import fit_sweep_tests
 
-    assert cf.planned_window("fit_placements_v32", "full") == 1000
-    assert cf.planned_window("fit_placements_v64_lr1e-2", "full") == 1000
-    assert cf.planned_window("fit_placements_v32_lr1e-2", "quick") == 0
+    assert fit_sweep_tests.planned_window("fit_placements_v32", "full") == 1000
+    assert fit_sweep_tests.planned_window("fit_placements_v64_lr1e-2", "full") == 1000
+    assert fit_sweep_tests.planned_window("fit_placements_v32_lr1e-2", "quick") == 0
     rows = [{"placement": p, "seed": s, "rung": 1e-2, "id": 1e-2, "ood": 0.1 + 0.01 * s}
-            for p in ("none",) + cf.LADDER_ARMS for s in range(6)]
-    monkeypatch.setattr(cf, "sweep_root", lambda name, profile: tmp_path)
-    monkeypatch.setattr(cf, "ladder_rows", lambda root: rows)
-    monkeypatch.setattr(cf, "convergence_note",
+            for p in ("none",) + fit_sweep_tests.LADDER_ARMS for s in range(6)]
+    monkeypatch.setattr(fit_sweep_tests, "sweep_root", lambda name, profile: tmp_path)
+    monkeypatch.setattr(fit_sweep_tests, "ladder_rows", lambda root: rows)
+    monkeypatch.setattr(fit_sweep_tests, "convergence_note",
                         lambda name, root: f"{name}: no convergence rule (made up)")
-    monkeypatch.setattr(cf, "planned_window", lambda name, profile: 1000)
-    outcome = cf.check_ood_at_every_rung("quick")
+    monkeypatch.setattr(fit_sweep_tests, "planned_window", lambda name, profile: 1000)
+    outcome = claims_fit.check_ood_at_every_rung("quick")
     assert not outcome.passed and "converge_window" in outcome.inconclusive
 
 

@@ -136,7 +136,7 @@ def test_the_trainer_records_K_at_every_evaluation_of_a_post_run():
 def test_the_k_sweep_claim_can_fail(monkeypatch, tmp_path, slope, status):
     """fit.post.ood_falls_with_k on made-up sweep rows: PASS when post's OOD mass falls with K,
     FAIL when it rises (attn_out flat in both)."""
-    from resharpen.experiments.set_complement import claims_fit
+    from resharpen.experiments.set_complement import claims_fit, fit_sweep_tests
 
     rows = []
     for i, (c, scale) in enumerate([(0.0625, 1.0), (0.0625, 8.0), (0.0625, 64.0), (1.0, 1.0),
@@ -150,8 +150,8 @@ def test_the_k_sweep_claim_can_fail(monkeypatch, tmp_path, slope, status):
             rows.append({"placement": "attn_out", "scale": scale, "multiplier": c,
                          "seed": seed, "vocab": 16, "reached": True, "id": 1e-3,
                          "ood": 0.015 + 1e-4 * seed})
-    monkeypatch.setattr(claims_fit, "sweep_root", lambda name, profile: tmp_path)
-    monkeypatch.setattr(claims_fit, "k_sweep_rows", lambda root: rows)
+    monkeypatch.setattr(fit_sweep_tests, "sweep_root", lambda name, profile: tmp_path)
+    monkeypatch.setattr(fit_sweep_tests, "k_sweep_rows", lambda root: rows)
     outcome = claims_fit.check_post_ood_falls_with_k("quick")
     got = "PASS" if outcome.passed else ("INCONCLUSIVE" if outcome.inconclusive else "FAIL")
     assert got == status, outcome.detail

@@ -82,7 +82,7 @@ def test_results_of_another_protocol_are_never_read(tmp_path, monkeypatch):
     windows and steps: a file of the old arms (AdamW lr 3e-2, SGD lr 0.5) is as good as none."""
     import json
 
-    from resharpen.experiments.set_complement import claims_fit
+    from resharpen.experiments.set_complement import fit_noise_tests
     from resharpen.experiments.set_complement.ema_window import (cached_rows, protocol_key,
                                                                  results_path)
 
@@ -95,7 +95,7 @@ def test_results_of_another_protocol_are_never_read(tmp_path, monkeypatch):
     stale["arms"]["adamw"] = ["train.optimizer=adamw", "train.lr=3e-2"]
     path.write_text(json.dumps({"key": stale, "rows": rows}))
     assert cached_rows("full") is None
-    outcome = claims_fit.noise_ema_window_tests("full")
+    outcome = fit_noise_tests.noise_ema_window_tests("full")
     assert "today's protocol" in outcome.inconclusive
     path.write_text(json.dumps({"key": protocol_key("full"), "rows": rows}))
     assert cached_rows("full") == rows

@@ -9,7 +9,8 @@ import pytest
 
 from resharpen.experiments.ledger import stats
 from resharpen.experiments.ledger import Outcome
-from resharpen.experiments.set_complement import claims_fit
+from resharpen.experiments.set_complement import (claims_fit, fit_data, fit_families,
+                                                  fit_noise_tests)
 
 
 def part(*diffs, reported=()):
@@ -19,24 +20,24 @@ def part(*diffs, reported=()):
     def test(diff):
         return stats.paired([diff + e for e in noise], [0.0] * 8, "less")
 
-    return claims_fit.Part([(f"d={d}", test(d)) for d in diffs], "m", "e", ["note"], "run it",
+    return fit_data.Part([(f"d={d}", test(d)) for d in diffs], "m", "e", ["note"], "run it",
                            [(f"pre d={d}", test(d)) for d in reported])
 
 
 @pytest.fixture
 def family(monkeypatch):
     members = {}
-    monkeypatch.setattr(claims_fit, "FAMILIES", {"toy": members})
+    monkeypatch.setattr(fit_families, "FAMILIES", {"toy": members})
     return members
 
 
 def test_a_test_alone_passes_but_fails_in_a_family_of_many(family):
     family["a"] = lambda profile: part(-0.012)
-    alone = claims_fit.in_family(family["a"], "quick")
+    alone = fit_families.in_family(family["a"], "quick")
     assert alone.passed
     for i in range(30):  # as weak as a: Holm multiplies the smallest of 31 equal p by 31
         family[f"weak{i}"] = lambda profile: part(-0.012)
-    crowded = claims_fit.in_family(family["a"], "quick")
+    crowded = fit_families.in_family(family["a"], "quick")
     assert not crowded.passed and "31 tests of 31 claims" in crowded.detail
 
 
@@ -44,26 +45,26 @@ def test_a_member_without_data_counts_its_planned_tests_as_p_1(family):
     missing = Outcome("no data", "x", passed=False, inconclusive="run the sweep")
     family["a"] = lambda profile: part(-1.0)
     family["b"] = lambda profile: missing
-    assert claims_fit.in_family(family["b"], "quick") is missing
-    outcome = claims_fit.in_family(family["a"], "quick")
+    assert fit_families.in_family(family["b"], "quick") is missing
+    outcome = fit_families.in_family(family["a"], "quick")
     assert outcome.passed and "2 tests of 1 claims (a)" in outcome.detail
     assert "1 planned tests of b not computed (no data), counted as p = 1" in outcome.detail
     family["a"] = lambda profile: part(-0.012)  # p ~ 0.02: passes alone, not over 2 tests
-    assert not claims_fit.in_family(family["a"], "quick").passed
+    assert not fit_families.in_family(family["a"], "quick").passed
 
 
 def test_an_opposite_effect_fails_and_no_effect_is_inconclusive(family):
     family["a"] = lambda profile: part(+1.0)
-    outcome = claims_fit.in_family(family["a"], "quick")
+    outcome = fit_families.in_family(family["a"], "quick")
     assert not outcome.passed and not outcome.inconclusive  # FAIL: the opposite is shown
     family["a"] = lambda profile: part(0.0)
-    outcome = claims_fit.in_family(family["a"], "quick")
+    outcome = fit_families.in_family(family["a"], "quick")
     assert not outcome.passed and "neither" in outcome.inconclusive and "run it" in outcome.inconclusive
 
 
 def test_reported_tests_do_not_decide(family):
     family["a"] = lambda profile: part(-1.0, reported=(+1.0,))
-    outcome = claims_fit.in_family(family["a"], "quick")
+    outcome = fit_families.in_family(family["a"], "quick")
     assert outcome.passed and "reported, not deciding: pre d=1.0" in outcome.detail
 
 
@@ -71,16 +72,16 @@ def test_every_fit_claim_belongs_to_exactly_one_family():
     from resharpen.claims import all_claims
 
     ids = {c.id for c in all_claims() if c.id.startswith("fit.")}
-    members = [cid for family in claims_fit.FAMILIES.values() for cid in family]
+    members = [cid for family in fit_families.FAMILIES.values() for cid in family]
     assert sorted(members) == sorted(ids)
 
 
 def test_the_noise_claims_are_inconclusive_when_an_arm_is_short_of_the_matched_fit(monkeypatch):
     row = {"k": 1, "schedule": "constant", "seed": 0, "vocab": 32, "level": 3e-2, "steps": 2000,
            "reached": False, "raw.id_invalid_mass": 0.05}
-    monkeypatch.setattr(claims_fit, "noise_rows", lambda profile: ([row], []))
-    for make in (claims_fit.noise_ema_gain_tests, claims_fit.noise_bema_gain_tests,
-                 claims_fit.noise_bema_temperature_tests):
+    monkeypatch.setattr(fit_noise_tests, "noise_rows", lambda profile: ([row], []))
+    for make in (fit_noise_tests.noise_ema_gain_tests, fit_noise_tests.noise_bema_gain_tests,
+                 fit_noise_tests.noise_bema_temperature_tests):
         outcome = make("full")
         assert isinstance(outcome, Outcome) and not outcome.passed
         assert "raise train.steps" in outcome.inconclusive and "0.05 > 0.03" in outcome.detail
@@ -102,7 +103,7 @@ def test_the_long_window_claim_decides_and_checks_its_preconditions(monkeypatch)
     3x apart, or no arm below half the uniform prediction's ID invalid mass (0.156 at v = 16,
     L = 4): INCONCLUSIVE (the preconditions, fixed with the protocol)."""
     def run(rows):
-        monkeypatch.setattr(claims_fit, "window_rows", lambda profile: rows)
+        monkeypatch.setattr(fit_noise_tests, "window_rows", lambda profile: rows)
         return claims_fit.check_noise_ema_long_window("quick")
 
     arms = ("adamw", "sgd")

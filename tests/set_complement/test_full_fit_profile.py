@@ -5,7 +5,7 @@ import re
 import pytest
 
 from resharpen.claims import all_claims
-from resharpen.experiments.set_complement import claims_fit
+from resharpen.experiments.set_complement import fit_data, fit_sweep_tests
 from resharpen.experiments.set_complement.full_fit_profile import SWEEPS, TRAININGS, main
 
 NAMES = {name for name, _ in TRAININGS}
@@ -21,8 +21,8 @@ def test_every_training_a_full_fit_claim_asks_for_is_run(tmp_path, monkeypatch):
         assert found, (claim.id, outcome.inconclusive)
         asked |= {sweep or "fit_noise_window_v32" for sweep, window in found}
     assert asked <= NAMES, asked - NAMES
-    assert set(claims_fit.LADDER_SWEEPS["full"]) | set(claims_fit.PLACEMENT_SWEEPS["full"]) \
-        | {claims_fit.K_SWEEP, "fit_noise_soft_v32"} <= NAMES
+    assert set(fit_sweep_tests.LADDER_SWEEPS["full"]) | set(fit_data.PLACEMENT_SWEEPS["full"]) \
+        | {fit_sweep_tests.K_SWEEP, "fit_noise_soft_v32"} <= NAMES
     for name, arguments in TRAININGS:
         assert arguments is None or (SWEEPS / f"{name}.toml").is_file()
 

@@ -38,13 +38,13 @@ def test_post_K_needed_passes_with_the_real_root():
 def test_post_K_needed_expects_the_bisection_of_the_margins_definition():
     """The expected K comes from root finding on the margin computed from the readout's
     definition (numpy), not from the root's own plug-back: it agrees with the derived margin."""
-    from resharpen.experiments.set_complement import claims as sc_claims
+    from resharpen.experiments.set_complement import post_readout
 
-    k = sc_claims.post_K_by_bisection(12, 6, 1.4958)
+    k = post_readout.post_K_by_bisection(12, 6, 1.4958)
     assert k == pytest.approx(6.0006027, rel=1e-7)
     derived = formulas.readout_margins("post", 12, [6], k, 1.0, 1.0, 11)[0][0]
     assert derived == pytest.approx(1.4958, rel=1e-12)
-    assert sc_claims.post_K_by_bisection(12, 6, 5.0) == float("inf")
+    assert post_readout.post_K_by_bisection(12, 6, 5.0) == float("inf")
 
 
 def test_post_limit_fails_when_the_derived_margin_is_wrong(monkeypatch):
