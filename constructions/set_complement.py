@@ -124,18 +124,29 @@ def _check_scales(lam: float, beta: float, gain: float, norm: str, norm_kind: st
         raise ValueError(f"normalized readouts need beta > 0, got beta={beta!r}")
 
 
+class _ZeroDraws(torch.overrides.TorchFunctionMode):
+    """Within it, ``torch.randn(*shape)`` returns ``torch.zeros(*shape, dtype=float64)``: a
+    model built inside draws no random numbers, and its weights start at 0 in float64. (Building
+    on the meta device instead costs a one-off 3-4 s import of torch's Python meta kernels.)"""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.randn:
+            return torch.zeros(*args, dtype=DTYPE)
+        return func(*args, **(kwargs or {}))
+
+
 def _model(vocab: int, d: int, d_head: int, d_value: int, norm: str, norm_kind: str,
            gain: float) -> Transformer:
-    """An uninitialized float64 model of these widths, norms set to gain g (bias 0).
+    """A float64 model of these widths with zero weights, norms set to gain g (bias 0).
 
-    Built on the meta device and then given float64 storage, so no random initial weights are
-    drawn or held (at v = 10^4 those would be 2.4 GB of float32 and their float64 copy); every
-    other parameter is written by :func:`_set`."""
+    Built with :class:`_ZeroDraws`, so no random initial weights are drawn or held (at
+    v = 10^4 those would be 2.4 GB of float32 and their float64 copy) and no meta-device
+    operation is run; every other parameter is written by :func:`_set`."""
     cfg = ModelConfig(vocab=vocab, d_model=d, d_head=d_head, d_value=d_value, norm=norm,
                       norm_kind=norm_kind, eps=0.0)
-    with torch.device("meta"):
+    with _ZeroDraws():
         model = Transformer(cfg)
-    model = model.to(DTYPE).to_empty(device="cpu")
+    model = model.to(DTYPE)
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, Norm):
