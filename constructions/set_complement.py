@@ -194,7 +194,9 @@ def tight(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_ki
     d = vocab - 1
     Q = complement_basis(vocab)
     model = _model(vocab, d, score_width, d, norm, norm_kind, gain)
-    _set(model, Q, -beta * Q.T, 0.0, 0.0, lam / beta, 1.0)
+    _set(model, Q, Q.T, 0.0, 0.0, lam / beta, 1.0)
+    with torch.no_grad():
+        model.W_U.mul_(-beta)  # U = -beta Q^T in place: no v x d temporary
     return Construction(model, "tight", vocab, norm, norm_kind, lam, beta, gain)
 
 
