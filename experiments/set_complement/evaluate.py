@@ -12,7 +12,8 @@ permutation is a uniformly random ordered s-subset, so each length is sampled ex
 from __future__ import annotations
 
 import copy
-from typing import Sequence
+from numbers import Integral
+from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -201,11 +202,29 @@ def evaluate_lengths(model: torch.nn.Module, vocab: int, lengths: Sequence[int] 
     token is invalid, and the margins mean_{y valid} f_y - f_x of the seen tokens x: the
     smallest (``margin_min``), the query's x = t_s (``margin_query``) and the smallest and
     largest over the other seen tokens (``margin_nonquery_min``, ``_max``). The inputs are seeded prefixes of random orderings,
-    evaluated in ``dtype`` (float64 by default)."""
+    evaluated in ``dtype`` (float64 by default). TypeError for a ``model`` that is not a torch
+    module or ``lengths`` that are not a sequence of integers; ValueError for a bad value."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module (e.g. Construction.model or "
+                        f"Run.model()), got {type(model).__name__}")
     check_vocab(vocab)
-    lengths = list(range(1, vocab)) if lengths is None else sorted(set(int(s) for s in lengths))
-    for s in lengths:
-        check_length(s, vocab)
+    if lengths is None:
+        lengths = list(range(1, vocab))
+    else:
+        if isinstance(lengths, (str, bytes)) or not isinstance(lengths, Iterable):
+            raise TypeError(f"lengths must be a sequence of integers, got "
+                            f"{type(lengths).__name__} {lengths!r}")
+        lengths = [int(s) if isinstance(s, Integral) and not isinstance(s, bool) else s
+                   for s in lengths]  # numpy integers too
+        if not lengths:
+            raise ValueError("lengths is empty: give at least one length in 1..v-1, or None "
+                             "for every length")
+        for s in lengths:
+            check_length(s, vocab)
+        lengths = sorted(set(lengths))
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype (e.g. torch.float64) or None, got "
+                        f"{type(dtype).__name__} {dtype!r}")
     metrics, _ = per_position_metrics(model, vocab, max(lengths), per_length, seed, dtype)
     columns = torch.tensor([s - 1 for s in lengths])
     # per length, over the inputs: each metric's mean over its non-NaN values (NaN if none),

@@ -37,18 +37,24 @@ class Run:
 
     def weights_path(self, weights: str = "raw") -> Path:
         """The safetensors file of weight set ``weights`` (raw, ema or bema)."""
+        if not isinstance(weights, str):
+            raise TypeError(f"weights must be one of {', '.join(WEIGHT_KINDS)}, got "
+                            f"{type(weights).__name__} {weights!r}")
         if weights not in WEIGHT_KINDS:
             raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_KINDS)}")
         return self.folder / WEIGHTS_FILE.format(weights)
 
-    def model(self, weights: str = "raw", dtype: "torch.dtype | None" = None) -> "Transformer":
+    def model(self, weights: str = "raw", dtype: "torch.dtype | str | None" = None
+              ) -> "Transformer":
         """The run's Transformer with its ``weights`` (raw, ema or bema) weights, in evaluation
-        mode, as float32 (as trained) or ``dtype`` (e.g. ``torch.float64`` for exact analysis).
+        mode, as float32 (as trained) or ``dtype``: a floating torch dtype or its name
+        (``torch.float64`` or ``"float64"`` for exact analysis; :data:`FLOAT_DTYPES`).
         ValueError if the folder keeps no such weights (runs saved before weights were kept), or
         if the file is not what a run writes (:func:`read_weights`: checked before anything of
-        the model's size is allocated)."""
+        the model's size is allocated); every argument is checked first."""
         from resharpen.experiments.model.transformer import Transformer
 
+        dtype = float_dtype(dtype)
         path = self.weights_path(weights)
         if not path.is_file():
             kept = [k for k in WEIGHT_KINDS if self.weights_path(k).is_file()]
@@ -60,6 +66,32 @@ class Run:
         if dtype is not None:
             model = model.to(dtype)
         return model.eval()
+
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+"""The dtypes a run's model can be read as, by name (``Run.model(dtype="float64")``)."""
+
+
+def float_dtype(dtype: "torch.dtype | str | None") -> "torch.dtype | None":
+    """None, a floating torch dtype, or its name in :data:`FLOAT_DTYPES` (``"torch.float64"``
+    too) -> the torch dtype. ValueError for another name or a non-floating dtype, TypeError for
+    anything else."""
+    import torch
+
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        name = dtype.removeprefix("torch.")
+        if name not in FLOAT_DTYPES:
+            raise ValueError(f"dtype {dtype!r} is not one of {', '.join(FLOAT_DTYPES)}")
+        return getattr(torch, name)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch dtype or its name (e.g. 'float64'), got "
+                        f"{type(dtype).__name__} {dtype!r}")
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype {dtype} is not a floating dtype; allowed: "
+                         f"{', '.join(FLOAT_DTYPES)}")
+    return dtype
 
 
 def read_weights(path: str | Path, max_memory: int | None = None):
@@ -123,13 +155,38 @@ def _read_json(path: Path):
 
 
 def load_run(folder: str | Path) -> Run:
-    """Read a finished run folder. ValueError names the missing or corrupt file."""
-    folder = Path(folder)
+    """Read a finished run folder. ValueError names the missing or corrupt file, or the file
+    whose JSON is not of a run's shape (config and summary objects, per_length an object or a
+    list, the history's rows objects); TypeError for a ``folder`` that is not a path."""
+    from resharpen.experiments.common.names import check_path
+
+    folder = check_path(folder, "run folder")
     if not folder.is_dir():
         raise ValueError(f"run folder {str(folder)!r} does not exist")
-    summary = _read_json(folder / "summary.json")
-    config = _read_json(folder / "config.json")
-    per_length = _read_json(folder / "per_length.json")
+    summary = _read_shaped(folder / "summary.json", dict)
+    config = _read_shaped(folder / "config.json", dict)
+    per_length = _read_shaped(folder / "per_length.json", (dict, list))
     metrics = folder / "metrics.jsonl"
     history = read_jsonl(metrics, "run history") if metrics.exists() else []
+    for line, row in enumerate(history, 1):
+        if not isinstance(row, dict):
+            raise ValueError(f"run history {str(metrics)!r}: row {line} is a "
+                             f"{_json_kind(row)}, not an object")
     return Run(folder, config, summary, per_length, history)
+
+
+def _json_kind(value: object) -> str:
+    return {dict: "object", list: "list", str: "string", bool: "boolean", int: "number",
+            float: "number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _read_shaped(path: Path, kinds: type | tuple[type, ...]):
+    """:func:`_read_json`, ValueError naming the file unless its value is one of ``kinds``."""
+    value = _read_json(path)
+    if not isinstance(value, kinds):
+        wanted = " or ".join(_json_kind(k()) for k in (kinds if isinstance(kinds, tuple)
+                                                       else (kinds,)))
+        raise ValueError(f"run file {str(path)!r} holds a JSON {_json_kind(value)}, not "
+                         f"{'an' if wanted[0] == 'o' else 'a'} {wanted}: it is not what a run "
+                         "writes")
+    return value
