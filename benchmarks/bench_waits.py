@@ -7,6 +7,8 @@
 2. ``resharpen construct --vocab V`` with its default ``--lengths log`` (the last position of
    about 130 log-spaced lengths) against ``--lengths all`` (every length, one full forward pass:
    the evaluation ``construct`` ran before ``--lengths``).
+3. With ``--before PYTHON`` (an older checkout's interpreter), the same two commands of that
+   code as one more arm of each comparison.
 
 Each command runs ``--repeats`` times, the arms of a comparison interleaved within a repeat (a
 change of the machine's load hits both), in a temporary working folder (nothing is written
@@ -46,8 +48,8 @@ def spread(values: list[float], fmt: str = "{:.2f}") -> str:
 
 
 def compare(name: str, arms: dict[str, list[str]], repeats: int) -> None:
-    """Run the two ``arms`` (label -> argv) interleaved ``repeats`` times; print both and the
-    ratio first / second."""
+    """Run the ``arms`` (label -> argv) interleaved ``repeats`` times; print each, and the ratio
+    of each arm to the last one (the reference)."""
     walls = {label: [] for label in arms}
     peaks = {label: [] for label in arms}
     load = os.getloadavg()[0]
@@ -62,10 +64,12 @@ def compare(name: str, arms: dict[str, list[str]], repeats: int) -> None:
     for label in arms:
         print(f"  {label:28s} wall {spread(walls[label])} s   peak "
               f"{spread([p / 2**30 for p in peaks[label]])} GiB")
-    first, second = arms
-    ratios = [a / b for a, b in zip(walls[first], walls[second])]
-    print(f"  ratio {first} / {second}: {statistics.median(walls[first]) / statistics.median(walls[second]):.2f}x"
-          f" of the medians; per repeat {spread(ratios)}")
+    *others, reference = arms
+    for label in others:
+        ratios = [a / b for a, b in zip(walls[label], walls[reference])]
+        median = statistics.median(walls[label]) / statistics.median(walls[reference])
+        print(f"  ratio {label} / {reference}: {median:.2f}x of the medians; per repeat "
+              f"{spread(ratios)}")
 
 
 def main() -> None:
@@ -74,20 +78,27 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=4000)
     parser.add_argument("--claim", default="sc.theorem.two_over_s")
     parser.add_argument("--only", choices=("verify", "construct"), default=None)
+    parser.add_argument("--before", metavar="PYTHON", default=None,
+                        help="the interpreter of an installed older checkout (e.g. another "
+                             "clone's .venv/bin/python): its verify and construct run as one "
+                             "more arm, today's code against that one in the same run")
     args = parser.parse_args()
     python = [sys.executable]
     print(f"{os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+    verify = ["-m", "resharpen", "verify", "--only", args.claim]
+    construct = ["-m", "resharpen", "construct", "--vocab", str(args.vocab), "--json", "r.json"]
     if args.only in (None, "verify"):
-        compare(f"verify --only {args.claim} against import torch",
-                {f"verify --only {args.claim}": python + ["-m", "resharpen", "verify", "--only",
-                                                          args.claim],
-                 "python -c 'import torch'": python + ["-c", "import torch"]}, args.repeats)
+        arms = {f"verify --only {args.claim}": python + verify}
+        if args.before:
+            arms["before: the same verify"] = [args.before] + verify
+        arms["python -c 'import torch'"] = python + ["-c", "import torch"]
+        compare(f"verify --only {args.claim} against import torch", arms, args.repeats)
     if args.only in (None, "construct"):
-        base = python + ["-m", "resharpen", "construct", "--vocab", str(args.vocab), "--json",
-                         "r.json"]
-        compare(f"construct --vocab {args.vocab} (tight, norm none)",
-                {"--lengths log (default)": base, "--lengths all": base + ["--lengths", "all"]},
-                args.repeats)
+        arms = {"--lengths log (default)": python + construct}
+        if args.before:
+            arms["before: construct (every length)"] = [args.before] + construct
+        arms["--lengths all"] = python + construct + ["--lengths", "all"]
+        compare(f"construct --vocab {args.vocab} (tight, norm none)", arms, args.repeats)
 
 
 if __name__ == "__main__":
