@@ -207,8 +207,8 @@ def tight(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_ki
         raise ValueError("LayerNorm on the tight (d = v-1) embedding is not complement-exact; "
                          "use --variant one_hot with --norm-kind layer, or --norm-kind rms")
     d = vocab - 1
-    Q = complement_basis(vocab)
-    model = _model(vocab, d, score_width, d, norm, norm_kind, gain)
+    model = _model(vocab, d, score_width, d, norm, norm_kind, gain)  # first: its build's
+    Q = complement_basis(vocab)  # temporaries and Q are never held together
     _set(model, Q, Q.T, 0.0, 0.0, lam / beta, 1.0)
     with torch.no_grad():
         model.W_U.mul_(-beta)  # U = -beta Q^T in place: no v x d temporary
