@@ -109,17 +109,26 @@ def figure_module(name: str):
 def select_figures(only: list[str] | None = None) -> list[str]:
     """The figure modules matching any glob in ``only`` (all when None or empty). A glob matches
     a module when it matches one of its output stems (``sc_margins``, ``fig_langtrain_dyck2``)
-    or its module name (``fig_sc_margins``). ValueError naming the stems when none matches."""
+    or its module name (``fig_sc_margins``). ValueError for a glob that matches no figure (a
+    typo must not silently draw fewer figures), naming the closest stem or module name and the
+    stems."""
+    from resharpen.experiments.common.cli_args import did_you_mean
+
     names = figure_modules()
     if not only:
         return names
-    chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p)
-                                      or any(fnmatch.fnmatchcase(stem, p) for stem in OUTPUTS[n])
-                                      for p in only)]
-    if not chosen:
-        stems = sorted(stem for n in names for stem in OUTPUTS[n])
-        raise ValueError(f"no figure matches {only}; figures (output stems) are {stems}")
-    return chosen
+
+    def matches(name: str, pattern: str) -> bool:
+        return fnmatch.fnmatchcase(name, pattern) or any(fnmatch.fnmatchcase(stem, pattern)
+                                                         for stem in OUTPUTS[name])
+
+    stems = sorted(stem for n in names for stem in OUTPUTS[n])
+    for pattern in only:
+        if not any(matches(n, pattern) for n in names):
+            hint = did_you_mean(pattern, stems + names)
+            raise ValueError(f"no figure matches {pattern!r}{hint}; figures (output stems) are "
+                             f"{', '.join(stems)}")
+    return [n for n in names if any(matches(n, p) for p in only)]
 
 
 def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
@@ -128,9 +137,13 @@ def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
     that makes its results}). A skipped figure is reported with ``report`` as it happens."""
     from tqdm import tqdm
 
-    from resharpen.experiments.common.io import ensure_writable_dir
+    from resharpen.experiments.common.io import check_file_target, ensure_writable_dir
 
     names = select_figures(only)
+    for name in names:  # before any figure: a folder, FIFO or link at an output is refused
+        for stem in OUTPUTS[name]:
+            for ext in PROVENANCE_KEY:
+                check_file_target(Path(outdir) / f"{stem}.{ext}", "figure file")
     ensure_writable_dir(outdir)
     written: list[Path] = []
     skipped: dict[str, str] = {}

@@ -11,10 +11,10 @@ from resharpen.paper_figs import MissingResults
 def set_complement_sweep(name: str, profile: str) -> Path:
     """The finished sweep ``experiments/configs/set_complement/<name>.toml`` of ``profile``
     (``out/sweeps/<name>``, or ``<name>-quick`` for the quick profile)."""
-    from resharpen.experiments.training.config import CONFIG_DIR, sweep_folder
+    from resharpen.experiments.training.config import CONFIG_DIR, result_folder
     from resharpen.experiments.training.sweep import read_table
 
-    root = sweep_folder(name + ("-quick" if profile == "quick" else ""))
+    root = result_folder("sweeps", name, profile)
     if (root / "table.jsonl").exists() and read_table(root):
         return root
     path = CONFIG_DIR / "set_complement" / f"{name}.toml"

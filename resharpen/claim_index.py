@@ -29,7 +29,8 @@ import json
 import sys
 from pathlib import Path
 
-from resharpen.experiments.common.package_files import module_file, package_file, package_relative
+from resharpen.experiments.common.package_files import (module_file, package_file,
+                                                       package_relative, shown)
 
 PACKAGE = Path(__file__).parent
 """The front's folder (``resharpen/``): the index sits beside this module."""
@@ -42,8 +43,10 @@ def _digest(path: Path) -> str:
 
 
 def _declaring_files(modules: list[str]) -> dict[str, str]:
-    """{relative path: sha256} of the claims modules and resharpen/claims.py."""
-    files = sorted({package_relative(module_file(m)) for m in modules} | {"claims.py"})
+    """{relative path: sha256} of the claims modules, their declarations and resharpen/claims.py."""
+    files = sorted({package_relative(module_file(m)) for m in modules}
+                   | {package_relative(module_file(m).with_suffix(".toml")) for m in modules}
+                   | {"claims.py"})
     return {rel: _digest(package_file(rel)) for rel in files}
 
 
@@ -130,7 +133,7 @@ class Index:
         lines: dict[tuple[str, int], list[str]] = {}
         for path, line, what in entries:
             lines.setdefault((path, line), []).append(what)
-        return [f"{package_relative(path)}:{line} {', '.join(whats)}"
+        return [f"{shown(path)}:{line} {', '.join(whats)}"
                 for (path, line), whats in lines.items()]
 
     def _locate(self, path: Path, qualname: str) -> int | None:

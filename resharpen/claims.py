@@ -1,6 +1,7 @@
 """The whole claim ledger: every slice's claim modules, imported explicitly.
 
-Each id prefix is declared in one module (docs/architecture.md has the table)::
+Each claims module declares its claims' metadata in the TOML file beside it
+(:mod:`resharpen.experiments.ledger.declarations`) and holds their checks::
 
     sc.*         resharpen.experiments.set_complement.claims
     train.*      resharpen.experiments.set_complement.claims_train
@@ -9,10 +10,18 @@ Each id prefix is declared in one module (docs/architecture.md has the table)::
     langtrain.*  resharpen.experiments.languages.claims_train
     dyn.*        resharpen.experiments.dynamics.claims
     collapse.*   resharpen.experiments.collapse.claims
+
+:func:`claims_for` imports only the modules whose declarations match the patterns given, so
+``resharpen verify --only ID`` pays for one module, not seven.
 """
 from __future__ import annotations
 
-from resharpen.experiments.ledger import Claim, registered
+import fnmatch
+import importlib
+from typing import Sequence
+
+from resharpen.experiments.ledger import Claim, registered, select
+from resharpen.experiments.ledger.declarations import CLAIMS_MODULES, all_declarations
 
 PREFIX_MODULES = {
     "sc": "resharpen.experiments.set_complement.claims",
@@ -28,12 +37,20 @@ PREFIX_MODULES = {
 
 def all_claims() -> list[Claim]:
     """Every registered claim of every slice, by id."""
-    from resharpen.experiments.collapse import claims as _collapse  # noqa: F401
-    from resharpen.experiments.dynamics import claims as _dynamics  # noqa: F401
-    from resharpen.experiments.languages import claims as _languages  # noqa: F401
-    from resharpen.experiments.languages import claims_train as _languages_train  # noqa: F401
-    from resharpen.experiments.set_complement import claims as _sc  # noqa: F401
-    from resharpen.experiments.set_complement import claims_fit as _sc_fit  # noqa: F401
-    from resharpen.experiments.set_complement import claims_train as _sc_train  # noqa: F401
-
+    for module in CLAIMS_MODULES:
+        importlib.import_module(module)
     return registered()
+
+
+def claims_for(patterns: Sequence[str] | None) -> list[Claim]:
+    """The claims whose ids match any glob of ``patterns`` (every claim when None or empty),
+    importing only the modules that declare them (ValueError for a pattern matching no
+    declared id, as :func:`resharpen.experiments.ledger.select`)."""
+    if not patterns:
+        return all_claims()
+    declared = all_declarations()
+    modules = {entry["module"] for claim_id, entry in declared.items()
+               if any(fnmatch.fnmatchcase(claim_id, p) for p in patterns)}
+    for module in sorted(modules):
+        importlib.import_module(module)
+    return select([c for c in registered() if c.module in modules], patterns)

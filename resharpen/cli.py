@@ -11,41 +11,53 @@ error too. ``verify`` exits 1 when a claim does not pass.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from pathlib import Path
 
-from resharpen.experiments.common.cli_args import (EXIT_USAGE, UsageError, _Parser, bad_input,
-                                                  finite_float, one_of, positive_int, seed_int)
+from resharpen.experiments.common.cli_args import (EXIT_USAGE, MAX_WORKERS, PATH, PATTERN,
+                                                  UsageError, _Parser, bad_input, count,
+                                                  finite_float, one_of, seed_int)
 
 EXIT_BUG = 1
+MAX_CONSTRUCT_VOCAB = 10**6
+"""The largest ``construct --vocab``: the memory check refuses far smaller ones on most machines
+(v = 10^4 needs a few GB); the cap answers an absurd size at once."""
 DEBUG_FLAG = "--debug"
 
 
 # ----------------------------------------------------------------------------- verify
 def add_verify(sub) -> None:
     p = sub.add_parser("verify", help="run the claim ledger and print the table")
-    p.add_argument("--profile", choices=("quick", "full"), default="quick")
-    p.add_argument("--only", action="append", metavar="GLOB",
+    p.add_argument("--profile", choices=("quick", "full"), default="quick",
+                   help="the size of the checks: quick (minutes on 2 cores, the default) or full "
+                        "(the real sizes)")
+    p.add_argument("--only", action="append", metavar="GLOB", type=PATTERN,
                    help="only claims whose id matches this glob (repeatable)")
-    p.add_argument("--json", metavar="PATH", help="write the ledger as JSON ('-' for stdout)")
-    p.add_argument("--markdown", metavar="PATH", help="write the ledger as Markdown")
-    p.add_argument("--list", action="store_true", help="list the claims without running them: id, kind, where the expected value comes from (paper | derivation | statement | regression), source")
-    p.add_argument("--where", metavar="ID",
+    p.add_argument("--json", metavar="PATH", type=PATH,
+                   help="write the ledger as JSON ('-' for stdout)")
+    p.add_argument("--markdown", metavar="PATH", type=PATH, help="write the ledger as Markdown")
+    p.add_argument("--list", action="store_true",
+                   help="list the claims without running them: id, kind, where the expected "
+                        "value comes from (paper | derivation | statement | regression), source")
+    p.add_argument("--where", metavar="ID", type=PATTERN,
                    help="print the file:line of the check of each claim matching this id or glob "
                         "and of the theory and construction functions it uses; run nothing")
-    p.add_argument("--workers", type=positive_int, default=1,
-                   help="run checks in this many processes (default 1; results do not depend on it)")
-    p.add_argument("--baseline", nargs="?", const="default", metavar="PATH",
+    p.add_argument("--workers", type=count(MAX_WORKERS), default=None,
+                   help=f"run checks in this many processes (default 1, at most {MAX_WORKERS}; "
+                        "results do not depend on it)")
+    p.add_argument("--baseline", nargs="?", const="default", metavar="PATH", type=PATH,
                    help="compare the statuses with a committed baseline (default "
                         "experiments/configs/ledger/<profile>.json): exit 0 when every status "
                         "matches it (known FAILs included), 1 and the differences when one changed")
-    p.add_argument("--write-baseline", metavar="PATH",
+    p.add_argument("--write-baseline", metavar="PATH", type=PATH,
                    help="write the statuses of this run as the baseline (reasons kept from the "
                         "old baseline where it had one); with --only it would hold only the "
                         "chosen claims, so it is refused unless --force")
     p.add_argument("--force", action="store_true",
-                   help="with --write-baseline and --only: write the partial baseline anyway")
+                   help="with --write-baseline and --only: write the partial baseline anyway "
+                        "(refused anywhere else, where it would change nothing)")
     p.add_argument("--mutate", action="store_true",
                    help="the mutation test: run each check with each derivation it uses "
                         "mutated by each operator (x -> x(1+-EPS)+-EPS, two arguments swapped, "
@@ -53,14 +65,15 @@ def add_verify(sub) -> None:
                         "function) pairs a mutation kills (a status change) and which survive; "
                         "--json writes its results; one check at a time, each in a forked "
                         "process (--workers does not apply)")
-    p.add_argument("--step", type=finite_float, default=1e-3, metavar="EPS",
+    p.add_argument("--step", type=finite_float, default=None, metavar="EPS",
                    help="with --mutate: the perturbation x -> x(1+-EPS)+-EPS of up and down "
                         "(default 1e-3; the ladder's step is fixed at 0.1)")
     p.add_argument("--costs", choices=("fast", "all"), default=None,
                    help="with --mutate: the declared cost classes to run (default fast: the "
                         "claims declared cost=\"slow\" are skipped; all: every claim)")
-    p.add_argument("--operators", default=None, metavar="OPS",
-                   help="with --mutate: comma-separated operators (default every one: "
+    p.add_argument("--operators", default=None, metavar="OPS", type=PATTERN,
+                   help="with --mutate: comma-separated operators, each at most once (default "
+                        "every one: "
                         "up,down,swap,drop,const and the ladder up_large,down_large,first,last, "
                         "which runs on a function only while it is not killed)")
     p.set_defaults(handler=run_verify)
@@ -70,16 +83,16 @@ def run_verify(args) -> int:
     import os
 
     from resharpen.experiments.common.io import atomic_write_text, check_output_file, read_text_file
-    from resharpen.claims import all_claims
+    from resharpen.claims import all_claims, claims_for
     from resharpen.experiments import ledger
     from resharpen.experiments.ledger import baseline as baselines
+    from resharpen import claim_index
 
-    index = None
-    if args.list or args.where:  # the claim index: no slice imported (resharpen/claim_index.py)
-        from resharpen import claim_index
-
-        index = claim_index.load()
+    index = claim_index.load()  # the claim index: no slice imported (resharpen/claim_index.py)
     with bad_input():
+        check_verify_options(args)
+        # the patterns are checked against the index first: a typo is answered in a moment,
+        # without importing every claims module
         chosen = ledger.select(index.claims() if index else all_claims(), args.only)
         if args.where:
             chosen = ledger.select(chosen, [args.where])
@@ -96,15 +109,10 @@ def run_verify(args) -> int:
         if args.baseline and os.path.lexists(baseline_path):  # a folder, an unreadable file
             read_text_file(baseline_path, "--baseline", "JSON file")
         expected = baselines.read(baseline_path, args.profile) if args.baseline else None
-        if args.mutate and (args.baseline or args.write_baseline or args.markdown):
-            raise ValueError("--mutate writes only --json, not --baseline, --write-baseline or "
-                             "--markdown")
-        for flag, value in (("--costs", args.costs), ("--operators", args.operators)):
-            if value is not None and not args.mutate:
-                raise ValueError(f"{flag} is an option of --mutate")
-        if not args.step > 0:
-            raise ValueError(f"--step must be > 0, got {args.step:g}")
-    if args.mutate and not (args.where or args.list):
+    if index and not (args.list or args.where):  # the chosen claims with their checks, to run
+        checks = {c.id: c for c in claims_for([c.id for c in chosen])}  # only their modules
+        chosen = [checks[c.id] for c in chosen]
+    if args.mutate:
         return run_mutation_test(args, chosen)
     if args.where:
         places = {c.id: index.where(c.id) for c in chosen} if index else {}
@@ -127,7 +135,7 @@ def run_verify(args) -> int:
 
     with per_item("verify", len(chosen), "claim",
                   lambda r: {r.id: f"{r.status} ({r.seconds:.1f} s)"}) as done:
-        records = ledger.run_claims(chosen, args.profile, args.workers, on_done=done)
+        records = ledger.run_claims(chosen, args.profile, args.workers or 1, on_done=done)
     print(format_ledger(records))
     if args.json:
         text = ledger.to_json(records, args.profile)
@@ -158,6 +166,39 @@ def run_verify(args) -> int:
     return 1 if bad else 0
 
 
+def check_verify_options(args) -> None:
+    """ValueError for an option of ``verify`` that would have no effect where it is given: an
+    option of the run (``--json``, ``--workers``, ...) with ``--list`` or ``--where``, which run
+    nothing; an option of ``--mutate`` without it; ``--force`` anywhere but with
+    ``--write-baseline`` and ``--only``. None is ignored silently."""
+    shown = "--where" if args.where else "--list" if args.list else None
+    if args.list and args.where:
+        raise ValueError("--list and --where are two ways of showing claims; give one")
+    if shown:
+        for flag, value in (("--json", args.json), ("--markdown", args.markdown),
+                            ("--baseline", args.baseline),
+                            ("--write-baseline", args.write_baseline), ("--mutate", args.mutate),
+                            ("--workers", args.workers), ("--force", args.force)):
+            if value:
+                raise ValueError(f"{flag} has no effect with {shown}, which runs no claim")
+    if args.mutate:
+        if args.baseline or args.write_baseline or args.markdown:
+            raise ValueError("--mutate writes only --json, not --baseline, --write-baseline or "
+                             "--markdown")
+        if args.workers is not None:
+            raise ValueError("--workers has no effect with --mutate: the mutation test runs one "
+                             "check at a time, each in a forked process")
+    if args.step is not None and not args.step > 0:
+        raise ValueError(f"--step must be > 0, got {args.step:g}")
+    for flag, value in (("--costs", args.costs), ("--operators", args.operators),
+                        ("--step", args.step)):
+        if value is not None and not args.mutate:
+            raise ValueError(f"{flag} is an option of --mutate")
+    if args.force and not (args.write_baseline and args.only):
+        raise ValueError("--force has no effect here: it only allows --write-baseline with "
+                         "--only (a partial baseline)")
+
+
 def run_mutation_test(args, chosen) -> int:
     """``verify --mutate``: the table of the mutation test and its summary line; exit 0."""
     from resharpen.experiments.ledger import mutation
@@ -171,15 +212,20 @@ def run_mutation_test(args, chosen) -> int:
             if unknown or not operators:
                 raise ValueError(f"--operators: unknown {unknown or args.operators!r}; one or "
                                  f"more of {','.join(mutation.OPERATORS)}")
+            repeated = sorted({o for o in operators if operators.count(o) > 1})
+            if repeated:
+                raise ValueError(f"--operators names {', '.join(repeated)} more than once; "
+                                 "name each operator once")
     costs = ("fast", "slow") if args.costs == "all" else ("fast",)
+    step = 1e-3 if args.step is None else args.step
     from resharpen.experiments.common.progress import per_item
 
     with per_item("mutate", len(chosen), "claim", lambda r: {r.id: r.verdict}) as done:
-        results = mutation.run_mutations(chosen, args.profile, step=args.step, costs=costs,
+        results = mutation.run_mutations(chosen, args.profile, step=step, costs=costs,
                                          operators=operators, on_done=done)
     print(mutation.format_table(results))
     if args.json:
-        text = mutation.to_json(results, args.profile, args.step)
+        text = mutation.to_json(results, args.profile, step)
         print(text) if args.json == "-" else atomic_write_text(args.json, text)
     return 0
 
@@ -229,9 +275,11 @@ def run_configs(args) -> int:
 # ----------------------------------------------------------------------------- figs
 def add_figs(sub) -> None:
     p = sub.add_parser("figs", help="regenerate every figure into out/figs (PNG and PDF)")
-    p.add_argument("--profile", choices=("quick", "full"), default="quick")
-    p.add_argument("--out", default="out/figs", help="output folder (default out/figs)")
-    p.add_argument("--only", action="append", metavar="GLOB",
+    p.add_argument("--profile", choices=("quick", "full"), default="quick",
+                   help="draw from the quick (default) or the full profile's results")
+    p.add_argument("--out", default="out/figs", type=PATH,
+                   help="output folder (default out/figs)")
+    p.add_argument("--only", action="append", metavar="GLOB", type=PATTERN,
                    help="only figures whose output file stem (e.g. sc_margins, "
                         "fig_langtrain_dyck2) or module name (fig_sc_margins) matches "
                         "(repeatable); figures never train: one whose results are missing is "
@@ -262,7 +310,9 @@ def add_construct(sub) -> None:
     from resharpen.experiments.common.limits import add_max_memory
 
     p = sub.add_parser("construct", help="build a Set Complement construction, save it, report")
-    p.add_argument("--vocab", type=positive_int, required=True, help="vocabulary size v >= 2")
+    p.add_argument("--vocab", type=count(MAX_CONSTRUCT_VOCAB), required=True,
+                   help=f"vocabulary size v >= 2 (at most {MAX_CONSTRUCT_VOCAB:,}, and what "
+                        "fits in memory)")
     p.add_argument("--norm", default="none", choices=READOUT_NORMS,
                    type=one_of(READOUT_NORMS, "norm {!r} is not one of {}"),
                    help="the readout's normalization (default none)")
@@ -277,8 +327,10 @@ def add_construct(sub) -> None:
     p.add_argument("--beta", type=finite_float, default=1.0, help="direct-path scale beta != 0")
     p.add_argument("--gain", type=finite_float, default=1.0, help="norm gain g > 0")
     p.add_argument("--seed", type=seed_int, default=0, help="seed for the non-uniform lambdas")
-    p.add_argument("--out", default=None, help="folder for weights, config and report")
-    p.add_argument("--json", metavar="PATH", help="write the per-length report ('-' = stdout)")
+    p.add_argument("--out", default=None, type=PATH,
+                   help="folder for weights, config and report")
+    p.add_argument("--json", metavar="PATH", type=PATH,
+                   help="write the per-length report ('-' = stdout)")
     p.add_argument("--lengths", choices=("log", "all"), default="log",
                    help="the lengths evaluated: log (default; every length up to 64, then about "
                         "64 log-spaced up to v - 1, each by the last position of its prefix "
@@ -337,9 +389,9 @@ def run_construct(args) -> int:
 def add_derive(sub) -> None:
     p = sub.add_parser("derive", help="print the symbolic derivations, with a legend of their "
                                       "symbols (each printed as soon as it is derived)")
-    p.add_argument("--only", action="append", metavar="GLOB",
+    p.add_argument("--only", action="append", metavar="GLOB", type=PATTERN,
                    help="only derivations whose name matches (e.g. 'sc.margin.*'; repeatable)")
-    p.add_argument("--latex", metavar="FILE",
+    p.add_argument("--latex", metavar="FILE", type=PATH,
                    help="also write a standalone LaTeX document (article, amsmath) to FILE")
     p.set_defaults(handler=run_derive)
 
@@ -374,33 +426,41 @@ def add_report(sub) -> None:
     p = sub.choices["report"]
     p.description = ("A finished sweep's tables and figures (SWEEP), or with --html the "
                      "self-contained HTML report of the claim ledger and the figures, or both.")
-    p.add_argument("--html", metavar="PATH",
+    p.add_argument("--html", metavar="PATH", type=PATH,
                    help="write the HTML report (ledger filterable by paper, status and text; "
                         "figures embedded; environment): one file, no network")
-    p.add_argument("--ledger", default="out/ledger.json", metavar="JSON",
+    p.add_argument("--ledger", default=None, metavar="JSON", type=PATH,
                    help="with --html: the ledger (`resharpen verify --json JSON`; default "
                         "out/ledger.json)")
-    p.add_argument("--figs", default="out/figs", metavar="DIR",
+    p.add_argument("--figs", default=None, metavar="DIR", type=PATH,
                    help="with --html: the figures folder (`resharpen figs`; default out/figs)")
     p.set_defaults(handler=partial(run_report, sweep=p.get_default("handler")))
 
 
 def run_report(args, sweep) -> int:
     """The HTML report when ``--html`` is given, the sweep report when a sweep is named."""
-    from resharpen.experiments.common.io import check_writable_target
+    import os
+
+    from resharpen.experiments.common.io import check_output_file
 
     if args.html is None:
+        for flag, value in (("--ledger", args.ledger), ("--figs", args.figs)):
+            if value is not None:
+                raise UsageError(f"{flag} is an option of --html (the HTML report)")
         return sweep(args)
     from resharpen.experiments.common.io import read_text_file
     from resharpen.html_report import read_ledger, write_report
 
+    args.ledger = args.ledger or "out/ledger.json"
+    args.figs = args.figs or "out/figs"
     with bad_input():
+        if os.path.exists(args.figs) and not os.path.isdir(args.figs):
+            raise ValueError(f"--figs {args.figs!r} is not a folder; name the folder of "
+                             "`resharpen figs --out`")
         if Path(args.ledger).exists():  # a folder, an unreadable file: one line
             read_text_file(args.ledger, "--ledger", "ledger JSON file")
         read_ledger(args.ledger)
-        if Path(args.html).is_dir():
-            raise ValueError(f"--html {args.html!r} is a folder; name the file to write")
-        check_writable_target(Path(args.html).parent)
+        check_output_file(args.html, "--html")
     status = sweep(args) if args.sweep is not None else 0
     print(f"wrote {write_report(args.html, args.ledger, args.figs)}", file=sys.stderr)
     return status
@@ -422,6 +482,56 @@ def grid_figures(root: Path) -> list[Path]:
     return figures_of(root, root / "figs")
 
 
+def add_archive(sub) -> None:
+    """``resharpen archive``: keep a full-size sweep's small results in the repository
+    (``results/full``), and resume a sweep from them in a fresh checkout
+    (:mod:`resharpen.experiments.training.archive`)."""
+    p = sub.add_parser("archive", help="pack a full-size sweep's finished runs into results/full, "
+                                       "or restore them into out/ so the sweep resumes",
+                       description="The archive keeps, for each finished run of a full-size "
+                                   "sweep, its config, summary and provenance (no weights). "
+                                   "'pack SWEEP_FOLDER' adds a sweep's finished runs to it; "
+                                   "'restore NAME' copies the archived runs of sweep NAME that "
+                                   "out/sweeps/NAME lacks back into it, so the same sweep "
+                                   "command trains only the rest; 'status' lists the archive.")
+    p.add_argument("action", choices=("pack", "restore", "status"),
+                   help="what to do: pack a sweep folder, restore a sweep by name, or list")
+    p.add_argument("target", nargs="?", metavar="SWEEP", type=PATH,
+                   help="pack: the sweep folder (e.g. out/sweeps/langs); restore: the sweep's "
+                        "name (e.g. langs)")
+    p.add_argument("--out", metavar="DIR", type=PATH,
+                   help="restore: the sweep folder to restore into "
+                                                 "(default out/sweeps/NAME)")
+    p.set_defaults(handler=run_archive)
+
+
+def run_archive(args) -> int:
+    from resharpen.experiments.training import archive
+    from resharpen.experiments.training.config import sweep_folder
+
+    with bad_input():
+        unused = [what for what, value, used in (("SWEEP", args.target, args.action != "status"),
+                                                 ("--out", args.out, args.action == "restore"))
+                  if value is not None and not used]
+        if unused:
+            raise ValueError(f"archive {args.action} takes no {unused[0]}: it has no effect there")
+        if args.action == "status":
+            for name, count in archive.archived_sweeps().items():
+                print(f"{name}: {count} finished runs archived")
+            return 0
+        if not args.target:
+            raise ValueError(f"archive {args.action} needs a SWEEP argument")
+        if args.action == "pack":
+            done = archive.pack(args.target)
+            print(f"{done['sweep']}: {done['added']} runs added to the archive "
+                  f"({done['finished']} finished in {args.target})")
+        else:
+            done = archive.restore(args.target, args.out or sweep_folder(args.target))
+            print(f"{done['sweep']}: {done['restored']} of {done['archived']} archived runs "
+                  "restored; rerun the sweep's command to train the rest")
+    return 0
+
+
 def commands() -> list:
     """Every subcommand's ``add_<name>(subparsers)``: the ones above and those declared beside
     the code they drive, one CLI module per slice. These modules import nothing heavy."""
@@ -432,15 +542,67 @@ def commands() -> list:
     from resharpen.experiments.languages import cli as languages_cli
     from resharpen.experiments.set_complement import cli as sc_cli
 
-    return [add_verify, add_construct, add_derive, add_figs, add_configs,
+    return [add_verify, add_construct, add_derive, add_figs, add_configs, add_archive,
             sc_cli.add_train, sc_cli.add_sweep, add_report,
             sc_cli.add_compare,
             partial(languages_cli.add_langs, figures=grid_figures),
             languages_cli.add_tasks, dynamics_cli.add_dynamics, collapse_cli.add_collapse]
 
 
+class _Version(argparse.Action):
+    """``--version``: print ``resharpen <version>`` (the installed distribution's, from
+    importlib.metadata) and exit 0; looked up only when asked."""
+
+    def __init__(self, option_strings, dest, help=None):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"resharpen {package_version()}")
+        parser.exit()
+
+
+def package_version() -> str:
+    """The installed version of the ``resharpen`` distribution ("unknown" when it is not
+    installed, e.g. run from a bare checkout)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("resharpen")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def matplotlib_cache() -> Path | None:
+    """Point matplotlib's configuration and cache folder (``MPLCONFIGDIR``) at a folder of this
+    user in the temporary folder, ``<tmp>/resharpen-matplotlib-<uid>``, when the variable is
+    unset, so that no command writes into the home folder (matplotlib's default,
+    ``~/.config/matplotlib`` and ``~/.cache/matplotlib``). Only the variable is set here;
+    matplotlib makes the folder when a command first imports it, after the arguments are
+    checked. A path that exists and is not a folder of this user (a file, a link, another
+    user's folder) is not used: a fresh name is taken instead. Returns the folder, or None when
+    the user set the variable."""
+    import secrets
+    import stat
+    import tempfile
+
+    if os.environ.get("MPLCONFIGDIR"):
+        return None
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    folder = Path(tempfile.gettempdir()) / f"resharpen-matplotlib-{uid}"
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not (stat.S_ISDIR(info.st_mode) and info.st_uid == uid):
+        folder = folder.with_name(f"{folder.name}-{secrets.token_hex(8)}")
+    os.environ["MPLCONFIGDIR"] = str(folder)
+    return folder
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="resharpen", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action=_Version,
+                        help="print the installed version of resharpen and exit")
     parser.add_argument(DEBUG_FLAG, action="store_true",
                         help="show the traceback of any error, usage errors included "
                              "(accepted anywhere on the line)")
@@ -460,6 +622,7 @@ def split_debug(argv: list[str]) -> tuple[list[str], bool]:
 
 def main(argv: list[str] | None = None) -> int:
     argv, debug = split_debug(list(sys.argv[1:] if argv is None else argv))
+    matplotlib_cache()
     try:
         args = build_parser().parse_args(argv)
         return int(args.handler(args) or 0)

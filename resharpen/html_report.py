@@ -213,9 +213,11 @@ def plain_repr(text: object) -> str:
 def read_ledger(path: str | Path) -> dict:
     """The ledger JSON written by ``resharpen verify --json``: {profile, summary, claims}.
     ValueError naming the file and the command that writes it when it is missing or not one."""
+    from resharpen.experiments.common.io import read_json
+
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path, "ledger", dict)  # capped, checked: one line naming the file
         claims = data["claims"]
         if not isinstance(claims, list) or not all(isinstance(c, dict) and "id" in c
                                                    for c in claims):

@@ -50,14 +50,7 @@ def one_thread():
 
 
 # ----------------------------------------------------------------------------- without torch
-@claim("collapse.prefix_norm_identities", source=f"{SRC} Thm 3.2 proof",
-       statement="||C_n||_F^2 = H_n and ||Pi_1 C_n||_F^2 = 2 - H_n/n for every n >= 1",
-       kind="symbolic", tolerance="exact (symbolic residuals 0; explicit rational matrices n <= N)",
-       cost="fast",
-       expected_from="statement",
-       origin="the identities themselves: their right sides H_n and 2 - H_n/n (sympy's "
-              "harmonic(n)) against sums of squared entries of the explicit Fraction matrices "
-              "and an induction; expected residuals and mismatches 0")
+@claim("collapse.prefix_norm_identities")
 def check_prefix_norm_identities(profile: str) -> Outcome:
     residuals = col.derive_norm_identities()
     top = pick(profile, quick=40, full=100)
@@ -73,14 +66,7 @@ def check_prefix_norm_identities(profile: str) -> Outcome:
                           "against sympy's harmonic(n)")
 
 
-@claim("collapse.delta_attn_formula", source=f"{SRC} Thm 3.2 + Assumption 3.1",
-       statement="ratio-of-expectations step under the equal-correlation closure equals "
-                 "s f1/(1 + s f2) with the paper's f1, f2",
-       kind="symbolic", tolerance="exact (sympy residual 0)", cost="fast",
-       expected_from="statement",
-       origin="an identity, so residual 0: the ratio of expectations derived from the closure's "
-              "traces (theory.collapse.attention.derive_delta_attn) minus the paper's s f1/(1 + "
-              "s f2), typed there as separate expressions")
+@claim("collapse.delta_attn_formula")
 def check_delta_attn_formula(profile: str) -> Outcome:
     out = col.derive_delta_attn()
     t = out["symbols"][1]
@@ -89,13 +75,7 @@ def check_delta_attn_formula(profile: str) -> Outcome:
                    detail=f"closure reproduces t_sim = {out['t_of_closure']}")
 
 
-@claim("collapse.delta_attn_properties", source=f"{SRC} Thm 3.2",
-       statement="Delta_attn > 0 on [1/n, 1), increasing in s, f1 maximal at t = (n-1)/(2n)",
-       kind="symbolic", tolerance="exact signs; grid n in 3..4096, s in [1e-3, 1e3]", cost="fast",
-       expected_from="statement",
-       origin="the statement's signs and argmax: Delta_attn > 0, dDelta/ds = f1/(1+s f2)^2, f1''"
-              " < 0 and argmax (n-1)/(2n), typed in the check; measured on delta_attn / f1 "
-              "numerically and on derive_attn_properties symbolically")
+@claim("collapse.delta_attn_properties")
 def check_delta_attn_properties(profile: str) -> Outcome:
     p = col.derive_attn_properties()
     n, t, s, H, _alpha = p["symbols"]
@@ -122,14 +102,7 @@ def check_delta_attn_properties(profile: str) -> Outcome:
                           "n >= 3 (n = 2: maximum at the boundary t = 1/2)")
 
 
-@claim("collapse.swiglu_moment", source=f"{SRC} Thm 3.4",
-       statement="m(0) ~ 0.006 and m(1) ~ 0.100 at v0 = d sigma_1^2 = 1/3 (standard init)",
-       kind="numeric", tolerance="half a unit of the printed digit (abs 5e-4); MC within 4 s.e.",
-       cost="fast",
-       expected_from="paper",
-       origin="m(0) ~ 0.006 and m(1) ~ 0.100 as printed in 2608.09417 Thm 3.4 (2nd-hand); the "
-              "Monte Carlo mean of silu^2 is a second check of the quadrature (it shares "
-              "swiglu.silu with it)")
+@claim("collapse.swiglu_moment")
 def check_swiglu_moment(profile: str) -> Outcome:
     m0, m1 = (float(x) for x in ffn.swiglu_moment([0.0, 1.0]))
     rng = np.random.default_rng(0)
@@ -143,14 +116,7 @@ def check_swiglu_moment(profile: str) -> Outcome:
                                            f"+- {se:.1g}")
 
 
-@claim("collapse.ffn_damping_bound", source=f"{SRC} Thm 3.4",
-       statement="Delta_FFN <= 0 and |Delta_FFN| <= xi m(1) (~0.011 at xi = 1/9); m increasing",
-       kind="numeric", tolerance="on a grid t in [1/n, 1], n in {16, 256}, xi in {1/9, 4/9, 16/9}",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's sign and bound: Delta_FFN <= 0 and |Delta_FFN| <= xi m(1) "
-              "(ffn_bound), with the paper's printed ~0.011 at xi = 1/9; both sides use the same"
-              " m (swiglu_moment), so the check tests the relation, not m")
+@claim("collapse.ffn_damping_bound")
 def check_ffn_damping_bound(profile: str) -> Outcome:
     worst_ratio, max_val = 0.0, -np.inf
     for n in (16, 256):
@@ -168,16 +134,7 @@ def check_ffn_damping_bound(profile: str) -> Outcome:
                    detail=f"max Delta_FFN on grid {max_val:.2g}; m increasing on [0,1]: {mono}")
 
 
-@claim("collapse.rms_jacobian_formula", source=f"{SRC} Sec 3.2",
-       statement="J_RMS(y) = (sqrt d/|y|)(I - y y^T/|y|^2): matches finite differences, "
-                 "||J||_2 = sqrt d/|y|, J y = 0",
-       kind="numeric", tolerance="rel 1e-6 (central differences, h = 1e-6)", cost="fast",
-       expected_from="derivation",
-       origin="the closed form (sqrt d/|y|)(I - y y^T/|y|^2) of Sec 3.2 (rms.rms_jacobian, "
-              "rms_jacobian_norm) against central differences of rms.rms_norm: the formula is "
-              "typed, it does not differentiate rms_norm",
-       derived_by=("resharpen.theory.collapse.rms.rms_jacobian",
-                   "resharpen.theory.collapse.rms.rms_jacobian_norm"))
+@claim("collapse.rms_jacobian_formula")
 def check_rms_jacobian_formula(profile: str) -> Outcome:
     rng = np.random.default_rng(1)
     worst_fd, worst_norm, worst_kernel = 0.0, 0.0, 0.0
@@ -195,14 +152,7 @@ def check_rms_jacobian_formula(profile: str) -> Outcome:
                    expected="< 1e-6, < 1e-12, < 1e-12", passed=bool(ok))
 
 
-@claim("collapse.rescaling_bound", source=f"{SRC} Thm C.6",
-       statement="max(sqrt t - eta, 0)^2/(1+eta)^2 <= t_sim(TY) <= (sqrt t + eta)^2/(1-eta)^2",
-       kind="numeric", tolerance="no violation beyond 1e-12 over random and extreme T, Y",
-       cost="fast",
-       expected_from="derivation",
-       origin="Thm C.6's two bounds in eta and t (rms.rescaling_bounds, a closed form) against "
-              "t_sim of the rescaled rows measured by attention.t_sim",
-       derived_by="resharpen.theory.collapse.rms.rescaling_bounds")
+@claim("collapse.rescaling_bound")
 def check_rescaling_bound(profile: str) -> Outcome:
     rng = np.random.default_rng(2)
     trials = pick(profile, quick=2000, full=20000)
@@ -228,18 +178,7 @@ def check_rescaling_bound(profile: str) -> Outcome:
                                                       f"upper bound {tight:.2g}")
 
 
-@claim("collapse.loss_floor", source=f"{SRC} Thm 3.8(i)",
-       statement="||X - Pi_1 X||_F <= eps implies CE(XW) >= L_freq - 2||W||_2 eps/sqrt(n); "
-                 "p_freq attains L_freq",
-       kind="numeric", tolerance="no violation over random and gradient-adversarial states",
-       cost="fast",
-       expected_from="derivation",
-       origin="Thm 3.8(i)'s floor L_freq - 2||W||_2 eps/sqrt(n) (rms.loss_floor, from label "
-              "counts) against the cross-entropy of random and adversarial states "
-              "(rms.cross_entropy); the attainment part compares CE(log p_freq) with L_freq, "
-              "both defined from the label frequencies (the statement's definition)",
-       derived_by=("resharpen.theory.collapse.rms.loss_floor",
-                   "resharpen.theory.collapse.rms.frequency_loss"))
+@claim("collapse.loss_floor")
 def check_loss_floor(profile: str) -> Outcome:
     rng = np.random.default_rng(3)
     trials = pick(profile, quick=300, full=3000)
@@ -317,17 +256,7 @@ def trajectory_claim(claim_id: str, stack: str, k: float, expected_status: str =
     similarity recursion layer by layer."""
     norm, mlp, text, section = STACKS[stack]
 
-    @claim(claim_id, source=f"{SRC} {section} (layer-wise comparison RECON)",
-           statement=f"random-weight causal {text}, init variances x{k:g} "
-                     f"(s = xi = {k * k:g}/9), n = d = 256",
-           kind="numeric", tolerance=f"abs {TRAJECTORY_TOL} on t_sim at every layer",
-           cost="fast", expected_status=expected_status,
-           expected_from="derivation",
-           origin="the similarity recursion t <- t + Delta_attn (+ Delta_FFN) of "
-                  "theory.collapse.recursion (closed forms of Thm 3.2 / 3.4) against the Monte "
-                  "Carlo t_sim of random-weight torch stacks "
-                  "(experiments.collapse.stack.simulate)",
-           derived_by="resharpen.theory.collapse.recursion.recursion")
+    @claim(claim_id)
     def check_trajectory_follows_recursion(profile: str) -> Outcome:
         return trajectory_outcome(profile, norm, mlp, k)
 
@@ -379,17 +308,7 @@ def one_layer_outcome(steps, theory, profile: str, mlp: str | None = None) -> Ou
                    detail=f"{samples} draws per point; measured/theory " + ", ".join(parts))
 
 
-@claim("collapse.attn_step_one_layer", source=f"{SRC} Thm 3.2",
-       statement="one causal attention layer at init (n = d = 256): E t_sim(Y) - t_sim(X) = "
-                 "Delta_attn(s, t) for t in {0.1, 0.5, 0.9}, s = k^2/9, k in {1, 2, 4}",
-       kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean",
-       cost="slow",
-       expected_from="derivation",
-       origin="Thm 3.2's closed form Delta_attn(s, t) = s f1/(1 + s f2) "
-              "(theory.collapse.attention.delta_attn) at each draw's input similarity, against "
-              "the measured step of a torch attention layer (stack.attention_steps, which "
-              "computes no theory)",
-       derived_by="resharpen.theory.collapse.attention.delta_attn")
+@claim("collapse.attn_step_one_layer")
 def check_attn_step_one_layer(profile: str) -> Outcome:
     def attention(cfg):
         return attention_steps(cfg, [0.0])[0]
@@ -401,16 +320,7 @@ def check_attn_step_one_layer(profile: str) -> Outcome:
         return one_layer_outcome(attention, theorem_3_2, profile)
 
 
-@claim("collapse.ffn_step_one_layer", source=f"{SRC} Thm 3.4",
-       statement="one SwiGLU sublayer at init (n = d = 256, equal-correlation input): "
-                 "E t_sim(Y) - t_sim(X) = Delta_FFN(xi, t), t in {0.1, 0.5, 0.9}, k in {1, 2, 4}",
-       kind="numeric", tolerance="rel 0.10 of the theory plus 3 s.e. of the Monte Carlo mean",
-       cost="slow",
-       expected_from="derivation",
-       origin="Thm 3.4's Delta_FFN(xi, t) (theory.collapse.swiglu.delta_ffn, Gauss-Hermite "
-              "moments) against the measured step of a torch SwiGLU sublayer (stack.ffn_steps, "
-              "which computes no theory)",
-       derived_by="resharpen.theory.collapse.swiglu.delta_ffn")
+@claim("collapse.ffn_step_one_layer")
 def check_ffn_step_one_layer(profile: str) -> Outcome:
     def theorem_3_4(cfg, t):
         return ffn.delta_ffn(cfg.xi, t, cfg.n, v0=cfg.v0)
@@ -419,20 +329,7 @@ def check_ffn_step_one_layer(profile: str) -> Outcome:
         return one_layer_outcome(ffn_steps, theorem_3_4, profile, mlp="swiglu")
 
 
-@claim("collapse.row_norms_after_attention", source=f"{SRC} Lemma C.5",
-       statement="after one attention step at standard init, E||Y_i||^2 = alpha + beta/i with "
-                 "alpha = d + d^2 rho sigma_W^2, beta = d^2 sigma_W^2 (1 - rho) (n = d = 256); "
-                 "the coefficients themselves: alpha - d and beta fitted to the measured profile",
-       kind="numeric", tolerance="rel 0.05 at every position (k = 1); the least-squares alpha - d "
-                                 "and beta of the measured profile each within rel 0.25 of the "
-                                 "lemma's (k = 1); k = 4 reported only",
-       cost="fast",
-       expected_from="derivation",
-       origin="Lemma C.5's profile alpha + beta/i (theory.collapse.attention.row_norm_profile, a"
-              " closed form) against the sample mean of ||Y_i||^2 of a torch attention layer "
-              "(stack.row_norms_after_attention); the coefficients by least squares on 1, 1/i "
-              "of each profile (exact on the lemma's)",
-       derived_by="resharpen.theory.collapse.attention.row_norm_profile")
+@claim("collapse.row_norms_after_attention")
 def check_row_norms_after_attention(profile: str) -> Outcome:
     """The measurement is the simulation's sample mean of ||Y_i||^2; the expectation is Lemma
     C.5's profile from theory/collapse at the input's design correlation rho = (n t0 - 1)/(n - 1)
@@ -485,17 +382,7 @@ DEAVERAGING_MARGIN = 0.05
 """|step(1)| within this fraction of step(0) counts as "removed" (fixed before the check ran)."""
 
 
-@claim("collapse.deaveraging_mc", source=f"{SRC} Cor 3.3, Fig 2",
-       statement="subtracting alpha C_n from the attention lowers the similarity step "
-                 "monotonically in alpha and removes it at alpha = 1 (n = d = 256)",
-       kind="numeric", tolerance="paired t (same draws), one-sided, between consecutive alphas "
-                                 "(0, 0.2, ..., 1); TOST of step(1) within +-0.05 mean step(0) "
-                                 "(margin fixed beforehand); Holm over the 6 tests, alpha 0.05: "
-                                 "PASS when all shown, FAIL when an opposite is, else "
-                                 "INCONCLUSIVE", cost="fast",
-       expected_from="statement",
-       origin="the statement's ordering and absence: steps decrease in alpha and step(1) = 0 "
-              "within the margin 0.05 step(0) fixed beforehand (TOST); no theory value enters")
+@claim("collapse.deaveraging_mc")
 def check_deaveraging_mc(profile: str) -> Outcome:
     """The removal at alpha = 1 is an absence, so it is shown by an equivalence test (TOST) with
     its margin, never by a small sample mean; the decrease by paired tests on the same draws."""
@@ -523,15 +410,7 @@ def check_deaveraging_mc(profile: str) -> Outcome:
                    f"--profile full`: 64 draws)")
 
 
-@claim("collapse.swiglu_damping_in_stack", source=f"{SRC} Thm 3.4, Fig 1",
-       statement="in the Post-Norm stack the SwiGLU steps are small and negative: mean < 0, "
-                 "every layer |Delta| <= xi m(1)",
-       kind="numeric", tolerance="sample-mean steps, no slack on the bound", cost="fast",
-       expected_from="statement",
-       origin="the statement's sign (mean step < 0) and the bound xi m(1) "
-              "(theory.collapse.swiglu.ffn_bound) against the SwiGLU steps measured in a torch "
-              "Post-Norm stack",
-       derived_by="resharpen.theory.collapse.swiglu.ffn_bound")
+@claim("collapse.swiglu_damping_in_stack")
 def check_swiglu_damping_in_stack(profile: str) -> Outcome:
     cfg = StackConfig(norm="post", mlp="swiglu", multiplier=1.0, seed=5, **stack_sizes(profile))
     r = simulate(cfg)
@@ -590,45 +469,21 @@ def prefix_averaging_outcome(n: int, depth: int, batches: int, per_batch: int, s
                    detail=detail, inconclusive=undecided)
 
 
-@claim("collapse.prefix_averaging", source=f"{SRC} Assumption C.2, App F.2",
-       statement="mean causal attention at init is close to C_n (n = d = 256; 12 layers quick, 48 "
-                 "full): the sampling-debiased ||E[P] - C_n||_F/||C_n||_F, RMS over layers, is at "
-                 "most the paper's 2.1% average (paper: 2.7% layer 1, 1.2% layer 48)",
-       kind="numeric", tolerance="one-sided 95% upper bound of the debiased distance (t over "
-                                 "independent batches) <= 0.021; lower bound > 0.021 is a FAIL",
-       cost="slow",
-       expected_from="paper",
-       origin="0.021, the paper's average ||E[P] - C_n||_F/||C_n||_F printed in 2608.09417 App "
-              "F.2 (2.7% at layer 1, 1.2% at layer 48)")
+@claim("collapse.prefix_averaging")
 def check_prefix_averaging(profile: str) -> Outcome:
     size = pick(profile, quick=dict(depth=12, batches=8, per_batch=8),
                 full=dict(depth=48, batches=8, per_batch=32))
     return prefix_averaging_outcome(n=256, **size)
 
 
-@claim("collapse.rms_autograd", source=f"{SRC} Sec 3.2",
-       statement="through RMSNorm <y, dL/dy> = 0 and the autograd Jacobian is "
-                 "(sqrt d/|y|)(I - yy^T/|y|^2) with spectral norm sqrt d/|y|",
-       kind="numeric", tolerance="1e-12 (float64)", cost="fast",
-       expected_from="statement",
-       origin="an identity, residual 0: torch autograd through RMSNorm against the typed "
-              "Jacobian (sqrt d/|y|)(I - yy^T/|y|^2) and <y, dL/dy> = 0 "
-              "(experiments.collapse.backward.rms_gradient_check)")
+@claim("collapse.rms_autograd")
 def check_rms_autograd(profile: str) -> Outcome:
     w = back.rms_gradient_check(d=pick(profile, quick=64, full=256))
     return Outcome(measured=", ".join(f"{k} {v:.1g}" for k, v in w.items()), expected="< 1e-12",
                    passed=bool(max(w.values()) < 1e-12))
 
 
-@claim("collapse.norm_growth_exact", source=f"{SRC} Prop D.2",
-       statement="at exact collapse a gradient step on W_O (or W2) gives "
-                 "||Y(eta)||^2 = ||Y||^2 + eta^2 ||U||^2, U = H H^T G, exactly",
-       kind="numeric", tolerance="rel 1e-10; contrast: cross term >= 1e-4 off collapse",
-       cost="fast",
-       expected_from="statement",
-       origin="an identity, residual 0: Prop D.2's ||Y||^2 + eta^2 ||U||^2 against the norm "
-              "after a gradient step (experiments.collapse.backward.norm_growth_step); the off-"
-              "collapse cross term is a contrast")
+@claim("collapse.norm_growth_exact")
 def check_norm_growth_exact(profile: str) -> Outcome:
     rows = {sub: back.norm_growth_step(sub, seed=1) for sub in ("attn", "mlp")}
     off = {sub: back.norm_growth_step(sub, seed=1, collapsed=False) for sub in ("attn", "mlp")}
@@ -673,21 +528,7 @@ def tightness(r: dict) -> tuple[float, float, bool]:
     return bound, bound / ratio, bound >= 1.0
 
 
-@claim("collapse.contraction_bound", source=f"{SRC} Thm 3.6",
-       statement="in an exactly collapsed Post-Norm stack ||dL/dX_k|| <= c_k ||dL/dX_k+1||, "
-                 "c_k = a_k sqrt d/|y_k| with a_k the sublayer's Jacobian gain on the gradients "
-                 "that pass the RMSNorm (power iteration, no gradient used), so layer-1 gradients "
-                 "are bounded by prod c_k; its tightness prod c_k / measured ratio is reported and "
-                 "a bound with prod c_k >= 1 is marked vacuous (at random init it is, in every "
-                 "state)",
-       kind="numeric", tolerance="rel 1e-9 per sublayer and for the product (tightness >= 1 "
-                                 "within 1e-9, finite); sublayer re-evaluation abs 1e-12",
-       cost="slow",
-       expected_from="statement",
-       origin="the inequality of Thm 3.6, violation <= 0: c_k = a_k sqrt d/|y_k| with a_k from "
-              "power iteration on the sublayer's Jacobian (no gradient used) against the "
-              "measured gradient norms, both in experiments.collapse.backward.gradient_flow; its"
-              " tightness is reported")
+@claim("collapse.contraction_bound")
 def check_contraction_bound(profile: str) -> Outcome:
     worst, parts, error, tight = -np.inf, [], 0.0, []
     for label, r in collapsed_flows(profile).items():
@@ -774,34 +615,12 @@ def condition_outcome(states: dict[str, list[dict]], d: int) -> Outcome:
                    "raise CONDITION_BETAS")
 
 
-@claim("collapse.gradient_contraction", source=f"{SRC} Thm 3.6 (c < 1 iff ||y|| > alpha sqrt d)",
-       statement="Theorem 3.6's condition, both directions: an exactly collapsed Post-Norm "
-                 "sublayer block X -> RMS(X + f(X)) contracts every gradient (its largest "
-                 "gradient gain, measured through the block's own norm, is < 1) iff ||y|| > "
-                 "a sqrt d (c = a sqrt d/||y|| < 1), a the sublayer's gain on the gradients that "
-                 "pass the RMSNorm; the random-init stacks (x1, x4, x4 + SwiGLU) are on the "
-                 "failing side (c > 1: no contraction at init), the same sublayers with their "
-                 "collapsed direction amplified (f + beta X u u^T, beta = 1, 3, 9) reach both",
-       kind="numeric", tolerance="at every block (first, middle, last) and beta: (gain < 1) == "
-                                 "(||y|| > a sqrt d) and |gain / c - 1| <= 1e-6; both sides must "
-                                 "occur (else INCONCLUSIVE)",
-       cost="slow",
-       expected_from="statement",
-       origin="the statement's equivalence (gain < 1) iff (||y|| > a sqrt d) and gain = c: the "
-              "measured largest gradient gain of a block against c = a sqrt d/||y|| computed in "
-              "the check")
+@claim("collapse.gradient_contraction")
 def check_gradient_contraction(profile: str) -> Outcome:
     return condition_outcome(condition_rows(profile), pick(profile, quick=32, full=64))
 
 
-@claim("collapse.collapsed_zero_gradients", source=f"{SRC} Thm 3.8(ii)",
-       statement="an exactly collapsed Post-Norm stack whose head outputs p_freq has every "
-                 "parameter gradient zero (and loss = L_freq)",
-       kind="numeric", tolerance="abs 1e-12 (float64); contrasts must exceed 1e-3", cost="fast",
-       expected_from="statement",
-       origin="the statement's zeros: every parameter gradient 0 and loss = L_freq "
-              "(rms.frequency_loss of the label counts) at exact collapse, with contrasts that "
-              "must be nonzero")
+@claim("collapse.collapsed_zero_gradients")
 def check_collapsed_zero_gradients(profile: str) -> Outcome:
     layers = pick(profile, quick=2, full=6)
     r = back.collapsed_gradients(n_layers=layers)
@@ -834,21 +653,7 @@ def control_separation(summary: dict, t_threshold: float = 0.95,
                summary["l_freq_stream"] - loss_margin - summary["final_loss"])
 
 
-@claim("collapse.training_collapse", source=f"{SRC} Sec 4, Figs 3-6 (CPU-size analogue)",
-       statement="deep Post-Norm decoder at a high learning rate collapses (t_sim -> 1, loss "
-                 "pinned at L_freq, layer-1 gradients < 1e-2 of the last); at the same seeds the "
-                 "low rate and Pre-Norm do not, ending clearly outside the detector's region",
-       kind="experiment", tolerance="every seed: detector (t_sim >= 0.95 and loss >= L_freq - "
-                                    "0.05 for 10 steps), final |loss - L_freq| <= 0.1, gradient "
-                                    "ratio < 1e-2; controls end >= 0.1 outside the detector's "
-                                    "region, >= 0.2 in the quick profile (0.1 plus the 0.1 that "
-                                    "float32 rounding moves a chaotic control there; closer: "
-                                    "inconclusive); paired t on final t_sim, p < 0.05",
-       cost="slow", expected_status="INCONCLUSIVE",
-       expected_from="statement",
-       origin="the statement's detector thresholds (t_sim >= 0.95, loss within 0.05 of L_freq, "
-              "gradient ratio < 1e-2) and the ordering post@hi > controls; no theory value "
-              "enters")
+@claim("collapse.training_collapse")
 def check_training_collapse(profile: str) -> Outcome:
     from resharpen.experiments.collapse.train import OUT, profile_config, run_all
     from resharpen.experiments.ledger.stats import paired

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 
 from resharpen.experiments.common import limits
-from resharpen.experiments.common.cli_args import (bad_input, finite_float, one_of, positive_int,
+from resharpen.experiments.common.cli_args import (PATH, bad_input, count, finite_float, one_of,
                                                   require_finite, seed_int)
 from resharpen.experiments.common.limits import add_max_memory
 from resharpen.experiments.common.profiles import PROFILES
 
 STACK_NORMS = ("post", "pre")  # stack.PLACEMENTS (that module imports torch; a test holds them equal)
 STACK_MLPS = ("none", "swiglu")  # stack.MLPS, with "none" for None
+MAX_TOKENS = 10**5  # collapse stack --n (also bounded by --max-memory)
+MAX_WIDTH = 10**5  # collapse stack --d (also bounded by --max-memory)
+MAX_DEPTH = 10**4  # collapse stack --depth: the paper's stacks have at most a few hundred layers
+MAX_SAMPLES = 10**3  # collapse stack --samples: independent draws, each a whole stack
+MAX_PATIENCE = 10**6  # collapse detect --patience, in logged steps
 
 
 def add_collapse(sub) -> None:
@@ -31,31 +36,44 @@ def add_collapse(sub) -> None:
                    type=one_of(STACK_MLPS, "mlp {!r} is not one of {}"),
                    help="the FFN after attention (default none)")
     s.add_argument("--multiplier", type=finite_float, default=1.0, help="init variance x k > 0")
-    s.add_argument("--n", type=positive_int, default=256, help="sequence length n >= 2")
-    s.add_argument("--d", type=positive_int, default=256, help="width d")
-    s.add_argument("--depth", type=positive_int, default=48)
-    s.add_argument("--samples", type=positive_int, default=4)
+    s.add_argument("--n", type=count(MAX_TOKENS), default=256,
+                   help=f"sequence length n >= 2 (default 256, at most {MAX_TOKENS:,})")
+    s.add_argument("--d", type=count(MAX_WIDTH), default=256,
+                   help=f"width d (default 256, at most {MAX_WIDTH:,})")
+    s.add_argument("--depth", type=count(MAX_DEPTH), default=48,
+                   help=f"number of layers (default 48, at most {MAX_DEPTH:,})")
+    s.add_argument("--samples", type=count(MAX_SAMPLES), default=4,
+                   help=f"independent draws of the stack averaged (default 4, at most "
+                        f"{MAX_SAMPLES:,})")
     s.add_argument("--t0", type=finite_float, default=0.09, help="input t_sim in [1/n, 1)")
-    s.add_argument("--seed", type=seed_int, default=0)
-    s.add_argument("--json", metavar="PATH", help="write the per-layer table ('-' = stdout)")
+    s.add_argument("--seed", type=seed_int, default=0, help="seed of the draws (default 0)")
+    s.add_argument("--json", metavar="PATH", type=PATH,
+                   help="write the per-layer table ('-' = stdout)")
     add_max_memory(s)
     s.set_defaults(handler=run_stack)
 
     t = inner.add_parser("train", help="learning-rate sweep with collapse detection")
-    t.add_argument("--profile", choices=PROFILES, default="quick")
+    t.add_argument("--profile", choices=PROFILES, default="quick",
+                   help="the sweep's size: quick (the default, 4 runs, minutes on 2 cores) or "
+                        "full (10 runs of 48 layers)")
     t.add_argument("--set", dest="overrides", action="append", default=[],
                    metavar="SECTION.KEY=VALUE",
                    help="change every run's config, e.g. --set train.steps=50 (repeatable; not "
                         "the swept model.norm, train.lr and train.seed)")
-    t.add_argument("--out", default=None, help="results folder (default out/collapse_train)")
-    t.add_argument("--seed", type=seed_int, default=0)
+    t.add_argument("--out", default=None, type=PATH,
+                   help="results folder (default out/collapse_train)")
+    t.add_argument("--seed", type=seed_int, default=0, help="seed of every run (default 0)")
     t.set_defaults(handler=run_train)
 
     d = inner.add_parser("detect", help="report the collapse step of a finished run folder")
-    d.add_argument("run", help="folder with metrics.jsonl and summary.json")
-    d.add_argument("--t-threshold", type=finite_float, default=0.95)
-    d.add_argument("--loss-margin", type=finite_float, default=0.05)
-    d.add_argument("--patience", type=positive_int, default=10)
+    d.add_argument("run", type=PATH, help="folder with metrics.jsonl and summary.json")
+    d.add_argument("--t-threshold", type=finite_float, default=0.95,
+                   help="t_sim above which the tokens count as collapsed (default 0.95)")
+    d.add_argument("--loss-margin", type=finite_float, default=0.05,
+                   help="how close to L_freq the loss must be, in nats (default 0.05)")
+    d.add_argument("--patience", type=count(MAX_PATIENCE), default=10,
+                   help=f"logged steps the collapse must last (default 10, at most "
+                        f"{MAX_PATIENCE:,})")
     d.set_defaults(handler=run_detect)
 
 

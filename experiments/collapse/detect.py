@@ -101,7 +101,7 @@ def load_log(folder: str | Path) -> TrainingLog:
                                 "(a finished `resharpen collapse train` run)")
     hint = ("detect reads the run folders of `resharpen collapse train`, e.g. "
             "out/collapse_train/post_L24_d32_lr0.03_s0")
-    from resharpen.experiments.common.io import read_json, read_jsonl
+    from resharpen.experiments.common.io import FINITE, check_shape, read_json, read_jsonl
 
     summary = read_json(summary_path, "run file")  # ValueError naming the file and line
     metrics = read_jsonl(metrics_path, "run file")
@@ -113,6 +113,10 @@ def load_log(folder: str | Path) -> TrainingLog:
         what = f"no {missing[0]}" if missing else "no logged step"
         raise ValueError(f"{str(folder)!r} is not a collapse run: its metrics.jsonl has {what}; "
                          f"{hint}")
+    for number, row in enumerate(metrics, start=1):  # a NaN row is refused, never "no collapse"
+        check_shape(row, {key: FINITE for key in LOG_KEYS},
+                    f"run file {str(metrics_path)!r}, row {number}")
+    check_shape(summary, {"l_freq_stream": FINITE}, f"run file {str(summary_path)!r}")
     ref = summary["l_freq_stream"]
     return TrainingLog([m["step"] for m in metrics], [m["t_sim"] for m in metrics],
                        [m["loss"] for m in metrics], [ref] * len(metrics))

@@ -62,6 +62,80 @@ def positive_int(text: str) -> int:
     return value
 
 
+MAX_WORKERS = 256
+"""The most worker processes (or Ray tasks at a time) of ``verify``, ``sweep`` and ``langs run``:
+far more than a machine has cores; a larger count is a typo, refused before any work."""
+
+
+def count(cap: int, low: int = 1):
+    """An argument type for a count (workers, layers, samples, ...): an integer in
+    [``low``, ``cap``], checked when the line is parsed, before any work. The cap is stated in
+    the option's help; a count above it is refused rather than attempted (an overflow, a run
+    that never ends)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text[:40]!r}") from None
+        if value < low:
+            least = "a positive integer" if low == 1 else f"an integer >= {low}"
+            raise argparse.ArgumentTypeError(f"expected {least}, got {_short(value)}")
+        if value > cap:
+            raise argparse.ArgumentTypeError(f"at most {cap:,}, got {_short(value)}")
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
+def _short(value: int) -> str:
+    """An integer as written, or its length when it is too long to print in one line."""
+    text = str(value)
+    return text if len(text) <= 30 else f"an integer of {len(text)} digits"
+
+
+def nonempty(what: str = "a path"):
+    """An argument type for a path, a name or a glob pattern: the text itself, refused when it
+    is empty or blank (an empty ``--out ''`` is never "absent": a missing value is an error, not
+    the default folder or the working folder)."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"expected {what}, got an empty string")
+        return text
+
+    parse.__name__ = "nonempty"
+    return parse
+
+
+PATH = nonempty("a path")
+"""The argument type of every path option and argument (``--out``, ``--json``, a run folder)."""
+PATTERN = nonempty("a name or glob pattern")
+"""The argument type of every name or pattern option (``--only``, ``--where``)."""
+
+
+def did_you_mean(word: str, names) -> str:
+    """`` (did you mean 'x'?)`` naming the known name closest to ``word`` (difflib's ratio, at
+    least 0.6), or "" when none is close. A glob pattern (``sc.theorm*``) is compared by its
+    literal part before the first wildcard with the names cut to about that length, and the
+    suggestion keeps the pattern's wildcard part (``sc.theorem*``)."""
+    import difflib
+
+    names = sorted(set(names))
+    cut = min((i for i, ch in enumerate(word) if ch in "*?["), default=None)
+    if cut is None:
+        close = difflib.get_close_matches(word, names, n=1)
+        return f" (did you mean {close[0]!r}?)" if close else ""
+    literal, rest = word[:cut], word[cut:]
+    if not literal:
+        return ""
+    prefixes = {name[:n] for name in names for n in range(max(1, len(literal) - 2),
+                                                              len(literal) + 3)}
+    close = difflib.get_close_matches(literal, sorted(prefixes), n=1)
+    return f" (did you mean {close[0] + rest!r}?)" if close else ""
+
+
 def finite_float(text: str) -> float:
     try:
         value = float(text)

@@ -18,10 +18,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
+
+from resharpen.experiments.common.cli_args import UsageError
 
 TEMP_MARK = ".resharpen-"
 """What every temporary file of this package has after its target's name: ``.<name>.resharpen-``."""
@@ -35,7 +39,7 @@ def ensure_writable_dir(path: str | os.PathLike, what: str = "output folder",
     path = Path(path)
     check_names(path, what)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        make_folders(path)
     except FileExistsError:
         raise ValueError(f"{what} {str(path)!r} exists and is not a folder") from None
     except OSError as exc:
@@ -45,6 +49,26 @@ def ensure_writable_dir(path: str | os.PathLike, what: str = "output folder",
     if try_write:
         try_writing(path, f"{what} {str(path)!r}")
     return path
+
+
+def make_folders(path: Path) -> None:
+    """Create ``path`` and its missing parents, one ``mkdir`` each, and record in the open
+    :func:`undo_on_failure` blocks every folder this call created: a folder another process
+    created first (its ``mkdir`` wins, ours meets ``FileExistsError``) is never recorded, so a
+    failing block never removes a folder it did not make, even when two processes start at once."""
+    missing = []
+    probe = Path(path)
+    while not os.path.lexists(probe) and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
+            continue
+        _record_new(folder)
 
 
 def _exists(path: Path) -> bool:
@@ -131,77 +155,164 @@ def check_within(root: str | os.PathLike, path: str | os.PathLike, what: str = "
 
 
 _JOURNALS: list[list[Path]] = []
-"""The open :func:`undo_on_failure` blocks' lists of the files created in them (innermost last)."""
+"""The open :func:`undo_on_failure` blocks' lists of the files and folders created in them
+(innermost block last)."""
 
 
-def _record_new_file(path: Path) -> None:
+def _record_new(path: Path) -> None:
     for journal in _JOURNALS:
         journal.append(path)
 
 
 @contextlib.contextmanager
-def undo_on_failure(folder: str | os.PathLike, remove_written: bool = True,
-                    own_files: tuple[str, ...] = ()) -> Iterator[Path]:
+def undo_on_failure(folder: str | os.PathLike, remove_written: bool = True) -> Iterator[Path]:
     """Run a block that writes into ``folder``; if it raises (a full disk, an interrupt, a bug),
     remove what the block made and nothing else, then re-raise:
 
     - the files it created through :func:`atomic_write_with` (with ``remove_written``; a file
       that existed before and was replaced stays replaced: its old bytes are gone);
-    - ``folder`` and its missing parents, each only if this block created it (it did not exist
-      when the block began), once empty: its empty sub-folders go with it, and with them the
-      package's ``own_files`` (e.g. a sweep's lock file); a file anyone else put there keeps the
-      folder.
+    - the folders it created through :func:`make_folders` (``folder``, its missing parents,
+      anything below), deepest first, each only once empty: a file anyone else put there keeps
+      the folder. A folder is the block's only when its own ``mkdir`` made it, so a second
+      process that started at the same instant never removes the first one's folder (nor the
+      lock file in it: a lock file is removed by its holder alone, see :func:`hold_lock`).
 
     Nested blocks each undo their own writes (a sweep keeps its finished runs when a later one
     fails: each run is its own block)."""
-    folder = Path(folder)
-    created, probe = [], folder
-    while not _exists(probe) and probe.parent != probe:
-        created.append(probe)
-        probe = probe.parent
     journal: list[Path] = []
     _JOURNALS.append(journal)
     try:
-        yield folder
+        yield Path(folder)
     except BaseException:
-        if remove_written:
-            for path in reversed(journal):
-                with contextlib.suppress(OSError):
+        for path in reversed(journal):  # the deepest (the latest made) first
+            with contextlib.suppress(OSError):
+                if path.is_dir() and not path.is_symlink():
+                    path.rmdir()  # only once empty
+                elif remove_written:
                     path.unlink()
-        for made in created:  # deepest first
-            _prune(made, own_files)
         raise
     finally:  # by identity: two journals with the same files are equal lists
         del _JOURNALS[next(i for i, j in enumerate(_JOURNALS) if j is journal)]
 
 
-def _prune(folder: Path, own_files: tuple[str, ...]) -> None:
-    """Remove ``folder`` (made by this package in this invocation) if nothing is left in it
-    but empty folders and the package's ``own_files``."""
-    if folder.is_symlink() or not folder.is_dir():
-        return
-    for entry in list(folder.iterdir()):
-        if entry.is_dir() and not entry.is_symlink():
-            _prune(entry, own_files)
-    left = list(folder.iterdir())
-    if all(entry.name in own_files and entry.is_file() and not entry.is_symlink()
-           for entry in left):  # only the package's own files: they go with the folder
-        with contextlib.suppress(OSError):
-            for entry in left:
-                entry.unlink()
-            folder.rmdir()
+@contextlib.contextmanager
+def hold_lock(path: str | os.PathLike, busy: str, wait: bool = False,
+              remove_if_alone: bool = False) -> Iterator[None]:
+    """Hold an exclusive ``fcntl.flock`` on the lock file ``path`` for the block.
+
+    - The file is opened with ``O_CREAT | O_NOFOLLOW | O_NONBLOCK`` (mode 0644), never
+      truncated and never written: a symbolic link planted at ``path`` is refused (it is not
+      followed, so nothing it points to is created, truncated or touched), and so is anything
+      that is not a regular file (a FIFO, a device): one ValueError naming ``path``.
+    - ``wait`` False: when another process holds the lock, :class:`UsageError` ``busy`` at
+      once; True: wait for it. The kernel releases an flock when its holder dies (even by
+      SIGKILL), so a lock is never stale.
+    - Having the lock, the holder checks that ``path`` is still the file it locked (same
+      device and inode) and starts again otherwise: a holder may remove the file while it
+      holds it (``remove_if_alone``), and whoever waited on the removed file must not count as
+      holding the new one.
+    - ``remove_if_alone``: on leaving, the holder, still holding the lock, removes the file when
+      its folder holds nothing else (a sweep that failed before its first write leaves an empty
+      folder, which :func:`undo_on_failure` removes if it made it). No one else ever removes a
+      lock file."""
+    import fcntl
+
+    path = Path(path)
+    while True:
+        fd = _open_lock_file(path)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                raise UsageError(busy) from None
+            if not _same_file(fd, path):
+                continue  # its holder removed it: lock the file now at ``path``
+            try:
+                yield
+            finally:
+                if remove_if_alone and [p.name for p in path.parent.iterdir()] == [path.name]:
+                    with contextlib.suppress(OSError):
+                        path.unlink()
+            return
+        finally:
+            os.close(fd)  # releases the lock
+
+
+def _open_lock_file(path: Path) -> int:
+    """A file descriptor of the lock file ``path`` (created 0644 if missing), opened without
+    following a link; ValueError naming ``path`` when it is a link or not a regular file."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        kind = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise UsageError(f"lock file {str(path)!r} cannot be used: {kind}; the package locks only "
+                         "a regular file it can create there (remove what is in the way)"
+                         ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UsageError(f"lock file {str(path)!r} is {_file_kind(path, os.lstat(path).st_mode)}, "
+                         "not a regular file; remove what is in the way")
+    return fd
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` is still the file open as ``fd`` (same device and inode)."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    held = os.fstat(fd)
+    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
 
 
 def check_output_file(path: str | os.PathLike, what: str = "output file") -> Path:
     """ValueError unless a file could be written at ``path`` (atomically: its folder must be
-    creatable and writable, and ``path`` must not be a folder); creates nothing that stays.
-    ``what`` names the flag or file in the message (e.g. ``"--json"``)."""
+    creatable and writable, and ``path`` must be absent or a regular file:
+    :func:`check_file_target`); creates nothing that stays. ``what`` names the flag or file in
+    the message (e.g. ``"--json"``)."""
     path = Path(path)
     check_names(path, what)
-    if path.is_dir():
-        raise ValueError(f"{what} {str(path)!r} is a folder; name the file to write")
+    check_file_target(path, what)
     check_writable_target(path.parent, f"{what} {str(path)!r}: its folder")
     return path
+
+
+def check_file_target(path: str | os.PathLike, what: str = "output file") -> Path:
+    """:class:`~resharpen.experiments.common.cli_args.UsageError` (a ValueError: one line from
+    the command line) unless ``path`` is absent or a regular file. The atomic writers replace the
+    target by a rename, so anything else there would be destroyed or followed: a folder, a
+    device (``/dev/full``), a FIFO, a socket, or a symbolic link (to a file, to a folder, or to
+    itself) is refused, naming what it is. A path whose folder is missing or not a folder passes
+    (the folder checks speak for it)."""
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # absent, or a parent that is missing or not a folder
+        return path
+    if stat.S_ISREG(mode):
+        return path
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{what} {str(path)!r} is a folder; name the file to write")
+    raise UsageError(f"{what} {str(path)!r} is {_file_kind(path, mode)}, not a regular file; the "
+                     "package replaces only regular files: name a new file or a regular one")
+
+
+def _file_kind(path: Path, mode: int) -> str:
+    """What the non-regular, non-folder file ``path`` is, in words."""
+    if stat.S_ISLNK(mode):
+        try:
+            os.stat(path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return "a symbolic link that loops"
+            return "a symbolic link to nothing"
+        return "a symbolic link"
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -213,16 +324,17 @@ def atomic_write_with(path: str | os.PathLike, write) -> Path:
     file object), so a large file (a construction's weights) needs no copy in memory."""
     path = Path(path)
     ensure_writable_dir(path.parent, try_write=False)
+    check_file_target(path)
     new = not os.path.lexists(path)
     tmp = None
-    try:
+    try:  # mkstemp opens O_EXCL | O_NOFOLLOW, mode 0600: a planted link is never followed
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{TEMP_MARK}",
                                    suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             write(handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())  # a written file gets the usual mode
         os.replace(tmp, path)
     except BaseException as exc:
         if tmp is not None and os.path.exists(tmp):
@@ -231,7 +343,7 @@ def atomic_write_with(path: str | os.PathLike, write) -> Path:
             raise OSError(exc.errno, os.strerror(exc.errno), str(path)) from None
         raise
     if new:
-        _record_new_file(path)
+        _record_new(path)
     return path
 
 
@@ -262,37 +374,143 @@ def remove_stale_temporaries(folder: str | os.PathLike, names: Iterable[str]) ->
     return removed
 
 
-def read_text_file(path: str | os.PathLike, what: str, kind: str) -> str:
+def staging_folder(folder: Path) -> Path:
+    """A new, empty folder beside ``folder`` (``.<name>.resharpen-<random>.tmp``, the package's
+    temporary mark, with the usual folder mode) in which a complete replacement of ``folder`` is
+    written before :func:`commit_staged` moves it in; recorded for :func:`undo_on_failure`."""
+    stage = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}{TEMP_MARK}",
+                                  suffix=".tmp"))
+    os.chmod(stage, 0o777 & ~_umask())
+    _record_new(stage)
+    return stage
+
+
+def commit_staged(stage: Path, folder: Path, last: str, replaced: Iterable[str]) -> None:
+    """Move every file of ``stage`` (complete, written by :func:`staging_folder`'s caller) into
+    ``folder``, then remove ``stage``. Renames within one file system need no space, so a full
+    disk has already failed while staging, with ``folder`` untouched.
+
+    - ``folder`` absent or empty: one rename of the whole folder (atomic).
+    - Otherwise the folder's ``last`` (the file whose presence marks it complete, e.g. a run's
+      ``summary.json``) is removed first, then the files named in ``replaced`` (what the
+      package writes there) that the new set lacks, then each staged file is renamed in,
+      ``last`` last: at no moment does the folder hold a complete mix of old and new files (an
+      interruption leaves it without ``last``: unfinished). Files of other names (a user's
+      notes) stay."""
+    new = sorted(p.name for p in stage.iterdir())
+    for name in new:  # a FIFO, a folder or a link at a run file: refused, nothing moved
+        check_file_target(folder / name, "run file")
+    try:
+        os.rename(stage, folder)  # absent, or an empty folder: replaced whole
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+            raise
+    with contextlib.suppress(FileNotFoundError):
+        (folder / last).unlink()
+    for name in set(replaced) - set(new) - {last}:
+        old = folder / name
+        if old.is_file() and not old.is_symlink():
+            old.unlink()
+    for name in sorted(new, key=lambda n: n == last):
+        os.replace(stage / name, folder / name)
+    stage.rmdir()
+
+
+def remove_stale_staging(parent: str | os.PathLike, name: str, files: Iterable[str]
+                         ) -> list[Path]:
+    """Remove the staging folders (:func:`staging_folder`) of ``parent/<name>`` that a killed
+    writer left: a real folder ``.<name>.resharpen-*.tmp`` holding nothing but ``files`` and
+    their temporary files; one holding anything else is left alone. Returns what was removed."""
+    parent, files = Path(parent), set(files)
+    removed = []
+    if not parent.is_dir():
+        return removed
+    for stale in parent.glob(f".{glob_escape(name)}{TEMP_MARK}*.tmp"):
+        if stale.is_symlink() or not stale.is_dir():
+            continue
+        entries = list(stale.iterdir())
+        if all(entry.is_file() and not entry.is_symlink() and (
+                entry.name in files or any(entry.name.startswith(f".{f}{TEMP_MARK}")
+                                           for f in files)) for entry in entries):
+            for entry in entries:
+                entry.unlink(missing_ok=True)
+            stale.rmdir()
+            removed.append(stale)
+    return removed
+
+
+MAX_READ_BYTES = 256 * 2**20
+"""The largest file the package reads as text or JSON (256 MiB: a long run's metrics.jsonl has a
+few MB, a sweep table of 100,000 runs about 100 MB): a larger one is refused, before it is read,
+with one ValueError naming it, so ``--baseline /dev/zero`` cannot read until memory runs out."""
+
+
+def read_text_file(path: str | os.PathLike, what: str, kind: str,
+                   max_bytes: int = MAX_READ_BYTES) -> str:
     """The UTF-8 text of ``path``; FileNotFoundError when it is missing, ValueError naming the
-    file (``what``) when it is a folder or not UTF-8 (``kind``: what it should be)."""
+    file (``what``) when it is a folder, not a regular file (a device such as /dev/zero, a FIFO,
+    a socket), larger than ``max_bytes``, unreadable or not UTF-8 (``kind``: what it should
+    be). The file is opened without blocking (a FIFO with no writer) and never read beyond
+    ``max_bytes`` + 1 bytes."""
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist") from None
-    except IsADirectoryError:
-        raise ValueError(f"{what} {str(path)!r} is a folder, not a {kind}") from None
+    except OSError as exc:  # unreadable: permissions, an I/O error, a symlink loop
+        raise ValueError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ValueError(f"{what} {str(path)!r} is a folder, not a {kind}")
+        raise ValueError(f"{what} {str(path)!r} is {_file_kind(path, info.st_mode)}, not a "
+                         f"{kind}: the package reads only regular files")
+    with os.fdopen(fd, "rb") as handle:
+        too_big = (f"{what} {str(path)!r} has more than {max_bytes} bytes, more than any "
+                   f"{kind} the package writes; it is refused unread")
+        if info.st_size > max_bytes:
+            raise ValueError(too_big)
+        try:
+            data = handle.read(max_bytes + 1)
+        except OSError as exc:
+            raise ValueError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}"
+                             ) from None
+    if len(data) > max_bytes:  # grew while being read
+        raise ValueError(too_big)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (corrupt?)") from None
-    except OSError as exc:  # unreadable: permissions, an I/O error, a special file
-        raise ValueError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
 
 
-def read_json(path: str | os.PathLike, what: str = "file") -> object:
-    """The JSON document in ``path``; ValueError naming the file (and the line) when it is not
-    valid JSON or UTF-8, FileNotFoundError when it is missing."""
-    text = read_text_file(path, what, "JSON file")
+def read_json(path: str | os.PathLike, what: str = "file", shape: object = None,
+              max_bytes: int = MAX_READ_BYTES) -> object:
+    """The JSON document in ``path``, checked against ``shape`` (:func:`check_shape`) when
+    given; ValueError naming the file (and the line, or the field) when it is not valid JSON or
+    UTF-8, nests too deep, has the wrong shape or is too large (:func:`read_text_file`);
+    FileNotFoundError when it is missing."""
+    text = read_text_file(path, what, "JSON file", max_bytes)
     try:
-        return loads_json(text)
+        value = loads_json(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{what} {str(path)!r} is corrupt: line {exc.lineno}: {exc.msg}"
                          ) from None
+    except RecursionError:
+        raise ValueError(f"{what} {str(path)!r} nests its arrays or objects too deep to read "
+                         "(no file of the package nests more than a few levels)") from None
+    if shape is not None:
+        check_shape(value, shape, f"{what} {str(path)!r}")
+    return value
 
 
-def read_jsonl(path: str | os.PathLike, what: str = "file") -> list:
-    """The JSON lines of ``path`` (blank lines skipped), each checked; ValueError naming the file
-    and the line of the first bad one, FileNotFoundError when it is missing."""
-    text = read_text_file(path, what, "JSON lines file")
+def read_jsonl(path: str | os.PathLike, what: str = "file", shape: object = None,
+               max_bytes: int = MAX_READ_BYTES) -> list:
+    """The JSON lines of ``path`` (blank lines skipped), each checked (against ``shape`` too,
+    when given); ValueError naming the file and the line of the first bad one,
+    FileNotFoundError when it is missing."""
+    text = read_text_file(path, what, "JSON lines file", max_bytes)
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
@@ -301,7 +519,90 @@ def read_jsonl(path: str | os.PathLike, what: str = "file") -> list:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{what} {str(path)!r} is corrupt: line {number}: {exc.msg}"
                                  ) from None
+            except RecursionError:
+                raise ValueError(f"{what} {str(path)!r}: line {number} nests too deep to read"
+                                 ) from None
+            if shape is not None:
+                check_shape(rows[-1], shape, f"{what} {str(path)!r}, line {number}")
     return rows
+
+
+NUMBER = "number"
+"""A :func:`check_shape` shape: an int or float (not a bool), NaN and infinities allowed."""
+FINITE = "finite number"
+"""A :func:`check_shape` shape: a finite int or float (not a bool)."""
+
+
+def check_shape(value: object, shape: object, where: str, field: str = "") -> None:
+    """ValueError naming ``where`` and the field (``by_weights.raw.ood_kl``, ``[3]``) unless
+    ``value`` has ``shape``:
+
+    - a type (``dict``, ``list``, ``str``, ``bool``, ``type(None)``), :data:`NUMBER` or
+      :data:`FINITE`;
+    - a tuple of shapes: any one of them;
+    - a dict ``{key: shape}``: a JSON object holding every key, each of that shape (other keys
+      are allowed); a key written ``"key?"`` may be missing;
+    - a one-item list ``[shape]``: a JSON array whose every item has that shape."""
+    if isinstance(shape, tuple):
+        errors = []
+        for option in shape:
+            try:
+                check_shape(value, option, where, field)
+                return
+            except ValueError as exc:
+                errors.append(exc)
+        raise _shape_error(where, field, value, " or ".join(_shape_name(o) for o in shape))
+    if isinstance(shape, dict):
+        if not isinstance(value, dict):
+            raise _shape_error(where, field, value, "an object")
+        for key, inner in shape.items():
+            optional = key.endswith("?")
+            key = key.rstrip("?")
+            if key not in value:
+                if optional:
+                    continue
+                raise ValueError(f"{where}: {_join(field, key)} is missing")
+            check_shape(value[key], inner, where, _join(field, key))
+        return
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            raise _shape_error(where, field, value, "an array")
+        for index, item in enumerate(value):
+            check_shape(item, shape[0], where, f"{field}[{index}]")
+        return
+    if shape in (NUMBER, FINITE):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok and shape == FINITE and not math.isfinite(value):
+            raise ValueError(f"{where}: {field or 'the value'} is {value}, not a finite number")
+        if ok:
+            return
+        raise _shape_error(where, field, value, _shape_name(shape))
+    if not (isinstance(value, shape) and (shape is bool or not isinstance(value, bool))):
+        raise _shape_error(where, field, value, _shape_name(shape))
+
+
+def _join(field: str, key: str) -> str:
+    return f"{field}.{key}" if field else key
+
+
+def _shape_name(shape: object) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "true or false",
+             type(None): "null", int: "an integer", float: "a number"}
+    if isinstance(shape, str):
+        return f"a {shape}"
+    if isinstance(shape, dict):
+        return "an object"
+    if isinstance(shape, list):
+        return "an array"
+    return names.get(shape, getattr(shape, "__name__", str(shape)))
+
+
+def _shape_error(where: str, field: str, value: object, expected: str) -> ValueError:
+    shown = ("an object" if isinstance(value, dict) else "an array" if isinstance(value, list)
+             else "null" if value is None else str(value).lower() if isinstance(value, bool)
+             else _short(value, 40) if isinstance(value, str) else repr(value))
+    return ValueError(f"{where}: {field or 'the document'} is {shown}, not {expected} (a file "
+                      "this package did not write, or a corrupt one)")
 
 
 def glob_escape(name: str) -> str:

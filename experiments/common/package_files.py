@@ -61,3 +61,12 @@ def package_relative(path: str | Path) -> str:
         return resolved.relative_to(folder("")).as_posix()
     except ValueError:
         raise ValueError(f"{path} is not a file of the resharpen package") from None
+
+
+def shown(path: str | Path) -> str:
+    """How a reader is shown ``path``: relative to the package for the package's own files
+    (:func:`package_relative`), as given otherwise (a test's or a plug-in's file)."""
+    try:
+        return package_relative(path)
+    except ValueError:
+        return str(path)

@@ -37,18 +37,7 @@ def _is_zero(expr: sp.Expr) -> bool:
 
 
 # ----------------------------------------------------------------------------- algebra
-@claim("dyn.symmetric.reduction", source=f"{SRC} Thm 4.1 proof (reconstructed ODE); 2312.10794 eq. ybeta",
-       statement="At an equiangular start gamma' = F(gamma)/s with F = 2e^{bg}(1-g)((n-1)g+1)/Z(g); "
-                 "<theta,A> and |A|^2 as in the notes",
-       kind="symbolic", tolerance="exact (sympy simplify of the difference is 0)", cost="fast",
-       expected_from="paper",
-       origin="the paper's F, <theta,A> and |A|^2 as printed (Thm 4.1 proof; 2312.10794 eq. "
-              "ybeta), transcribed in theory.dynamics.speed.paper_F / paper_theta_A / "
-              "paper_A_sq, against their derivation from the Gram matrix (derived_F, "
-              "symmetric_inner_products); residual 0",
-       derived_by=("resharpen.theory.dynamics.speed.paper_F",
-                   "resharpen.theory.dynamics.speed.paper_theta_A",
-                   "resharpen.theory.dynamics.speed.paper_A_sq"))
+@claim("dyn.symmetric.reduction")
 def check_symmetric_reduction(profile: str) -> Outcome:
     ip = nd.symmetric_inner_products()
     diffs = {"F": nd.derived_F() - nd.paper_F(),
@@ -68,15 +57,7 @@ def gamma_dot0_claim(claim_id: str, scheme: str) -> None:
     """Register the claim that ``scheme``'s gamma'(0), derived here, is the paper's table entry."""
     paper = nd.paper_gamma_dot0(scheme)
 
-    @claim(claim_id, source=f"{SRC} Thm 4.1 table (Lean transcription)",
-           statement=f"{nd.SCHEME_LABELS[scheme]}: gamma'(0) = {sp.sstr(paper)} at an orthonormal start",
-           kind="symbolic", tolerance="exact (sympy); value shown at beta=5, n=256, r0=1, alpha0=1",
-           cost="fast",
-           expected_from="paper",
-           origin="the Thm 4.1 table's t -> 0 entry for the scheme (Lean transcription, "
-                  "theory.dynamics.speed.paper_gamma_dot0) against F(0)/s(0) derived from the "
-                  "symmetric reduction (derived_gamma_dot0)",
-           derived_by="resharpen.theory.dynamics.speed.paper_gamma_dot0")
+    @claim(claim_id)
     def check_gamma_dot0_table_entry(profile: str) -> Outcome:
         derived = nd.derived_gamma_dot0(scheme)
         ok = _is_zero(derived - paper)
@@ -95,12 +76,7 @@ gamma_dot0_claim("dyn.gamma_dot0.ngpt", "ngpt")
 gamma_dot0_claim("dyn.gamma_dot0.sqrt", "sqrt")
 
 
-@claim("dyn.linearization", source=f"{SRC} Thm 4.1 (rates by linearization, reconstructed)",
-       statement="As gamma -> 1: F(gamma)/(1-gamma) -> 2, <theta,A> -> 1, |A| -> 1 (so r ~ t for Pre/Peri-LN)",
-       kind="symbolic", tolerance="exact limits", cost="fast",
-       expected_from="statement",
-       origin="the limits (2, 1, 1) of the statement (F/(1-gamma) -> 2, <theta,A> -> 1, |A| -> "
-              "1), typed in the check; measured by sympy limits of the transcribed forms")
+@claim("dyn.linearization")
 def check_linearization(profile: str) -> Outcome:
     limits = (nd.linearization_constant(),
               sp.limit(nd.paper_theta_A(), nd.gamma, 1),
@@ -115,14 +91,7 @@ TERMINAL = [("postln", "const", -2), ("preln", "const", -3), ("mixln", "const", 
             ("ngpt", "inverse", "-2*alpha_0 - 1"), ("sqrt", "const", -4)]
 
 
-@claim("dyn.terminal.linearized", source=f"{SRC} Thm 4.1 table, t -> oo column",
-       statement="Linearized gamma' ~ s^-1 exp(-2 int 1/s): e^{-2t}; t^-3 (Pre/Mix/Peri-LN); "
-                 "alpha_t e^{-2 int alpha} (nGPT); e^{-4 sqrt t}/sqrt t (sqrt-scaling)",
-       kind="symbolic", tolerance="exact limits of the log-derivatives", cost="fast",
-       expected_from="paper",
-       origin="the Thm 4.1 table's t -> oo column (e^{-2t}, t^-3, -2 alpha_0 e^..., e^{-4 sqrt "
-              "t}), typed in TERMINAL, against exponents from the linearized ODE "
-              "(theory.dynamics.speed.terminal_exponent)")
+@claim("dyn.terminal.linearized")
 def check_terminal_linearized(profile: str) -> Outcome:
     got, bad = [], []
     for scheme, schedule, want in TERMINAL:
@@ -150,17 +119,8 @@ def terminal_ode_claim(claim_id: str, scheme: str, schedule: str, expected: floa
     kind = nd.rate_kind(scheme, schedule)
     label = nd.RATE_LABELS[kind]
     tol = 1e-3 if kind == "exponential" else 0.02
-    title = nd.variant_name(scheme, schedule)[1]
 
-    @claim(claim_id,
-           source=f"{SRC} Thm 4.1 table (scalar ODE reconstructed)",
-           statement=f"{title}: symmetric ODE at beta=5, n=256 has terminal "
-                     f"{label} {expected:g} on t in [1000, 2000]",
-           kind="numeric", tolerance=f"abs {tol:g}", cost="fast",
-           expected_from="paper",
-           origin=f"the Thm 4.1 table's terminal {label} {expected:g} for {title}, typed at "
-                  f"registration, against a least-squares fit to the numerically solved scalar "
-                  f"ODE (theory.dynamics.ode)")
+    @claim(claim_id)
     def check_ode_terminal_rate(profile: str) -> Outcome:
         horizon = pick(profile, quick=ODE_HORIZON, full=4 * ODE_HORIZON)
         fitted = _fit_ode(scheme, schedule, horizon=horizon)
@@ -179,16 +139,7 @@ terminal_ode_claim("dyn.terminal.ode.ngpt_inv_alpha", "ngpt", "inverse", -3.0)
 terminal_ode_claim("dyn.terminal.ode.sqrt", "sqrt", "const", -4.0)
 
 
-@claim("dyn.erratum.ngpt_constant_alpha", erratum=True,
-       source=f"{SRC} (seed summary's 'nGPT: C/t^3'); Thm 4.1 table",
-       statement="nGPT with constant alpha collapses exponentially (rate -2 alpha), not like t^-3; "
-                 "only alpha_t ~ 1/t gives t^-3",
-       kind="numeric", tolerance="exp. rate abs 1e-3 of -2; log-log slope on [1000,2000] < -100 (t^-3 would be -3)",
-       cost="fast",
-       expected_from="paper",
-       origin="the table's nGPT row C alpha_t exp(-2 int alpha): rate -2 for constant alpha = 1 "
-              "(and 'C/t^3' of the seed summary, which would give slope -3), against a fit to "
-              "the solved ODE")
+@claim("dyn.erratum.ngpt_constant_alpha")
 def check_erratum_ngpt_constant_alpha(profile: str) -> Outcome:
     sol = ode.solve_symmetric("ngpt", FIG_BETA, FIG_N, ODE_HORIZON,
                              t_eval=np.linspace(ODE_HORIZON / 2, ODE_HORIZON, 200))
@@ -202,16 +153,7 @@ def check_erratum_ngpt_constant_alpha(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- symmetric start
-@claim("dyn.particles.symmetric_start", source=f"{SRC} Thm 4.1 (gamma same for every pair)",
-       statement="From an orthonormal start with Q=K=V=I the particle system keeps one pairwise gamma(t) "
-                 "and equal radii, which follow the scalar ODE, for all six schemes",
-       kind="numeric", tolerance="abs 1e-6 on gamma and r over t in [0, 30]; pair spread 1e-8",
-       cost="fast",
-       expected_from="derivation",
-       origin="the scalar ODE of the symmetric reduction (theory.dynamics.ode.solve_symmetric) "
-              "against the full particle system (experiments.dynamics.particles.simulate), which"
-              " integrates every token's vector field and never reduces to gamma",
-       derived_by="resharpen.theory.dynamics.ode.solve_symmetric")
+@claim("dyn.particles.symmetric_start")
 def check_particles_symmetric_start(profile: str) -> Outcome:
     n, d = pick(profile, quick=(8, 8), full=(32, 40))
     beta, T = 2.0, 30.0
@@ -234,15 +176,7 @@ def check_particles_symmetric_start(profile: str) -> Outcome:
                           + f"; max pair spread {max(spreads.values()):.1e}")
 
 
-@claim("dyn.gamma_dot0.simulated", source=f"{SRC} Thm 4.1 table, t -> 0 column",
-       statement="gamma'(0) read off the particle vector field at an orthonormal start equals the symbolic "
-                 "value for all six schemes (r0 = 2, alpha0 = 0.5)",
-       kind="numeric", tolerance="rel 1e-9", cost="fast",
-       expected_from="derivation",
-       origin="the symbolic gamma'(0) (theory.dynamics.speed.gamma_dot0_num, from the reduction)"
-              " against the particle vector field at an orthonormal start "
-              "(experiments.dynamics.particles.gamma_dot)",
-       derived_by="resharpen.theory.dynamics.speed.gamma_dot0_num")
+@claim("dyn.gamma_dot0.simulated")
 def check_gamma_dot0_simulated(profile: str) -> Outcome:
     n, d, beta, r0, a0 = pick(profile, quick=(16, 20, 5.0, 2.0, 0.5), full=(64, 64, 3.0, 2.0, 0.5))
     theta = P.orthonormal_start(n, d, seed=2)
@@ -267,16 +201,8 @@ def particle_rate_claim(claim_id: str, scheme: str, schedule: str, expected: flo
     kind = nd.rate_kind(scheme, schedule)
     label = nd.RATE_LABELS[kind]
     tol = 0.01 if kind == "exponential" else 0.02
-    title = nd.variant_name(scheme, schedule)[1]
 
-    @claim(claim_id, source=f"{SRC} Thm 4.1 table, t -> oo column",
-           statement=f"{title}: particle simulation (orthonormal start, n=8, d=12, "
-                     f"beta=1) has terminal {label} {expected:g} on t in [{window[0]:g}, {window[1]:g}]",
-           kind="numeric", tolerance=f"abs {tol:g}", cost="fast",
-           expected_from="paper",
-           origin=f"the Thm 4.1 table's terminal {label} {expected:g} for {title}, typed at "
-                  f"registration, against a fit to the mean pairwise gamma' of the particle "
-                  f"simulation")
+    @claim(claim_id)
     def check_particle_terminal_rate(profile: str) -> Outcome:
         n, d = pick(profile, quick=(8, 12), full=(24, 32))
         dyn = P.Dynamics(scheme, 1.0, alpha_schedule=schedule)
@@ -296,19 +222,9 @@ def cone_rate_claim(claim_id: str, scheme: str, schedule: str, expected: float,
     """Register the claim that the particle system from a random cone has ``scheme``'s terminal
     rate ``expected`` on the time ``window``."""
     kind = nd.rate_kind(scheme, schedule)
-    label = nd.RATE_LABELS[kind]
     tol = 0.01 if kind == "exponential" else 0.02
-    title = nd.variant_name(scheme, schedule)[1]
 
-    @claim(claim_id, source=f"{SRC} Thm 4.1 rates beyond the symmetric start (reconstructed, notes B.7.3)",
-           statement=f"{title}: from a random (non-equiangular) cone, <theta_j,theta_k> >= 1/2, n=8, d=4, "
-                     f"beta=1, the mean pairwise gamma' has terminal {label} {expected:g}",
-           kind="numeric", tolerance=f"abs {tol:g} on t in [{window[0]:g}, {window[1]:g}]",
-           cost="fast",
-           expected_from="paper",
-           origin=f"the Thm 4.1 table's terminal {label} {expected:g} for {title} (its extension "
-                  f"beyond the symmetric start is reconstructed, notes B.7.3), typed at "
-                  f"registration, against a fit to the particle simulation")
+    @claim(claim_id)
     def check_cone_terminal_rate(profile: str) -> Outcome:
         seeds = pick(profile, quick=(0,), full=(0, 1, 2, 3))
         fits = []
@@ -347,12 +263,7 @@ for _particle_id, _cone_id, *_rate in PARTICLE_RATES:
     cone_rate_claim(_cone_id, *_rate)
 
 
-@claim("dyn.radial.r_over_t", source=f"{SRC} Thm 4.1, r ~ t for Pre-LN and Peri-LN (reconstructed, notes B.7.3)",
-       statement="From a random cone (n=8, d=4, beta=1, r(0)=1), r_j(T)/T -> 1 for Pre-LN, Peri-LN and "
-                 "Mix-LN: within 1% at T = 1000",
-       kind="numeric", tolerance="|r_j(T)/T - 1| <= 0.01 for every token", cost="fast",
-       expected_from="statement",
-       origin="the constant 1 of the statement r ~ t (r_j(T)/T -> 1) against the simulated radii")
+@claim("dyn.radial.r_over_t")
 def check_radial_r_over_t(profile: str) -> Outcome:
     T = pick(profile, quick=1000.0, full=10000.0)
     worst = {}
@@ -366,15 +277,7 @@ def check_radial_r_over_t(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- radial bound
-@claim("dyn.radial.threshold", source=f"{SRC} Cor. of Thm 3.1; exact minimum reconstructed",
-       statement="n <= e^beta is sufficient, not sharp: the exact min of <theta_j,A_j> stays >= 1/(n e^b) "
-                 "until n ~ beta e^{beta+1}, where it turns negative (Pre-LN radii can shrink)",
-       kind="numeric", tolerance="exact scalar minimization (Dinkelbach reduction), n on a grid",
-       cost="fast",
-       expected_from="statement",
-       origin="the corollary's bound (e^b - n + 1)/(n e^b) for n <= e^b and the reconstructed "
-              "threshold n - 1 = b e^{b+1} (typed in the check) against the exact minimum of "
-              "<theta_j, A_j> (theory.dynamics.speed.min_radial_velocity)")
+@claim("dyn.radial.threshold")
 def check_radial_threshold(profile: str) -> Outcome:
     rows, ok = [], True
     for b in (1.0, 2.0, 3.0):
@@ -394,14 +297,7 @@ def check_radial_threshold(profile: str) -> Outcome:
                           "argmin; negativity needs (n-1) max(-x e^{bx}) > e^b, i.e. n-1 > b e^{b+1}")
 
 
-@claim("dyn.radial.random_configs", source=f"{SRC} Cor. of Thm 3.1 (Lean transcription)",
-       statement="For n <= e^beta, every token of random configurations has <theta_j, A_j> >= "
-                 "(e^b - n + 1)/(n e^b) >= 1/(n e^b); Peri-LN's r' = <theta,A>/|A| >= <theta,A>",
-       kind="numeric", tolerance="min slack >= 0 over all tokens and configurations", cost="fast",
-       expected_from="statement",
-       origin="the statement's bound (e^b - n + 1)/(n e^b) >= 1/(n e^b), typed in the check, "
-              "against <theta_j, A_j> of random and adversarial configurations "
-              "(experiments.dynamics.particles.attention); slack >= 0")
+@claim("dyn.radial.random_configs")
 def check_radial_random_configs(profile: str) -> Outcome:
     rng = np.random.default_rng(4)
     trials = pick(profile, quick=300, full=3000)
@@ -431,15 +327,7 @@ def check_radial_random_configs(profile: str) -> Outcome:
                           "a third bunched at the antipode, a third at the exact minimizer")
 
 
-@claim("dyn.radial.violation", source=f"{SRC} Cor. of Thm 3.1 (hypothesis n <= e^beta)",
-       statement="For n > e^beta the bound can fail: at beta=1, n=12 a configuration has <theta_0, A_0> < 0 "
-                 "and the simulated Pre-LN radius of token 0 shrinks",
-       kind="experiment", tolerance="<theta_0,A_0> < 0 and r_0(0.05) < r_0(0)", cost="fast",
-       expected_from="statement",
-       origin="the statement's sign (<theta_0, A_0> < 0, r_0 shrinks) at a configuration built "
-              "from the exact minimizer; its value must equal "
-              "theory.dynamics.speed.min_radial_velocity's minimum",
-       derived_by="resharpen.theory.dynamics.speed.min_radial_velocity")
+@claim("dyn.radial.violation")
 def check_radial_violation(profile: str) -> Outcome:
     beta, n, d = 1.0, 12, 3
     value, x = nd.min_radial_velocity(beta, n)
@@ -466,15 +354,7 @@ def thm42_grid(profile: str) -> list[tuple[int, int]]:
         profile, quick=[], full=[(1024, 1024), (2048, 512), (4096, 512), (4096, 2048)])
 
 
-@claim("dyn.thm42.initial_velocity", source=f"{SRC} Thm 4.2 (Lean: c = 1, C = 128); O(1) reading for Peri-LN/nGPT reconstructed",
-       statement="At uniform init (beta=1) max_j |A_j(0)| / (sqrt(log n/n) + log n/d) stays bounded over "
-                 "(n, d) and |PA|/|A| ~ 1: Post/Pre-LN move O(that) per layer, Peri-LN and nGPT move O(1)",
-       kind="numeric", tolerance="ratio <= 1 at every grid point (C = 128 proved); mean |PA|/|A| >= 0.9",
-       cost="fast",
-       expected_from="paper",
-       origin="Thm 4.2's rate sqrt(log n/n) + log n/d with the Lean-proved constant C = 128 (c ="
-              " 1): the ratio to the bound <= 1, and |PA|/|A| ~ 1 (>= 0.9, the O(1) reading "
-              "reconstructed)")
+@claim("dyn.thm42.initial_velocity")
 def check_thm42_initial_velocity(profile: str) -> Outcome:
     rows = initial_velocity_grid(thm42_grid(profile))
     worst = max(r[2] for r in rows)
@@ -542,21 +422,7 @@ def linearized_variance_ratio(scheme: str, t: np.ndarray, r: np.ndarray) -> np.n
 
 def variance_claim(claim_id: str, scheme: str) -> None:
     """Register the claim that ``scheme``'s variance decays at Theorem 4.3's rate."""
-    @claim(claim_id,
-           source=f"{SRC} Thm 4.3(ii) (corrected constants c=1/9, C=4; nGPT scale 1/alpha_t); "
-                  "the linearized rate reconstructed",
-           statement=f"{nd.SCHEME_LABELS[scheme]}: from a local cone (delta < 1/(100 n^2), V=I, |Q^T K| <= 1) "
-                     "Var'/(Var/scale(t)) stays in [-4, -1/9] for t >= 1, and equals the "
-                     "linearization near consensus, -2 scale(t)/s(t) (s the scheme's speed "
-                     "divisor; reconstructed), within 5%",
-           kind="numeric", tolerance="band [-4, -1/9], no slack; relative 0.05 to the "
-                                     "linearized rate", cost="fast",
-           expected_from="paper",
-           origin="Thm 4.3(ii)'s band for Var'/(Var/scale(t)) with the Lean-corrected constants "
-                  "c = 1/9, C = 4 (VAR_BAND) and scale(t) of the theorem (nGPT corrected to "
-                  "1/alpha_t), against the simulated variance; the linearized rate "
-                  "-2 scale/s is derived in linearized_variance_ratio (typed from the schemes' "
-                  "speeds, no call into the simulation's vector field)")
+    @claim(claim_id)
     def check_variance_decay_band(profile: str) -> Outcome:
         seeds = pick(profile, quick=(5,), full=(5, 6, 7, 8))
         lo, hi, worst = np.inf, -np.inf, 0.0
@@ -583,16 +449,7 @@ variance_claim("dyn.thm43.variance.ngpt", "ngpt")
 variance_claim("dyn.thm43.variance.sqrt", "sqrt")
 
 
-@claim("dyn.erratum.thm43_ngpt_scale", erratum=True, source=f"{SRC} Thm 4.3(ii) nGPT row as printed",
-       statement="nGPT's printed rate Var' = -Theta(Var/alpha_t) fails for alpha_t = 1/(t+1) "
-                 "(Var'/(Var/alpha_t) -> 0); the corrected -Theta(alpha_t Var) holds, at the "
-                 "linearized rate Var' = -2 alpha_t Var (reconstructed) within 5%",
-       kind="numeric", tolerance="printed ratio leaves [-4, -1/9] by t = 200; corrected stays "
-                                 "inside, relative 0.05 to the linearized -2",
-       cost="fast",
-       expected_from="paper",
-       origin="Thm 4.3(ii)'s nGPT row as printed (scale alpha_t) and corrected (1/alpha_t), with"
-              " the band [-4, -1/9] of the corrected constants, against the simulated variance")
+@claim("dyn.erratum.thm43_ngpt_scale")
 def check_erratum_thm43_ngpt_scale(profile: str) -> Outcome:
     t, var, vdot, r, _, dyn = local_cone_run("ngpt", alpha_schedule="inverse")
     late = t >= 1.0
@@ -611,13 +468,7 @@ def check_erratum_thm43_ngpt_scale(profile: str) -> Outcome:
                           "audit; linearized_variance_ratio)")
 
 
-@claim("dyn.thm43.radial_growth", source=f"{SRC} Thm 4.3(i) (Lean-corrected: r0 + (1-4 delta) t <= r <= r0 + t)",
-       statement="From a local cone, Pre-LN and Peri-LN radii satisfy r(t) - r(0) >= (1 - delta) t "
-                 "(so r(t) >= (1 - delta) t), and Pre-LN's r(t) <= r(0) + t",
-       kind="numeric", tolerance="min slack >= -1e-9 over t in [0.05, 200]", cost="fast",
-       expected_from="statement",
-       origin="the Lean-corrected inequalities r(t) - r(0) >= (1 - delta) t and r(t) <= r(0) + "
-              "t, typed in the check, against simulated radii: slack >= 0")
+@claim("dyn.thm43.radial_growth")
 def check_thm43_radial_growth(profile: str) -> Outcome:
     slacks = []
     for scheme in ("preln", "periln"):
@@ -630,14 +481,7 @@ def check_thm43_radial_growth(profile: str) -> Outcome:
                    detail="(Pre-LN lower, Pre-LN upper, Peri-LN lower); r(0) = 1")
 
 
-@claim("dyn.erratum.small_beta_delta", erratum=True,
-       source=f"{SRC} Thm 4.3(ii) hypothesis delta < 1/(100 n^2 beta^2) (Lean audit)",
-       statement="At beta = 1/100, n = 2 the hypothesis admits an antipodal pair (delta = 2), which is "
-                 "stationary: Var stays 1, Var' = 0; the fix delta < 1/(100 n^2) excludes it",
-       kind="numeric", tolerance="|Var(T) - 1| <= 1e-12 and |Var'| <= 1e-12 at T = 50", cost="fast",
-       expected_from="statement",
-       origin="the statement's stationarity (Var = 1, Var' = 0 for an antipodal pair the printed"
-              " hypothesis admits), against the simulation")
+@claim("dyn.erratum.small_beta_delta")
 def check_erratum_small_beta_delta(profile: str) -> Outcome:
     beta, n = 0.01, 2
     delta = 2.0                                       # <theta_1, theta_2> = -1 = 1 - delta
@@ -656,15 +500,7 @@ def check_erratum_small_beta_delta(profile: str) -> Outcome:
                           "Var'/(Var/scale) = 0 is outside [-4, -1/9]")
 
 
-@claim("dyn.erratum.d1_antipodal", erratum=True, source=f"{SRC} Thm 3.1 (Lean audit: false at d = 1)",
-       statement="At d = 1 (S^0 = {-1, 1}) the dynamics leave every configuration where it is "
-                 "(P_theta = 0), so a start with both signs never synchronizes, while at d = 2 a "
-                 "perturbed antipodal pair does: the theorem needs d >= 2",
-       kind="numeric", tolerance="d = 1: movement <= 1e-14 for every scheme and random sign start; "
-                                 "d = 2: final cosine > 1 - 1e-6", cost="fast",
-       expected_from="statement",
-       origin="the statement's zero movement at d = 1 and synchronization (cosine -> 1) at d = "
-              "2, against the simulation")
+@claim("dyn.erratum.d1_antipodal")
 def check_erratum_d1_antipodal(profile: str) -> Outcome:
     n = 4
     starts = pick(profile, quick=3, full=20)
@@ -693,16 +529,7 @@ def check_erratum_d1_antipodal(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- Theorem 3.1, time change
-@claim("dyn.sync.random_starts", source=f"{SRC} Thm 3.1 (a), (b) and its corollary",
-       statement="From random starts in d = 3 (n = 8, beta = 1; Gaussian X(0) for the radial schemes) all six "
-                 "schemes synchronize",
-       kind="experiment",
-       tolerance="1 - min cos(T) < 1e-2 and at most half of 1 - min cos(T/2); T = 40 (sphere schemes), "
-                 "200 (radial schemes; 1000 in the full profile, whose 20 seeds include slower starts)",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's synchronization (1 - min cos -> 0; thresholds 1e-2 and a halving "
-              "fixed beforehand), against the simulation")
+@claim("dyn.sync.random_starts")
 def check_sync_random_starts(profile: str) -> Outcome:
     seeds = pick(profile, quick=range(3), full=range(20))
     worst, worst_shrink, worst_at = 0.0, 0.0, ""
@@ -722,16 +549,7 @@ def check_sync_random_starts(profile: str) -> Outcome:
                           "converge like t^-2 in 1 - cos (shrink 1/4 per doubling of t)")
 
 
-@claim("dyn.time_change", source=f"{SRC} App. D sprop:time_change",
-       statement="A time change t(tau) maps NA with s to NA with s~(tau) = s(t(tau))/t'(tau): sqrt-scaling "
-                 "(s = sqrt(t+1)) equals the tau-dynamics with s~ = e^{-tau/2}, t = e^tau - 1",
-       kind="numeric", tolerance="max |theta difference| <= 1e-7 at matched times (random Q, K, V)",
-       cost="fast",
-       expected_from="statement",
-       origin="an identity, difference 0: the sqrt-scaling dynamics (integrated by "
-              "experiments.dynamics.particles.simulate) against the tau-dynamics with "
-              "s~ = e^{-tau/2}, t = e^tau - 1, whose vector field e^{tau/2} P_theta(A) is typed "
-              "in the check and integrated by scipy's DOP853 (no code of particles)")
+@claim("dyn.time_change")
 def check_time_change(profile: str) -> Outcome:
     """The two sides share no code of the package: the t-side is ``particles.simulate`` with the
     sqrt speed, the tau-side the vector field theta_j' = e^{tau/2} (A_j - <theta_j, A_j>
@@ -768,14 +586,7 @@ def check_time_change(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- discrete updates
-@claim("dyn.discrete.convergence", source=f"{SRC} Table 1 (discrete updates reconstructed, notes B.1)",
-       statement="Each scheme's layer update (x+ = N(x + hA) etc.) converges to NA as h -> 0 with order 1 "
-                 "(random Q, K, V, t in [0, 2])",
-       kind="numeric", tolerance="observed order in [0.9, 1.1] at the finest pair of steps; errors decrease",
-       cost="fast",
-       expected_from="statement",
-       origin="the convergence order 1 of the statement, against errors of the layer updates "
-              "(experiments.dynamics.discrete.run_layers) to the continuous solution")
+@claim("dyn.discrete.convergence")
 def check_discrete_convergence(profile: str) -> Outcome:
     n, d, beta, T = 6, 4, 1.5, 2.0
     rng = np.random.default_rng(1)
@@ -800,14 +611,7 @@ def check_discrete_convergence(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- random stacks
-@claim("dyn.stack.qualitative", source=f"{SRC} Sec. 5 random-weight stacks (secondary summary; setup reconstructed)",
-       statement="d=512, beta=sqrt d, fresh random QKV per layer: Peri-LN and nGPT move tokens >= 5x more "
-                 "than Post-/Pre-LN in layer 1; Post-LN collapses faster than Pre-LN: at layer 32 "
-                 "the mean pairwise cosine is > 0.99 for Post-LN and < 0.99 for Pre-LN",
-       kind="experiment", tolerance="ratios and thresholds as stated; seed 0, n = 32", cost="fast",
-       expected_from="statement",
-       origin="the statement's ratios and thresholds (>= 5x, 0.99), fixed beforehand; no theory "
-              "value enters")
+@claim("dyn.stack.qualitative")
 def check_stack_qualitative(profile: str) -> Outcome:
     """Three inequalities, each able to fail: min(Peri-LN, nGPT) layer-1 step >= 5 max(Post-LN,
     Pre-LN) step; Post-LN cosine at layer 32 > 0.99; Pre-LN cosine at layer 32 < 0.99 (the
@@ -825,14 +629,7 @@ def check_stack_qualitative(profile: str) -> Outcome:
                    detail=", ".join(f"{k} {v:.3f}" for k, v in step1.items()))
 
 
-@claim("dyn.stack.preln_norm", source=f"{SRC} Sec. 5, Pre-LN norm ~ sqrt t vs t (secondary summary; setup reconstructed)",
-       statement="Pre-LN token norms grow like layers^(1/2) with fresh random weights and like layers^1 "
-                 "with tied Q=K=V=I (the theory's r ~ t)",
-       kind="experiment", tolerance="random exponent in [0.35, 0.65]; tied exponent >= 0.9 (fit over layers >= L/4)",
-       cost="slow",
-       expected_from="statement",
-       origin="the statement's exponents 1/2 and 1 (bands [0.35, 0.65] and >= 0.9 fixed "
-              "beforehand) against fits to random-stack norms")
+@claim("dyn.stack.preln_norm")
 def check_stack_preln_norm(profile: str) -> Outcome:
     n, layers = pick(profile, quick=(16, 128), full=(64, 512))
     random_ = run_stacks("preln", n=n, d=512, layers=layers, seed=0)["preln"]
@@ -850,16 +647,7 @@ def interaction_energy(theta: np.ndarray, beta: float) -> float:
     return float(-np.exp(beta * theta @ theta.T).sum())
 
 
-@claim("dyn.gradient_flow", source=f"{SRC} Sec. 3 (modulated gradient flow; Lean docstring drops the 2 beta)",
-       statement="With Q=K=V=I, theta_j' = -(2 beta s_j Z_j)^{-1} P_{theta_j} grad_j E, E = -sum_{j,k} "
-                 "e^{beta <theta_j, theta_k>}, for every scheme's s_j",
-       kind="numeric", tolerance="rel 1e-6 (central finite differences of E, step 1e-6)",
-       cost="fast",
-       expected_from="statement",
-       origin="an identity, residual 0: the modulated gradient flow -(2 beta s_j Z_j)^-1 P grad "
-              "E, with grad E by finite differences of interaction_energy (in the check) and "
-              "Table 2's s_j typed there, against the particle velocity "
-              "(experiments.dynamics.particles.velocity)")
+@claim("dyn.gradient_flow")
 def check_gradient_flow(profile: str) -> Outcome:
     n, d, beta, h = 5, 4, 1.3, 1e-6
     theta = P.uniform_sphere(n, d, seed=12)
@@ -887,18 +675,7 @@ def check_gradient_flow(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- Thm 3.1 with V = Q^T K
-@claim("dyn.erratum.sync_symmetric_qk", erratum=True,
-       source=f"{SRC} Thm 3.1(a), extension to constant Q, K with V = Q^T K = K^T Q (as transcribed, notes B.2)",
-       statement="With V = Q^T K = M symmetric positive definite with a spectral gap, two antipodal clusters "
-                 "at +-v_top are stable: Post-LN from random starts fails to synchronize with positive "
-                 "probability (M = diag(1, 1/2, 1/2), beta = 1, n = 8, d = 3)",
-       kind="experiment",
-       tolerance="perturbed +-v_top 4-4 split returns (distance shrinks 100x); non-synchronizing fraction "
-                 ">= 10% of seeds at T = 200; M = I synchronizes from the same perturbed split",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's orderings (the split returns: distance / 100; >= 10% non-"
-              "synchronizing; M = I synchronizes), against the simulation")
+@claim("dyn.erratum.sync_symmetric_qk")
 def check_erratum_sync_symmetric_qk(profile: str) -> Outcome:
     M = np.diag([1.0, 0.5, 0.5])
     v = np.array([1.0, 0.0, 0.0])
@@ -930,14 +707,7 @@ def check_erratum_sync_symmetric_qk(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- lem:matrix
-@claim("dyn.matrix_lemma", source=f"{SRC} App. D lem:matrix",
-       statement="A symmetric with a positive eigenvalue, D symmetric positive definite => DA has a "
-                 "positive eigenvalue",
-       kind="numeric", tolerance="max Re eig(DA) > 0 in every trial; sign agrees with Sylvester inertia",
-       cost="fast",
-       expected_from="statement",
-       origin="the lemma's sign (a positive eigenvalue of DA) and the inertia bound lam_max(DA) "
-              ">= lam_min(D) lam_+(A), typed in the check, over random trials")
+@claim("dyn.matrix_lemma")
 def check_matrix_lemma(profile: str) -> Outcome:
     rng = np.random.default_rng(0)
     trials = pick(profile, quick=2000, full=20000)
@@ -961,14 +731,7 @@ def check_matrix_lemma(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- base SA / USA
-@claim("dyn.base.usa_rate", source=f"{BASE_SRC} equiangular reduction (notes C.2)",
-       statement="Equiangular USA: rho' = (2/n) e^{b rho}(1-rho)((n-1)rho+1), derived; 1 - rho decays at "
-                 "rate 2 e^beta (SA, i.e. Post-LN, at rate 2)",
-       kind="numeric", tolerance="exact derivation and limit; fitted rate rel 1e-4", cost="fast",
-       expected_from="statement",
-       origin="the rate 2 e^beta of the statement and the printed rho' formula (typed in the "
-              "check), against the derived USA field (theory.dynamics.speed.usa_F) and a fit to "
-              "its solved ODE")
+@claim("dyn.base.usa_rate")
 def check_base_usa_rate(profile: str) -> Outcome:
     printed = 2 * sp.exp(nd.beta * nd.gamma) * (1 - nd.gamma) * ((nd.n - 1) * nd.gamma + 1) / nd.n
     derived_ok = _is_zero(nd.usa_F() - printed)
@@ -985,20 +748,7 @@ def check_base_usa_rate(profile: str) -> Outcome:
                           "(0.5,4), (1,8), (2,16)")
 
 
-@claim("dyn.base.sa_survey_bound", source=f"{BASE_SRC} eq. ybeta (survey form)",
-       statement="SA from gamma(0) = 0: 1 - gamma(t) <= (1/2) exp(-lambda (t - n e^b/2)), "
-                 "lambda = n/(n + e^{b/2}), for t >= n e^b / 2",
-       kind="numeric", tolerance="log slack >= 0 on t in [n e^b/2, n e^b/2 + 20], beta and n on a "
-                                 "grid; the solution within abs 1e-6 in log(1 - gamma) of an "
-                                 "independent integration; the bound's log-slope -lambda within "
-                                 "rel 1e-9",
-       cost="fast",
-       expected_from="paper",
-       origin="2312.10794's survey bound (eq. ybeta, transcribed in "
-              "theory.dynamics.speed.sa_survey_bound) against the solved symmetric ODE: slack >="
-              " 0; the solution held to the equiangular SA equation typed in the check and "
-              "integrated by scipy's DOP853, the transcription's slope to the printed lambda",
-       derived_by="resharpen.theory.dynamics.speed.sa_survey_bound")
+@claim("dyn.base.sa_survey_bound")
 def check_base_sa_survey_bound(profile: str) -> Outcome:
     """The bound against ``ode.solve_symmetric``'s Post-LN solution, and two checks of what it
     is compared with, so that a looser bound or a wrong solution cannot pass unseen (a
@@ -1045,13 +795,7 @@ def check_base_sa_survey_bound(profile: str) -> Outcome:
                           "scipy DOP853); slope error: the bound's log-slope against -lambda")
 
 
-@claim("dyn.erratum.survey_bound_t0", erratum=True, source=f"{BASE_SRC} eq. ybeta as printed ('t >= 0'; Lean audit)",
-       statement="Stated for all t >= 0, the survey bound fails at t = 0 when lambda n e^b/2 < log 2, e.g. "
-                 "n = 2, beta = 0.01: the bound is 0.979 < 1 - gamma(0) = 1",
-       kind="numeric", tolerance="bound(0) < 1 at (beta, n) = (0.01, 2)", cost="fast",
-       expected_from="paper",
-       origin="2312.10794's bound as printed ('t >= 0', theory.dynamics.speed.sa_survey_bound) "
-              "at t = 0 against 1 - gamma(0) = 1")
+@claim("dyn.erratum.survey_bound_t0")
 def check_erratum_survey_bound_t0(profile: str) -> Outcome:
     bound0 = math.exp(float(nd.sa_survey_bound().subs({nd.beta_p: 0.01, nd.n_p: 2, nd.t_p: 0})))
     # where does it fail at t = 0?  lambda n e^b / 2 < log 2; only n = 2 and small beta
@@ -1079,115 +823,63 @@ def _trained_runs(profile: str, when: str) -> list:
     return trained_set(profile, train=when == "trained")
 
 
-@claim("dyn.trained.first_layer_order.init", expected_status="FAIL", source=f"{TRAINED_SRC}; Thm 4.2",
-       statement="At initialization the first layer moves tokens by order one under Peri-LN and nGPT "
-                 "and by a small amount (Thm 4.2: O(sqrt(log n/n) + log n/d)) under Post-LN and Pre-LN",
-       kind="experiment", tolerance="paired t on log displacement, every (fast, slow) pair: "
-                                    "fast > 5 x slow, Holm alpha 0.05", cost="fast",
-       expected_from="statement",
-       origin="the rank order of the statement with the factor 5 of dyn.stack.qualitative, fixed "
-              "before measuring; the angles are read from the model's capture points")
+@claim("dyn.trained.first_layer_order.init")
 def check_trained_first_layer_order_init(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import first_layer_order
 
     return first_layer_order(_trained_runs(profile, "init"), "init")
 
 
-@claim("dyn.trained.first_layer_order.trained", expected_status="FAIL", source=f"{TRAINED_SRC}; Thm 4.2",
-       statement="After training to a fit, the first layer still moves tokens by order one under "
-                 "Peri-LN and nGPT and by a small amount under Post-LN and Pre-LN",
-       kind="experiment", tolerance="paired t on log displacement, every (fast, slow) pair: "
-                                    "fast > 5 x slow, Holm alpha 0.05; fitted runs only",
-       cost="slow", expected_from="statement",
-       origin="the rank order of the statement with the factor 5 of dyn.stack.qualitative, fixed "
-              "before measuring")
+@claim("dyn.trained.first_layer_order.trained")
 def check_trained_first_layer_order_trained(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import first_layer_order
 
     return first_layer_order(_trained_runs(profile, "trained"), "trained")
 
 
-@claim("dyn.trained.terminal_order.init", expected_status="FAIL", source=f"{TRAINED_SRC}; Thm 4.1, 4.3",
-       statement="At initialization similarity rises with depth fastest under Post-LN, slower under "
-                 "Pre-LN, Mix-LN and nGPT",
-       kind="experiment", tolerance="paired t on (cos_L - cos_1)/(L - 1): post > pre, mixln, ngpt, "
-                                    "Holm alpha 0.05", cost="fast",
-       expected_from="statement", origin="the ordering of the statement (exponential vs polynomial "
-                                         "terminal rates), no number")
+@claim("dyn.trained.terminal_order.init")
 def check_trained_terminal_order_init(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import terminal_order
 
     return terminal_order(_trained_runs(profile, "init"), "init")
 
 
-@claim("dyn.trained.terminal_order.trained", expected_status="INCONCLUSIVE", source=f"{TRAINED_SRC}; Thm 4.1, 4.3",
-       statement="After training to a fit, similarity rises with depth fastest under Post-LN, "
-                 "slower under Pre-LN, Mix-LN and nGPT",
-       kind="experiment", tolerance="paired t on (cos_L - cos_1)/(L - 1): post > pre, mixln, ngpt, "
-                                    "Holm alpha 0.05; fitted runs only", cost="slow",
-       expected_from="statement", origin="the ordering of the statement, no number")
+@claim("dyn.trained.terminal_order.trained")
 def check_trained_terminal_order_trained(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import terminal_order
 
     return terminal_order(_trained_runs(profile, "trained"), "trained")
 
 
-@claim("dyn.trained.preln_norm_growth.init", expected_status="FAIL", source=f"{TRAINED_SRC}; Thm 4.3(i) (r ~ t)",
-       statement="At initialization Pre-LN's residual norm grows linearly with depth (exponent 1)",
-       kind="experiment", tolerance="95% t-interval of the mean slope of log r_j on log j (j >= 1) "
-                                    "inside [0.75, 1.25]; outside it: FAIL", cost="fast",
-       expected_from="paper", origin="the theory's r ~ t (exponent 1; Thm 4.3(i), r(t) >= (1-delta)t)")
+@claim("dyn.trained.preln_norm_growth.init")
 def check_trained_preln_norm_growth_init(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import preln_norm_growth
 
     return preln_norm_growth(_trained_runs(profile, "init"), "init")
 
 
-@claim("dyn.trained.preln_norm_growth.trained", expected_status="INCONCLUSIVE", source=f"{TRAINED_SRC}; Thm 4.3(i) (r ~ t)",
-       statement="After training to a fit, Pre-LN's residual norm grows linearly with depth",
-       kind="experiment", tolerance="95% t-interval of the mean slope of log r_j on log j (j >= 1) "
-                                    "inside [0.75, 1.25]; outside it: FAIL; fitted runs only",
-       cost="slow", expected_from="paper", origin="the theory's r ~ t (exponent 1)")
+@claim("dyn.trained.preln_norm_growth.trained")
 def check_trained_preln_norm_growth_trained(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import preln_norm_growth
 
     return preln_norm_growth(_trained_runs(profile, "trained"), "trained")
 
 
-@claim("dyn.trained.collapse_recursion.init", expected_status="FAIL", source=f"{COLLAPSE_SRC}; Stage I, Thm 3.2 iterated",
-       statement="At initialization the per-layer t_sim of Post-LN and Pre-LN models follows the "
-                 "recursion t <- t + Delta_attn(s, t) with the model's own s and initial t "
-                 "(attention only, so no Delta_FFN); an init-time prediction, not tested trained",
-       kind="experiment", tolerance="seed-averaged |t_sim - recursion| <= 0.05 at every layer of "
-                                    "every (scheme, task, depth) (collapse.stack_post_*'s tolerance)",
-       cost="fast", expected_from="derivation",
-       origin="theory.collapse.recursion.recursion (the closure's one-step law iterated) with s = "
-              "|sum_h W_V W_O|_F^2/d read from the weights and t0 from the first state; the "
-              "measured t_sim is the model's forward pass read at its capture points",
-       derived_by="resharpen.theory.collapse.recursion.recursion")
+@claim("dyn.trained.collapse_recursion.init")
 def check_trained_collapse_recursion_init(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import recursion_at_init
 
     return recursion_at_init(_trained_runs(profile, "init"))
 
 
-@claim("dyn.trained.collapse_backward_gain.init", expected_status="INCONCLUSIVE", source=f"{COLLAPSE_SRC}; Thm 3.6",
-       statement="At initialization every Post-LN norm in a layer of high input similarity "
-                 "(mean pairwise cosine >= 0.9) has backward gain < 1",
-       kind="experiment", tolerance="every gain < 1; fewer than 5 such norms: inconclusive",
-       cost="fast", expected_from="statement", origin="the bound 1 of the statement (contraction)")
+@claim("dyn.trained.collapse_backward_gain.init")
 def check_trained_collapse_backward_gain_init(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import backward_gain_high_similarity
 
     return backward_gain_high_similarity(_trained_runs(profile, "init"), "init")
 
 
-@claim("dyn.trained.collapse_backward_gain.trained", expected_status="INCONCLUSIVE", source=f"{COLLAPSE_SRC}; Thm 3.6",
-       statement="After training to a fit, every Post-LN norm in a layer of high input similarity "
-                 "(mean pairwise cosine >= 0.9) has backward gain < 1",
-       kind="experiment", tolerance="every gain < 1; fewer than 5 such norms: inconclusive; "
-                                    "fitted runs only",
-       cost="slow", expected_from="statement", origin="the bound 1 of the statement (contraction)")
+@claim("dyn.trained.collapse_backward_gain.trained")
 def check_trained_collapse_backward_gain_trained(profile: str) -> Outcome:
     from resharpen.experiments.dynamics.trained_checks import backward_gain_high_similarity
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 
 from resharpen.experiments.common import limits
-from resharpen.experiments.common.cli_args import (bad_input, finite_float, one_of, positive_int,
-                                                  require_finite, seed_int)
+from resharpen.experiments.common.cli_args import (PATH, bad_input, count, finite_float, nonempty,
+                                                  one_of, require_finite, seed_int)
 from resharpen.experiments.common.limits import add_max_memory
 from resharpen.theory.dynamics.schemes import SCHEMES
 
@@ -29,6 +29,16 @@ time at any horizon, but the terminal exponent of the exponential schemes (postl
 least-squares slope of log gamma' against t, and the fit squares t: far beyond 1e150 it
 overflows (at t_end = 1e300 it reported 0 instead of -2). Measured: up to 1e100 every scheme's
 exponent is its law's (-2, -3, -4 to four digits)."""
+MAX_TOKENS = 10**6
+"""The most tokens n of ``dynamics ode`` (the ODE of n symmetric tokens, one scalar equation at any
+n) and of the particle simulations (also bounded by --max-memory)."""
+MAX_WIDTH = 10**6
+"""The widest token dimension d of the particle simulations and stacks (also --max-memory)."""
+MAX_LAYERS = 10**4
+"""The deepest ``dynamics stacks`` (the papers' stacks have at most a few hundred layers; each
+layer costs n^2 d per scheme)."""
+MAX_OUTPUT_TIMES = 10**5
+"""The most output times of ``dynamics simulate --samples``."""
 
 
 def add_dynamics(sub) -> None:
@@ -36,21 +46,30 @@ def add_dynamics(sub) -> None:
     dsub = p.add_subparsers(dest="dynamics_command", required=True, parser_class=type(p))
 
     o = dsub.add_parser("ode", help="symmetric-start scalar ODE: gamma'(0), gamma(T), terminal exponent")
-    o.add_argument("--beta", type=finite_float, default=5.0)
-    o.add_argument("--n", type=positive_int, default=256)
-    o.add_argument("--t-end", type=finite_float, default=2000.0)
-    o.add_argument("--r0", type=finite_float, default=1.0)
-    o.add_argument("--json", metavar="PATH", help="write the table as JSON ('-' = stdout)")
+    o.add_argument("--beta", type=finite_float, default=5.0,
+                   help="inverse temperature beta of the attention (default 5)")
+    o.add_argument("--n", type=count(MAX_TOKENS), default=256,
+                   help=f"number of tokens n >= 2 (default 256, at most {MAX_TOKENS:,})")
+    o.add_argument("--t-end", type=finite_float, default=2000.0,
+                   help=f"the horizon T of the solve (default 2000, at most {MAX_ODE_T_END:g})")
+    o.add_argument("--r0", type=finite_float, default=1.0,
+                   help="the tokens' initial radius r(0) > 0 (default 1)")
+    o.add_argument("--json", metavar="PATH", type=PATH,
+                   help="write the table as JSON ('-' = stdout)")
     o.set_defaults(handler=run_ode)
 
     s = dsub.add_parser("simulate", help="particle simulation of NA; prints mean cosine and radius")
     s.add_argument("--scheme", required=True, choices=SCHEMES,
                    type=one_of(SCHEMES, "unknown scheme {!r}; allowed: {}"),
                    help="the normalization scheme")
-    s.add_argument("--n", type=positive_int, default=32)
-    s.add_argument("--d", type=positive_int, default=16)
-    s.add_argument("--beta", type=finite_float, default=1.0)
-    s.add_argument("--t-end", type=finite_float, default=20.0)
+    s.add_argument("--n", type=count(MAX_TOKENS), default=32,
+                   help=f"number of tokens n >= 2 (default 32, at most {MAX_TOKENS:,})")
+    s.add_argument("--d", type=count(MAX_WIDTH), default=16,
+                   help=f"token dimension d (default 16, at most {MAX_WIDTH:,})")
+    s.add_argument("--beta", type=finite_float, default=1.0,
+                   help="inverse temperature beta of the attention (default 1)")
+    s.add_argument("--t-end", type=finite_float, default=20.0,
+                   help=f"the simulated time (default 20, at most {MAX_SIMULATE_T_END:g})")
     s.add_argument("--start", default="uniform", choices=STARTS,
                    type=one_of(STARTS, "unknown start {!r}; allowed: {}"),
                    help="the initial tokens (default uniform)")
@@ -58,28 +77,38 @@ def add_dynamics(sub) -> None:
                    help="Q = K = V = I, or random N(0, 1/d) matrices (seeded)")
     s.add_argument("--tau", type=finite_float, default=2.0, help="Mix-LN switch time")
     s.add_argument("--alpha0", type=finite_float, default=1.0, help="nGPT alpha")
-    s.add_argument("--seed", type=seed_int, default=0)
-    s.add_argument("--samples", type=positive_int, default=11, help="output times")
-    s.add_argument("--json", metavar="PATH", help="write the trajectory summary as JSON ('-' = stdout)")
+    s.add_argument("--seed", type=seed_int, default=0,
+                   help="seed of the start and the random Q, K, V (default 0)")
+    s.add_argument("--samples", type=count(MAX_OUTPUT_TIMES), default=11,
+                   help=f"output times (default 11, at most {MAX_OUTPUT_TIMES:,})")
+    s.add_argument("--json", metavar="PATH", type=PATH,
+                   help="write the trajectory summary as JSON ('-' = stdout)")
     add_max_memory(s)
     s.set_defaults(handler=run_simulate)
 
     k = dsub.add_parser("stacks", help="random-weight stacks: cosine similarity per layer")
-    k.add_argument("--n", type=positive_int, default=32)
-    k.add_argument("--d", type=positive_int, default=512)
-    k.add_argument("--layers", type=positive_int, default=64)
-    k.add_argument("--seed", type=seed_int, default=0)
+    k.add_argument("--n", type=count(MAX_TOKENS), default=32,
+                   help=f"number of tokens n >= 2 (default 32, at most {MAX_TOKENS:,})")
+    k.add_argument("--d", type=count(MAX_WIDTH), default=512,
+                   help=f"token dimension d (default 512, at most {MAX_WIDTH:,})")
+    k.add_argument("--layers", type=count(MAX_LAYERS), default=64,
+                   help=f"depth of the stacks (default 64, at most {MAX_LAYERS:,})")
+    k.add_argument("--seed", type=seed_int, default=0, help="seed of the weights (default 0)")
     k.add_argument("--tied", action="store_true", help="Q = K = V = I in every layer")
-    k.add_argument("--json", metavar="PATH", help="write per-layer curves as JSON ('-' = stdout)")
+    k.add_argument("--json", metavar="PATH", type=PATH,
+                   help="write per-layer curves as JSON ('-' = stdout)")
     add_max_memory(k)
     k.set_defaults(handler=run_stacks_cmd)
 
     t = dsub.add_parser("trained", help="real models of every scheme at init and trained to a "
-                                        "fit (issue 25): train or load the set, print its tables")
-    t.add_argument("--profile", choices=("quick", "full"), default="quick")
-    t.add_argument("--task", nargs="*", choices=("tomita3", "dyck1"), help="only these tasks")
-    t.add_argument("--scheme", nargs="*", help="only these schemes (model.norm names)")
-    t.add_argument("--depth", nargs="*", type=positive_int, help="only these depths")
+                                        "fit: train or load the set, print its tables")
+    t.add_argument("--profile", choices=("quick", "full"), default="quick",
+                   help="the set's size: quick (the default, depth 4) or full (depths 8 and 24)")
+    t.add_argument("--task", nargs="+", choices=("tomita3", "dyck1"), help="only these tasks")
+    t.add_argument("--scheme", nargs="+", type=nonempty("a scheme name"),
+                   help="only these schemes (model.norm names)")
+    t.add_argument("--depth", nargs="+", type=count(MAX_LAYERS),
+                   help="only these depths, each one of the profile's (quick: 4; full: 8, 24)")
     t.set_defaults(handler=run_trained)
 
 
@@ -236,10 +265,17 @@ def run_trained(args) -> int:
     from resharpen.experiments.dynamics.trained import SCHEMES as MODEL_SCHEMES
     from resharpen.experiments.dynamics.trained import main
 
+    from resharpen.experiments.dynamics.trained import PROFILES as SETS
+
     with bad_input():
         for scheme in args.scheme or ():
             if scheme not in MODEL_SCHEMES:
                 raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(MODEL_SCHEMES)}")
+        depths = SETS[args.profile].depths
+        for depth in args.depth or ():
+            if depth not in depths:  # a depth the set does not train: empty tables otherwise
+                raise ValueError(f"--depth {depth} is not a depth of the {args.profile} "
+                                 f"profile's set; allowed: {', '.join(map(str, depths))}")
     argv = ["--profile", args.profile]
     for flag, values in (("--task", args.task), ("--scheme", args.scheme),
                          ("--depth", args.depth)):

@@ -315,14 +315,10 @@ def _group_lock(path: Path | None):
     if path is None:
         yield
         return
-    import fcntl
+    from resharpen.experiments.common.io import hold_lock
 
-    with open(path.with_name(path.name + ".lock"), "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with hold_lock(path.with_name(path.name + ".lock"), "", wait=True):  # never follows a link
+        yield
 
 
 def trained_set(profile: str = "quick", out: str | Path | None = OUT,

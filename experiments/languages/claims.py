@@ -140,29 +140,14 @@ def known_counts(name: str, profile: str) -> Outcome:
 
 def oracle_agreement_claim(claim_id: str, name: str) -> None:
     """Register the claim that language ``name``'s automaton agrees with its oracle."""
-    @claim(claim_id, source=SOURCE,
-           statement=f"{name}: the legal-next set of every short prefix equals the independent "
-                     f"oracle's, word counts agree, sampled words are members",
-           kind="numeric", tolerance="exact", cost="fast",
-           expected_from="derivation",
-           origin="the legal-next sets and word counts enumerated from the language's membership"
-                  " predicate (experiments.tasks.base.oracle_legal_sets: brute force over words,"
-                  " no automaton) against the task's automaton",
-           derived_by="resharpen.experiments.tasks.base.oracle_legal_sets")
+    @claim(claim_id)
     def check_oracle_agreement(profile: str) -> Outcome:
         return agreement(name, profile)
 
 
 def known_counts_claim(claim_id: str, name: str) -> None:
     """Register the claim that language ``name`` has its known number of words per length."""
-    known_source = CASES[name].known_source
-
-    @claim(claim_id, source=f"known sequence: {known_source}",
-           statement=f"{name}: number of words of each length = {known_source}",
-           kind="numeric", tolerance="exact", cost="fast",
-           expected_from="paper",
-           origin=f"the published sequence {known_source}, computed in the check's table from its"
-                  f" closed form or recurrence, against the automaton's word counts")
+    @claim(claim_id)
     def check_known_counts(profile: str) -> Outcome:
         return known_counts(name, profile)
 
@@ -218,17 +203,7 @@ def rank_draws(task, count: int, length: int, seed: int) -> tuple[int, dict[int,
             {int(k): rank[(sizes == k) & chosen] for k in np.unique(sizes) if k >= 2})
 
 
-@claim("lang.sampler_uniform", source=SOURCE,
-       statement="every sampler draws each token uniformly from the legal-next set of its "
-                 "prefix: no illegal token, and each legal token's probability within 20 % of "
-                 "1/k (k the set's size), shown by equivalence tests",
-       kind="numeric", tolerance="no illegal token; TOST per (language, set size k, token): the "
-                                 "frequency within (1 +- 0.2)/k (margin fixed beforehand), Holm "
-                                 "over all, alpha 0.05; set sizes with < 1000 k draws untested",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's uniform 1/k over each legal-next set, with the equivalence margin"
-              " UNIFORM_MARGIN/k fixed beforehand (TOST)")
+@claim("lang.sampler_uniform")
 def check_sampler_uniform(profile: str) -> Outcome:
     """Uniformity is a claim of no effect, so it is shown by an equivalence test (a chi-square
     that does not reject shows nothing): per legal-set size, the indicator of each rank, TOST
@@ -273,13 +248,7 @@ def check_sampler_uniform(profile: str) -> Outcome:
 PERFT = (4, 12, 56, 244, 1396, 8200, 55092, 390216)  # published perft counts, depths 1..8
 
 
-@claim("othello.perft", source="published Othello perft counts (initial position)",
-       statement="bitboard perft from the initial position, depths 1..6 (full: 1..8) = "
-                 "4, 12, 56, 244, 1396, 8200 (, 55092, 390216)",
-       kind="numeric", tolerance="exact", cost="fast",
-       expected_from="paper",
-       origin="the published Othello perft counts from the initial position (PERFT, typed in the"
-              " module) against the bitboard move generator")
+@claim("othello.perft")
 def check_othello_perft(profile: str) -> Outcome:
     from resharpen.experiments.tasks.othello import perft
 
@@ -291,12 +260,7 @@ def check_othello_perft(profile: str) -> Outcome:
                           "dead end")
 
 
-@claim("othello.reference_perft", source="published Othello perft counts (initial position)",
-       statement="the square-by-square reference rules give the same perft counts, depths 1..5 "
-                 "(full: 1..6)", kind="numeric", tolerance="exact", cost="fast",
-       expected_from="paper",
-       origin="the published Othello perft counts (PERFT) against the square-by-square reference"
-              " rules")
+@claim("othello.reference_perft")
 def check_othello_reference_perft(profile: str) -> Outcome:
     from resharpen.experiments.tasks.othello import reference_perft
 
@@ -307,16 +271,7 @@ def check_othello_reference_perft(profile: str) -> Outcome:
                    detail="plain recursion over a 64-square list board, no bit tricks")
 
 
-@claim("othello.generator_vs_reference", source="reconstructed (OthelloGPT synthetic data, "
-       "arXiv 2510.08341 v1)",
-       statement="every generated game is legal under the reference rules, and the legal-next "
-                 "sets (implicit passes, PAD at game end) equal the reference's at every move",
-       kind="numeric", tolerance="exact", cost="fast",
-       expected_from="derivation",
-       origin="the square-by-square reference rules "
-              "(experiments.tasks.othello.reference_replay: a 64-square list board, no bit "
-              "tricks) against the bitboard generator's games and legal-next masks",
-       derived_by="resharpen.experiments.tasks.othello.reference_replay")
+@claim("othello.generator_vs_reference")
 def check_othello_generator_vs_reference(profile: str) -> Outcome:
     import numpy as np
 
@@ -349,14 +304,7 @@ def solved_game_moves() -> str:
     return " ".join(letters[i:i + 2] for i in range(0, len(letters), 2))
 
 
-@claim("othello.solved_game", source="arXiv 2310.19387 (Othello is solved), Fig. 1",
-       statement="the published perfectly played game is legal under both rule implementations "
-                 "(which agree on the legal-next set after every move), fills the board and "
-                 "ends in a 32-32 draw", kind="numeric", tolerance="exact",
-       cost="fast",
-       expected_from="paper",
-       origin="Takizawa's perfectly played game (arXiv 2310.19387 Fig. 1: 60 moves, a 32-32 "
-              "draw), typed in SOLVED_GAME, replayed on both rule implementations")
+@claim("othello.solved_game")
 def check_othello_solved_game(profile: str) -> Outcome:
     import numpy as np
 

@@ -74,15 +74,7 @@ def grid_shape(configs: list[dict]) -> str:
             f"ID invalid mass <= {' / '.join(f'{f:g}' for f in fits)}")
 
 
-@claim("langtrain.eval.exact_and_uniform",
-       source="reconstructed (definitions, docs/task_training.md)",
-       statement="a model whose logits are log p* has invalid mass 0, TV 0 and KL 0 at every "
-                 "length; the uniform model has invalid mass 1 - |N|/|V| and KL log(|V|/|N|)",
-       kind="numeric", tolerance="1e-12 absolute, every length, 5 tasks", cost="fast",
-       expected_from="statement",
-       origin="the statement's values: 0 for a model whose logits are log p*, and 1 - |N|/|V| "
-              "and log(|V|/|N|) for the uniform model, computed in the check from the legal-next"
-              " set sizes, against the evaluation code (languages.train.evaluate)")
+@claim("langtrain.eval.exact_and_uniform")
 def check_eval_exact_and_uniform(profile: str) -> Outcome:
     import torch
     from torch import nn
@@ -356,85 +348,22 @@ def averaging_effect(profile: str, weights: str, othello_only: bool) -> Outcome:
                   + averaged_note(rows, weights))
 
 
-@claim("langtrain.ema.ood_invalid_mass",
-       source=f"{PAPER} v1 abstract (EMA vs noisy updates), v2 (formal-language suite)",
-       statement="on every task of the grid, EMA weights have lower OOD invalid mass than the "
-                 "raw weights of the same run (paired within runs, every scheme and seed whose "
-                 "raw weights learned the task and whose EMA weights reached the run's stated "
-                 "fit too: matched fit; kept at the raw weights' fit step in the quick grid, at "
-                 "their own in the paper and full grids; one test per task); quick: dyck1, "
-                 "anbn, shuffle_dyck2, Set Complement (v = 16) x pre/post/attn_out x 5 seeds, "
-                 "fit 0.015",
-       kind="experiment",
-       tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
-                 f"Holm-adjusted p < {ALPHA} over the grid's family; only runs whose raw weights "
-                 f"have ID invalid mass <= {LEARNED_ID} and whose averaged weights reached the "
-                 "run's stated fit (<= 0.015 quick); < 5 such runs per task is INCONCLUSIVE",
-       expected_status="INCONCLUSIVE", cost="slow",
-       expected_from="statement",
-       origin="the statement's effect sign (EMA minus raw OOD invalid mass < 0, paired within "
-              "each run) at Holm-adjusted alpha 0.05; no theory value enters")
+@claim("langtrain.ema.ood_invalid_mass")
 def check_ema_ood_invalid_mass(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=False)
 
 
-@claim("langtrain.bema.ood_invalid_mass",
-       source=f"{PAPER} v1 (BEMA improves length generalization)",
-       statement="on every task of the grid, BEMA weights have lower OOD invalid mass than the "
-                 "raw weights of the same run (paired within runs, every scheme and seed whose "
-                 "raw weights learned the task and whose BEMA weights reached the run's stated "
-                 "fit too: matched fit; kept at the raw weights' fit step in the quick grid, at "
-                 "their own in the paper and full grids; one test per task); quick: dyck1, "
-                 "anbn, shuffle_dyck2, Set Complement (v = 16) x pre/post/attn_out x 5 seeds, "
-                 "fit 0.015",
-       kind="experiment",
-       tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
-                 f"Holm-adjusted p < {ALPHA} over the grid's family; only runs whose raw weights "
-                 f"have ID invalid mass <= {LEARNED_ID} and whose averaged weights reached the "
-                 "run's stated fit (<= 0.015 quick); < 5 such runs per task is INCONCLUSIVE",
-       expected_status="INCONCLUSIVE", cost="slow",
-       expected_from="statement",
-       origin="the statement's effect sign (BEMA minus raw OOD invalid mass < 0, paired within "
-              "each run) at Holm-adjusted alpha 0.05; no theory value enters")
+@claim("langtrain.bema.ood_invalid_mass")
 def check_bema_ood_invalid_mass(profile: str) -> Outcome:
     return averaging_effect(profile, "bema", othello_only=False)
 
 
-@claim("langtrain.othello.ema_ood",
-       source=f"{PAPER} v1 abstract: on OthelloGPT 'EMA again improves length generalization'",
-       statement="on Othello trained to L_train moves, EMA weights have lower invalid mass "
-                 "after moves L_train+1..59 than the raw weights of the same run (paired "
-                 "within each run, every placement and seed whose raw weights learned the "
-                 "legal moves in distribution)",
-       kind="experiment",
-       tolerance=f"paired t on the per-run differences (Wilcoxon reported), one-sided, "
-                 f"Holm-adjusted p < {ALPHA} over the family of the runs it reads; only runs "
-                 f"whose raw weights have ID invalid mass <= {LEARNED_ID} and whose EMA weights "
-                 "reached the run's stated fit (Othello: 0.05); < 5 such runs is INCONCLUSIVE", expected_status="INCONCLUSIVE", cost="slow",
-       expected_from="statement",
-       origin="the statement's effect sign (EMA minus raw invalid mass after move L_train < 0, "
-              "paired within each run) at Holm-adjusted alpha 0.05; no theory value enters")
+@claim("langtrain.othello.ema_ood")
 def check_othello_ema_ood(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=True)
 
 
-@claim("langtrain.postnorm.ood_invalid_mass",
-       source=f"{PAPER} v2 (Post-Norm resharpens attention)",
-       statement="on every task of the grid, post and attn_out each have lower OOD invalid mass "
-                 "than the grid's control (none when the grid has it, else Pre-Norm), paired by "
-                 "seed at matched fit (raw weights, both runs trained with the soft target to "
-                 "the grid's ID fit); quick: dyck1, anbn, shuffle_dyck2 x pre/post/attn_out "
-                 "x 5 seeds, fit 0.015, OOD lengths 21-60, and Set Complement (v = 16, "
-                 "L_train 4, OOD lengths 5-15)",
-       kind="experiment",
-       tolerance=f"paired t per (task, placement) (Wilcoxon reported), one-sided, Holm-adjusted "
-                 f"p < {ALPHA} over the grid's family; PASS when every task shows it, FAIL when "
-                 "one shows the opposite; only pairs whose runs both have raw ID invalid mass "
-                 f"<= {LEARNED_ID}; < 5 pairs per task is INCONCLUSIVE",
-       expected_status="FAIL", cost="slow",
-       expected_from="statement",
-       origin="the statement's effect sign (placement minus control OOD invalid mass < 0, paired"
-              " by task and seed) at Holm-adjusted alpha 0.05; no theory value enters")
+@claim("langtrain.postnorm.ood_invalid_mass")
 def check_postnorm_ood_invalid_mass(profile: str) -> Outcome:
     rows, _, _ = grid_rows(profile)
     raw = [r for r in learned(rows) if r["weights"] == "raw"]
@@ -451,22 +380,7 @@ def check_postnorm_ood_invalid_mass(profile: str) -> Outcome:
                   extra=f"per task and placement, mean of {'/'.join(POST_NORMS)} - {control}: "
                         + ", ".join(means))
 
-@claim("langtrain.postnorm.pooled_log_ratio",
-       source=f"{PAPER} v2 (Post-Norm resharpens attention)",
-       statement="pooled over the grid's tasks on one scale, post and attn_out each have lower OOD "
-                 "invalid mass than the control at the same task and seed: the mean of "
-                 "log(OOD mass of the placement / OOD mass of the control) over (task, seed) "
-                 "pairs is < 0 (raw weights, both runs trained to the grid's ID fit); the "
-                 "per-task table is langtrain.postnorm.ood_invalid_mass",
-       kind="experiment",
-       tolerance=f"one-sample t of the log ratios against 0 per placement (Wilcoxon reported), "
-                 f"one-sided, Holm-adjusted p < {ALPHA} over the grid's family; only pairs "
-                 f"whose runs both have raw ID invalid mass <= {LEARNED_ID}; < 5 pairs is "
-                 "INCONCLUSIVE", expected_status="INCONCLUSIVE", cost="slow",
-       expected_from="statement",
-       origin="the statement's effect sign (mean log ratio of placement to control OOD invalid "
-              "mass < 0, paired by task and seed) at Holm-adjusted alpha 0.05; no theory value "
-              "enters")
+@claim("langtrain.postnorm.pooled_log_ratio")
 def check_postnorm_pooled_log_ratio(profile: str) -> Outcome:
     return decide("langtrain.postnorm.pooled_log_ratio", profile)
 
@@ -566,23 +480,11 @@ _NOISE_TOLERANCE = (f"one-sample t of the per-seed slopes against 0 (Wilcoxon re
                     "at matched fit is INCONCLUSIVE")
 
 
-@claim("langtrain.noise.ema_gain_falls_with_k",
-       source=f"{PAPER} v1 (EMA helps when updates are noisy); issue 21 req. 4",
-       statement=_NOISE_STATEMENT.format(avg="EMA"), kind="experiment",
-       tolerance=_NOISE_TOLERANCE, expected_status="INCONCLUSIVE", cost="slow",
-       expected_from="statement",
-       origin="the statement's ordering (the EMA gain rising with the label-noise variance 1/k, "
-              "slope > 0 per seed) at Holm-adjusted alpha 0.05; no theory value enters")
+@claim("langtrain.noise.ema_gain_falls_with_k")
 def check_noise_ema_gain_falls_with_k(profile: str) -> Outcome:
     return noise_decide("langtrain.noise.ema_gain_falls_with_k", profile)
 
 
-@claim("langtrain.noise.bema_gain_falls_with_k",
-       source=f"{PAPER} v1 (BEMA improves length generalization); issue 21 req. 4",
-       statement=_NOISE_STATEMENT.format(avg="BEMA"), kind="experiment",
-       tolerance=_NOISE_TOLERANCE, expected_status="INCONCLUSIVE", cost="slow",
-       expected_from="statement",
-       origin="the statement's ordering (the BEMA gain rising with the label-noise variance "
-              "1/k, slope > 0 per seed) at Holm-adjusted alpha 0.05; no theory value enters")
+@claim("langtrain.noise.bema_gain_falls_with_k")
 def check_noise_bema_gain_falls_with_k(profile: str) -> Outcome:
     return noise_decide("langtrain.noise.bema_gain_falls_with_k", profile)

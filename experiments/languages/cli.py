@@ -17,9 +17,17 @@ from pathlib import Path
 from typing import Callable
 
 from resharpen.experiments.common import limits
-from resharpen.experiments.common.cli_args import UsageError, bad_input, positive_int, seed_int
+from resharpen.experiments.common.cli_args import (MAX_WORKERS, PATH, PATTERN, UsageError,
+                                                  bad_input, count, nonempty, seed_int)
 from resharpen.experiments.common.limits import add_max_memory
 from resharpen.experiments.common.profiles import PROFILES
+from resharpen.experiments.training.config import SWEEP_FIELDS
+
+MAX_ENSEMBLE = SWEEP_FIELDS["ensemble"].hi
+MAX_SAMPLES = 10**6  # tasks sample --count: sequences printed to the terminal
+MAX_LENGTH = 10**6  # tasks sample --length (each task also has its own longest length)
+MAX_PERFT_DEPTH = 9  # experiments/tasks/othello.perft's own limit
+MAX_GAMES = 10**8  # tasks games --count (also bounded by --max-memory)
 
 
 def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
@@ -29,35 +37,47 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
     p = sub.add_parser("langs", help="train on the task suite (languages, Othello); grid; report")
     actions = p.add_subparsers(dest="action", required=True)
     t = actions.add_parser("train", help="train one model on one task and print its summary")
-    t.add_argument("task", help="task name (see `resharpen tasks list`)")
+    t.add_argument("task", type=PATTERN, help="task name (see `resharpen tasks list`)")
     t.add_argument("--set", dest="overrides", action="append", default=[],
-                   metavar="SECTION.KEY=VALUE", help="config override, e.g. model.norm=post")
-    t.add_argument("--out", default=None, help="run folder (default out/runs/<name>)")
+                   metavar="SECTION.KEY=VALUE",
+                   help="config override, e.g. model.norm=post (repeatable; the task is the "
+                        "positional argument, not task.name)")
+    t.add_argument("--out", default=None, type=PATH, help="run folder (default out/runs/<name>)")
     r = actions.add_parser("run", help="run or resume the task x norm x seed grid")
-    r.add_argument("--grid", default=None, help="grid TOML, or the name of a packaged grid "
+    r.add_argument("--grid", default=None, type=PATH,
+                   help="grid TOML, or the name of a packaged grid "
                    "(languages/grid, languages/othello, languages/long; `resharpen configs`; "
                    "a file that exists wins; default languages/grid)")
-    r.add_argument("--profile", choices=PROFILES, default="quick")
-    r.add_argument("--workers", type=positive_int, default=2)
-    r.add_argument("--backend", choices=("local", "ray"), default="local")
-    r.add_argument("--address", default=None, help="Ray address ('auto'); ray backend only")
-    r.add_argument("--only", action="append", metavar="TASK", help="run only these tasks now")
-    r.add_argument("--out", default=None, help="grid folder (default out/sweeps/<name>)")
-    r.add_argument("--ensemble", type=positive_int, default=None,
+    r.add_argument("--profile", choices=PROFILES, default="quick",
+                   help="apply the grid file's [profile.<name>] tables: quick (the default, "
+                        "minutes on 2 cores) or full")
+    r.add_argument("--workers", type=count(MAX_WORKERS), default=2,
+                   help=f"parallel runs (default 2, at most {MAX_WORKERS})")
+    r.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="run on this machine's process pool (local, the default) or as Ray "
+                        "tasks (ray)")
+    r.add_argument("--address", default=None, type=nonempty("a Ray address"),
+                   help="Ray address ('auto'); ray backend only")
+    r.add_argument("--only", action="append", metavar="TASK", type=PATTERN,
+                   help="run only these tasks now")
+    r.add_argument("--out", default=None, type=PATH,
+                   help="grid folder (default out/sweeps/<name>)")
+    r.add_argument("--ensemble", type=count(MAX_ENSEMBLE), default=None,
                    help="train up to this many runs of one task and placement (they differ in "
                         "seed) as one batched ensemble (default: the grid's sweep.ensemble; "
-                        "1 = every run alone)")
+                        f"1 = every run alone; at most {MAX_ENSEMBLE})")
     r.add_argument("--no-report", action="store_true", help="skip the report")
     q = actions.add_parser("report", help="summary tables and per-task figures of a grid folder")
-    q.add_argument("folder", help="grid folder, e.g. out/sweeps/langs-quick")
+    q.add_argument("folder", type=PATH, help="grid folder, e.g. out/sweeps/langs-quick")
     q.add_argument("--no-figs", action="store_true", help="tables only")
     c = actions.add_parser("compare", help="two grids of the same tasks, schemes and seeds, "
                            "compared run by run (B - A, paired by seed, Holm over the cells)")
-    c.add_argument("grid_a", help="grid folder A, e.g. out/sweeps/langs-paper")
-    c.add_argument("grid_b", help="grid folder B, e.g. out/sweeps/langs-paper-rope")
-    c.add_argument("--metric", default="ood_invalid_mass",
+    c.add_argument("grid_a", type=PATH, help="grid folder A, e.g. out/sweeps/langs-paper")
+    c.add_argument("grid_b", type=PATH, help="grid folder B, e.g. out/sweeps/langs-paper-rope")
+    c.add_argument("--metric", default="ood_invalid_mass", type=PATTERN,
                    help="a column of the grid table (default ood_invalid_mass)")
-    c.add_argument("--weights", choices=("raw", "ema", "bema"), default="raw")
+    c.add_argument("--weights", choices=("raw", "ema", "bema"), default="raw",
+                   help="the weight set compared: raw (the default), EMA or BEMA")
     p.set_defaults(handler=partial(run_langs, figures=figures))
 
 
@@ -148,6 +168,10 @@ def _train(args) -> int:
 
     with bad_input():  # the task, the overrides and the run folder, before torch
         overrides = parse_sets(args.overrides)
+        if "name" in overrides.get("task", {}):  # it would be replaced by the positional task
+            raise UsageError(f"--set task.name={overrides['task']['name']} has no effect: the "
+                             f"task is the positional argument (langs train TASK, here "
+                             f"{args.task!r})")
         overrides.setdefault("task", {})["name"] = args.task
         config = make_config(overrides)
         folder = Path(args.out) if args.out else run_folder(config["name"])
@@ -180,21 +204,28 @@ def add_tasks(sub) -> None:
     actions = p.add_subparsers(dest="action", required=True)
     actions.add_parser("list", help="every task with its family, vocabulary and longest length")
     s = actions.add_parser("sample", help="print sampled sequences (and their legal-next sets)")
-    s.add_argument("name", help="task name (see `resharpen tasks list`)")
-    s.add_argument("--count", type=int, default=4)
-    s.add_argument("--length", type=int, default=16)
-    s.add_argument("--seed", type=seed_int, default=0)
+    s.add_argument("name", type=PATTERN, help="task name (see `resharpen tasks list`)")
+    s.add_argument("--count", type=count(MAX_SAMPLES), default=4,
+                   help=f"sequences to print (default 4, at most {MAX_SAMPLES:,})")
+    s.add_argument("--length", type=count(MAX_LENGTH), default=16,
+                   help=f"tokens per sequence (default 16; at most {MAX_LENGTH:,} and the "
+                        "task's longest)")
+    s.add_argument("--seed", type=seed_int, default=0, help="seed of the samples (default 0)")
     s.add_argument("--param", action="append", default=[], metavar="KEY=INT",
                    help="task parameter, e.g. vocab=32 (repeatable)")
     s.add_argument("--sets", action="store_true", help="also print the legal-next set per prefix")
     add_max_memory(s)
     q = actions.add_parser("perft", help="Othello perft from the initial position")
-    q.add_argument("--depth", type=int, default=6)
+    q.add_argument("--depth", type=count(MAX_PERFT_DEPTH, low=0), default=6,
+                   help=f"plies from the initial position (default 6, at most {MAX_PERFT_DEPTH}: "
+                        "the frontier is held in memory)")
     g = actions.add_parser("games", help="write random Othello games (int8, PAD = 0) to .npy")
-    g.add_argument("--count", type=int, default=100_000)
-    g.add_argument("--length", type=int, default=60)
-    g.add_argument("--seed", type=seed_int, default=0)
-    g.add_argument("--out", required=True, help="output .npy file")
+    g.add_argument("--count", type=count(MAX_GAMES), default=100_000,
+                   help=f"games to play (default 100,000, at most {MAX_GAMES:,})")
+    g.add_argument("--length", type=count(60), default=60,
+                   help="moves per game (default 60, at most 60)")
+    g.add_argument("--seed", type=seed_int, default=0, help="seed of the games (default 0)")
+    g.add_argument("--out", required=True, type=PATH, help="output .npy file")
     add_max_memory(g)
     p.set_defaults(handler=run_tasks)
 

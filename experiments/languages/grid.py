@@ -43,10 +43,11 @@ from pathlib import Path
 import numpy as np
 
 from resharpen.experiments.training.backends import check_backend
-from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points,
+from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points, profiled_name,
                                                load_sweep, sample_configs, sweep_folder)
-from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text, dumps_json,
-                                           ensure_writable_dir, loads_json)
+from resharpen.experiments.common.io import (NUMBER, atomic_write_json, atomic_write_text,
+                                           check_shape, dumps_json, ensure_writable_dir,
+                                           read_json)
 from resharpen.experiments.training.sweep import execute, load_runs, write_rows
 from resharpen.experiments.training.runs import WEIGHT_KINDS
 from resharpen.experiments.training.schema import NORM_PLACEMENTS
@@ -90,7 +91,7 @@ def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
                          "<task>-<norm>-s<seed> (<task>-<norm>-<target>-s<seed> in a grid over "
                          "training targets), so grid task.name, model.norm, train.seed (and "
                          "the target) without repeats and keep sweep.runs at their product")
-    return {"name": base["name"] + ("-quick" if profile == "quick" else ""), "profile": profile,
+    return {"name": profiled_name(base["name"], profile), "profile": profile,
             "configs": configs, "ensemble": settings["ensemble"]}
 
 
@@ -150,9 +151,8 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
         identity["ensemble"] = size
     selected = [c for c in planned["configs"] if not only or c["task"]["name"] in only]
     from resharpen.experiments.common.io import undo_on_failure
-    from resharpen.experiments.training.sweep import LOCK_FILE
 
-    with undo_on_failure(target, remove_written=False, own_files=(LOCK_FILE,)):
+    with undo_on_failure(target, remove_written=False):
         root = ensure_writable_dir(target)
         execute(root, identity, selected, run_group, lambda: write_table(root), ensemble=size,
                 marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend,
@@ -318,11 +318,17 @@ def report(root: str | Path) -> tuple[str, dict]:
 
 
 def per_length_curves(root: str | Path) -> dict:
-    """{task: {(norm, weights): {"length": array, "<metric>": (seeds, L) array}}} of a grid."""
+    """{task: {(norm, weights): {"length": array, "<metric>": (seeds, L) array}}} of a grid, over
+    the runs that have their per-length records (a run restored from the archive has none)."""
     out: dict = {}
     for run in load_runs(root):
         c = run["config"]
-        per = loads_json((run["folder"] / "per_length.json").read_text())
+        path = run["folder"] / "per_length.json"
+        if not path.is_file():  # restored from the archive: no per-length records
+            continue
+        per = read_json(path, "run file", dict)  # {weights: [{length, metrics}]}
+        for weights, records in per.items():
+            check_shape(records, [{"length": NUMBER}], f"run file {str(path)!r}", weights)
         for weights, records in per.items():
             lines = out.setdefault(c["task"]["name"], {})
             slot = lines.setdefault((c["model"]["norm"], weights),

@@ -200,7 +200,24 @@ def save_checkpoint(folder: Path, state, step: int, history: list, args) -> None
 
 
 def load_checkpoint(folder: Path, state, device: torch.device) -> tuple[int, list]:
-    saved = torch.load(folder / CHECKPOINT, map_location=device, weights_only=False)
+    """Restore ``state`` from ``folder/checkpoint.pt``; (step, history). The file is unpickled
+    with ``weights_only=True``: tensors, numbers, strings and containers only, so a crafted
+    checkpoint whose unpickling would run code (a ``__reduce__`` payload) is refused with a
+    ValueError naming the file, and nothing of it runs."""
+    import pickle
+
+    path = folder / CHECKPOINT
+    try:
+        saved = torch.load(path, map_location=device, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"--resume: {str(path)!r} is not a checkpoint of this trainer (only "
+                         f"tensors, numbers and containers are read, never code): {reason}"
+                         ) from None
+    if not isinstance(saved, dict) or not {"model", "optimizer", "schedule", "ema", "step",
+                                           "history"} <= set(saved):
+        raise ValueError(f"--resume: {str(path)!r} is not a checkpoint of this trainer (it "
+                         "lacks model, optimizer, schedule, ema, step or history)")
     state.model.load_state_dict(saved["model"])
     state.optimizer.load_state_dict(saved["optimizer"])
     state.schedule.load_state_dict(saved["schedule"])

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from resharpen.experiments.common.io import atomic_write_text, dumps_json
+from resharpen.experiments.common.io import atomic_write_text, dumps_json, read_json
 from resharpen.experiments.ledger.registry import STATUSES, Claim, Record
 
 BASELINES = Path(__file__).resolve().parents[1] / "configs" / "ledger"
@@ -41,7 +41,10 @@ def read(path: str | Path, profile: str) -> dict[str, dict]:
     provenance's) is refused."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
+        try:
+            data = read_json(path, "ledger baseline", dict)  # capped: never /dev/zero to the end
+        except ValueError as exc:
+            raise ValueError(f"{path} is not a ledger baseline ({exc})") from None
         claims = data["claims"]
         found_profile = data["profile"]
         if isinstance(claims, list):  # a ledger JSON: its records' statuses

@@ -38,7 +38,9 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-KINDS = ("symbolic", "numeric", "experiment")
+from resharpen.experiments.ledger.declarations import (COSTS, EXPECTED_STATUSES,  # noqa: F401
+                                                       KINDS, ORIGINS)
+
 STATUSES = ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")
 """PASS and FAIL: the measurement agrees / disagrees with the expectation at the tolerance fixed
 beforehand (an experiment claim: its effect shown / the opposite effect shown, after Holm).
@@ -46,17 +48,6 @@ INCONCLUSIVE: the data cannot decide (too few runs for the test's power, runs th
 the task, a tiny grid, a standard error that is not finite, or a test that shows neither
 direction); the detail says why and which command would decide it. ERROR: the check itself
 raised."""
-EXPECTED_STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
-"""The statuses a claim may declare as expected (a check that raises is never expected)."""
-ORIGINS = ("paper", "derivation", "statement", "regression")
-"""Where a claim's expected value comes from (``@claim(expected_from=...)``): a number printed
-in a paper; an independent derivation (``derived_by``: the functions computing it, sharing no
-theory or construction function with the measurement); a constant of the statement (0 for an
-identity's residual, a bound, an ordering, a sign); a value recorded from this code."""
-COSTS = ("fast", "slow")
-"""A claim's cost class: ``slow`` claims run in the ``slow`` test suite only."""
-
-
 @dataclass(frozen=True)
 class Outcome:
     """What a check measured, what the theory expects, and whether they agree."""
@@ -83,6 +74,8 @@ class Claim:
     expected_from: str = ""  # ORIGINS
     origin: str = ""  # which paper number / derivation and why independent / constant / record
     derived_by: tuple[str, ...] = ()  # "module.qualname" of the functions giving the expectation
+    expected_full: str = ""  # its status at full size ("" = not yet decided at full size)
+    figures: tuple[str, ...] = ()  # the figures (paper_figs scripts) that show it
 
 
 @dataclass(frozen=True)
@@ -105,61 +98,31 @@ class Record:
 _REGISTRY: dict[str, Claim] = {}
 
 
-def claim(id: str, *, source: str, statement: str, kind: str, tolerance: str, cost: str,
-          erratum: bool = False, expected_status: str = "PASS", expected_from: str | None = None,
-          origin: str = "", derived_by: str | Sequence[str] = ()) -> Callable:
-    """Decorator registering ``check(profile) -> Outcome`` as the check of a claim.
-
-    ``cost`` (``fast`` | ``slow``) and ``expected_status`` (its quick-profile status, ``PASS``
-    unless a known finding is FAIL or the quick data are INCONCLUSIVE) are declared here once;
-    the baseline, the README's table and the tests' selections are checked against them.
-    ``expected_from`` (one of :data:`ORIGINS`) with ``origin`` (a non-empty sentence) says where
-    the expected value comes from; ``derived_by`` ("module.qualname", one or several) names the
-    functions of an independent derivation, required when ``expected_from == "derivation"``.
-    A missing or unknown origin is a ValueError naming the claim."""
-    if kind not in KINDS:
-        raise ValueError(f"claim kind {kind!r} is not one of {KINDS}")
-    if cost not in COSTS:
-        raise ValueError(f"claim {id!r}: cost {cost!r} is not one of {COSTS}")
-    if expected_status not in EXPECTED_STATUSES:
-        raise ValueError(f"claim {id!r}: expected_status {expected_status!r} is not one of "
-                         f"{EXPECTED_STATUSES}")
-    derived_by = (derived_by,) if isinstance(derived_by, str) else tuple(derived_by)
-    validate_origin(id, expected_from, origin, derived_by)
-
+def claim(id: str) -> Callable:
+    """Decorator registering ``check(profile) -> Outcome`` as the check of claim ``id``, whose
+    metadata is declared once in the TOML file beside the check's module
+    (:mod:`.declarations`): source, statement, kind, tolerance, cost, the expected quick and
+    full statuses, where the expected value comes from and the figures that show it. A claim
+    without a declaration, or registered from two modules, is a ValueError naming it."""
     def register(check: Callable[[str], Outcome]) -> Callable[[str], Outcome]:
-        if id in _REGISTRY and _REGISTRY[id].module != check.__module__:
+        from resharpen.experiments.ledger.declarations import declaration
+
+        module = check.__module__
+        if id in _REGISTRY and _REGISTRY[id].module != module:
             raise ValueError(f"claim id {id!r} is registered twice "
-                             f"({_REGISTRY[id].module} and {check.__module__})")
-        _REGISTRY[id] = Claim(id, source, statement, kind, tolerance, check, erratum,
-                              check.__module__, expected_status, cost, expected_from, origin,
-                              derived_by)
+                             f"({_REGISTRY[id].module} and {module})")
+        entry = declaration(module, id)
+        if entry is None:
+            raise ValueError(f"claim {id!r} has no declaration (in {module}'s TOML file, or "
+                             "declared in code with ledger.declarations.declare)")
+        _REGISTRY[id] = Claim(id, entry["source"], entry["statement"], entry["kind"],
+                              entry["tolerance"], check, entry.get("erratum", False), module,
+                              entry["quick"], entry["cost"], entry["expected_from"],
+                              entry["origin"], tuple(entry.get("derived_by", ())),
+                              entry.get("full", ""), tuple(entry.get("figures", ())))
         return check
 
     return register
-
-
-def validate_origin(id: str, expected_from: str | None, origin: str,
-                    derived_by: tuple[str, ...]) -> None:
-    """ValueError naming the claim unless ``expected_from`` is one of :data:`ORIGINS`, ``origin``
-    says something, ``derived_by`` holds dotted names, and a ``"derivation"`` names at least one
-    derivation function."""
-    if expected_from is None:
-        raise ValueError(f"claim {id!r}: expected_from is missing; say where its expected value "
-                         f"comes from, one of {ORIGINS}")
-    if expected_from not in ORIGINS:
-        raise ValueError(f"claim {id!r}: expected_from {expected_from!r} is not one of {ORIGINS}")
-    if not isinstance(origin, str) or not origin.strip():
-        raise ValueError(f"claim {id!r}: origin is missing; say which paper number, which "
-                         "derivation (and why it shares no code with the measurement), which "
-                         "constant of the statement or which recorded value")
-    if any(not isinstance(n, str) or not n.startswith("resharpen.") or "." not in n[10:]
-           for n in derived_by):
-        raise ValueError(f"claim {id!r}: derived_by {derived_by!r} must be "
-                         "'resharpen.<module>.<qualname>' names")
-    if expected_from == "derivation" and not derived_by:
-        raise ValueError(f"claim {id!r}: expected_from 'derivation' needs derived_by, the "
-                         "function(s) that compute the expected value")
 
 
 def registered() -> list[Claim]:
@@ -179,7 +142,10 @@ def select(claims: Iterable[Claim], patterns: Sequence[str] | None) -> list[Clai
     for pattern in patterns:
         hits = [c for c in claims if fnmatch.fnmatchcase(c.id, pattern)]
         if not hits:
-            raise ValueError(f"claim pattern {pattern!r} matches no claim; "
-                             f"known ids look like {claims[0].id!r} (see `resharpen verify --list`)")
+            from resharpen.experiments.common.cli_args import did_you_mean
+
+            hint = did_you_mean(pattern, (c.id for c in claims))
+            raise ValueError(f"claim pattern {pattern!r} matches no claim{hint}; "
+                             f"`resharpen verify --list` lists the ids")
         chosen.extend(c for c in hits if c not in chosen)
     return sorted(chosen, key=lambda c: c.id)

@@ -21,7 +21,7 @@ import types
 from typing import Callable, Iterable, Iterator
 
 from resharpen.experiments.ledger.registry import Claim
-from resharpen.experiments.common.package_files import package_relative
+from resharpen.experiments.common.package_files import shown
 
 _MACHINERY = ("resharpen.experiments.ledger.registry", "resharpen.experiments.ledger.runner",
               "resharpen.experiments.ledger.where", "resharpen.experiments.ledger.report",
@@ -50,7 +50,7 @@ def where(c: Claim) -> list[str]:
     lines: dict[tuple[str, int], list[str]] = {}
     for path, line, what in entries:
         lines.setdefault((path, line), []).append(what)
-    return [f"{package_relative(path)}:{line} {', '.join(whats)}" for (path, line), whats in lines.items()]
+    return [f"{shown(path)}:{line} {', '.join(whats)}" for (path, line), whats in lines.items()]
 
 
 def _source_line(obj: object) -> tuple[str, int]:

@@ -328,7 +328,13 @@ MLP (:class:`Block` gives each one's mathematics)."""
 class Norm(nn.Module):
     """RMSNorm  N(x) = g * x / sqrt(mean(x^2) + eps)   or
     LayerNorm N(x) = g * (x - mean x) / sqrt(var x + eps) + b, over the last axis;
-    ``learned=False``: g = 1 and b = 0, no parameters."""
+    ``learned=False``: g = 1 and b = 0, no parameters.
+
+    With eps = 0 (the constructions' exact arithmetic) the formula is 0/0 on a vector whose
+    mean square (RMSNorm) or variance (LayerNorm) is 0, such as an ablated, all-zero attention
+    output; there N(x) is defined as 0 (RMSNorm) and b (LayerNorm: g * 0 + b), the limit along
+    x = t u as t -> 0 of x / sqrt(mean(x^2) + eps) for any eps > 0, instead of NaN. Every other
+    vector gets the formula's value, bit for bit."""
 
     def __init__(self, width: int, kind: str, eps: float, learned: bool = True):
         super().__init__()
@@ -339,8 +345,15 @@ class Norm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = (x.shape[-1],)
         if self.kind == "rms":
-            return F.rms_norm(x, shape, self.gain, self.eps)
-        return F.layer_norm(x, shape, self.gain, self.bias, self.eps)
+            out = F.rms_norm(x, shape, self.gain, self.eps)
+        else:
+            out = F.layer_norm(x, shape, self.gain, self.bias, self.eps)
+        if self.eps > 0:
+            return out
+        centred = x if self.kind == "rms" else x - x.mean(-1, keepdim=True)
+        flat = (centred == 0).all(-1, keepdim=True)  # 0/0: N is 0 (RMS) or the bias (layer)
+        zero = torch.zeros((), dtype=out.dtype, device=out.device)
+        return torch.where(flat, zero if self.bias is None else self.bias, out)
 
 
 def rotary(x: torch.Tensor) -> torch.Tensor:

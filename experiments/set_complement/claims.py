@@ -34,23 +34,13 @@ TOL = 1e-9
 
 
 # ----------------------------------------------------------------------------- without a model
-@claim("sc.metrics.closed_forms", source=SRC, kind="symbolic", tolerance="exact (sympy)",
-       statement="With equal valid logits: TV = invalid mass and KL(p*||p) = -log(1 - invalid mass)",
-       cost="fast",
-       expected_from="statement",
-       origin="identities, proved in sympy "
-              "(theory.set_complement.formulas.prove_metric_identities): expected True for each")
+@claim("sc.metrics.closed_forms")
 def check_metrics_closed_forms(profile):
     proofs = sc.prove_metric_identities()
     return Outcome(str(proofs), "{'kl': True, 'tv': True}", all(proofs.values()))
 
 
-@claim("sc.lemma.logit_identity", source=SRC + ", Lemma", kind="symbolic", tolerance="exact (sympy)",
-       statement="D[x] == u - lambda_x e_x and B[x] == -u - beta_x e_x give f(t) == -beta_q e_q - sum_i w_i lambda_i e_{t_i}",
-       cost="fast",
-       expected_from="statement",
-       origin="an identity, proved in sympy with symbolic u, lambda, beta, row constants and "
-              "weights: expected True")
+@claim("sc.lemma.logit_identity")
 def check_lemma_logit_identity(profile):
     sizes = pick(profile, quick=[(6, 4)], full=[(5, 2), (6, 4), (7, 6)])
     ok = all(sc.prove_lemma_logit_identity(vv, ss) for vv, ss in sizes)
@@ -87,14 +77,7 @@ def lemma_nullspace_dimension(vocab: int, seed: int = 0) -> tuple[int, int]:
     return 2 * vocab * vocab - rank, 5 * vocab - 1
 
 
-@claim("sc.lemma.nullspace", source=SRC + ", Lemma (needs v >= 4)", kind="numeric",
-       tolerance="exact integer dimensions (SVD rank at rel 1e-10)",
-       statement="For v >= 4 the (B, D) with equal valid logits at lengths 1, 2 are exactly the lemma's (5v-1)-dim family; v = 3 admits more",
-       cost="fast",
-       expected_from="statement",
-       origin="the lemma's family dimension 5v - 1 (typed in lemma_nullspace_dimension) against "
-              "the SVD null-space dimension of the equal-valid-logit equations built from random"
-              " attention")
+@claim("sc.lemma.nullspace")
 def check_lemma_nullspace(profile):
     vocabs = pick(profile, quick=(4, 5, 8), full=(4, 5, 8, 12))
     dims = {vv: lemma_nullspace_dimension(vv) for vv in vocabs}
@@ -105,13 +88,7 @@ def check_lemma_nullspace(profile):
                    "solution-space dimension vs 5v-1; at v = 3 the lemma's hypothesis v >= 4 fails")
 
 
-@claim("sc.theorem.balanced_condition", source=SRC + ", Theorem part 3", kind="symbolic",
-       tolerance="exact (sympy)",
-       statement="Balance at length 2, w lambda_x = (1-w) lambda_y, forces A[y,x] - A[y,y] = log(lambda_y / lambda_x)",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's log(lambda_y / lambda_x), typed in the check, against "
-              "formulas.balanced_score_difference; residual 0")
+@claim("sc.theorem.balanced_condition")
 def check_theorem_balanced_condition(profile):
     lx, ly = sp.symbols("lambda_x lambda_y", positive=True)
     got = sc.balanced_score_difference()
@@ -119,27 +96,13 @@ def check_theorem_balanced_condition(profile):
     return Outcome(str(got), str(want), sp.simplify(sp.expand_log(got - want, force=True)) == 0)
 
 
-@claim("sc.theorem.harmonic_symbolic", source=SRC + ", Theorem part 3", kind="symbolic",
-       tolerance="exact (sympy)",
-       statement="With balanced scores every non-query margin w_i lambda_{t_i} equals H(t)/s (harmonic mean over s)",
-       cost="fast",
-       expected_from="statement",
-       origin="an identity (every non-query margin = H(t)/s), proved in sympy by "
-              "formulas.prove_harmonic_margin: expected True")
+@claim("sc.theorem.harmonic_symbolic")
 def check_theorem_harmonic_symbolic(profile):
     ok = all(sc.prove_harmonic_margin(n) for n in pick(profile, quick=(3, 4), full=(2, 3, 4, 6)))
     return Outcome(ok, True, ok)
 
 
-@claim("sc.theorem.two_over_s_symbolic", source="arXiv 2510.08341 ('precision decays roughly as 2/s')",
-       kind="symbolic", tolerance="exact (sympy)",
-       statement="Lemma-form logits (D[x] = u - lambda e_x, B[x] = -u - beta e_x, symbolic u), equal "
-                 "lambdas, balanced attention: the derived non-query margins give m_s / m_2 = 2/s, s = 2..v-1",
-       cost="fast",
-       expected_from="paper",
-       origin="2/s, the abstract's 'precision decays roughly as 2/s' (sp.Rational(2, s) in the "
-              "check), against margin ratios derived from lemma-form logits "
-              "(formulas.balanced_margin_ratios)")
+@claim("sc.theorem.two_over_s_symbolic")
 def check_theorem_two_over_s_symbolic(profile):
     vocabs = pick(profile, quick=(8,), full=(5, 8, 12))
     ratios = {vv: sc.balanced_margin_ratios(vv) for vv in vocabs}
@@ -152,12 +115,7 @@ def check_theorem_two_over_s_symbolic(profile):
                               f"mismatched (v, s): {wrong}")
 
 
-@claim("sc.rank.symbolic", source=SRC + ", dimension bound", kind="symbolic", tolerance="exact (sympy, v = 4)",
-       statement="det(L - XY^T) = det L det(I - Y^T L^-1 X) and M[1,0] = sum 1/lambda > 0, so rank D >= v-1",
-       cost="slow",
-       expected_from="statement",
-       origin="the statement's determinant lemma and M[1,0] = sum 1/lambda, proved in sympy "
-              "(formulas.prove_rank_bound): expected True")
+@claim("sc.rank.symbolic")
 def check_rank_symbolic(profile):
     proof = sc.prove_rank_bound(pick(profile, quick=4, full=5))
     ok = proof["determinant_lemma"] and proof["D_is_minus_low_rank_update"] and proof["M10_is_sum_inverse_lambda"]
@@ -187,13 +145,7 @@ def min_rank_random(vocab: int, trials: int, seed: int = 0) -> tuple[int, int]:
     return smallest, adversarial
 
 
-@claim("sc.rank.random", source=SRC + ", dimension bound (tight)", kind="numeric",
-       tolerance="numerical rank at rel 1e-9",
-       statement="rank(1u^T - Lambda + c1^T) >= v-1 over random lambda > 0, u, c; v-1 is attained",
-       cost="fast",
-       expected_from="statement",
-       origin="the bound v - 1 of the statement (rank >= v - 1, attained), against numerical "
-              "ranks of random and adversarial matrices")
+@claim("sc.rank.random")
 def check_rank_random(profile):
     trials = pick(profile, quick=200, full=2000)
     results = {vv: min_rank_random(vv, trials, seed=vv) for vv in (4, 5, 8, 12, 33)}
@@ -202,13 +154,7 @@ def check_rank_random(profile):
                    "(min rank over random, min rank with adversarial c)")
 
 
-@claim("sc.readout.attn_out_minimum", source=SRC + ", Post-Norm resharpens", kind="symbolic",
-       tolerance="exact (sympy)",
-       statement="attn_out margin beta g sqrt(d v/(s(v-s))) is minimal at s = v/2, value 2 beta g sqrt(d/v)",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's argmin v/2 and minimum 2 beta g sqrt(d/v), typed in the check, "
-              "against sympy's minimization (formulas.attn_out_minimum)")
+@claim("sc.readout.attn_out_minimum")
 def check_readout_attn_out_minimum(profile):
     found = sc.attn_out_minimum()
     ok = (sp.simplify(found["argmin"] - sc.v / 2) == 0
@@ -252,16 +198,7 @@ def post_K_by_bisection(vocab: int, length: int, target: float) -> float:
                         grid[i], grid[i + 1], xtol=1e-300, rtol=4 * np.finfo(float).eps))
 
 
-@claim("sc.readout.post_limit", source=SRC + ", Post-Norm resharpens", kind="symbolic",
-       tolerance="exact (sympy); the definition in numpy at K = 1e9 within rel 1e-6",
-       statement="post (N(x_q + o)) non-query margin tends to the attn_out margin "
-                 "beta g sqrt(d v/(s(v-s))) as K = lambda/beta -> infinity",
-       cost="fast",
-       expected_from="statement",
-       origin="the attn_out margin beta g sqrt(d v/(s(v-s))) as the statement prints it, typed "
-              "in the check, against the sympy limit of the derived post margin "
-              "(formulas.post_limit_large_K) and the post margin from its definition in numpy "
-              "(post_margin_explicit, no formulas code) at K = 1e9")
+@claim("sc.readout.post_limit")
 def check_readout_post_limit(profile):
     """Measured: the sympy limit of the derived post margin (formulas.readout_margin_exprs).
     Expected: the attn_out margin as the statement prints it (a constant of the statement, which
@@ -283,15 +220,7 @@ def check_readout_post_limit(profile):
                    f"(relative) over (v, s) in {pairs}")
 
 
-@claim("sc.readout.reconstruction_regression",
-       source="regression: the reconstruction's own numbers (docs/theory.md section 8, v = 12, beta = g = 1), not the paper's",
-       kind="numeric", tolerance="abs 5e-5 (4 d.p. as printed)",
-       statement="Regression check of the reconstruction's printed margins: attn_out 3.4641, 2.5690, 2.2111, 1.9149 (s=1,2,3,6); post K=6: 2.1756, 1.4958, 1.5988; K=6000: 2.5686, 1.9145, 3.4635 (s=2,6,11)",
-       cost="fast",
-       expected_from="regression",
-       origin="the margins docs/theory.md section 8 prints for the reconstruction (v = 12, beta "
-              "= g = 1), computed by this code when the reconstruction was written; the paper "
-              "prints none of them")
+@claim("sc.readout.reconstruction_regression")
 def check_readout_reconstruction_regression(profile):
     expected = [3.4641, 2.5690, 2.2111, 1.9149, 2.1756, 1.4958, 1.5988, 2.5686, 1.9145, 3.4635]
     got = list(sc.readout_margins("attn_out", 12, np.array([1, 2, 3, 6]), 1.0, 1.0, 1.0, 11)[0])
@@ -303,18 +232,7 @@ def check_readout_reconstruction_regression(profile):
                    "(they guard it against regressions; the paper prints none of them)")
 
 
-@claim("sc.readout.post_K_needed", source=SRC + ", Post-Norm resharpens", kind="numeric",
-       tolerance="rel 1e-9 against the K found by bisection on the margin's definition; "
-                 "a target above the K -> oo limit gives inf both ways",
-       statement="The K giving a post margin m solves a quadratic: its smallest positive root "
-                 "(formulas.post_K_needed) is the K at which the post margin, computed from its "
-                 "definition, first reaches m",
-       cost="fast",
-       expected_from="derivation",
-       origin="bisection (brentq) on the post margin computed from the readout's definition in "
-              "numpy (post_K_by_bisection on post_margin_explicit, no sympy, no formulas code) "
-              "against the root of the quadratic (formulas.post_K_needed)",
-       derived_by="resharpen.experiments.set_complement.claims.post_K_by_bisection")
+@claim("sc.readout.post_K_needed")
 def check_readout_post_K_needed(profile):
     """Measured: formulas.post_K_needed (the sympy root of the quadratic, lambdified). Expected:
     :func:`post_K_by_bisection`, root finding on :func:`post_margin_explicit` (numpy, from the
@@ -340,14 +258,7 @@ def check_readout_post_K_needed(profile):
                      f"gives K = {limit} (root) and {limit_bisect} (bisection)")
 
 
-@claim("sc.noise.trace_symbolic", source="arXiv 2510.08341 (noisy gradients; trace reconstructed)",
-       kind="symbolic", tolerance="exact (sympy rationals)",
-       statement="Sampled labels y ~ p*: the trace of the explicit covariance sum_y p*(y)(e_y - p*)(e_y - p*)^T is 1 - 1/(v-s)",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's closed form 1 - 1/(v - s) (formulas.GRADIENT_NOISE_TRACE, a typed"
-              " expression) against the trace of the explicit covariance sum "
-              "(formulas.gradient_noise_trace, exact rationals)")
+@claim("sc.noise.trace_symbolic")
 def check_noise_trace_symbolic(profile):
     pairs = pick(profile, quick=[(4, 1), (4, 3), (8, 2), (8, 7), (12, 5)],
                  full=[(vv, ss) for vv in (4, 8, 12, 16) for ss in range(1, vv)])
@@ -396,16 +307,7 @@ def readout_configs(norm: str, profile: str) -> list[dict]:
 def readout_margin_claim(claim_id: str, norm: str, statement: str) -> None:
     """Register the claim that placement ``norm``'s constructions have the readout margins of
     the formulas, at every length, for every variant and scale of ``readout_configs``."""
-    @claim(claim_id, source=SRC + ", readouts", kind="numeric",
-           tolerance="rel 1e-9 margins, valid spread - 1 <= 1e-9; probabilities rel 1e-9 + abs 1e-15*scale*sqrt(d)",
-           statement=statement, cost="fast",
-           expected_from="derivation",
-           origin="the readout's margin formulas "
-                  "(constructions.set_complement.theory_margins_by_length -> "
-                  "theory.set_complement.formulas.readout_margins, closed forms) against the "
-                  "margins of the built float64 torch model at every length "
-                  "(report.construction_errors)",
-           derived_by="resharpen.constructions.set_complement.theory_margins_by_length")
+    @claim(claim_id)
     def check_readout_margins(profile):
         margin, metric, where = family_error(readout_configs(norm, profile), profile)
         return Outcome(margin, f"<= {TOL}", margin <= TOL and metric <= 1.0,
@@ -418,14 +320,7 @@ readout_margin_claim("sc.readout.post", "post", "N(x + o): margin beta g sqrt(d)
 readout_margin_claim("sc.readout.pre", "pre", "The float64 torch pre model (x + o(N(x)), final N) has the post margin formula with K -> K g sqrt(d)/|c(e_x)|")
 
 
-@claim("sc.construct.tight_dimensions", source=SRC + ", construction (tight)", kind="numeric",
-       tolerance="exact integers; numerical rank at rel 1e-9",
-       statement="The tight construction has d = d_v = v-1 and rank D = v-1, and is complement-exact at every length",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's d = d_v = v - 1 = rank D, and complement-exactness against the "
-              "margin formulas (constructions.set_complement.theory_margins_by_length)",
-       derived_by="resharpen.constructions.set_complement.theory_margins_by_length")
+@claim("sc.construct.tight_dimensions")
 def check_construct_tight_dimensions(profile):
     bad = []
     for vv in VOCABS:
@@ -442,13 +337,7 @@ def check_construct_tight_dimensions(profile):
                    f"dimension mismatches {bad}" if bad else f"d = d_v = rank D = v-1 for v in {VOCABS}")
 
 
-@claim("sc.theorem.harmonic_margin", source=SRC + ", Theorem part 3", kind="numeric", tolerance="rel 1e-9",
-       statement="Balanced non-uniform lambda: non-query margins H(t)/s, query beta + H(t)/s, valid logits equal, every length",
-       cost="fast",
-       expected_from="derivation",
-       origin="H(t)/s (constructions.set_complement.theory_margins_by_length: "
-              "1/cumsum(1/lambda)) against the torch model's margins",
-       derived_by="resharpen.constructions.set_complement.theory_margins_by_length")
+@claim("sc.theorem.harmonic_margin")
 def check_theorem_harmonic_margin(profile):
     configs = [dict(variant="balanced", vocab=vv, lam=lam, beta=beta, seed=seed)
                for vv in VOCABS for lam, beta, _ in scales(profile, vv) for seed in (0, 1)]
@@ -456,13 +345,7 @@ def check_theorem_harmonic_margin(profile):
     return Outcome(margin, f"<= {TOL}", margin <= TOL and metric <= 1.0, f"worst at {where}")
 
 
-@claim("sc.theorem.two_over_s", source="arXiv 2510.08341 ('precision decays roughly as 2/s')", kind="numeric",
-       tolerance="rel 1e-9",
-       statement="Tight construction (equal lambdas, balanced): measured m_s / m_2 = 2/s at every s >= 2",
-       cost="fast",
-       expected_from="paper",
-       origin="2/s, the abstract's 'precision decays roughly as 2/s', against m_s/m_2 of the "
-              "tight torch construction")
+@claim("sc.theorem.two_over_s")
 def check_theorem_two_over_s(profile):
     worst = 0.0
     for vv in VOCABS[1:]:
@@ -474,16 +357,7 @@ def check_theorem_two_over_s(profile):
     return Outcome(worst, f"<= {TOL}", worst <= TOL)
 
 
-@claim("sc.theorem.unbalanced_breaks_2_over_s", source=SRC + ", Theorem (failure when unbalanced)", kind="numeric",
-       tolerance="rel 1e-9 to the variant formula; deviation from 2/s >= 10%",
-       statement="Self-biased attention (score a on the query): m_s/m_2 = (e^a+1)/(e^a+s-1), not 2/s; still complement-exact",
-       cost="fast",
-       expected_from="derivation",
-       origin="the variant's formula (e^a+1)/(e^a+s-1) "
-              "(constructions.set_complement.theory_margins_by_length -> unbalanced_margins) "
-              "against the torch model's margins; the 2/s of the abstract is the contrast "
-              "(deviation >= 10%)",
-       derived_by="resharpen.constructions.set_complement.theory_margins_by_length")
+@claim("sc.theorem.unbalanced_breaks_2_over_s")
 def check_theorem_unbalanced_breaks_2_over_s(profile):
     worst, deviation = 0.0, 0.0
     for vv in (8, 12, 33):
@@ -502,13 +376,7 @@ def check_theorem_unbalanced_breaks_2_over_s(profile):
                    "m_s/m_2 vs 2/s, v in (8, 12, 33), a = 1")
 
 
-@claim("sc.theorem.negative_beta", source=SRC + ", Theorem (query margin beta_q + H/s)", kind="numeric",
-       tolerance="exact (top-1 indicator per length)",
-       statement="beta < 0: the query token wins (top-1 invalid) exactly at lengths s > lambda/(-beta)",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's crossover s > lambda/(-beta), typed in the check, against the "
-              "torch model's top-1 invalid indicator")
+@claim("sc.theorem.negative_beta")
 def check_theorem_negative_beta(profile):
     mismatches, details = [], []
     for vv in (12, 33, 128):
@@ -587,14 +455,7 @@ def lemma_errors_by_profile(profile: str) -> list[dict]:
     return [lemma_model_errors(vv, seed, per_length(profile)) for vv in VOCABS[:5] for seed in seeds]
 
 
-@claim("sc.theorem.exact_all_lengths", source=SRC + ", Theorem parts 1-2", kind="numeric",
-       tolerance="rel 1e-9 (relative to lambda_max + beta_max)",
-       statement="Any lemma-form model (random u, lambda, beta, attention) is uniform on the complement at every length, margins w_i lambda_i (+beta_q)",
-       cost="fast",
-       expected_from="statement",
-       origin="the theorem's margins w_i lambda_{t_i} (+ beta_q) and equal valid logits, typed "
-              "in lemma_model_errors with the model's own attention weights as input, against "
-              "the torch logits")
+@claim("sc.theorem.exact_all_lengths")
 def check_theorem_exact_all_lengths(profile):
     errors = lemma_errors_by_profile(profile)
     margin = max(e["margin"] for e in errors)
@@ -603,13 +464,7 @@ def check_theorem_exact_all_lengths(profile):
                    f"margin error {margin:.2g}, valid-logit spread {spread:.2g}, v in {VOCABS[:5]}")
 
 
-@claim("sc.theorem.dispersion_budget", source="arXiv 2510.08341 ('softmax compresses logit displacements')",
-       kind="numeric", tolerance="<= 1e-9 (excess over the bound)",
-       statement="Lemma-form models: sum of non-query margins <= lambda_max; min_i w_i lambda_i <= lambda_max/s; min non-query margin <= lambda_max/(s-1)",
-       cost="fast",
-       expected_from="statement",
-       origin="the statement's bounds lambda_max, lambda_max/s, lambda_max/(s-1), typed in "
-              "lemma_model_errors: excess <= 0")
+@claim("sc.theorem.dispersion_budget")
 def check_theorem_dispersion_budget(profile):
     errors = lemma_errors_by_profile(profile)
     excess = {k: max(e[k] for e in errors) for k in ("budget", "displacement", "nonquery")}
@@ -617,13 +472,7 @@ def check_theorem_dispersion_budget(profile):
                    all(x <= TOL for x in excess.values()))
 
 
-@claim("sc.theorem.dispersion_min_margin_erratum", source="docs/theory.md, Theorem part 2 (our reconstruction)",
-       kind="numeric", erratum=True, tolerance="counterexample: excess > 0.1",
-       statement="The reconstruction's first 'the smallest margin is at most lambda_max/s' fails for non-query margins when the query takes little attention (true bound: lambda_max/(s-1))",
-       cost="fast",
-       expected_from="statement",
-       origin="the reconstruction's first bound lambda_max/s, typed in lemma_model_errors: a "
-              "counterexample exceeds it by > 0.1")
+@claim("sc.theorem.dispersion_min_margin_erratum")
 def check_theorem_dispersion_min_margin_erratum(profile):
     errors = lemma_errors_by_profile(profile)
     naive = max(e["naive"] for e in errors)
@@ -632,13 +481,7 @@ def check_theorem_dispersion_min_margin_erratum(profile):
                    "tokens; the query's margin adds beta_q, so it can leave the s-1 others above lambda_max/s")
 
 
-@claim("sc.model.decomposition", source="arXiv 2510.08341 (model formula, verified)", kind="numeric",
-       tolerance="abs 1e-12", statement="Placement none: logits = B[t_s] + sum_i w_i D[t_i] with B = E U, D = E W_V W_O U",
-       cost="fast",
-       expected_from="statement",
-       origin="an identity: logits = B[t_s] + sum_i w_i D[t_i], typed in the check with B, D "
-              "from the weights (Transformer.logit_matrices) and w from the model's attention, "
-              "against the model's logits")
+@claim("sc.model.decomposition")
 def check_model_decomposition(profile):
     worst = 0.0
     for vv in VOCABS[:5]:
@@ -654,13 +497,7 @@ def check_model_decomposition(profile):
     return Outcome(worst, "<= 1e-12", worst <= 1e-12)
 
 
-@claim("sc.rank.below_bound", source=SRC + ", dimension bound (tight)", kind="numeric",
-       tolerance="best J at d = v-2 >= 0.02 over all starts; tight construction J <= 1e-20",
-       statement="d = v-2 cannot be complement-exact at lengths 1 and 2 (logit objective J bounded away from 0); d = v-1 reaches J = 0",
-       cost="slow",
-       expected_from="statement",
-       origin="the statement's separation (J bounded away from 0 at d = v-2: >= 0.02; J = 0 at d"
-              " = v-1: <= 1e-20), thresholds fixed beforehand")
+@claim("sc.rank.below_bound")
 def check_rank_below_bound(profile):
     vocabs = pick(profile, quick=(4, 6), full=(4, 6, 8))
     starts, steps = pick(profile, quick=(12, 800), full=(32, 2000))
@@ -677,14 +514,7 @@ def check_rank_below_bound(profile):
                    ok, f"tight construction J: {exact}; {starts} starts x {steps} Adam steps")
 
 
-@claim("sc.noise.autograd_trace", source="arXiv 2510.08341 (noisy gradients; trace reconstructed)", kind="numeric",
-       tolerance="abs 1e-9",
-       statement="Autograd logit gradients of CE(f, y), y ~ p*, have covariance trace 1 - 1/(v-s) at every length",
-       cost="fast",
-       expected_from="derivation",
-       origin="the closed form 1 - 1/(v - s) (formulas.gradient_noise_trace_fn) against the "
-              "covariance of autograd's cross-entropy gradients, weighted by p*",
-       derived_by="resharpen.theory.set_complement.formulas.gradient_noise_trace_fn")
+@claim("sc.noise.autograd_trace")
 def check_noise_autograd_trace(profile):
     worst = 0.0
     for vv in (4, 12, 33):
@@ -706,11 +536,7 @@ def check_noise_autograd_trace(profile):
     return Outcome(worst, "<= 1e-9", worst <= 1e-9)
 
 
-@claim("sc.construct.save_load", source="package (exact round trip)", kind="numeric", tolerance="bitwise",
-       statement="save then load reproduces every construction's weights and logits bit for bit",
-       cost="fast",
-       expected_from="statement",
-       origin="bitwise identity of weights and logits after a save/load round trip")
+@claim("sc.construct.save_load")
 def check_construct_save_load(profile):
     mismatches = []
     tokens = torch.tensor([[0, 3, 1]])

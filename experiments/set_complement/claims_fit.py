@@ -80,14 +80,15 @@ def sweep_root(name: str, profile: str) -> Path | None:
     """The folder of sweep ``name``: the full one if finished (None if not), the quick one run
     (or resumed) here on 2 local workers, once: claims running in parallel ledger workers wait
     for the one that runs it (:func:`~resharpen.experiments.training.sweep.exclusive`)."""
-    from resharpen.experiments.training.config import CONFIG_DIR, check_profile, sweep_folder
+    from resharpen.experiments.training.config import (CONFIG_DIR, check_profile, result_folder,
+                                                       sweep_folder)
     from resharpen.experiments.training.sweep import exclusive, read_table
     from resharpen.experiments.set_complement.sweep import run_sweep
 
     if check_profile(profile) == "full":
         root = sweep_folder(name)
         return root if (root / "table.jsonl").exists() and read_table(root) else None
-    with exclusive(sweep_folder(f"{name}-quick")):  # claims in parallel workers share it
+    with exclusive(result_folder("sweeps", name, "quick")):  # claims in parallel workers share it
         return run_sweep(CONFIG_DIR / "set_complement" / f"{name}.toml", profile="quick",
                          workers=2, progress=False)
 
@@ -272,16 +273,7 @@ def _run_full(name: str) -> str:
 
 
 # ----------------------------------------------------------------------------- requirement 3
-@claim("fit.none.two_over_s", source=f"{PAPER}; docs/theory.md (the 2/s law of none)",
-       statement="trained to the fit (soft targets), the none placement's smallest non-query "
-                 "margin follows m_s = lambda/s in distribution: the exponent a of m_s ~ s^-a "
-                 "over s = 2..L_train lies in (0.75, 1.25)",
-       kind="experiment", tolerance="band 0.75 < a < 1.25; TOST, paired t, Holm over the fit_placements "
-                 "family, alpha 0.05", expected_status="FAIL", cost="slow",
-       expected_from="paper",
-       origin="the m_s = lambda/s law (exponent a = 1) behind the abstract's 'precision decays "
-              "roughly as 2/s', with the band (0.75, 1.25) fixed beforehand, half way to the "
-              "rival laws a = 1/2 and 3/2")
+@claim("fit.none.two_over_s")
 def check_none_two_over_s(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`none_two_over_s_tests`."""
     return in_family(none_two_over_s_tests, profile)
@@ -311,18 +303,7 @@ def none_two_over_s_tests(profile: str) -> Part | Outcome:
                   notes + [setting(used, profile)], _run_full(data[0][0]))
 
 
-@claim("fit.attn_out.closed_form_band",
-       source=f"{PAPER}; docs/theory.md (attn_out margin beta g sqrt(d v / (s (v - s))))",
-       statement="trained to the fit, attn_out's learned non-query margins past L_train stay "
-                 "within 25 % of its closed form with beta g fitted on s = 2..L_train, and "
-                 "closer to it than to the 1/s law fitted on the same margins",
-       kind="experiment", tolerance="max relative deviation < 0.25; paired t, Holm over the "
-                 "fit_placements family, alpha 0.05", cost="slow",
-       expected_from="statement",
-       origin="the statement's band 0.25 around attn_out's closed form beta g sqrt(d v/(s(v-s)))"
-              " (formulas, via fit_report), its beta g fitted on the learned margins at s = "
-              "2..L_train and compared past L_train; and the ordering against the 1/s law fitted"
-              " on the same margins")
+@claim("fit.attn_out.closed_form_band")
 def check_attn_out_band(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`attn_out_band_tests`."""
     return in_family(attn_out_band_tests, profile)
@@ -370,19 +351,7 @@ attn_out's band (ATTN_OUT_BAND); the one v = 16 model inspected while the module
 named in docs/training.md."""
 
 
-@claim("fit.post.closed_form_weights",
-       source=f"{PAPER}; docs/theory.md section 8 (post margin beta g sqrt(d) (K/s) / "
-              "|c(e_q + (K/s) 1_t)|)",
-       statement="trained to the fit (soft targets), post's learned non-query margins past "
-                 "L_train stay within 25 % of the closed form lambda g sqrt(d) / (s |c(e_q + "
-                 "(K/s) 1_t)|) with K = |c(E W_V W_O)|_F / |c(E)|_F and lambda g (lemma fit of "
-                 "the gain-folded logit maps) read off the weights, nothing fitted to margins",
-       kind="experiment", tolerance="max relative deviation past L_train < 0.25 (fixed before "
-                 "measuring); paired t against the band, alpha 0.05 (its own family)",
-       cost="slow", expected_from="statement",
-       origin="the statement's band 0.25 around the closed form (formulas.readout_margins via "
-              "effective_k.closed_form_margins) evaluated at K and lambda g read off the weights "
-              "(effective_k.readings), against the margins the run's exact evaluation stored")
+@claim("fit.post.closed_form_weights")
 def check_post_closed_form(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of
     :func:`post_closed_form_tests`."""
@@ -456,20 +425,7 @@ def k_sweep_rows(root: Path) -> list[dict]:
     return rows
 
 
-@claim("fit.post.ood_falls_with_k",
-       source=f"{PAPER}; docs/theory.md section 8 (post -> attn_out as K = lambda/beta -> oo)",
-       statement="trained to the fit (soft targets, ID invalid mass <= 1e-3) with post's "
-                 "attention output multiplied by a fixed, untrained factor c and W_O's init "
-                 "scaled by s, so that the K read off the weights (|c(E c W_V W_O)|_F / "
-                 "|c(E)|_F) spans about 1 to about v (full: v = 32, seeds 0..3, c in {1/64, "
-                 "1/16, 1} x s in {1, 8, 16, 32, 64}, K 1.1-46; quick: v = 16, seeds 0..1, "
-                 "c in {1/16, 1} x s in {1, 8, 32, 64}, K 1.3-23), post's raw "
-                 "out-of-distribution invalid mass falls with K: a within-sweep Spearman rank "
-                 "correlation, negative",
-       kind="experiment", tolerance="Spearman (scipy.stats.spearmanr), one-sided, alpha 0.05 "
-                 "(its own family)", cost="slow", expected_from="statement",
-       origin="the statement's sign (rank correlation of post's OOD invalid mass with K < 0) "
-              "at alpha 0.05; no theory value enters")
+@claim("fit.post.ood_falls_with_k")
 def check_post_ood_falls_with_k(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`post_k_tests`."""
     return in_family(post_k_tests, profile)
@@ -531,16 +487,7 @@ def post_k_tests(profile: str) -> Part | Outcome:
 NORMALIZED = ("attn_out", "post", "peri")
 
 
-@claim("fit.normalized_beat_none_ood",
-       source=f"{PAPER} (resharpening: normalized readouts length-generalize)",
-       statement="trained to a matched in-distribution fit, attn_out, post and peri each have "
-                 "lower raw out-of-distribution invalid mass than none (paired by seed); pre is "
-                 "reported as its own arm in the same Holm family",
-       kind="experiment", tolerance="paired t, Holm over the fit_placements family, alpha 0.05",
-       cost="slow",
-       expected_from="statement",
-       origin="the statement's effect sign (placement minus none OOD invalid mass < 0, paired by"
-              " seed) at Holm-adjusted alpha 0.05")
+@claim("fit.normalized_beat_none_ood")
 def check_normalized_beat_none(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`normalized_beat_none_tests`."""
     return in_family(normalized_beat_none_tests, profile)
@@ -567,13 +514,7 @@ def normalized_beat_none_tests(profile: str) -> Part | Outcome:
                   reported=[(label, result) for p, label, result in tests if p == "pre"])
 
 
-@claim("fit.none.lemma_residual", source="docs/theory.md (the lemma's family); issue 13 req. 5",
-       statement="a none-placement model trained to the fit is close to the lemma's family: "
-                 "compare_run's relative residual < 0.05",
-       kind="experiment", tolerance="residual < 0.05; paired t against the bound, Holm over the "
-                 "fit_placements family, alpha 0.05", cost="slow",
-       expected_from="statement",
-       origin="the statement's bound 0.05 on compare_run's relative residual, fixed beforehand")
+@claim("fit.none.lemma_residual")
 def check_lemma_residual(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`lemma_residual_tests`."""
     return in_family(lemma_residual_tests, profile)
@@ -701,24 +642,7 @@ def gain_trend_tests(rows: list[dict], weights: str, label: str = "") -> list[tu
     return tests
 
 
-@claim("fit.noise.ema_gain",
-       source=f"{PAPER} (EMA helps when updates are noisy); Block & Zhang arXiv 2508.00180",
-       statement="with every arm past a matched in-distribution fit (3e-2 at v = 32, 2e-2 at "
-                 "v = 16) after the same budget (AdamW lr 3e-3, 2000 steps, placement none), the "
-                 "EMA gain log(raw / EMA) of the in-distribution invalid mass at the end grows "
-                 "with the label-noise variance 1/k (sampled k = 1, 4, 16; soft = 0) and is "
-                 "larger at a constant rate than under cosine decay to 0.1; EMA windows of 50 "
-                 "and 200 steps (decays 0.98, 0.995), v = 32, 8 seeds in full; window 50 only, "
-                 "k = 1, 16 and soft, v = 16, 4 seeds in quick (decided whichever way the data "
-                 "fall; long windows "
-                 "and SGD: fit.noise.ema_long_window)",
-       kind="experiment", tolerance="Spearman (per schedule) and paired t, Holm over the fit_noise "
-                 "family in each direction, alpha 0.05: PASS when every test shows its effect, "
-                 "FAIL when one shows the opposite, else INCONCLUSIVE",
-       expected_status="INCONCLUSIVE", cost="slow",
-       expected_from="statement",
-       origin="the statement's orderings (gain rising with the noise variance 1/k; constant rate"
-              " above cosine decay) at Holm-adjusted alpha 0.05; no theory value enters")
+@claim("fit.noise.ema_gain")
 def check_noise_ema_gain(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`noise_ema_gain_tests`."""
     return in_family(noise_ema_gain_tests, profile)
@@ -759,13 +683,7 @@ def noise_ema_gain_tests(profile: str) -> Part | Outcome:
                       *map(str, roots)], _run_full("fit_noise_v32"))
 
 
-@claim("fit.dropout.ood", source=f"{PAPER} v1 (dropout counters attention dispersion)",
-       statement="at matched in-distribution fit (soft targets, placement none), attention "
-                 "dropout 0.1 lowers the raw out-of-distribution invalid mass (paired by seed)",
-       kind="experiment", tolerance="paired t, alpha 0.05", expected_status="FAIL", cost="slow",
-       expected_from="statement",
-       origin="the statement's effect sign (dropout 0.1 minus 0 OOD invalid mass < 0, paired by "
-              "seed) at alpha 0.05")
+@claim("fit.dropout.ood")
 def check_dropout_ood(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`dropout_ood_tests`."""
     return in_family(dropout_ood_tests, profile)
@@ -800,20 +718,7 @@ def dropout_ood_tests(profile: str) -> Part | Outcome:
                          else ""), str(root)], _run_full(name))
 
 
-@claim("fit.noise.bema_gain",
-       source=f"{PAPER} (averaging helps when updates are noisy); Block & Zhang arXiv 2508.00180",
-       statement="with every arm past a matched in-distribution fit after the same budget "
-                 "(AdamW lr 3e-3, 2000 steps, placement none; v = 32, k = 1, 4, 16 and 8 seeds in "
-                 "full; v = 16, k = 1, 16 and 4 seeds in quick), the BEMA gain log(raw / BEMA) of the in-distribution "
-                 "invalid mass at the end grows with the label-noise variance 1/k (sampled k = 1, "
-                 "4, 16; soft = 0), as the noise hypothesis predicts for any average (decided "
-                 "whichever way the data fall; what BEMA does instead: "
-                 "fit.noise.bema_vs_temperature)",
-       kind="experiment", tolerance="Spearman per schedule, Holm over the fit_noise family, alpha 0.05",
-       expected_status="FAIL", cost="slow",
-       expected_from="statement",
-       origin="the statement's ordering (BEMA gain rising with the noise variance 1/k, Spearman "
-              "per schedule) at Holm-adjusted alpha 0.05")
+@claim("fit.noise.bema_gain")
 def check_noise_bema_gain(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on the tests of :func:`noise_bema_gain_tests`."""
     return in_family(noise_bema_gain_tests, profile)
@@ -868,21 +773,7 @@ def temperature_rows(profile: str) -> tuple[list[dict], list[Path]] | None:
 _TEMPERATURE: dict[str, dict] = {}
 
 
-@claim("fit.noise.bema_vs_temperature",
-       source="issue 22 req. 4 (BEMA's gain may be a logit temperature); Block & Zhang arXiv "
-              "2508.00180",
-       statement="on the noise grid's runs (AdamW lr 3e-3, 2000 steps, constant and cosine; v = 32, "
-                 "sampled k = 1, 4, 16 and soft, 8 seeds in full; v = 16, k = 1, 16 and soft, 4 "
-                 "seeds in quick; every run past the matched fit), BEMA's out-of-distribution invalid "
-                 "mass is below that of a temperature control: the raw model with its logits "
-                 "multiplied by the scalar tau that best matches BEMA's in-distribution margins "
-                 "(least squares over the ID evaluation positions), paired per run; the "
-                 "extrapolation alpha of theta_BEMA ~ (1 + alpha) theta_t - alpha theta_0 "
-                 "(least squares over all parameters) is reported",
-       kind="experiment", tolerance="paired t on log OOD invalid mass (scipy ttest_rel, with "
-                 "Wilcoxon beside it), Holm over the fit_noise family, alpha 0.05",
-       cost="slow", expected_from="statement",
-       origin="an ordering (BEMA below the tempered raw model, paired per run)")
+@claim("fit.noise.bema_vs_temperature")
 def check_noise_bema_vs_temperature(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on :func:`noise_bema_temperature_tests`."""
     return in_family(noise_bema_temperature_tests, profile)
@@ -935,31 +826,14 @@ def window_rows(profile: str) -> list[dict] | None:
 
     if check_profile(profile) == "full":
         return cached_rows("full")
-    from resharpen.experiments.training.config import sweep_folder
     from resharpen.experiments.training.sweep import exclusive
 
-    with exclusive(sweep_folder("fit_noise_window_v32-quick")):
+    from resharpen.experiments.training.config import result_folder
+    with exclusive(result_folder("sweeps", "fit_noise_window_v32", "quick")):
         return run_protocol("quick", workers=2)
 
 
-@claim("fit.noise.ema_long_window",
-       source=f"{PAPER} (EMA helps when updates are noisy); issue 22 req. 4",
-       statement="at the stationary floor of sampled-label training (k = 1, constant rate, no "
-                 "stopping rule), an EMA started at the floor with a window of 500, 1000 or 2000 "
-                 "steps (decays 0.998, 0.999, 0.9995) ends with a lower in-distribution invalid "
-                 "mass than the raw weights, under AdamW (lr 1e-2) and under SGD with momentum "
-                 "(lr 0.05, momentum 0.98, no weight decay, no clipping), the two arms at a matched floor "
-                 "(median raw ID invalid masses within 1.5x), an arm tested only when it "
-                 "learned (floor below half the uniform prediction's ID invalid mass); full: "
-                 "v = 32, 8 seeds, 6000 steps, "
-                 "burn-in 2000; quick: v = 16, 5 seeds, 2500 steps, burn-in 500 (decided "
-                 "whichever way the data fall)",
-       kind="experiment", tolerance="paired t of log EMA vs log raw ID invalid mass per arm and "
-                 "window, Holm over the 6 tests in each direction, alpha 0.05; INCONCLUSIVE when "
-                 "an arm is not stationary (median |drift| >= log 1.25) or the floors are not "
-                 "matched",
-       expected_status="FAIL", cost="slow", expected_from="statement",
-       origin="a sign (log EMA - log raw < 0 at every window, both arms)")
+@claim("fit.noise.ema_long_window")
 def check_noise_ema_long_window(profile: str) -> Outcome:
     """Decided with its family (:func:`in_family`) on :func:`noise_ema_window_tests`."""
     return in_family(noise_ema_window_tests, profile)
@@ -1132,23 +1006,7 @@ def ood_at_rungs_tests(profile: str) -> Part | Outcome:
                   "configs/set_complement/fit_placements_v32_lr1e-2.toml --workers 2`)")
 
 
-@claim("fit.placements.ood_at_every_rung",
-       source=f"{PAPER} v2 (Post-Norm and output norms beat none out of distribution); issue 22 "
-              "req. 1 (OOD against fit, not at one point)",
-       statement="pre, post, attn_out and peri each have lower OOD invalid mass than none at "
-                 "every in-distribution fit rung (1e-2, 3e-3, 1e-3 ...) that both arms reach, "
-                 "and at convergence (ID invalid mass flat over 1000 steps: the last rung, in "
-                 "the full sweeps, where train.converge_window is set; the quick sweeps stop at "
-                 "the fit), paired by seed, under two optimizer settings (AdamW lr 3e-3 init "
-                 "0.1; lr 1e-2 init 0.02; v = 32 and v = 64 in full; v = 16 in quick); "
-                 "a comparison that holds under one setting only is reported as setting-dependent",
-       kind="experiment",
-       tolerance="paired t per (sweep, rung, placement) with >= 5 seeds in both arms, one-sided, "
-                 "Holm over the claim's tests, alpha 0.05; PASS when every comparison shows it, "
-                 "FAIL when one shows the opposite",
-       cost="slow", expected_from="statement",
-       origin="the statement's effect sign (placement minus none OOD invalid mass < 0 at every "
-              "rung, paired by seed) at Holm-adjusted alpha 0.05; no theory value enters")
+@claim("fit.placements.ood_at_every_rung")
 def check_ood_at_every_rung(profile: str) -> Outcome:
     return in_family(ood_at_rungs_tests, profile)
 

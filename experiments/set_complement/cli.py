@@ -10,21 +10,30 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from resharpen.experiments.common.cli_args import UsageError, bad_input, positive_int, seed_int
+from resharpen.experiments.common.cli_args import (MAX_WORKERS, PATH, UsageError, bad_input,
+                                                  count, nonempty, positive_int, seed_int)
 from resharpen.experiments.common import limits
 from resharpen.experiments.common.limits import add_max_memory
 from resharpen.experiments.common.profiles import PROFILES
+from resharpen.experiments.set_complement.sweep import MAX_SWEEP_RUNS
+from resharpen.experiments.training.config import SWEEP_FIELDS
+
+MAX_ENSEMBLE = SWEEP_FIELDS["ensemble"].hi
 
 
 def add_train(sub) -> None:
     p = sub.add_parser("train", help="train one model on the Set Complement Task from a TOML config")
-    p.add_argument("config", help="TOML file, or the name of a packaged config, e.g. "
+    p.add_argument("config", type=PATH,
+                   help="TOML file, or the name of a packaged config, e.g. "
                                   "set_complement/base (`resharpen configs` lists them; works "
                                   "from any folder; a file that exists wins)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set model.norm=post (repeatable)")
-    p.add_argument("--profile", choices=PROFILES, default="full")
-    p.add_argument("--out", default=None, help="run folder (default out/runs/<name>)")
+    p.add_argument("--profile", choices=PROFILES, default="full",
+                   help="apply the config's [profile.<name>] tables: full (the real sizes, the "
+                        "default) or quick (minutes on 2 cores)")
+    p.add_argument("--out", default=None, type=PATH,
+                   help="run folder (default out/runs/<name>)")
     add_max_memory(p)
     p.set_defaults(handler=run_train)
 
@@ -93,20 +102,28 @@ def run_train(args) -> int:
 
 def add_sweep(sub) -> None:
     p = sub.add_parser("sweep", help="run or resume a random-search sweep")
-    p.add_argument("config", help="sweep TOML, or the name of a packaged sweep, e.g. "
+    p.add_argument("config", type=PATH,
+                   help="sweep TOML, or the name of a packaged sweep, e.g. "
                                   "set_complement/random_search (`resharpen configs` lists them; "
                                   "a file that exists wins)")
-    p.add_argument("--runs", type=positive_int, default=None, help="number of runs (default: file)")
-    p.add_argument("--workers", type=positive_int, default=2, help="parallel runs (default 2)")
-    p.add_argument("--backend", choices=("local", "ray"), default="local")
-    p.add_argument("--address", default=None,
+    p.add_argument("--runs", type=positive_int, default=None,
+                   help=f"number of runs (default: the file's; at most {MAX_SWEEP_RUNS:,})")
+    p.add_argument("--workers", type=count(MAX_WORKERS), default=2,
+                   help=f"parallel runs (default 2, at most {MAX_WORKERS})")
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="run on this machine's process pool (local, the default) or as Ray "
+                        "tasks (ray)")
+    p.add_argument("--address", default=None, type=nonempty("a Ray address"),
                    help="Ray cluster address ('auto' = the running cluster); ray backend only")
-    p.add_argument("--profile", choices=PROFILES, default="full")
-    p.add_argument("--out", default=None, help="sweep folder (default out/sweeps/<name>)")
-    p.add_argument("--ensemble", type=positive_int, default=None,
+    p.add_argument("--profile", choices=PROFILES, default="full",
+                   help="apply the sweep file's [profile.<name>] tables: full (the real sizes, "
+                        "the default) or quick (minutes on 2 cores)")
+    p.add_argument("--out", default=None, type=PATH,
+                   help="sweep folder (default out/sweeps/<name>)")
+    p.add_argument("--ensemble", type=count(MAX_ENSEMBLE), default=None,
                    help="train up to this many runs that differ only in seed, lr, weight decay, "
                         "EMA or init scale as one batched ensemble (default: the file's "
-                        "sweep.ensemble, 1 = every run alone)")
+                        f"sweep.ensemble, 1 = every run alone; at most {MAX_ENSEMBLE})")
     add_max_memory(p)
     p.set_defaults(handler=run_sweep_cli)
 
@@ -146,9 +163,10 @@ def add_report(sub, figures: Callable[[Path], list[Path]] | None = None) -> None
     and returns the files written. The front (:mod:`resharpen.cli`) passes it: the figures
     belong to paper_figs, which the experiments do not import."""
     p = sub.add_parser("report", help="tables and figures of a finished sweep")
-    p.add_argument("sweep", nargs="?", help="sweep folder, e.g. out/sweeps/random_search")
+    p.add_argument("sweep", nargs="?", type=PATH,
+                   help="sweep folder, e.g. out/sweeps/random_search")
     p.add_argument("--no-figs", action="store_true", help="tables only")
-    p.add_argument("--fit-json", metavar="PATH",
+    p.add_argument("--fit-json", metavar="PATH", type=PATH,
                    help="also write every run's per-length fit report (margins, s m_s, fitted "
                         "closed form, effective K, attention uniformity, invalid mass; "
                         "experiments/set_complement/fit_report.py) as JSON ('-' = stdout)")
@@ -157,7 +175,8 @@ def add_report(sub, figures: Callable[[Path], list[Path]] | None = None) -> None
 
 def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
     from resharpen.experiments.training.sweep import read_table
-    from resharpen.experiments.set_complement.sweep_report import report
+    from resharpen.experiments.set_complement.sweep_report import (check_sweep_folder, report,
+                                                                   runs_with_data)
 
     from resharpen.experiments.common.io import check_output_file, read_json
 
@@ -178,6 +197,8 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
 
         if figures is not None and not args.no_figs:  # no figure through a link out of it
             check_within(args.sweep, Path(args.sweep) / "figs", "figures folder")
+        check_sweep_folder(args.sweep)  # sweep.json, the table and the runs' files, checked
+        runs_with_data(args.sweep)
     if args.fit_json:
         write_fit_json(args.sweep, args.fit_json)
     text, paths = report(args.sweep)
@@ -237,13 +258,14 @@ def add_compare(sub) -> None:
                                        "attn_out, peri or pre_nofinal) against the lemma's "
                                        "construction (gain-folded fit of B and D, balance, "
                                        "margins)")
-    p.add_argument("run", help="finished run folder, e.g. out/runs/base")
+    p.add_argument("run", type=PATH, help="finished run folder, e.g. out/runs/base")
     p.add_argument("--weights", choices=("raw", "ema", "bema"), default=None,
                    help="weight set (default: the run's primary weights)")
-    p.add_argument("--json", metavar="PATH",
+    p.add_argument("--json", metavar="PATH", type=PATH,
                    help="write the full comparison as JSON ('-' = stdout)")
     p.add_argument("--count", type=positive_int, default=256,
-                   help="inputs per length (default 256)")
+                   help="inputs per length (default 256; at most what fits in memory, checked "
+                        "before the inputs are drawn)")
     p.add_argument("--seed", type=seed_int, default=0,
                    help="seed of the sampled inputs and of the random model whose residual is "
                         "the reference (default 0)")

@@ -335,9 +335,18 @@ def load_trained(folder: str | Path, weights: str | None = None) -> tuple[Transf
 
     if weights is not None and weights not in WEIGHT_SETS:
         raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_SETS)}")
+    from resharpen.experiments.common.io import check_shape
+
     run = load_run(folder)
+    where = f"run file {str(Path(folder) / 'config.json')!r}"
+    check_shape(run.config, {"task": {"train_len": int, "vocab?": int}}, where)
     chosen = weights or run.summary.get("primary", "raw")
-    return run.model(chosen), run.config, chosen
+    model = run.model(chosen)
+    if run.config["task"].get("vocab", model.cfg.vocab) != model.cfg.vocab:
+        raise ValueError(f"{where}: task.vocab is {run.config['task']['vocab']}, but the run's "
+                         f"{chosen} weights are of vocabulary {model.cfg.vocab}: the folder mixes "
+                         "two runs; retrain it")
+    return model, run.config, chosen
 
 
 @torch.no_grad()

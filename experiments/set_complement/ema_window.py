@@ -97,9 +97,9 @@ def _run_arm(job: tuple[str, str]) -> list[dict]:
 
 
 def results_path(profile: str) -> Path:
-    from resharpen.experiments.training.config import sweep_folder
 
-    return sweep_folder("fit_noise_window_v32" + ("-quick" if profile == "quick" else "")) \
+    from resharpen.experiments.training.config import result_folder
+    return result_folder("sweeps", "fit_noise_window_v32", profile) \
         / "results.json"
 
 

@@ -27,8 +27,7 @@ from pathlib import Path
 from resharpen.experiments.training import config as cfgmod
 from resharpen.experiments.training.backends import check_backend
 from resharpen.experiments.common.io import ensure_writable_dir, undo_on_failure
-from resharpen.experiments.training.sweep import (LOCK_FILE, execute, group_runs, load_runs,
-                                              write_rows)
+from resharpen.experiments.training.sweep import execute, group_runs, load_runs, write_rows
 from resharpen.experiments.training.runs import WEIGHT_KINDS
 from resharpen.experiments.set_complement.config import SCHEMA
 
@@ -59,7 +58,7 @@ def plan(path: str | Path, runs: int | None = None, profile: str = "full") -> di
                          "runs per sweep folder (split a larger search into several sweeps "
                          "with other sweep.seed)")
     configs = cfgmod.sample_configs(base, space, runs, settings["seed"], SCHEMA, settings["when"])
-    name = base["name"] + ("-quick" if profile == "quick" else "")
+    name = cfgmod.profiled_name(base["name"], profile)
     return {"name": name, "profile": profile, "base": base, "settings": settings,
             "space": space, "configs": configs}
 
@@ -89,7 +88,7 @@ def run_sweep(path: str | Path, *, out: str | Path | None = None, runs: int | No
     group_runs(planned["configs"], size)  # a bad size is refused before the folder exists
     check_backend(backend, address)  # before the folder exists
     target = Path(out) if out else cfgmod.sweep_folder(planned["name"])
-    with undo_on_failure(target, remove_written=False, own_files=(LOCK_FILE,)):
+    with undo_on_failure(target, remove_written=False):
         root = ensure_writable_dir(target)
         execute(root, _identity(planned, size), planned["configs"], run_group,
                 lambda: write_table(root, planned["space"]), ensemble=size,

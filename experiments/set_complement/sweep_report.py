@@ -18,13 +18,13 @@ Statistics, stated where they are printed:
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.common.io import loads_json
-from resharpen.experiments.training.sweep import load_runs, read_table
+from resharpen.experiments.common.io import NUMBER, check_shape, read_json, read_jsonl
+from resharpen.experiments.training.runs import HISTORY_ROW_SHAPE, PER_LENGTH_SHAPE
+from resharpen.experiments.training.sweep import load_runs, read_sweep_file, read_table
 from resharpen.experiments.training.schema import NORM_PLACEMENTS
 
 OOD_METRICS = ("ood_invalid_mass", "ood_kl", "lg_score")
@@ -195,12 +195,45 @@ def averaging_comparison(rows: list[dict]) -> dict:
     return out
 
 
+IDENTITY_SHAPE = {"space": dict, "base": {"train": {"steps": NUMBER, "batch_size": NUMBER},
+                                          "task": {"vocab": NUMBER, "train_len": NUMBER}}}
+"""What the report reads of a Set Complement sweep's identity (sweep.json)."""
+TABLE_ROW_SHAPE = {"run": str, "primary": str,
+                   **{metric: (NUMBER, type(None)) for metric in OOD_METRICS}}
+"""What the report reads of each row of a sweep table (table.jsonl): metrics a number or null."""
+
+
+def check_identity(root: str | Path) -> dict:
+    """The identity of a Set Complement sweep folder's sweep.json, checked against
+    :data:`IDENTITY_SHAPE`: ValueError naming the file and the field."""
+    marker = read_sweep_file(root)
+    check_shape(marker["identity"], IDENTITY_SHAPE, f"sweep file {str(Path(root) / 'sweep.json')!r}",
+                "identity")
+    return marker["identity"]
+
+
+def check_sweep_folder(root: str | Path) -> list[dict]:
+    """The rows of a sweep folder's table, each checked (:data:`TABLE_ROW_SHAPE`, its factor
+    columns present), after its sweep.json (:func:`check_identity`): what the report reads,
+    checked before it starts, so a file of the wrong shape is one ValueError naming the file,
+    the line and the field."""
+    rows = read_table(root)
+    if not rows:
+        return rows
+    identity = check_identity(root)
+    path = Path(root) / "table.jsonl"
+    shape = {**TABLE_ROW_SHAPE, **{f: (NUMBER, str, bool, type(None)) for f in identity["space"]}}
+    for number, row in enumerate(rows, start=1):
+        check_shape(row, shape, f"sweep table {str(path)!r}, row {number}")
+    return rows
+
+
 def analyse(root: str | Path) -> dict:
     root = Path(root)
     rows = read_table(root)
     if not rows:
         raise ValueError(f"sweep {str(root)!r} has no finished runs yet")
-    identity = json.loads((root / "sweep.json").read_text())["identity"]
+    identity = check_identity(root)
     factors = [f for f in sorted(identity["space"]) if f != "train.seed"]
     base = identity["base"]
     categorical = {f for f, spec in identity["space"].items() if "choice" in spec or "grid" in spec}
@@ -277,9 +310,10 @@ def runs_with_data(root: str | Path) -> list[dict]:
     training history (the data the sweep's figures draw)."""
     runs = load_runs(root)
     for run in runs:
-        run["per_length"] = loads_json((run["folder"] / "per_length.json").read_text())
-        run["history"] = [loads_json(line) for line in
-                          (run["folder"] / "metrics.jsonl").read_text().splitlines() if line]
+        run["per_length"] = read_json(run["folder"] / "per_length.json", "run file",
+                                      PER_LENGTH_SHAPE)
+        run["history"] = read_jsonl(run["folder"] / "metrics.jsonl", "run history",
+                                    HISTORY_ROW_SHAPE)
     return runs
 
 

@@ -79,6 +79,27 @@ def sweep_folder(name: str) -> Path:
     return output_folder("sweeps", check_name(name, "sweep name"))
 
 
+def profiled_name(name: str, profile: str) -> str:
+    """A result's folder name in ``profile``: ``name`` itself at full size, ``name-<profile>``
+    otherwise (``fit_placements_v32-quick``), so the two profiles never share a folder."""
+    check_profile(profile)
+    return name if profile == "full" else f"{name}-{profile}"
+
+
+def result_folder(study: str, name: str, profile: str) -> Path:
+    """The one default place of a result: ``out/<study>/<name>`` at full size and
+    ``out/<study>/<name>-<profile>`` otherwise (``result_folder("sweeps", "langs", "quick")`` is
+    ``out/sweeps/langs-quick``)."""
+    return output_folder(check_name(study, "study"), check_name(profiled_name(name, profile),
+                                                                 "result name"))
+
+
+def folder_profile(folder: str | Path) -> str:
+    """The profile a result folder was made in, read from its name (:func:`profiled_name`)."""
+    name = Path(folder).name
+    return next((p for p in PROFILES if p != "full" and name.endswith(f"-{p}")), "full")
+
+
 # ----------------------------------------------------------------------------- configs by name
 CONFIG_PREFIX = "experiments/configs/"
 """The packaged configs' folder as written from the repository root; a name given with it
@@ -104,12 +125,20 @@ def find_config(name: str | Path, what: str = "config file") -> Path:
     for candidate in candidates:
         if candidate.is_file():
             return candidate
+    from resharpen.experiments.common.cli_args import did_you_mean
+
+    packaged = [p.relative_to(CONFIG_DIR).with_suffix("").as_posix()
+                for p in CONFIG_DIR.rglob("*.toml")]
+    hint = did_you_mean(text[len(CONFIG_PREFIX):] if text.startswith(CONFIG_PREFIX) else text,
+                        packaged)
     raise FileNotFoundError(f"{what} {str(name)!r} does not exist (neither a file here nor a "
-                            f"packaged config; `resharpen configs` lists those)")
+                            f"packaged config; `resharpen configs` lists those){hint}")
 
 
 def config_description(path: str | Path) -> str:
-    """The first comment line of a config file, without its ``#`` ("" when it has none)."""
+    """The first comment line of a config file, without its ``#`` ("" when it has none): what
+    ``resharpen configs`` prints. Every packaged config opens with one complete sentence for a
+    reader there (tests/core/test_user_text.py holds them to it)."""
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
@@ -156,6 +185,10 @@ def _has_search(path: Path, depth: int = 0) -> bool:
 
 
 # ----------------------------------------------------------------------------- TOML and --set
+MAX_CONFIG_BYTES = 2**20
+"""The largest config file read (1 MiB; the packaged ones have a few kB)."""
+
+
 def read_toml(path: str | Path, what: str = "config file") -> dict:
     """The TOML file ``path`` as a dict; FileNotFoundError or ValueError naming it (``what``)."""
     path = Path(path)
@@ -163,9 +196,15 @@ def read_toml(path: str | Path, what: str = "config file") -> dict:
         raise ValueError(f"{what} {str(path)!r} is a folder; name a TOML file")
     if not path.is_file():
         raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{what} {str(path)!r} has more than {MAX_CONFIG_BYTES} bytes: not a "
+                         "config file")
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)
+    except RecursionError:
+        raise ValueError(f"{what} {str(path)!r} nests its arrays or tables too deep to read (a "
+                         "config nests a few levels)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{what} {str(path)!r} is not valid TOML: {exc}") from None
     except UnicodeDecodeError as exc:
@@ -436,6 +475,7 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | N
                 if name == profile:
                     merged["when"] = merged["when"] + whens
     tables = profile_tables(raw_tables, repr(str(path)), sections=True)
+    check_profile_keys(tables, schema, repr(str(path)))
     for name, table in tables.items():
         for section, values in table.items():
             merged["profile"].setdefault(name, {}).setdefault(section, {}).update(values)
@@ -446,13 +486,57 @@ def resolve(path: str | Path, schema: Schema, seen: tuple = (), profile: str | N
     return merged
 
 
+def check_profile_keys(tables: dict, schema: Schema, where: str) -> None:
+    """ValueError naming the first unknown section or key of any ``[profile.<name>]`` table
+    (every profile's, not only the one in use: a typo in ``[profile.quick]`` is refused when
+    running ``full`` too), or a value a field refuses. A profile table may hold the run config's
+    sections and, in a sweep file, ``sweep`` and ``search``."""
+    for name, table in tables.items():
+        for section, values in table.items():
+            if section == "sweep":
+                fields = SWEEP_FIELDS
+            elif section in schema.sections:
+                fields = schema.sections[section]
+            elif section == "search":
+                continue  # its keys and distributions are checked with the [search] table
+            else:
+                raise ValueError(f"unknown section profile.{name}.{section} in {where}; allowed: "
+                                 + ", ".join([*schema.sections, "sweep", "search"]))
+            for key, value in values.items():
+                if key not in fields:
+                    raise ValueError(f"unknown key profile.{name}.{section}.{key} in {where}; "
+                                     f"allowed in [{section}]: {', '.join(fields)}")
+                fields[key].check(f"profile.{name}.{section}.{key}", value)
+
+
+SWEEP_TABLES = ("search", "sweep", "when")
+"""The tables of a sweep file (``[search]``, ``[sweep]``, ``[[when]]``): refused in a run config,
+where they would be ignored."""
+
+
+def check_run_config(raw: dict, where: str) -> None:
+    """ValueError when a resolved run config (its file or its base chain, its profile tables
+    included) holds a sweep file's tables: ``train`` would ignore them silently."""
+    found = [f"[{key}]" if key != "when" else "[[when]]" for key in SWEEP_TABLES if raw.get(key)]
+    found += sorted({f"[profile.{name}.{section}]" for name, table in raw.get("profile", {}).items()
+                     for section in table if section in SWEEP_TABLES})
+    if found:
+        raise ValueError(f"config {where} holds {', '.join(found)}, the tables of a sweep file, "
+                         "which a single run ignores; run it with `resharpen sweep`, or remove "
+                         "them")
+
+
 def load(path: str | Path | dict, schema: Schema, overrides: list[str] | tuple[str, ...] = (),
-         profile: str = "full") -> dict:
+         profile: str = "full", sweep_file: bool = False) -> dict:
     """A run config from a file, later winning: defaults < each file of the base chain, base
     first, each followed by its own ``[profile.<profile>]`` table (:func:`resolve`) <
-    ``--set`` overrides. Returns the validated sections and ``name`` (last)."""
+    ``--set`` overrides. Returns the validated sections and ``name`` (last). A sweep file's
+    tables are refused (:func:`check_run_config`) unless ``sweep_file`` (the base config of a
+    sweep, :func:`load_sweep`)."""
     check_profile(profile)
     raw = resolve(path, schema, profile=profile)
+    if not sweep_file:
+        check_run_config(raw, repr(str(path)) if not isinstance(path, dict) else "table")
     sections = {key: value for key, value in raw.items() if key in schema.sections}
     deep_merge(sections, parse_sets(overrides))
     config = schema.validate(sections)
@@ -471,7 +555,7 @@ def load_sweep(path: str | Path | dict, schema: Schema, profile: str = "full") -
     own lengths and model; ``settings["when"]``) and ``[profile.<name>]`` tables over all of
     it (``[[profile.<name>.when]]`` adds conditional tables for that profile)."""
     raw = resolve(path, schema, profile=profile)
-    base = load(path, schema, profile=profile)
+    base = load(path, schema, profile=profile, sweep_file=True)
     settings = {k: f.default for k, f in SWEEP_FIELDS.items()}
     for key, value in raw.get("sweep", {}).items():
         if key not in SWEEP_FIELDS:

@@ -51,7 +51,7 @@ from torch import nn
 
 from resharpen.experiments.training.averaging import bema_config, make_averager
 from resharpen.experiments.model.transformer import ModelConfig, Transformer, dropout_key
-from resharpen.experiments.training.runs import WEIGHT_KINDS, WEIGHTS_FILE
+from resharpen.experiments.training.runs import RUN_FILES, WEIGHT_KINDS, WEIGHTS_FILE
 from resharpen.experiments.training.targets import Batch, cross_entropy
 
 WEIGHTS = WEIGHT_KINDS  # raw, ema, bema
@@ -414,34 +414,45 @@ def weight_sets(modules: dict[str, nn.Module]) -> WeightSets:
 
 
 def save_run(result: dict, folder: str | Path, profile: str | None = None) -> Path:
-    """Write a run folder atomically: config.json, provenance.json (commit, dirty flag, versions,
+    """Write a run folder: config.json, provenance.json (commit, dirty flag, versions,
     machine, ``profile``, time: :func:`resharpen.experiments.common.provenance.provenance`),
     metrics.jsonl (the history), per_length.json (when the run has one), the weights (when the
     result has ``weights``, a :class:`WeightSets`: ``weights_<kind>.safetensors`` per weight set,
-    the model config in the file's metadata) and summary.json (last: its presence marks the run
+    the model config in the file's metadata) and summary.json (its presence marks the run
     finished).
 
-    A write that fails (a full disk) leaves no half-written run: the files written here and the
-    folder, when this call created it, are removed (:func:`resharpen.experiments.common.io.
-    undo_on_failure`) before the error goes on."""
+    The files are written, complete, into a staging folder beside ``folder``
+    (:func:`~resharpen.experiments.common.io.staging_folder`), then moved in
+    (:func:`~resharpen.experiments.common.io.commit_staged`): a new folder is renamed into
+    place whole; a folder that held an earlier run loses its summary.json first and every run
+    file of the earlier run is replaced or removed, so it never holds a finished mix of two
+    runs. A write that fails (a full disk) happens while staging: the staging folder, and the
+    run folder when this call created it, are removed (:func:`resharpen.experiments.common.io.
+    undo_on_failure`), an earlier run in ``folder`` is left intact, and the error goes on."""
     import json
 
     from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text,
-                                               atomic_write_weights, dumps_jsonl,
-                                               ensure_writable_dir, undo_on_failure)
+                                               atomic_write_weights, check_file_target,
+                                               commit_staged, dumps_jsonl, ensure_writable_dir,
+                                               staging_folder, undo_on_failure)
     from resharpen.experiments.common.provenance import PROVENANCE_FILE, provenance
 
     with undo_on_failure(folder):
         folder = ensure_writable_dir(folder)
-        atomic_write_json(folder / "config.json", result["config"])
-        atomic_write_json(folder / PROVENANCE_FILE, provenance(profile))
-        atomic_write_text(folder / "metrics.jsonl", dumps_jsonl(result["history"]))
+        real = folder.resolve()  # a link to a folder: staged beside its target (one file system)
+        for name in RUN_FILES:  # before staging: a FIFO or a link at a run file is refused
+            check_file_target(real / name, "run file")
+        stage = staging_folder(real)
+        atomic_write_json(stage / "config.json", result["config"])
+        atomic_write_json(stage / PROVENANCE_FILE, provenance(profile))
+        atomic_write_text(stage / "metrics.jsonl", dumps_jsonl(result["history"]))
         if "per_length" in result:
-            atomic_write_json(folder / "per_length.json", result["per_length"])
+            atomic_write_json(stage / "per_length.json", result["per_length"])
         saved: WeightSets | None = result.get("weights")
         for kind, tensors in (saved.tensors.items() if saved is not None else ()):
-            atomic_write_weights(folder / WEIGHTS_FILE.format(kind), tensors,
+            atomic_write_weights(stage / WEIGHTS_FILE.format(kind), tensors,
                                  {"model_config": json.dumps(saved.model_config),
                                   "weights": kind})
-        atomic_write_json(folder / "summary.json", result["summary"])  # its presence = finished
+        atomic_write_json(stage / "summary.json", result["summary"])  # its presence = finished
+        commit_staged(stage, real, "summary.json", RUN_FILES)
     return folder

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resharpen.experiments.common.io import read_json, read_jsonl
+from resharpen.experiments.common.io import NUMBER, read_json, read_jsonl
 
 if TYPE_CHECKING:
     import torch
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 WEIGHT_KINDS = ("raw", "ema", "bema")  # the weight sets of a run
 WEIGHTS_FILE = "weights_{}.safetensors"  # the file of one weight set in a run folder
+RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json",
+             "summary.json", *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
+"""The files :func:`resharpen.experiments.training.loop.save_run` writes in a run folder."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,12 @@ class Run:
                             f"{type(weights).__name__} {weights!r}")
         if weights not in WEIGHT_KINDS:
             raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_KINDS)}")
+        from resharpen.experiments.training.archive import ARCHIVED_MARKER
+
+        if (self.folder / ARCHIVED_MARKER).exists():
+            raise ValueError(f"{self.folder} was restored from the archive (results/full): its "
+                             "config and summary are kept, its weights are not; retrain it with "
+                             "its sweep's command into another folder")
         return self.folder / WEIGHTS_FILE.format(weights)
 
     def model(self, weights: str = "raw", dtype: "torch.dtype | str | None" = None
@@ -145,48 +154,42 @@ def read_weights(path: str | Path, max_memory: int | None = None):
     return cfg, tensors
 
 
-def _read_json(path: Path):
+RUN_CONFIG_SHAPE = {"task?": dict, "model?": dict, "train?": dict}
+"""The shape of a run's config.json (:func:`~resharpen.experiments.common.io.check_shape`): an
+object whose sections, where present, are objects."""
+SUMMARY_SHAPE = {"primary?": str, "seconds?": (NUMBER, type(None)), "by_weights?": dict}
+"""The shape of a run's summary.json: an object; its weight sets, where present, an object."""
+PER_LENGTH_SHAPE = (dict, list)
+HISTORY_ROW_SHAPE = {"step?": NUMBER}
+"""A metrics.jsonl row: an object whose step, where present, is a number."""
+
+
+def _read_json(path: Path, shape: object = None):
     """A run file's JSON (:func:`~resharpen.experiments.common.io.read_json`: a corrupt file is
-    named with its line); a missing one means the folder is not a finished run."""
+    named with its line, a wrong shape with its field); a missing one means the folder is not a
+    finished run."""
     try:
-        return read_json(path, "run file")
+        return read_json(path, "run file", shape)
     except FileNotFoundError:
         raise ValueError(f"{path.parent} is not a finished run folder ({path.name} is missing)") from None
 
 
 def load_run(folder: str | Path) -> Run:
     """Read a finished run folder. ValueError names the missing or corrupt file, or the file
-    whose JSON is not of a run's shape (config and summary objects, per_length an object or a
-    list, the history's rows objects); TypeError for a ``folder`` that is not a path."""
+    and field whose JSON is not of a run's shape; TypeError for a ``folder`` that is not a
+    path."""
     from resharpen.experiments.common.names import check_path
 
     folder = check_path(folder, "run folder")
     if not folder.is_dir():
         raise ValueError(f"run folder {str(folder)!r} does not exist")
-    summary = _read_shaped(folder / "summary.json", dict)
-    config = _read_shaped(folder / "config.json", dict)
-    per_length = _read_shaped(folder / "per_length.json", (dict, list))
+    summary = _read_json(folder / "summary.json", SUMMARY_SHAPE)
+    config = _read_json(folder / "config.json", RUN_CONFIG_SHAPE)
+    from resharpen.experiments.training.archive import ARCHIVED_MARKER
+
+    archived = (folder / ARCHIVED_MARKER).exists()  # restored: no per-length records, no weights
+    per_length = {} if archived else _read_json(folder / "per_length.json", PER_LENGTH_SHAPE)
     metrics = folder / "metrics.jsonl"
-    history = read_jsonl(metrics, "run history") if metrics.exists() else []
-    for line, row in enumerate(history, 1):
-        if not isinstance(row, dict):
-            raise ValueError(f"run history {str(metrics)!r}: row {line} is a "
-                             f"{_json_kind(row)}, not an object")
+    history = read_jsonl(metrics, "run history", HISTORY_ROW_SHAPE) if metrics.exists() else []
     return Run(folder, config, summary, per_length, history)
 
-
-def _json_kind(value: object) -> str:
-    return {dict: "object", list: "list", str: "string", bool: "boolean", int: "number",
-            float: "number", type(None): "null"}.get(type(value), type(value).__name__)
-
-
-def _read_shaped(path: Path, kinds: type | tuple[type, ...]):
-    """:func:`_read_json`, ValueError naming the file unless its value is one of ``kinds``."""
-    value = _read_json(path)
-    if not isinstance(value, kinds):
-        wanted = " or ".join(_json_kind(k()) for k in (kinds if isinstance(kinds, tuple)
-                                                       else (kinds,)))
-        raise ValueError(f"run file {str(path)!r} holds a JSON {_json_kind(value)}, not "
-                         f"{'an' if wanted[0] == 'o' else 'a'} {wanted}: it is not what a run "
-                         "writes")
-    return value

@@ -21,23 +21,20 @@ import contextlib
 import csv
 import io
 import json
-import os
 import threading
 from pathlib import Path
 
 from resharpen.experiments.training.backends import check_backend, run_tasks
 from resharpen.experiments.common.cli_args import UsageError, bad_input
-from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text, check_within,
-                                           dumps_jsonl, read_json, read_jsonl,
+from resharpen.experiments.common.io import (TEMP_MARK, atomic_write_json, atomic_write_text,
+                                           check_within, dumps_jsonl, hold_lock, read_json,
+                                           read_jsonl, remove_stale_staging,
                                            remove_stale_temporaries)
-from resharpen.experiments.training.runs import WEIGHT_KINDS, WEIGHTS_FILE
+from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, RUN_FILES,  # noqa: F401
+                                               SUMMARY_SHAPE, WEIGHT_KINDS, WEIGHTS_FILE)
 
 SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl", "provenance.json")
 """The files a sweep driver writes in the sweep folder itself."""
-RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json",
-             "summary.json",
-             *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
-"""The files :func:`resharpen.experiments.training.loop.save_run` writes in a run folder."""
 
 
 PER_MEMBER_KEYS = (("train", "seed"), ("train", "lr"), ("train", "weight_decay"),
@@ -135,8 +132,9 @@ def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
             folder = root / "runs" / config["name"]
             check_within(root, folder, "run folder")
             if (folder / "summary.json").exists():
-                read_json(folder / "summary.json", "run file")
-                if read_json(folder / "config.json", "run file") != json.loads(json.dumps(config)):
+                read_json(folder / "summary.json", "run file", SUMMARY_SHAPE)
+                if read_json(folder / "config.json", "run file", RUN_CONFIG_SHAPE) != \
+                        json.loads(json.dumps(config)):
                     raise UsageError(f"run folder {str(folder)!r} holds another config; "
                                      "choose another --out")
                 finished.add(index)
@@ -154,6 +152,7 @@ def _run(root, identity, configs, run_fn, write_table_fn, finished, pending, mar
     remove_stale_temporaries(root, SWEEP_FILES)  # left by a killed writer: ours only
     for config in configs:
         remove_stale_temporaries(root / "runs" / config["name"], RUN_FILES)
+        remove_stale_staging(root / "runs", config["name"], RUN_FILES)
     atomic_write_json(root / "sweep.json", {"identity": identity, "runs": len(configs),
                                             **(marker or {})})
     bar = progress_bar(total=len(configs), initial=len(finished), desc=desc, unit="run",
@@ -184,10 +183,14 @@ def load_runs(root: str | Path) -> list[dict]:
     """(config, summary) of every finished run under ``root/runs``, sorted by name."""
     runs = []
     for folder in sorted((Path(root) / "runs").glob("*")):
+        if TEMP_MARK in folder.name:  # a run being staged (or a killed writer's): not a run
+            continue
         if (folder / "summary.json").exists():
             runs.append({"folder": folder,
-                         "config": read_json(folder / "config.json", "run file"),
-                         "summary": read_json(folder / "summary.json", "run file")})
+                         "config": read_json(folder / "config.json", "run file",
+                                             RUN_CONFIG_SHAPE),
+                         "summary": read_json(folder / "summary.json", "run file",
+                                              SUMMARY_SHAPE)})
     return runs
 
 
@@ -198,8 +201,8 @@ def write_rows(root: Path, rows: list[dict]) -> list[dict]:
     from resharpen.experiments.common.provenance import PROVENANCE_FILE, provenance
 
     try:
-        profile = json.loads((Path(root) / "sweep.json").read_text())["identity"]["profile"]
-    except (OSError, ValueError, KeyError, TypeError):
+        profile = read_sweep_file(root)["identity"].get("profile")
+    except (OSError, ValueError):
         profile = None
     atomic_write_json(Path(root) / PROVENANCE_FILE, provenance(profile))
     atomic_write_text(root / "table.jsonl", dumps_jsonl(rows))
@@ -216,13 +219,23 @@ def read_table(root: str | Path) -> list[dict]:
     path = Path(root) / "table.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"{str(path)!r} does not exist: is {str(root)!r} a sweep folder?")
-    return read_jsonl(path, "sweep table")
+    return read_jsonl(path, "sweep table", {"run": str})
+
+
+SWEEP_FILE_SHAPE = {"identity": dict, "runs?": int}
+"""The shape of a sweep folder's sweep.json (:func:`~resharpen.experiments.common.io.check_shape`)."""
+
+
+def read_sweep_file(root: str | Path) -> dict:
+    """A sweep folder's sweep.json, checked (:data:`SWEEP_FILE_SHAPE`): ValueError naming the
+    file and the field, FileNotFoundError when it is missing."""
+    return read_json(Path(root) / "sweep.json", "sweep file", SWEEP_FILE_SHAPE)
 
 
 LOCK_FILE = ".lock"
 """The lock file a process holds (``fcntl.flock``) in a sweep folder while it drives it
-(:func:`execute`, :func:`exclusive`): the package's own file, left in place (an flock lock file
-is never removed while another process may be waiting on it)."""
+(:func:`execute`, :func:`exclusive`): the package's own file, left in place once the folder
+holds results, removed only by its holder (:func:`~resharpen.experiments.common.io.hold_lock`)."""
 
 _HOLDER = threading.local()
 """``_HOLDER.held``: the sweep folders (resolved) whose lock this thread holds, with the depth: a
@@ -238,10 +251,12 @@ def _held() -> dict[str, int]:
 
 @contextlib.contextmanager
 def _locked(root: Path, kind: str = "sweep", wait: bool = False):
-    """Hold the lock of ``root`` for the block (see :func:`execute`). The lock file is created
-    only when the folder exists (run_sweep creates it first); a refusal writes nothing."""
-    import fcntl
-
+    """Hold the lock of ``root`` for the block (see :func:`execute`): an flock on
+    ``root/.lock`` (:func:`~resharpen.experiments.common.io.hold_lock`: created without
+    following a link, held for the block, released by the kernel if the process dies). The lock
+    file is created only when the folder exists (run_sweep creates it first); a refusal writes
+    nothing and removes nothing; a holder that leaves the folder holding nothing else removes
+    its own lock file, still holding it."""
     key, held = str(Path(root).resolve()), _held()
     if key in held:
         held[key] += 1
@@ -253,22 +268,14 @@ def _locked(root: Path, kind: str = "sweep", wait: bool = False):
     lock = Path(root) / LOCK_FILE
     with bad_input():
         check_within(root, lock, f"{kind} lock file")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            raise UsageError(f"{kind} folder {str(root)!r} is in use: another process is running "
-                             f"this {kind} (it holds {str(lock)!r}); wait for it to finish, or "
-                             "choose another --out") from None
+    busy = (f"{kind} folder {str(root)!r} is in use: another process is running this {kind} "
+            f"(it holds {str(lock)!r}); wait for it to finish, or choose another --out")
+    with hold_lock(lock, busy, wait, remove_if_alone=True):
         held[key] = 1
         try:
             yield
         finally:
             del held[key]
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -310,7 +317,7 @@ def describe_runs(root: str | Path) -> str:
     root = Path(root)
     identity = {}
     if (root / "sweep.json").exists():
-        identity = json.loads((root / "sweep.json").read_text()).get("identity", {})
+        identity = read_sweep_file(root)["identity"]
     configs = [run["config"] for run in load_runs(root)]
     parts = [f"ran {root.name}", f"profile {identity.get('profile', 'unknown')}",
              f"{len(configs)} finished runs"]

@@ -79,7 +79,8 @@ def figure_of(root: Path, outdir: Path, profile: str | None = None) -> list[Path
     from resharpen.paper_figs import save
 
     ensure_writable_dir(outdir)
-    quick = profile == "quick" or Path(root).name.endswith("-quick")
+    from resharpen.experiments.training.config import folder_profile
+    quick = profile == "quick" or folder_profile(root) == "quick"
     fig = noise_figure(grid_rows(root), Path(root).name, "quick" if quick else profile)
     return save(fig, outdir, STEM, "quick" if quick else None)
 

@@ -1,6 +1,6 @@
 """OOD invalid mass of the raw, EMA and BEMA weights over training (mean ± std over runs), from
 the placements sweep (:func:`~resharpen.paper_figs.set_complement.sweep_figures.sweep_figures`).
-Claims shown: train.bema.ood_kl.fixed, train.ema.ood_kl.fixed.
+Claims shown: none (no sampled-label sweep decides a claim; the fit.* claims do).
 """
 from __future__ import annotations
 

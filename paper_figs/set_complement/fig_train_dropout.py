@@ -1,6 +1,6 @@
 """Attention dropout vs OOD KL(p*||p), each run marked (shape and colour) by its primary weights
 (raw, EMA, BEMA), from the random-search sweep (:func:`~resharpen.paper_figs.set_complement.sweep_figures.sweep_figures`).
-Claims shown: train.dropout.ood_kl.
+Claims shown: none (no sampled-label sweep decides a claim; the fit.* claims do).
 """
 from __future__ import annotations
 

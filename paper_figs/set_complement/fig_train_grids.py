@@ -2,9 +2,9 @@
 (mean ± std band over seeds) and the learned margins.
 
 - ``fig_train_grid_*``: the one-layer model, 16 seeds per placement, each placement trained as
-  one batched ensemble (out/sweeps/placements_grid; claim train.postnorm.balanced_grid);
+  one batched ensemble (out/sweeps/placements_grid);
 - ``fig_train_multi_layer_*``: the multi-layer model (2 layers, 4 heads, GELU MLPs, learned
-  positions; out/sweeps/placements_multi_layer; claim train.postnorm.multi_layer).
+  positions; out/sweeps/placements_multi_layer).
 
 Reads out/sweeps/<name> (full profile) or out/sweeps/<name>-quick (quick profile); never trains:
 skipped with the command (`resharpen sweep experiments/configs/set_complement/<name>.toml

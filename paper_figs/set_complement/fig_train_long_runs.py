@@ -1,6 +1,6 @@
 """Convergence-length runs (12000 steps, none and post, 8 runs each) at v = 64 and v = 32: the
 raw, EMA and BEMA weights' OOD invalid mass over training per placement, and OOD invalid mass
-vs input length. Claims shown: train.postnorm.long_runs*, train.{ema,bema}.ood_kl.long*.
+vs input length. Claims shown: none (no sampled-label sweep decides a claim; the fit.* claims do).
 
 Reads out/sweeps/long_runs and out/sweeps/long_runs_v32 (full profile; run
 `resharpen sweep experiments/configs/set_complement/long_runs.toml --workers 2` and the same

@@ -1,7 +1,7 @@
 """Learned non-query margins per length vs the no-norm 2/s law (construction) and the attn_out
 formula of docs/theory.md, from the placements sweep
 (:func:`~resharpen.paper_figs.set_complement.sweep_figures.sweep_figures`).
-Claims shown: train.dispersion.margin_exponent.
+Claims shown: none (no sampled-label sweep decides a claim; the fit.* claims do).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """OOD invalid mass vs input length per norm placement (mean ± std band over runs), from the
 placements sweep (:func:`~resharpen.paper_figs.set_complement.sweep_figures.sweep_figures`).
-Claims shown: train.postnorm.ood_invalid_mass, train.dispersion.margin_exponent.
+Claims shown: none (no sampled-label sweep decides a claim; the fit.* claims do).
 """
 from __future__ import annotations
 

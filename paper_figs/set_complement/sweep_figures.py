@@ -175,7 +175,8 @@ def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "marg
     ensure_writable_dir(outdir)
     runs = runs_with_data(Path(root))
     rows = read_table(root)
-    quick = profile == "quick" or Path(root).name.endswith("-quick")
+    from resharpen.experiments.training.config import folder_profile
+    quick = profile == "quick" or folder_profile(root) == "quick"
     named = "quick" if quick else profile
     builders = {"placements": lambda: fig_placements(runs, profile=named),
                 "dropout": lambda: fig_dropout(rows, heading=context(runs, named) + ": "),

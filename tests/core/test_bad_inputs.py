@@ -16,8 +16,10 @@ random-search sweep file and language grid; in a file's content ``{BASE}`` too. 
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
+import socket
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,15 @@ SC_SWEEP = {"s/sweep.json": json.dumps({"identity": {"name": "x"}, "runs": 1, "f
 GRID_DIR = {"g/sweep.json": json.dumps({"identity": {"name": "g"}, "runs": 1,
                                         "kind": "task_grid"}),
             "g/table.jsonl": '{"run": "g-0000"}\n'}
+# A Set Complement sweep identity the report can read, a table row, and a sweep with one run.
+SC_IDENTITY = {"name": "x", "space": {}, "base": {"train": {"steps": 1, "batch_size": 1},
+                                                 "task": {"vocab": 8, "train_len": 2}}}
+SC_ROW = '{"run": "x-0000", "primary": "raw", "ood_invalid_mass": 0.1, "ood_kl": 0.1, ' \
+         '"lg_score": 1}\n'
+SC_REPORTABLE = {"s/sweep.json": json.dumps({"identity": SC_IDENTITY}), "s/table.jsonl": SC_ROW,
+                 "s/runs/x-0000/config.json": '{"name": "x-0000"}',
+                 "s/runs/x-0000/summary.json": '{"primary": "raw"}',
+                 "s/runs/x-0000/per_length.json": "[]", "s/runs/x-0000/metrics.jsonl": ""}
 # The first run folder of the quick random_search sweep (runs are named <name>-<index:04d>).
 RUN0 = "s/runs/random_search-0000"
 # A finished run folder that is not a collapse run (a Set Complement run's files).
@@ -54,6 +65,13 @@ SC_RUN = {"r/summary.json": '{"seconds": 1.0, "primary": "raw"}',
 
 class Link(str):
     """A file's content Link("target"): make a symbolic link to target (relative to the link)."""
+
+
+class Special(str):
+    """A file's content FIFO or SOCKET: make a named pipe or a listening Unix socket there."""
+
+
+FIFO, SOCKET = Special("fifo"), Special("socket")
 
 
 def safetensors_bytes(config: dict, shapes: dict, nan: str | None = None) -> bytes:
@@ -496,6 +514,108 @@ CASES = [
     # a partial baseline needs --force
     case(["verify", "--write-baseline", "b.json", "--only", "sc.lemma.*"],
          r"--write-baseline with --only would replace the baseline .* add --force"),
+    # an output path that is not a regular file: refused before any work, never replaced or
+    # followed (a FIFO, a socket, a symbolic link, a link that loops)
+    case(["verify", "--json", "f", "--only", "sc.lemma.*"],
+         r"--json 'f' is a FIFO \(named pipe\), not a regular file; the package replaces only",
+         {"f": FIFO}, id="verify --json FIFO"),
+    case(["verify", "--json", "s", "--only", "sc.lemma.*"], r"--json 's' is a socket",
+         {"s": SOCKET}, id="verify --json socket"),
+    case(["verify", "--markdown", "loop", "--only", "sc.lemma.*"],
+         r"--markdown 'loop' is a symbolic link that loops", {"loop": Link("loop")},
+         id="verify --markdown symlink to itself"),
+    case(["verify", "--json", "l.json", "--only", "sc.lemma.*"],
+         r"--json 'l\.json' is a symbolic link, not a regular file",
+         {"t.json": "theirs", "l.json": Link("t.json")}, id="verify --json symlink to a file"),
+    case(["verify", "--write-baseline", "f", "--only", "sc.lemma.*", "--force"],
+         r"--write-baseline 'f' is a FIFO", {"f": FIFO}, id="verify --write-baseline FIFO"),
+    case(["construct", "--vocab", "8", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="construct --json FIFO"),
+    case(["construct", "--vocab", "8", "--json", "loop"], r"--json 'loop' is a symbolic link "
+         "that loops", {"loop": Link("loop")}, id="construct --json symlink loop"),
+    case(["derive", "--latex", "f"], r"--latex 'f' is a FIFO", {"f": FIFO},
+         id="derive --latex FIFO"),
+    case(["report", "s", "--fit-json", "f"], r"--fit-json 'f' is a FIFO", {**SC_SWEEP, "f": FIFO},
+         id="report --fit-json FIFO"),
+    case(["report", "--html", "f"], r"--html 'f' is a FIFO", {"f": FIFO, "out/ledger.json":
+         '{"claims": []}'}, id="report --html FIFO"),
+    case(["report", "--html", "loop"], r"--html 'loop' is a symbolic link that loops",
+         {"loop": Link("loop"), "out/ledger.json": '{"claims": []}'},
+         id="report --html symlink loop"),
+    case(["compare", "r", "--json", "f"], r"--json 'f' is a FIFO", {**SC_RUN, "f": FIFO},
+         id="compare --json FIFO"),
+    case(["tasks", "games", "--out", "f"], r"--out 'f' is a FIFO", {"f": FIFO},
+         id="tasks games --out FIFO"),
+    case(["dynamics", "ode", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="dynamics ode --json FIFO"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--json", "s"], r"--json 's' is a socket",
+         {"s": SOCKET}, id="dynamics simulate --json socket"),
+    case(["dynamics", "stacks", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="dynamics stacks --json FIFO"),
+    case(["collapse", "stack", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
+         id="collapse stack --json FIFO"),
+    case(["figs", "--out", "o", "--only", "sc_margins"],
+         r"figure file 'o/sc_margins\.png' is a FIFO", {"o/sc_margins.png": FIFO},
+         id="figs output file is a FIFO"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"lock file 's/\.lock' cannot be used: a symbolic link",
+         {"s/.lock": Link("victim"), "s/victim": "keep me"}, id="sweep lock file is a link"),
+    # files read with a size cap, never a device or FIFO to the end; a config nested too deep
+    case(["verify", "--baseline", "/dev/zero", "--only", "sc.lemma.*"],
+         r"--baseline '/dev/zero' is a character device, not a JSON file: the package reads only "
+         r"regular files", id="verify --baseline /dev/zero"),
+    case(["verify", "--baseline", "f", "--only", "sc.lemma.*"], r"--baseline 'f' is a FIFO",
+         {"f": FIFO}, id="verify --baseline FIFO"),
+    case(["report", "--html", "r.html", "--ledger", "/dev/zero"],
+         r"--ledger '/dev/zero' is a character device", id="report --ledger /dev/zero"),
+    case(["train", "c.toml"], r"config file '.*c\.toml' nests its arrays or tables too deep",
+         cfg("x = " + "[" * 100_000 + "1" + "]" * 100_000 + "\n"),
+         id="train config array nested 100000 deep"),
+    # result files of the wrong shape: one line naming the file and the field
+    case(["report", "s"], r"sweep file 's/sweep\.json': identity is 'x', not an object",
+         {**SC_SWEEP, "s/sweep.json": '{"identity": "x"}'}, id="report sweep.json identity a string"),
+    case(["report", "s"], r"sweep file 's/sweep\.json': identity\.base\.task\.vocab is missing",
+         {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": {**SC_IDENTITY, "base": {
+             "train": {"steps": 1, "batch_size": 1}, "task": {"train_len": 2}}}})},
+         id="report sweep.json without the vocabulary"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl', row 1: primary is missing",
+         {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": SC_IDENTITY})},
+         id="report table row without primary"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl', row 2: ood_kl is 'high', not a number "
+         r"or null", {**SC_SWEEP, "s/sweep.json": json.dumps({"identity": SC_IDENTITY}),
+                      "s/table.jsonl": SC_ROW + SC_ROW.replace('"ood_kl": 0.1', '"ood_kl": "high"')},
+         id="report table metric a string"),
+    case(["report", "s"], r"sweep table 's/table\.jsonl' is corrupt: line 1|line 1: run is 5",
+         {**SC_SWEEP, "s/table.jsonl": '{"run": 5}\n'}, id="report table run a number"),
+    case(["report", "s"], r"run file 's/runs/x-0000/per_length\.json': the document is 'oops', "
+         r"not an object or an array", {**SC_REPORTABLE, "s/runs/x-0000/per_length.json": '"oops"'},
+         id="report per_length.json a string"),
+    case(["report", "s"], r"run history 's/runs/x-0000/metrics\.jsonl', line 2: step is 'x', not "
+         r"a number", {**SC_REPORTABLE, "s/runs/x-0000/metrics.jsonl": '{"step": 0}\n{"step": "x"}\n'},
+         id="report metrics.jsonl step a string"),
+    case(["compare", "r"], r"run file 'r/config\.json': task is 'x', not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": '{"task": "x"}'},
+         id="compare config task a string"),
+    case(["compare", "r"], r"run file 'r/config\.json': task is null, not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": '{"task": null}'},
+         id="compare config task null"),
+    case(["compare", "r"], r"task\.vocab is -1, but the run's raw weights are of vocabulary 8",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {
+             "r/config.json": '{"task": {"vocab": -1, "train_len": 2}}'}, id="compare config vocab -1"),
+    case(["compare", "r"], r"task\.vocab is 100000000\.0, not an integer",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {
+             "r/config.json": '{"task": {"vocab": 1e8, "train_len": 2}}'}, id="compare config vocab 1e8"),
+    case(["compare", "r"], r"run file 'r/config\.json': the document is an array, not an object",
+         weights_run(safetensors_bytes(V8, SHAPES8)) | {"r/config.json": "[]"},
+         id="compare config.json []"),
+    case(["collapse", "detect", "r"], r"metrics\.jsonl', row 2: t_sim is nan, not a finite number",
+         {"r/summary.json": '{"l_freq_stream": 1.0}', "r/metrics.jsonl":
+          '{"step": 0, "t_sim": 0.1, "loss": 1.0}\n{"step": 1, "t_sim": NaN, "loss": 1.0}\n'},
+         id="collapse detect NaN row"),
+    case(["collapse", "detect", "r"], r"metrics\.jsonl', row 1: step is 'x', not a finite number",
+         {"r/summary.json": '{"l_freq_stream": 1.0}',
+          "r/metrics.jsonl": '{"step": "x", "t_sim": 0.1, "loss": 1.0}\n'},
+         id="collapse detect non-numeric step"),
     # an empty config
     case(["train", "c.toml"], r"config file '.*c\.toml' is empty: name a base config",
          cfg(""), id="train empty config"),
@@ -507,13 +627,23 @@ CASES = [
 
 
 def snapshot(root: Path) -> dict:
-    """Every path under ``root``: a folder, or a file's bytes, inode and modification time (a
-    rewrite, even with the same bytes, changes the inode: files are replaced atomically)."""
+    """Every path under ``root``: a folder, a symbolic link's target, or a file's bytes, inode and
+    modification time (a rewrite, even with the same bytes, changes the inode: files are
+    replaced atomically); a FIFO or socket by its kind and inode (never opened)."""
+    import stat as st
+
     out = {}
     for path in sorted(root.rglob("*")):
-        stat = path.lstat()
-        out[str(path.relative_to(root))] = ("dir" if path.is_dir() else
-                                            (path.read_bytes(), stat.st_ino, stat.st_mtime_ns))
+        info = path.lstat()
+        if st.S_ISLNK(info.st_mode):
+            entry = ("link", os.readlink(path), info.st_ino)
+        elif path.is_dir():
+            entry = "dir"
+        elif st.S_ISREG(info.st_mode):
+            entry = (path.read_bytes(), info.st_ino, info.st_mtime_ns)
+        else:
+            entry = (st.S_IFMT(info.st_mode), info.st_ino, info.st_mtime_ns)
+        out[str(path.relative_to(root))] = entry
     return out
 
 
@@ -528,8 +658,10 @@ def _timeout(signum, frame):
 
 
 @pytest.mark.parametrize("args, files, pattern", CASES)
-def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys):
+def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys, request):
     monkeypatch.chdir(tmp_path)  # the output root out/ is relative: it lands here
+    servers = []
+    request.addfinalizer(lambda: [server.close() for server in servers])
     for name, content in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -537,6 +669,12 @@ def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys):
             path.mkdir(exist_ok=True)
         elif isinstance(content, Link):
             path.symlink_to(content)
+        elif content == FIFO:
+            os.mkfifo(path)
+        elif content == SOCKET:
+            server = socket.socket(socket.AF_UNIX)
+            server.bind(name)  # relative: a socket's path is limited to about 100 bytes
+            servers.append(server)
         elif isinstance(content, bytes):
             path.write_bytes(content)
         else:
@@ -667,6 +805,177 @@ def test_backend_checks_come_before_any_folder(tmp_path):
     check_backend("local")
 
 
+# ====================================================================== the command line's own
+# Empty paths and patterns, options without effect, counts above their caps, config tables that
+# would be ignored, and typos answered with the closest name. Kept in one block, after the checks
+# above, run by the same test (test_bad_input).
+EMPTY = [  # an empty path or pattern is an error, never "absent" or the working folder
+    ["verify", "--json", ""], ["verify", "--markdown", ""], ["verify", "--write-baseline", ""],
+    ["verify", "--baseline", ""], ["verify", "--where", ""], ["verify", "--only", ""],
+    ["verify", "--mutate", "--operators", ""], ["langs", "run", "--backend", "ray", "--address", ""],
+    ["construct", "--vocab", "8", "--out", ""], ["construct", "--vocab", "8", "--json", ""],
+    ["derive", "--latex", ""], ["derive", "--only", ""], ["figs", "--out", ""],
+    ["figs", "--only", ""], ["report", "s", "--fit-json", ""], ["report", "--html", ""],
+    ["report", "--html", "r.html", "--ledger", ""], ["report", "--html", "r.html", "--figs", ""],
+    ["report", ""], ["compare", ""], ["compare", "r", "--json", ""], ["train", ""],
+    ["train", "{BASE}", "--out", ""], ["sweep", ""], ["sweep", "{RS}", "--out", ""],
+    ["sweep", "{RS}", "--backend", "ray", "--address", ""], ["langs", "train", ""],
+    ["langs", "train", "dyck2", "--out", ""], ["langs", "run", "--grid", ""],
+    ["langs", "run", "--only", ""], ["langs", "run", "--out", ""], ["langs", "report", ""],
+    ["langs", "compare", "", "b"], ["langs", "compare", "a", "b", "--metric", ""],
+    ["tasks", "sample", ""], ["tasks", "games", "--out", ""], ["dynamics", "ode", "--json", ""],
+    ["dynamics", "simulate", "--scheme", "preln", "--json", ""],
+    ["dynamics", "stacks", "--json", ""], ["dynamics", "trained", "--scheme", ""],
+    ["collapse", "stack", "--json", ""], ["collapse", "train", "--out", ""],
+    ["collapse", "detect", ""], ["archive", "pack", ""], ["archive", "restore", "x", "--out", ""],
+]
+CLI_CASES = [case(args, rf"argument {re.escape(args[-2]) if args[-2].startswith('-') else '.*'}"
+                  r": expected a (path|name or glob pattern|Ray address|scheme name), got an "
+                  r"empty string", id=" ".join(args) + " ''") for args in EMPTY] + [
+    # ------------------------------------------------------------------ options without effect
+    case(["verify", "--force"], r"--force has no effect here: it only allows --write-baseline "
+         r"with --only"),
+    case(["verify", "--force", "--only", "sc.lemma.*"], r"--force has no effect here"),
+    case(["verify", "--force", "--write-baseline", "b.json"], r"--force has no effect here"),
+    case(["verify", "--step", "0.1", "--only", "sc.lemma.*"], r"--step is an option of --mutate"),
+    case(["verify", "--operators", "up", "--only", "sc.lemma.*"],
+         r"--operators is an option of --mutate"),
+    case(["verify", "--mutate", "--operators", "up,down,up", "--only", "sc.lemma.*"],
+         r"--operators names up more than once"),
+    case(["verify", "--mutate", "--workers", "2", "--only", "sc.lemma.*"],
+         r"--workers has no effect with --mutate"),
+    case(["verify", "--list", "--json", "l.json"], r"--json has no effect with --list"),
+    case(["verify", "--list", "--workers", "2"], r"--workers has no effect with --list"),
+    case(["verify", "--where", "sc.lemma.*", "--mutate"], r"--mutate has no effect with --where"),
+    case(["verify", "--where", "sc.lemma.*", "--baseline"],
+         r"--baseline has no effect with --where"),
+    case(["verify", "--list", "--where", "sc.lemma.*"], r"--list and --where .* give one"),
+    case(["report", "s", "--ledger", "l.json"], r"--ledger is an option of --html", SC_SWEEP),
+    case(["report", "s", "--figs", "f"], r"--figs is an option of --html", SC_SWEEP),
+    case(["report", "--html", "r.html", "--ledger", "l.json", "--figs", "f"],
+         r"--figs 'f' is not a folder", {"l.json": "{}", "f": "a file"},
+         id="report --figs FILE"),
+    case(["langs", "train", "dyck2", "--set", "task.name=bogus_task"],
+         r"--set task\.name=bogus_task has no effect: the task is the positional argument"),
+    case(["langs", "train", "dyck2", "--set", "task.name=dyck2"],
+         r"--set task\.name=dyck2 has no effect"),
+    case(["archive", "status", "s"], r"archive status takes no SWEEP: it has no effect there"),
+    case(["archive", "pack", "s", "--out", "o"], r"archive pack takes no --out"),
+    case(["dynamics", "trained", "--task"], r"argument --task: expected at least one argument"),
+    case(["dynamics", "trained", "--depth"], r"argument --depth: expected at least one argument"),
+    # ------------------------------------------------------------------ counts above their caps
+    case(["verify", "--workers", "99999999999999999999999"],
+         r"argument --workers: at most 256, got 99999999999999999999999"),
+    case(["verify", "--workers", "9" * 5000], r"argument --workers: expected an integer",
+         id="verify --workers of 5000 digits"),
+    case(["sweep", "{RS}", "--workers", "257"], r"argument --workers: at most 256, got 257"),
+    case(["sweep", "{RS}", "--ensemble", "100000"], r"argument --ensemble: at most 1,024"),
+    case(["langs", "run", "--workers", "1000"], r"argument --workers: at most 256"),
+    case(["langs", "run", "--ensemble", "100000"], r"argument --ensemble: at most 1,024"),
+    case(["dynamics", "stacks", "--layers", "1000000000"],
+         r"argument --layers: at most 10,000, got 1000000000"),
+    case(["dynamics", "stacks", "--n", "1" + "0" * 30], r"argument --n: at most 1,000,000, got "
+         r"an integer of 31 digits"),
+    case(["dynamics", "stacks", "--d", "10000000"], r"argument --d: at most 1,000,000"),
+    case(["dynamics", "ode", "--n", "1" + "0" * 400], r"argument --n: at most 1,000,000",
+         id="dynamics ode --n 10^400"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--samples", "1000000000"],
+         r"argument --samples: at most 100,000"),
+    case(["dynamics", "simulate", "--scheme", "preln", "--n", "1000000000"],
+         r"argument --n: at most 1,000,000"),
+    case(["dynamics", "trained", "--depth", "1000000000"], r"argument --depth: at most 10,000"),
+    case(["dynamics", "trained", "--depth", "7"],
+         r"--depth 7 is not a depth of the quick profile's set; allowed: 4"),
+    case(["dynamics", "trained", "--profile", "full", "--depth", "4"],
+         r"--depth 4 is not a depth of the full profile's set; allowed: 8, 24"),
+    case(["collapse", "stack", "--samples", "1000000000"],
+         r"argument --samples: at most 1,000, got 1000000000"),
+    case(["collapse", "stack", "--depth", "1000000000"], r"argument --depth: at most 10,000"),
+    case(["collapse", "stack", "--n", "1000000000"], r"argument --n: at most 100,000"),
+    case(["collapse", "detect", "r", "--patience", "1000000000"],
+         r"argument --patience: at most 1,000,000"),
+    case(["construct", "--vocab", "10000000"], r"argument --vocab: at most 1,000,000"),
+    case(["tasks", "perft", "--depth", "10"], r"argument --depth: at most 9, got 10"),
+    case(["tasks", "perft", "--depth", "-1"], r"argument --depth: expected an integer >= 0"),
+    case(["tasks", "sample", "dyck2", "--count", "1000000000"],
+         r"argument --count: at most 1,000,000"),
+    case(["tasks", "sample", "dyck2", "--length", "0"],
+         r"argument --length: expected a positive integer, got 0"),
+    case(["tasks", "games", "--out", "g.npy", "--count", "1000000000"],
+         r"argument --count: at most 100,000,000"),
+    case(["tasks", "games", "--out", "g.npy", "--length", "61"], r"argument --length: at most 60"),
+    # ------------------------------------------------------------------ tables that would be ignored
+    case(["train", "c.toml"], r"unknown key profile\.quick\.task\.bogus in .*c\.toml.*; allowed "
+         r"in \[task\]", cfg(BASED + "[profile.quick]\ntask.bogus = 1\n"),
+         id="train unknown key of an unused profile"),
+    case(["train", "c.toml", "--profile", "quick"], r"unknown key profile\.quick\.task\.bogus",
+         cfg(BASED + "[profile.quick]\ntask.bogus = 1\n"), id="train unknown key of the profile"),
+    case(["train", "c.toml"], r"unknown section profile\.full\.bogus in .*c\.toml",
+         cfg(BASED + "[profile.full]\nbogus.x = 1\n"), id="train unknown profile section"),
+    case(["train", "c.toml"], r"profile\.quick\.model\.norm = 'sideways' is not allowed",
+         cfg(BASED + '[profile.quick]\nmodel.norm = "sideways"\n'),
+         id="train bad value in an unused profile"),
+    case(["train", "c.toml"], r"holds \[search\], the tables of a sweep file, which a single run "
+         r"ignores; run it with `resharpen sweep`", cfg(BASED + SEARCH), id="train with [search]"),
+    case(["train", "c.toml"], r"holds \[sweep\], the tables of a sweep file",
+         cfg(BASED + "[sweep]\nruns = 2\n"), id="train with [sweep]"),
+    case(["train", "c.toml"], r"holds \[\[when\]\], the tables of a sweep file",
+         cfg(BASED + '[[when]]\n"model.norm" = "post"\ntrain = { lr = 0.01 }\n'),
+         id="train with [[when]]"),
+    case(["train", "c.toml"], r"holds \[profile\.quick\.sweep\], the tables of a sweep file",
+         cfg(BASED + "[profile.quick.sweep]\nruns = 2\n"), id="train with a profile's [sweep]"),
+    case(["train", "c.toml"], r"holds \[search\]",
+         {"c.toml": 'base = "s.toml"\n', "s.toml": BASED + SEARCH},
+         id="train a config whose base is a sweep file"),
+    case(["sweep", "c.toml"], r"unknown key profile\.quick\.sweep\.bogus",
+         cfg(BASED + SEARCH + "[profile.quick.sweep]\nbogus = 1\n"),
+         id="sweep unknown key of a profile's [sweep]"),
+    # ------------------------------------------------------------------ did you mean
+    case(["verify", "--only", "sc.theorm*"],
+         r"claim pattern 'sc\.theorm\*' matches no claim \(did you mean 'sc\.theorem\*'\?\)"),
+    case(["verify", "--where", "sc.theorem.two_ovr_s"],
+         r"\(did you mean 'sc\.theorem\.two_over_s'\?\)"),
+    case(["train", "set_complement/bse"], r"\(did you mean 'set_complement/base'\?\)"),
+    case(["langs", "run", "--grid", "languages/grd"], r"\(did you mean 'languages/grid'\?\)"),
+    case(["figs", "--only", "sc_margns"], r"no figure matches 'sc_margns' \(did you mean "
+         r"'sc_margins'\?\)"),
+    case(["figs", "--only", "sc_margins", "--only", "nosuch_figure"],
+         r"no figure matches 'nosuch_figure'", id="figs one of two globs matches nothing"),
+]
+
+
+@pytest.mark.parametrize("args, files, pattern", CLI_CASES)
+def test_bad_command_line(args, files, pattern, tmp_path, monkeypatch, capsys):
+    test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys)
+
+
+def test_every_empty_option_of_every_command_is_a_row():
+    """Every path or pattern option (an option whose type is cli_args.PATH, PATTERN or another
+    ``nonempty``) of every subcommand has an empty-string row above, so a new one is not
+    forgotten."""
+    import argparse
+
+    from resharpen.cli import build_parser
+
+    covered = {(args[0], args[1] if args[0] in ("langs", "tasks", "dynamics", "collapse")
+                else None, args[-2] if args[-2].startswith("-") else None) for args in EMPTY}
+    missing = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, path + [name])
+            elif getattr(action.type, "__name__", "") == "nonempty":
+                key = (path[0], path[1] if len(path) > 1 else None,
+                       action.option_strings[0] if action.option_strings else None)
+                if key not in covered:
+                    missing.append(" ".join(path + [action.option_strings[0]
+                                                    if action.option_strings else action.dest]))
+
+    walk(build_parser(), [])
+    assert not missing, f"no empty-string row for: {missing}"
+
 # ====================================================================== the API's bad inputs
 # The Python API validates as the command line does: the same bounds and messages, ValueError
 # for a bad value and TypeError for a wrong type (naming the argument), before any work or
@@ -730,13 +1039,13 @@ API_CASES = [
     api("train out blocked", lambda rs, b: rs.train("set_complement/base", out="f/r"),
         ValueError, r"out 'f/r' is blocked: 'f' is not a folder", {"f": "a file"}),
     api("load_run config.json []", lambda rs, b: rs.load_run("r"), ValueError,
-        r"run file 'r/config\.json' holds a JSON list, not an object",
+        r"run file 'r/config\.json': the document is an array, not an object",
         {**RUN_OF, "r/config.json": "[]"}),
     api("load_run summary.json 5", lambda rs, b: rs.load_run("r"), ValueError,
-        r"run file 'r/summary\.json' holds a JSON number, not an object",
+        r"run file 'r/summary\.json': the document is 5, not an object",
         {**RUN_OF, "r/config.json": "{}", "r/summary.json": "5"}),
     api("load_run metrics row []", lambda rs, b: rs.load_run("r"), ValueError,
-        r"run history 'r/metrics\.jsonl': row 2 is a list, not an object",
+        r"run history 'r/metrics\.jsonl', line 2: the document is an array, not an object",
         {**RUN_OF, "r/config.json": "{}", "r/metrics.jsonl": '{"step": 0}\n[]\n'}),
     api("load_run ''", lambda rs, b: rs.load_run(""), ValueError,
         r"run folder must name a file or folder, got ''"),

@@ -162,7 +162,7 @@ def test_tasks_command_samples_and_rejects_bad_parameters(capsys):
     code, out, err = run(["tasks", "sample", "dyck1", "--count", "2", "--length", "4"], capsys)
     assert code == 0 and len(out.splitlines()) == 2
     for args, fragment in [(["--param", "vocab"], "--param expects KEY=INT"),
-                           (["--length", "0"], "length must be"),
+                           (["--length", "0"], "argument --length: expected a positive integer"),
                            (["--param", "vocab=8"], "has no parameter 'vocab'")]:
         code, out, err = run(["tasks", "sample", "dyck1"] + args, capsys)
         assert code == 2 and err.startswith("error: ") and fragment in err, err

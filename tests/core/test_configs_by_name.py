@@ -73,7 +73,7 @@ def test_list_configs_names_every_packaged_file_with_its_command_and_description
     assert rows["set_complement/placements_v32"]["command"] == "sweep"  # [search] in its base
     assert rows["languages/grid"]["command"] == "langs run --grid"
     assert all(row["description"] for row in rows.values()), "every config has a first comment"
-    assert rows["set_complement/base"]["description"].startswith("One-layer, one-head")
+    assert rows["set_complement/base"]["description"].startswith("The default run: the one-layer")
 
 
 def test_cli_configs_and_train_by_name_from_outside_the_repository(tmp_path):

@@ -224,17 +224,17 @@ def test_undo_on_failure_removes_only_what_it_made(tmp_path):
             raise RuntimeError("boom")
     assert not (tmp_path / "a").exists()  # created here, left empty: removed
     with pytest.raises(RuntimeError):
-        with undo_on_failure(tmp_path / "n", remove_written=False, own_files=(".lock",)):
+        with undo_on_failure(tmp_path / "n", remove_written=False):
             atomic_write_text(tmp_path / "n" / "result.txt", "x")
             (tmp_path / "n" / ".lock").touch()
             raise RuntimeError("boom")
     assert sorted(p.name for p in (tmp_path / "n").iterdir()) == [".lock", "result.txt"]
     with pytest.raises(RuntimeError):
-        with undo_on_failure(tmp_path / "m", own_files=(".lock",)):
+        with undo_on_failure(tmp_path / "m"):
             atomic_write_text(tmp_path / "m" / "sub" / "result.txt", "x")
-            (tmp_path / "m" / ".lock").touch()
+            (tmp_path / "m" / ".lock").touch()  # not the block's: only its holder removes it
             raise RuntimeError("boom")
-    assert not (tmp_path / "m").exists()  # its own lock file alone does not keep it
+    assert [p.name for p in (tmp_path / "m").iterdir()] == [".lock"]
     with undo_on_failure(tmp_path / "ok"):
         atomic_write_text(tmp_path / "ok" / "f.txt", "x")
     assert (tmp_path / "ok" / "f.txt").read_text() == "x"

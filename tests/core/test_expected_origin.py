@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from resharpen.claims import all_claims
-from resharpen.experiments.ledger import ORIGINS, claim
+from resharpen.experiments.ledger import ORIGINS
+from resharpen.experiments.ledger.declarations import declare
 from resharpen.experiments.ledger.where import resolve, reached, shared_functions
 
 _ATTN = "resharpen.theory.collapse.attention."
@@ -80,16 +81,16 @@ def test_every_claim_declares_its_origin():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({}, "expected_from is missing"),
+    ({}, "missing field.s. expected_from, origin"),
     ({"expected_from": "folklore", "origin": "x"}, "'folklore' is not one of"),
-    ({"expected_from": "paper"}, "origin is missing"),
+    ({"expected_from": "paper", "origin": " "}, "origin is empty"),
     ({"expected_from": "derivation", "origin": "x"}, "needs derived_by"),
-    ({"expected_from": "derivation", "origin": "x", "derived_by": "delta_attn"}, "must be"),
+    ({"expected_from": "derivation", "origin": "x", "derived_by": ["delta_attn"]}, "must be"),
 ])
-def test_the_decorator_refuses_a_missing_or_unknown_origin(kwargs, message):
+def test_a_declaration_refuses_a_missing_or_unknown_origin(kwargs, message):
     with pytest.raises(ValueError, match=message) as info:
-        claim("test.origin_probe", source="-", statement="-", kind="numeric", tolerance="-",
-              cost="fast", **kwargs)
+        declare(__name__, "test.origin_probe", source="-", statement="-", kind="numeric",
+                tolerance="-", cost="fast", quick="PASS", **kwargs)
     assert "test.origin_probe" in str(info.value)
 
 

@@ -7,6 +7,7 @@ import pytest
 from resharpen.claims import all_claims
 from resharpen.experiments import ledger
 from resharpen.experiments.common.profiles import PROFILES, pick
+from resharpen.experiments.ledger.declarations import declare
 from resharpen.experiments.ledger.registry import _REGISTRY
 
 all_claims()
@@ -43,8 +44,11 @@ def test_one_profile_mechanism():
 
 
 def test_where_locates_a_claim_declared_in_a_test():
-    @ledger.claim("t.where.here", source="s", statement="s", kind="numeric", tolerance="t",
-                  cost="fast", expected_from="statement", origin="s")
+    declare(__name__, ".".join(("t", "where", "here")), source="s", statement="s",  # the id's
+            kind="numeric", tolerance="t", cost="fast", quick="PASS",  # quoted only below
+            expected_from="statement", origin="s")
+
+    @ledger.claim("t.where.here")
     def check_here(profile):
         return ledger.Outcome(0, 0, True)
 
@@ -60,15 +64,20 @@ def test_where_locates_a_claim_declared_in_a_test():
 
 
 def test_registry_refuses_bad_declarations_and_unknown_patterns():
-    with pytest.raises(ValueError, match="kind"):
-        ledger.claim("t.x", source="s", statement="s", kind="vibes", tolerance="t", cost="fast")
+    good = dict(source="s", statement="s", kind="numeric", tolerance="t", cost="fast",
+                quick="PASS", expected_from="statement", origin="s")
+    with pytest.raises(ValueError, match="kind 'vibes' is not one of"):
+        declare(__name__, "t.x", **{**good, "kind": "vibes"})
     with pytest.raises(ValueError, match="cost 'quick' is not one of"):
-        ledger.claim("t.x", source="s", statement="s", kind="numeric", tolerance="t", cost="quick")
-    with pytest.raises(ValueError, match="expected_status 'ERROR' is not one of"):
-        ledger.claim("t.x", source="s", statement="s", kind="numeric", tolerance="t", cost="fast",
-                     expected_status="ERROR")
-    with pytest.raises(TypeError, match="cost"):  # every claim declares its cost class
-        ledger.claim("t.x", source="s", statement="s", kind="numeric", tolerance="t")
+        declare(__name__, "t.x", **{**good, "cost": "quick"})
+    with pytest.raises(ValueError, match="quick 'ERROR' is not one of"):
+        declare(__name__, "t.x", **{**good, "quick": "ERROR"})
+    with pytest.raises(ValueError, match="missing field.s. cost"):  # every claim declares its cost
+        declare(__name__, "t.x", **{k: v for k, v in good.items() if k != "cost"})
+    with pytest.raises(ValueError, match="unknown field.s. colour"):
+        declare(__name__, "t.x", **good, colour="red")
+    with pytest.raises(ValueError, match="has no declaration"):
+        ledger.claim("t.undeclared")(lambda profile: ledger.Outcome(0, 0, True))
     with pytest.raises(ValueError, match="matches no claim"):
         ledger.select(all_claims(), ["zzz.*"])
 

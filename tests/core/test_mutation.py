@@ -345,7 +345,7 @@ def test_targets_include_the_methods_of_a_derivation_class():
     names = [t.name for t in mutation.targets(c)]
     assert "resharpen.experiments.model.transformer.Transformer.forward" in names
     assert "resharpen.experiments.tasks.set_complement.sample_inputs" in names
-    [postnorm] = [c for c in all_claims() if c.id == "train.postnorm.long_runs"]
+    [postnorm] = [c for c in all_claims() if c.id == "fit.placements.ood_at_every_rung"]
     names = [t.name for t in mutation.targets(postnorm)]
     assert names and not [n for n in names if n.startswith(mutation.NOT_SUBJECTS)], names
 

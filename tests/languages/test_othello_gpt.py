@@ -109,3 +109,48 @@ def test_data_workers_give_the_same_run(tmp_path):
     a = load_file(tmp_path / "w0" / "weights_raw.safetensors")
     b = load_file(tmp_path / "w2" / "weights_raw.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+class Payload:
+    """An object whose unpickling runs code: it creates the file ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import pathlib
+
+        return pathlib.Path.touch, (pathlib.Path(self.marker),)
+
+
+def test_a_crafted_checkpoint_is_refused_and_runs_nothing(tmp_path, capsys):
+    """``--resume`` reads checkpoint.pt with ``weights_only=True``: a checkpoint whose
+    unpickling would run code is refused with one line naming the file, exit 2, and its payload
+    never runs (the same payload, read without the restriction, does run: the test can fail)."""
+    run, marker = tmp_path / "run", tmp_path / "pwned"
+    run.mkdir()
+    torch.save({"step": 1, "history": [], "model": Payload(marker)}, run / "checkpoint.pt")
+    assert main(TINY + ["--steps", "2", "--out", str(run), "--resume"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --resume: ") and "checkpoint.pt" in err[0]
+    assert "is not a checkpoint of this trainer" in err[0] and not marker.exists()
+    control = tmp_path / "control"
+    torch.save({"model": Payload(control)}, tmp_path / "control.pt")
+    torch.load(tmp_path / "control.pt", weights_only=False)
+    assert control.exists()
+
+
+def test_no_unrestricted_unpickling_of_files_in_the_package():
+    """Every ``torch.load`` of the package passes ``weights_only=True``, and no ``pickle.load``
+    reads a file (the local backend's ``pickle.loads`` reads only its own workers' results)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sources = [p for folder in ("resharpen", "experiments", "constructions", "paper_figs",
+                                "theory") for p in (root / folder).rglob("*.py")]
+    for path in sources:
+        text = path.read_text()
+        for call in re.findall(r"torch\.load\([^)]*\)", text, flags=re.S):
+            assert "weights_only=True" in call, f"{path}: {call}"
+        assert not re.search(r"pickle\.load\(|pickle\.Unpickler\(", text), path

@@ -1,0 +1,115 @@
+"""The archive of full-size results: the small files of finished runs, kept in the repository.
+
+A full-size sweep takes hours (the language grid, 864 runs, about 9 hours on one core), so its
+results must outlive the session that made them and be checkable by a reader without
+retraining. The archive (``results/full/`` in the checkout) keeps, for every sweep packed into
+it, what the claims and figures read and nothing heavier::
+
+    results/full/sweeps/<name>/sweep.json                  the sweep's identity (its planned runs)
+    results/full/sweeps/<name>/table.jsonl                 one row per finished run
+    results/full/sweeps/<name>/runs/<run>/config.json      the run's validated config
+    results/full/sweeps/<name>/runs/<run>/summary.json     its final measurements (written last)
+    results/full/sweeps/<name>/runs/<run>/provenance.json  commit, machine, versions, time
+
+Weights, per-length records and training histories stay in ``out/`` (megabytes per run).
+
+:func:`pack` copies a sweep's finished runs from ``out/sweeps/<name>`` into the archive;
+:func:`restore` copies archived runs that ``out/`` lacks back into it, each marked with
+:data:`ARCHIVED_MARKER`, so that the same sweep command resumes from them: a run counts as
+finished when its ``summary.json`` exists (:mod:`resharpen.experiments.training.sweep`), so only
+the runs the archive lacks are trained. A restored run has no weights; reading them names the
+command that retrains it. Both only add files: neither replaces a file that exists.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from resharpen.experiments.common.io import atomic_write_text, read_json
+from resharpen.experiments.common.names import check_name
+
+ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"
+"""The archive in the checkout (``results/full``)."""
+SWEEP_FILES = ("sweep.json", "table.jsonl")
+RUN_FILES = ("config.json", "summary.json", "provenance.json")
+"""What the archive keeps of a sweep and of each finished run (summary.json last)."""
+ARCHIVED_MARKER = "ARCHIVED"
+"""A file in a run folder restored from the archive: its weights were not kept."""
+
+
+def _copy_new(source: Path, target: Path) -> bool:
+    """Copy ``source`` to ``target`` atomically unless ``target`` exists; True when copied."""
+    if target.exists() or target.is_symlink():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, source.read_text())
+    return True
+
+
+def finished_runs(root: Path) -> list[Path]:
+    """The run folders under ``root/runs`` that have a ``summary.json`` (finished), by name."""
+    runs = root / "runs"
+    return sorted(p for p in runs.iterdir() if (p / "summary.json").is_file()) \
+        if runs.is_dir() else []
+
+
+def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
+    """Copy the finished runs of the sweep folder ``source`` (their :data:`RUN_FILES`) and the
+    sweep's :data:`SWEEP_FILES` into ``archive/sweeps/<name>``. Runs already archived are kept
+    as they are; the sweep's files are refreshed (they list every finished run). Returns
+    ``{"sweep": name, "finished": n, "added": k}``."""
+    source = Path(source)
+    if not (source / "sweep.json").is_file():
+        raise ValueError(f"{source} is not a sweep folder (it has no sweep.json)")
+    name = check_name(source.name, "sweep name")
+    target = Path(archive) / "sweeps" / name
+    read_json(source / "sweep.json", "sweep file")  # a corrupt sweep is refused before any copy
+    added = 0
+    runs = finished_runs(source)
+    for run in runs:
+        if (run / ARCHIVED_MARKER).exists():
+            continue  # restored from the archive: it is there already
+        copied = [_copy_new(run / f, target / "runs" / run.name / f)
+                  for f in RUN_FILES if (run / f).is_file()]
+        added += bool(copied and copied[-1])
+    target.mkdir(parents=True, exist_ok=True)
+    for f in SWEEP_FILES:
+        if (source / f).is_file():
+            atomic_write_text(target / f, (source / f).read_text())
+    return {"sweep": name, "finished": len(runs), "added": added}
+
+
+def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
+    """Copy the archived runs of sweep ``name`` that ``out`` (a sweep folder) lacks into it,
+    each marked :data:`ARCHIVED_MARKER`, and the sweep's identity when ``out`` has none. A run
+    folder that exists in ``out`` is left alone. Returns ``{"sweep": name, "restored": k,
+    "archived": n}``."""
+    source = Path(archive) / "sweeps" / check_name(name, "sweep name")
+    if not (source / "sweep.json").is_file():
+        raise ValueError(f"the archive has no sweep {name!r} (looked in {source})")
+    out = Path(out)
+    runs = finished_runs(source)
+    restored = 0
+    for run in runs:
+        folder = out / "runs" / run.name
+        if folder.exists():
+            continue
+        staging = out / "runs" / f".{run.name}.restoring"
+        shutil.rmtree(staging, ignore_errors=True)  # ours: a restore killed before its rename
+        staging.mkdir(parents=True)
+        for f in RUN_FILES:
+            if (run / f).is_file():
+                shutil.copyfile(run / f, staging / f)
+        (staging / ARCHIVED_MARKER).write_text(
+            "Restored from the archive (results/full): config and summary only, no weights.\n")
+        staging.rename(folder)
+        restored += 1
+    _copy_new(source / "sweep.json", out / "sweep.json")
+    return {"sweep": name, "restored": restored, "archived": len(runs)}
+
+
+def archived_sweeps(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:
+    """name -> number of finished runs, for every sweep in the archive."""
+    root = Path(archive) / "sweeps"
+    return {p.name: len(finished_runs(p)) for p in sorted(root.iterdir()) if p.is_dir()} \
+        if root.is_dir() else {}
