@@ -945,8 +945,8 @@ CLI_CASES = [case(args, rf"argument {re.escape(args[-2]) if args[-2].startswith(
 
 
 @pytest.mark.parametrize("args, files, pattern", CLI_CASES)
-def test_bad_command_line(args, files, pattern, tmp_path, monkeypatch, capsys):
-    test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys)
+def test_bad_command_line(args, files, pattern, tmp_path, monkeypatch, capsys, request):
+    test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys, request)
 
 
 def test_every_empty_option_of_every_command_is_a_row():
