@@ -16,8 +16,8 @@ from scipy.special import expit
 
 from resharpen.constructions.set_complement import Construction, theory_margins_by_length
 from resharpen.experiments.common.limits import forward_flops
-from resharpen.experiments.set_complement.evaluate import (DENSE_LENGTHS, log_lengths, per_position_metrics,
-                                                          position_metrics)
+from resharpen.experiments.set_complement.evaluate import (DENSE_LENGTHS, log_lengths,
+                                                          per_position_metrics, position_metrics)
 
 # Probabilities are compared to rel 1e-9 with an absolute floor of 1e-15 x (logit scale) x sqrt(d):
 # float64 logits that should be equal come out of a length-d dot product and differ by about
