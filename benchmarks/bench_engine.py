@@ -201,8 +201,8 @@ def ensembles(repeats: int, steps: int, k: int) -> None:
               f"{t_together / members * 1e3:.2f} ms per member); sampling "
               f"{spread([100 * s for s in sampling])} % of the ensemble's step; matmul work "
               f"one at a time {flops / t_alone / 1e9:.1f} GFLOP/s, ensemble "
-              f"{flops / t_together / 1e9:.1f}, fp32 matmul peak {peak:.1f}; the most any "
-              f"batching can gain: peak / one at a time = {peak * t_alone / flops * 1e9:.2f}x")
+              f"{flops / t_together / 1e9:.1f} (the step's matmul flops over its whole time, "
+              f"non-matmul work included); a lone 1024^3 fp32 product reaches {peak:.1f}")
 
 
 def optimizers(repeats: int, steps: int, k: int) -> None:

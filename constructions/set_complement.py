@@ -110,6 +110,14 @@ def complement_basis(vocab: int) -> torch.Tensor:
 
 
 def _check_scales(lam: float, beta: float, gain: float, norm: str, norm_kind: str) -> None:
+    """ValueError (TypeError for a value that is not a number) naming the first bad readout,
+    norm kind or scale: lam > 0, beta != 0, gain > 0, finite and each inside
+    :data:`resharpen.experiments.common.limits.CONSTRUCT_SCALES` (the bound ``construct``
+    applies to --lam, --beta and --gain)."""
+    for name, value in (("lam", lam), ("beta", beta), ("gain", gain)):
+        _check_number(value, name)
+    if not isinstance(norm, str) or not isinstance(norm_kind, str):
+        raise TypeError(f"norm and norm_kind must be strings, got {norm!r} and {norm_kind!r}")
     if norm not in READOUT_NORMS:
         raise ValueError(f"norm {norm!r} is not one of {', '.join(READOUT_NORMS)}")
     if norm_kind not in NORM_KINDS:
@@ -122,20 +130,38 @@ def _check_scales(lam: float, beta: float, gain: float, norm: str, norm_kind: st
         raise ValueError(f"gain must be a finite number > 0, got {gain!r}")
     if norm != "none" and beta <= 0:
         raise ValueError(f"normalized readouts need beta > 0, got beta={beta!r}")
+    limits.check_construct_scales(lam=lam, beta=beta, gain=gain)
+
+
+def _check_number(value: object, name: str) -> None:
+    """TypeError unless ``value`` is a real number (an int or a float, not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+
+
+class _ZeroDraws(torch.overrides.TorchFunctionMode):
+    """Within it, ``torch.randn(*shape)`` returns ``torch.zeros(*shape, dtype=float64)``: a
+    model built inside draws no random numbers, and its weights start at 0 in float64. (Building
+    on the meta device instead costs a one-off 3-4 s import of torch's Python meta kernels.)"""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.randn:
+            return torch.zeros(*args, dtype=DTYPE)
+        return func(*args, **(kwargs or {}))
 
 
 def _model(vocab: int, d: int, d_head: int, d_value: int, norm: str, norm_kind: str,
            gain: float) -> Transformer:
-    """An uninitialized float64 model of these widths, norms set to gain g (bias 0).
+    """A float64 model of these widths with zero weights, norms set to gain g (bias 0).
 
-    Built on the meta device and then given float64 storage, so no random initial weights are
-    drawn or held (at v = 10^4 those would be 2.4 GB of float32 and their float64 copy); every
-    other parameter is written by :func:`_set`."""
+    Built with :class:`_ZeroDraws`, so no random initial weights are drawn or held (at
+    v = 10^4 those would be 2.4 GB of float32 and their float64 copy) and no meta-device
+    operation is run; every other parameter is written by :func:`_set`."""
     cfg = ModelConfig(vocab=vocab, d_model=d, d_head=d_head, d_value=d_value, norm=norm,
                       norm_kind=norm_kind, eps=0.0)
-    with torch.device("meta"):
+    with _ZeroDraws():
         model = Transformer(cfg)
-    model = model.to(DTYPE).to_empty(device="cpu")
+    model = model.to(DTYPE)
     with torch.no_grad():
         for module in model.modules():
             if isinstance(module, Norm):
@@ -181,9 +207,11 @@ def tight(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_ki
         raise ValueError("LayerNorm on the tight (d = v-1) embedding is not complement-exact; "
                          "use --variant one_hot with --norm-kind layer, or --norm-kind rms")
     d = vocab - 1
-    Q = complement_basis(vocab)
-    model = _model(vocab, d, score_width, d, norm, norm_kind, gain)
-    _set(model, Q, -beta * Q.T, 0.0, 0.0, lam / beta, 1.0)
+    model = _model(vocab, d, score_width, d, norm, norm_kind, gain)  # first: its build's
+    Q = complement_basis(vocab)  # temporaries and Q are never held together
+    _set(model, Q, Q.T, 0.0, 0.0, lam / beta, 1.0)
+    with torch.no_grad():
+        model.W_U.mul_(-beta)  # U = -beta Q^T in place: no v x d temporary
     return Construction(model, "tight", vocab, norm, norm_kind, lam, beta, gain)
 
 
@@ -280,11 +308,22 @@ def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms",
     refuses, before allocating, a size whose weights and evaluation
     (:func:`resharpen.experiments.common.limits.construct_bytes`) exceed ``max_memory`` bytes or,
     when that is None, the memory the machine has available."""
+    if not isinstance(variant, str):
+        raise TypeError(f"variant must be a string, one of {', '.join(VARIANTS)}; got "
+                        f"{type(variant).__name__} {variant!r}")
     if variant not in VARIANTS:
         raise ValueError(f"variant {variant!r} is not one of {', '.join(VARIANTS)}")
     check_vocab(vocab)
     if lam is None:
         lam = DEFAULT_LAM_PER_TOKEN * vocab
+    _check_scales(lam, beta, gain, norm, norm_kind)  # every variant, before any allocation
+    _check_number(self_score, "self_score")
+    if not abs(self_score) <= limits.SELF_SCORE_MAX:
+        raise ValueError(f"self_score {self_score!r} is out of range: |self_score| must be at "
+                         f"most {limits.SELF_SCORE_MAX:g} (the theory's e^a overflows float64 "
+                         "beyond it)")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}")
     # construct evaluates one input per length of a symmetric variant (report.construction_report)
     limits.require(limits.construct_bytes(variant, vocab,
                                           inputs=1 if variant in SYMMETRIC_VARIANTS else 16),
@@ -360,7 +399,12 @@ def save(built: Construction, folder: str | Path) -> Path:
     from resharpen.experiments.common.io import (atomic_write_json, atomic_write_weights,
                                                dumps_json, ensure_writable_dir)
 
-    folder = ensure_writable_dir(folder)
+    from resharpen.experiments.common.names import check_path
+
+    if not isinstance(built, Construction):
+        raise TypeError(f"built must be a Construction (what build returns), got "
+                        f"{type(built).__name__}")
+    folder = ensure_writable_dir(check_path(folder, "folder"))
     state = {name: t.detach().contiguous() for name, t in built.model.state_dict().items()}
     config = {"model": built.model.cfg.to_dict(), "construction": built.params()}
     atomic_write_weights(folder / WEIGHTS_FILE, state,
@@ -375,7 +419,9 @@ def load(folder: str | Path) -> Construction:
     metadata holds the config), or a folder saved before it, ``weights.pt`` (a state dict, read
     with ``torch.load(weights_only=True)``: tensors only, no code) with ``config.json``.
     ValueError names a missing or corrupt file."""
-    folder = Path(folder)
+    from resharpen.experiments.common.names import check_path
+
+    folder = check_path(folder, "folder")
     if (folder / WEIGHTS_FILE).is_file():
         state, config = _read_safetensors(folder / WEIGHTS_FILE)
     else:

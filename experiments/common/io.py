@@ -705,10 +705,53 @@ def atomic_write_json(path: str | os.PathLike, obj: object, indent: int | None =
 def atomic_write_weights(path: str | os.PathLike, tensors: dict, metadata: dict[str, str]
                          ) -> Path:
     """Tensors {name: torch.Tensor} as a safetensors file with string ``metadata``, written
-    atomically (safetensors' serialization, then :func:`atomic_write_bytes`)."""
-    from safetensors.torch import save
+    atomically and streaming (:func:`write_safetensors` into :func:`atomic_write_with`'s
+    temporary file): no copy of the file is made in memory."""
+    return atomic_write_with(path, lambda handle: write_safetensors(handle, tensors, metadata))
 
-    return atomic_write_bytes(path, save(tensors, metadata=metadata))
+
+SAFETENSORS_DTYPES = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16",
+                      "float16": "F16", "bfloat16": "BF16", "int32": "I32", "float32": "F32",
+                      "float64": "F64", "int64": "I64"}
+"""torch dtype name -> safetensors dtype, in the order of safetensors' own dtype ranking."""
+
+
+def write_safetensors(handle, tensors: dict, metadata: dict[str, str]) -> None:
+    """The safetensors format, streamed into a binary file ``handle``: an 8-byte little-endian
+    header length, the JSON header ({name: {dtype, shape, data_offsets}} and ``__metadata__``),
+    padded with spaces to a multiple of 8, then each tensor's bytes in turn, written from the
+    tensor's own memory (a contiguous CPU tensor is not copied). The bytes are those of
+    ``safetensors.torch.save``: metadata first, tensors by dtype rank (descending) then name."""
+    import struct
+    import sys
+
+    ranks = list(SAFETENSORS_DTYPES)
+    for name, tensor in tensors.items():
+        if str(tensor.dtype).removeprefix("torch.") not in SAFETENSORS_DTYPES:
+            raise ValueError(f"tensor {name!r} has dtype {tensor.dtype}, which is not one of "
+                             f"{', '.join(ranks)}")
+    order = sorted(tensors, key=lambda name: (
+        -ranks.index(str(tensors[name].dtype).removeprefix("torch.")), name))
+    header, offset = {}, 0
+    if metadata is not None:
+        header["__metadata__"] = dict(metadata)
+    for name in order:
+        tensor = tensors[name]
+        size = tensor.numel() * tensor.element_size()
+        header[name] = {"dtype": SAFETENSORS_DTYPES[str(tensor.dtype).removeprefix("torch.")],
+                        "shape": list(tensor.shape),
+                        "data_offsets": [offset, offset + size]}
+        offset += size
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    handle.write(struct.pack("<Q", len(text)))
+    handle.write(text)
+    byte = sys.modules["torch"].uint8 if tensors else None  # loaded: the tensors exist (the
+    # common library imports no torch itself: tests/import_contracts.toml)
+    for name in order:
+        tensor = tensors[name].detach().cpu().contiguous()
+        if tensor.numel():
+            handle.write(memoryview(tensor.reshape(-1).view(byte).numpy()))
 
 
 def shown_path(path: str | Path) -> str:

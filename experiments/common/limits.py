@@ -140,6 +140,11 @@ def check_construct_scales(**scales: float | None) -> None:
                              "norms square them: beyond this float64 fails)")
 
 
+SELF_SCORE_MAX = 700.0
+"""The largest |self_score| a of the unbalanced construction: its margins hold e^a, which
+overflows float64 beyond a = 709.78."""
+
+
 # ----------------------------------------------------------------------------- estimates
 INTERPRETER = 512 * 1024 ** 2
 """Python with torch, numpy and scipy loaded (about 0.3-0.5 GB resident)."""

@@ -155,8 +155,16 @@ class ModelConfig:
 
         for name in ("vocab", "d_model", "n_layers", "n_heads"):
             value = getattr(self, name)
-            need(isinstance(value, int) and not isinstance(value, bool) and value >= 1,
-                 f"{name} must be a positive integer, got {value!r}")
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be a positive integer, got "
+                                f"{type(value).__name__} {value!r}")
+            need(value >= 1, f"{name} must be a positive integer, got {value!r}")
+        for name in ("eps", "init_std", "attn_out_scale", "attn_out_multiplier", "attn_dropout",
+                     "resid_dropout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+            need(math.isfinite(value), f"{name} must be finite, got {value!r}")
         need(self.vocab >= 2, f"vocab must be >= 2, got {self.vocab}")
         need(self.norm in SCHEMES,
              f"norm placement {self.norm!r} is not one of {', '.join(SCHEMES)}")
@@ -206,6 +214,28 @@ class ModelConfig:
     def positional(self) -> str:
         """"none", "learned" (``max_len`` slots) or "rope"."""
         return "learned" if self.max_len is not None else "rope" if self.rope else "none"
+
+    def parameter_estimate(self) -> int:
+        """About the number of parameters of the Transformer this config builds (embeddings,
+        unembedding, positions, each layer's attention, MLP and norms:
+        :func:`resharpen.experiments.common.limits.transformer_params`; the norms and nGPT's
+        scale vectors are counted roughly: within a few per cent of small models, exact in the
+        terms that grow fastest)."""
+        from resharpen.experiments.common.limits import transformer_params
+
+        return transformer_params(self.vocab, self.d_model, self.n_layers, self.n_heads,
+                                  self.head_width, self.mlp_width if self.mlp else 0,
+                                  self.mlp == "swiglu", self.max_len or 0) + \
+            2 * self.n_layers * self.n_heads * self.d_model * (self.value_width - self.head_width)
+
+    def memory_estimate(self) -> int:
+        """Bytes a float32 Transformer of this config takes while it is built: its parameters
+        and the largest weight's initialization temporary (the draw before it is scaled),
+        4 (params + max(v d, d d_mlp, h d max(d_head, d_value)))."""
+        largest = max(self.vocab * self.d_model,
+                      self.d_model * (self.mlp_width if self.mlp else 0),
+                      self.n_heads * self.d_model * max(self.head_width, self.value_width))
+        return 4 * (self.parameter_estimate() + largest)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -638,6 +668,14 @@ class Transformer(nn.Module):
     model of the theory, :meth:`logit_matrices` gives B and D and :meth:`attention_scores` A."""
 
     def __init__(self, cfg: ModelConfig):
+        if not isinstance(cfg, ModelConfig):
+            raise TypeError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")
+        if torch.empty(0).device.type != "meta":  # the meta device allocates nothing
+            from resharpen.experiments.common.limits import require_large
+
+            require_large(cfg.memory_estimate(),
+                          f"a Transformer of vocab {cfg.vocab}, d_model {cfg.d_model}, "
+                          f"{cfg.n_layers} layer(s) ({cfg.parameter_estimate():.3g} parameters)")
         super().__init__()
         self.cfg = cfg
         self.W_E = nn.Parameter(torch.randn(cfg.vocab, cfg.d_model) * cfg.init_std)

@@ -62,6 +62,16 @@ def complement_metrics(logits: torch.Tensor, tokens: torch.Tensor, vocab: int) -
     return out
 
 
+def complement_metrics_at(logits: torch.Tensor, tokens: torch.Tensor, positions: torch.Tensor,
+                          vocab: int) -> dict[str, torch.Tensor]:
+    """:func:`complement_metrics` at the given 0-based ``positions`` (P,) only: logits (N, P, v)
+    are the model's at those positions of ``tokens`` (N, S), and column j scores the prefix of
+    length positions[j] + 1. The same numbers as the full function's columns ``positions``."""
+    positions = torch.as_tensor(positions, dtype=torch.long)
+    invalid = positions[None, :, None] >= first_seen(tokens, vocab)[:, None, :]
+    return _metrics(logits, tokens[:, positions], invalid)
+
+
 def first_seen(tokens: torch.Tensor, vocab: int) -> torch.Tensor:
     """(N, v): the first position of token x in row n, S where it does not occur; the seen set
     of the prefix of length i+1 is {x : first[n, x] <= i} (``seen_mask`` without its (N, S, v)

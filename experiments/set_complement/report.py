@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Sequence
 
 import numpy as np
 from scipy.special import expit
 
 from resharpen.constructions.set_complement import Construction, theory_margins_by_length
 from resharpen.experiments.common.limits import forward_flops
-from resharpen.experiments.set_complement.evaluate import per_position_metrics
+from resharpen.experiments.set_complement.evaluate import (DENSE_LENGTHS, log_lengths,
+                                                          per_position_metrics, position_metrics)
 
 # Probabilities are compared to rel 1e-9 with an absolute floor of 1e-15 x (logit scale) x sqrt(d):
 # float64 logits that should be equal come out of a length-d dot product and differ by about
@@ -57,22 +59,31 @@ def bounded_inputs(built: Construction, per_length: int, max_flops: float = FLOP
     return per_length if affordable >= per_length else max(1, math.floor(affordable))
 
 
-def construction_errors(built: Construction, per_length: int = 16, seed: int = 0) -> list[dict]:
+def construction_errors(built: Construction, per_length: int = 16, seed: int = 0,
+                        lengths: Sequence[int] | None = None) -> list[dict]:
     """Per length: measured and predicted values (means over inputs) and the worst errors,
     absolute and relative to the margin scale max(1, max |theory margin|). ``log_valid_spread``
     (max - min valid logit) stays finite where ``valid_spread`` = its exp overflows float64
-    (``rel_valid_spread`` divides it by the margin scale). Vectorized over lengths: one forward
-    pass per chunk of inputs, then numpy over the (inputs x lengths) arrays."""
+    (``rel_valid_spread`` divides it by the margin scale). ``lengths``: None for every length
+    1..v-1 (one full forward pass per chunk of inputs), else those lengths only, each by the
+    last position of its prefix alone (:func:`~resharpen.experiments.set_complement.evaluate.
+    position_metrics`, the same inputs and the same numbers to rounding); then numpy over the
+    (inputs x lengths) arrays."""
     vocab = built.vocab
     width = float(np.sqrt(built.width))
-    metrics, tokens = per_position_metrics(built.model, vocab, vocab - 1, per_length, seed)
+    if lengths is None:
+        metrics, tokens = per_position_metrics(built.model, vocab, vocab - 1, per_length, seed)
+        lengths = np.arange(1, vocab)
+        nq, q = theory_margins_by_length(built, tokens)
+    else:
+        metrics, tokens = position_metrics(built.model, vocab, lengths, per_length, seed)
+        lengths = np.array(sorted(set(int(s) for s in lengths)))
+        nq, q = (m[:, lengths - 1] for m in theory_margins_by_length(built, tokens))
     col = {k: val.numpy() for k, val in metrics.items()}  # (inputs, lengths)
-    nq, q = theory_margins_by_length(built, tokens)
-    lengths = np.arange(1, vocab)
     theory = theory_metrics(vocab, lengths[None, :], nq, q)
     err_q = np.abs(col["margin_query"] - q)
     err_nq = np.fmax(np.abs(col["margin_nonquery_min"] - nq), np.abs(col["margin_nonquery_max"] - nq))
-    err_nq[:, 0] = 0.0  # no non-query token at s = 1
+    err_nq[:, lengths == 1] = 0.0  # no non-query token at s = 1
     abs_margin = np.maximum(err_q, err_nq).max(0)
     scale = np.maximum(1.0, np.maximum(np.abs(nq), np.abs(q)).max(0))
     metric_error = np.max([(np.abs(col[k] - theory[k]) / (METRIC_REL * np.abs(theory[k])
@@ -110,20 +121,31 @@ def construction_errors(built: Construction, per_length: int = 16, seed: int = 0
     return rows
 
 
+LENGTH_SETS = ("log", "all")
+"""``construction_report``'s sets of lengths: ``log`` (every length up to 64, then about 64
+log-spaced up to v - 1: :func:`~resharpen.experiments.set_complement.evaluate.log_lengths`) or
+``all`` (every length 1..v-1)."""
+
+
 def construction_report(built: Construction, per_length: int = 16, seed: int = 0,
-                        max_flops: float = FLOPS_BUDGET) -> dict:
-    """The construction, its widths and :func:`construction_errors` at every length.
+                        max_flops: float = FLOPS_BUDGET, lengths: str = "all") -> dict:
+    """The construction, its widths and :func:`construction_errors` at the lengths of
+    ``lengths`` (one of :data:`LENGTH_SETS`; ``covered`` in the report names them).
 
     A permutation-symmetric construction (tight, one_hot, unbalanced:
     :attr:`~resharpen.constructions.set_complement.Construction.symmetric`) gives the same
     metrics on every input of a length, so one input per length is exact: the prefixes of one
     seeded random permutation of V, one forward pass for every length 1..v-1 (``per_length`` is
     not used; ``per_length_inputs`` is 1 and ``symmetric`` says why). The other variants
-    (balanced) are evaluated on :func:`bounded_inputs` random inputs per length (a note says
-    when that is fewer than asked)."""
+    (balanced) are evaluated on ``per_length`` random inputs per length, with ``all`` on
+    :func:`bounded_inputs` of them (a note says when that is fewer than asked)."""
+    if lengths not in LENGTH_SETS:
+        raise ValueError(f"lengths {lengths!r} is not one of {', '.join(LENGTH_SETS)}")
     cfg = built.model.cfg
     symmetric = built.symmetric
-    inputs = 1 if symmetric else bounded_inputs(built, per_length, max_flops)
+    chosen = log_lengths(built.vocab) if lengths == "log" else None
+    inputs = 1 if symmetric else (bounded_inputs(built, per_length, max_flops) if chosen is None
+                                  else per_length)
     report = {"construction": built.params(),
               "dimensions": {"d_model": cfg.d_model, "d_head": cfg.head_width, "d_value": cfg.value_width},
               "per_length_inputs": inputs, "seed": seed}
@@ -132,7 +154,7 @@ def construction_report(built: Construction, per_length: int = 16, seed: int = 0
             f"the {built.variant} construction is permutation-symmetric (a permutation of the "
             f"tokens permutes its logits), so every input of a length gives the same metrics: "
             f"one input per length, the prefixes of one random permutation (seed {seed}), "
-            f"covers every length 1..{built.vocab - 1} exactly")
+            f"covers each length evaluated exactly")
     elif inputs < per_length:
         report["per_length_inputs_note"] = (
             f"{inputs} random input(s) per length instead of {per_length}: one float64 forward "
@@ -141,5 +163,20 @@ def construction_report(built: Construction, per_length: int = 16, seed: int = 0
             f" flops, over the {max_flops:.2g} budget; exact enumeration of the inputs is "
             f"impossible, each pass scores every length 1..{built.vocab - 1} on the prefixes "
             f"of one random permutation")
-    report["lengths"] = construction_errors(built, inputs, seed)
+    report["covered"] = covered_lengths(built.vocab, chosen)
+    report["lengths"] = construction_errors(built, inputs, seed, chosen)
     return report
+
+
+def covered_lengths(vocab: int, chosen: Sequence[int] | None) -> dict:
+    """The report's ``covered``: which lengths were evaluated (``kind`` log or all, their
+    ``count`` and a sentence for the reader)."""
+    if chosen is None:
+        return {"kind": "all", "count": vocab - 1,
+                "text": f"every length s = 1..{vocab - 1}"}
+    dense = [s for s in chosen if s <= DENSE_LENGTHS]
+    text = (f"{len(chosen)} lengths: every s = 1..{dense[-1]}"
+            + (f", then {len(chosen) - len(dense)} log-spaced up to {vocab - 1} (with v/2 = "
+               f"{vocab // 2}); each by the last position of its prefix alone; --lengths all "
+               f"evaluates every length" if len(chosen) > len(dense) else ""))
+    return {"kind": "log", "count": len(chosen), "text": text}

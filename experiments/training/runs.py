@@ -40,6 +40,9 @@ class Run:
 
     def weights_path(self, weights: str = "raw") -> Path:
         """The safetensors file of weight set ``weights`` (raw, ema or bema)."""
+        if not isinstance(weights, str):
+            raise TypeError(f"weights must be one of {', '.join(WEIGHT_KINDS)}, got "
+                            f"{type(weights).__name__} {weights!r}")
         if weights not in WEIGHT_KINDS:
             raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_KINDS)}")
         from resharpen.experiments.training.archive import ARCHIVED_MARKER
@@ -50,14 +53,17 @@ class Run:
                              "its sweep's command into another folder")
         return self.folder / WEIGHTS_FILE.format(weights)
 
-    def model(self, weights: str = "raw", dtype: "torch.dtype | None" = None) -> "Transformer":
+    def model(self, weights: str = "raw", dtype: "torch.dtype | str | None" = None
+              ) -> "Transformer":
         """The run's Transformer with its ``weights`` (raw, ema or bema) weights, in evaluation
-        mode, as float32 (as trained) or ``dtype`` (e.g. ``torch.float64`` for exact analysis).
+        mode, as float32 (as trained) or ``dtype``: a floating torch dtype or its name
+        (``torch.float64`` or ``"float64"`` for exact analysis; :data:`FLOAT_DTYPES`).
         ValueError if the folder keeps no such weights (runs saved before weights were kept), or
         if the file is not what a run writes (:func:`read_weights`: checked before anything of
-        the model's size is allocated)."""
+        the model's size is allocated); every argument is checked first."""
         from resharpen.experiments.model.transformer import Transformer
 
+        dtype = float_dtype(dtype)
         path = self.weights_path(weights)
         if not path.is_file():
             kept = [k for k in WEIGHT_KINDS if self.weights_path(k).is_file()]
@@ -69,6 +75,32 @@ class Run:
         if dtype is not None:
             model = model.to(dtype)
         return model.eval()
+
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+"""The dtypes a run's model can be read as, by name (``Run.model(dtype="float64")``)."""
+
+
+def float_dtype(dtype: "torch.dtype | str | None") -> "torch.dtype | None":
+    """None, a floating torch dtype, or its name in :data:`FLOAT_DTYPES` (``"torch.float64"``
+    too) -> the torch dtype. ValueError for another name or a non-floating dtype, TypeError for
+    anything else."""
+    import torch
+
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        name = dtype.removeprefix("torch.")
+        if name not in FLOAT_DTYPES:
+            raise ValueError(f"dtype {dtype!r} is not one of {', '.join(FLOAT_DTYPES)}")
+        return getattr(torch, name)
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch dtype or its name (e.g. 'float64'), got "
+                        f"{type(dtype).__name__} {dtype!r}")
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype {dtype} is not a floating dtype; allowed: "
+                         f"{', '.join(FLOAT_DTYPES)}")
+    return dtype
 
 
 def read_weights(path: str | Path, max_memory: int | None = None):
@@ -143,8 +175,12 @@ def _read_json(path: Path, shape: object = None):
 
 
 def load_run(folder: str | Path) -> Run:
-    """Read a finished run folder. ValueError names the missing or corrupt file."""
-    folder = Path(folder)
+    """Read a finished run folder. ValueError names the missing or corrupt file, or the file
+    and field whose JSON is not of a run's shape; TypeError for a ``folder`` that is not a
+    path."""
+    from resharpen.experiments.common.names import check_path
+
+    folder = check_path(folder, "run folder")
     if not folder.is_dir():
         raise ValueError(f"run folder {str(folder)!r} does not exist")
     summary = _read_json(folder / "summary.json", SUMMARY_SHAPE)
@@ -156,3 +192,4 @@ def load_run(folder: str | Path) -> Run:
     metrics = folder / "metrics.jsonl"
     history = read_jsonl(metrics, "run history", HISTORY_ROW_SHAPE) if metrics.exists() else []
     return Run(folder, config, summary, per_length, history)
+

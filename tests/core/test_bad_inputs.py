@@ -975,3 +975,159 @@ def test_every_empty_option_of_every_command_is_a_row():
 
     walk(build_parser(), [])
     assert not missing, f"no empty-string row for: {missing}"
+
+# ====================================================================== the API's bad inputs
+# The Python API validates as the command line does: the same bounds and messages, ValueError
+# for a bad value and TypeError for a wrong type (naming the argument), before any work or
+# write. Each row: an id, a call taking (resharpen, a built construction), the exception and
+# the pattern its message must match; the files to create first, as in CASES. An
+# AttributeError, KeyError or RuntimeError from bad input is a bug, so a row names its type.
+RUN_OF = {"r/summary.json": "{}", "r/per_length.json": "[]"}  # + r/config.json per row
+
+
+def api(id, call, error, pattern, files=None):
+    return pytest.param(call, error, pattern, files or {}, id=id)
+
+
+API_CASES = [
+    api("build lam 1e300", lambda rs, b: rs.build("tight", vocab=8, lam=1e300), ValueError,
+        r"--lam 1e\+300 is out of range: \|lam\| must lie in \[1e-50, 1e\+50\]"),
+    api("build beta -1e300", lambda rs, b: rs.build("tight", vocab=8, beta=-1e300), ValueError,
+        r"--beta -1e\+300 is out of range"),
+    api("build gain 1e300", lambda rs, b: rs.build("tight", 8, norm="attn_out", gain=1e300),
+        ValueError, r"--gain 1e\+300 is out of range"),
+    api("build beta 1e-300", lambda rs, b: rs.build("one_hot", vocab=8, beta=1e-300),
+        ValueError, r"--beta 1e-300 is out of range"),
+    api("build balanced lam 1e300", lambda rs, b: rs.build("balanced", vocab=8, lam=1e300),
+        ValueError, r"--lam 1e\+300 is out of range"),
+    api("build unbalanced self_score 1e300",
+        lambda rs, b: rs.build("unbalanced", vocab=8, self_score=1e300), ValueError,
+        r"self_score 1e\+300 is out of range: \|self_score\| must be at most 700"),
+    api("build lam '2'", lambda rs, b: rs.build("tight", vocab=8, lam="2"), TypeError,
+        r"lam must be a number, got str '2'"),
+    api("build variant None", lambda rs, b: rs.build(None, vocab=8), TypeError,
+        r"variant must be a string"),
+    api("build seed -1", lambda rs, b: rs.build("balanced", vocab=8, seed=-1), ValueError,
+        r"seed must be an integer in \[0, 2\*\*63 - 1\], got -1"),
+    api("evaluate_lengths(None)", lambda rs, b: rs.evaluate_lengths(None, 8), TypeError,
+        r"model must be a torch\.nn\.Module .*got NoneType"),
+    api("evaluate_lengths lengths=3", lambda rs, b: rs.evaluate_lengths(b.model, 8, lengths=3),
+        TypeError, r"lengths must be a sequence of integers, got int 3"),
+    api("evaluate_lengths lengths=[]", lambda rs, b: rs.evaluate_lengths(b.model, 8, lengths=[]),
+        ValueError, r"lengths is empty"),
+    api("evaluate_lengths length 8 of v=8",
+        lambda rs, b: rs.evaluate_lengths(b.model, 8, lengths=[8]), ValueError,
+        r"input length must be an integer in \[1, 7\]"),
+    api("evaluate_lengths dtype 'float64'",
+        lambda rs, b: rs.evaluate_lengths(b.model, 8, dtype="float64"), TypeError,
+        r"dtype must be a torch\.dtype"),
+    api("train({})", lambda rs, b: rs.train({}), ValueError,
+        r"config is empty: name a base config"),
+    api("train({'name': 'x'})", lambda rs, b: rs.train({"name": "x"}), ValueError,
+        r"config is empty"),
+    api("train section 5", lambda rs, b: rs.train({"task": 5}), TypeError,
+        r"config\['task'\] must be a mapping of keys to values \(a section\), got int 5"),
+    api("train overrides as one string",
+        lambda rs, b: rs.train("set_complement/base", "train.steps=5"), TypeError,
+        r"overrides must be a sequence of 'section\.key=value' strings"),
+    api("train out ''", lambda rs, b: rs.train("set_complement/base", out=""), ValueError,
+        r"out must name a file or folder, got ''"),
+    api("train config ''", lambda rs, b: rs.train(""), ValueError,
+        r"config must name a file or folder, got ''"),
+    api("train config 5", lambda rs, b: rs.train(5), TypeError,
+        r"config must be a TOML path or a mapping of sections, got int"),
+    api("train out blocked", lambda rs, b: rs.train("set_complement/base", out="f/r"),
+        ValueError, r"out 'f/r' is blocked: 'f' is not a folder", {"f": "a file"}),
+    api("load_run config.json []", lambda rs, b: rs.load_run("r"), ValueError,
+        r"run file 'r/config\.json': the document is an array, not an object",
+        {**RUN_OF, "r/config.json": "[]"}),
+    api("load_run summary.json 5", lambda rs, b: rs.load_run("r"), ValueError,
+        r"run file 'r/summary\.json': the document is 5, not an object",
+        {**RUN_OF, "r/config.json": "{}", "r/summary.json": "5"}),
+    api("load_run metrics row []", lambda rs, b: rs.load_run("r"), ValueError,
+        r"run history 'r/metrics\.jsonl', line 2: the document is an array, not an object",
+        {**RUN_OF, "r/config.json": "{}", "r/metrics.jsonl": '{"step": 0}\n[]\n'}),
+    api("load_run ''", lambda rs, b: rs.load_run(""), ValueError,
+        r"run folder must name a file or folder, got ''"),
+    api("load_run None", lambda rs, b: rs.load_run(None), TypeError,
+        r"run folder must be a path .*got NoneType"),
+    api("Run.model dtype 'float8'", lambda rs, b: rs.Run(Path("r"), {}, {}, [], []).model(
+        "raw", dtype="float8"), ValueError, r"dtype 'float8' is not one of float16, bfloat16, "
+        r"float32, float64"),
+    api("Run.model dtype int64", lambda rs, b: rs.Run(Path("r"), {}, {}, [], []).model(
+        "raw", dtype=__import__("torch").int64), ValueError, r"torch\.int64 is not a floating"),
+    api("Run.model dtype 5", lambda rs, b: rs.Run(Path("r"), {}, {}, [], []).model(
+        "raw", dtype=5), TypeError, r"dtype must be a torch dtype or its name"),
+    api("Run.model weights 5", lambda rs, b: rs.Run(Path("r"), {}, {}, [], []).model(5),
+        TypeError, r"weights must be one of raw, ema, bema, got int 5"),
+    api("save_construction(b, '')", lambda rs, b: rs.save_construction(b, ""), ValueError,
+        r"folder must name a file or folder, got ''"),
+    api("save_construction(None, 'c')", lambda rs, b: rs.save_construction(None, "c"),
+        TypeError, r"built must be a Construction"),
+    api("load_construction('')", lambda rs, b: rs.load_construction(""), ValueError,
+        r"folder must name a file or folder"),
+    api("ModelConfig init_std inf",
+        lambda rs, b: rs.ModelConfig(vocab=8, d_model=8, init_std=float("inf")), ValueError,
+        r"init_std must be finite, got inf"),
+    api("ModelConfig eps nan", lambda rs, b: rs.ModelConfig(vocab=8, d_model=8, eps=float("nan")),
+        ValueError, r"eps must be finite, got nan"),
+    api("ModelConfig vocab '8'", lambda rs, b: rs.ModelConfig(vocab="8", d_model=8), TypeError,
+        r"vocab must be a positive integer, got str '8'"),
+    api("Transformer vocab = d_model = 10^6",
+        lambda rs, b: rs.Transformer(rs.ModelConfig(vocab=10**6, d_model=10**6)), ValueError,
+        r"a Transformer of vocab 1000000, d_model 1000000, 1 layer\(s\) .* needs about "
+        r".* of memory \(estimate\)"),
+    api("Transformer(None)", lambda rs, b: rs.Transformer(None), TypeError,
+        r"cfg must be a ModelConfig, got NoneType"),
+    api("run_claim(None)", lambda rs, b: rs.run_claim(None), TypeError,
+        r"claim_id must be a string"),
+]
+
+
+@pytest.mark.parametrize("call, error, pattern, files", API_CASES)
+def test_api_bad_input(call, error, pattern, files, tmp_path, monkeypatch):
+    import resharpen as rs
+
+    built = rs.build("tight", vocab=8)
+    monkeypatch.chdir(tmp_path)  # the default output root out/ lands here
+    for name, content in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    before = snapshot(tmp_path)
+    with pytest.raises(error) as caught:
+        call(rs, built)
+    assert type(caught.value) is error, f"{type(caught.value).__name__}: {caught.value}"
+    assert re.search(pattern, str(caught.value)), f"{caught.value!r} does not match {pattern!r}"
+    assert snapshot(tmp_path) == before, "the call wrote, changed or removed a file"
+
+
+def test_api_and_cli_share_the_construct_bounds():
+    """One bound for both: the CLI's --lam/--beta/--gain check and build's are the same
+    function over the same limits.CONSTRUCT_SCALES, so the messages are equal."""
+    import resharpen as rs
+    from resharpen.experiments.common import limits
+
+    with pytest.raises(ValueError) as api_error:
+        rs.build("tight", vocab=8, lam=1e300)
+    with pytest.raises(ValueError) as cli_error:
+        limits.check_construct_scales(lam=1e300)
+    assert str(api_error.value) == str(cli_error.value)
+    lo, hi = limits.CONSTRUCT_SCALES
+    rs.build("tight", vocab=8, lam=hi, beta=lo)  # the bounds themselves are allowed
+
+
+def test_api_train_refuses_a_diverged_run(tmp_path, monkeypatch):
+    """lr 10 with init_std 1e30 diverges: ValueError says so and no run folder is left."""
+    import resharpen as rs
+
+    monkeypatch.chdir(tmp_path)
+    tiny = ["task.vocab=8", "model.d_model=8", "train.steps=12", "train.warmup=3",
+            "train.batch_size=8", "train.eval_every=6", "eval.per_length=8",
+            "train.bema_update_after=2"]
+    with pytest.raises(ValueError, match=r"the run diverged \(the training loss is nan at step "
+                                         r"\d+\) .*no run folder was written"):
+        rs.train(PLACES["{BASE}"], tiny + ["train.lr=10", "model.init_std=1e30"], out="d")
+    assert list(tmp_path.iterdir()) == []
+    run = rs.train(PLACES["{BASE}"], tiny, out="ok")  # the same run at a sane lr is a result
+    assert run.model("raw", dtype="float64").W_E.dtype == __import__("torch").float64

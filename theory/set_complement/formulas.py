@@ -283,10 +283,18 @@ def readout_residual(readout: str, centred: bool) -> ClassVec:
 
 @lru_cache(maxsize=None)
 def readout_margin_exprs(readout: str, centred: bool = True) -> tuple[sp.Expr, sp.Expr]:
-    """(non-query margin, query margin) = beta (z_o - z_val), beta (z_q - z_val)."""
-    z = readout_residual(readout, centred)
+    """(non-query margin, query margin) = beta (z_o - z_val), beta (z_q - z_val), simplified."""
     tidy = _tidy if readout != "pre" else (lambda e: e)  # pre: left as the rescaled post form
-    return tidy(beta * (z.o - z.val)), tidy(beta * (z.q - z.val))
+    return tuple(tidy(e) for e in raw_readout_margin_exprs(readout, centred))
+
+
+@lru_cache(maxsize=None)
+def raw_readout_margin_exprs(readout: str, centred: bool = True) -> tuple[sp.Expr, sp.Expr]:
+    """The same margins as :func:`readout_margin_exprs` as the derivation leaves them, not
+    simplified (no ``sp.simplify``, which takes seconds): what the numeric twin
+    :func:`readout_margins` evaluates."""
+    z = readout_residual(readout, centred)
+    return beta * (z.o - z.val), beta * (z.q - z.val)
 
 
 def _tidy(expr: sp.Expr) -> sp.Expr:
@@ -298,7 +306,8 @@ def _tidy(expr: sp.Expr) -> sp.Expr:
 
 @lru_cache(maxsize=None)
 def _readout_margin_fn(readout: str, centred: bool):
-    return sp.lambdify((v, s, K, beta, g, d), readout_margin_exprs(readout, centred), "numpy")
+    return sp.lambdify((v, s, K, beta, g, d), raw_readout_margin_exprs(readout, centred),
+                       "numpy")
 
 
 def readout_margins(readout: str, vocab, length, lam_value, beta_value, gain, width,
