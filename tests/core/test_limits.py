@@ -61,7 +61,7 @@ def test_the_sizes_of_the_issue_are_refused_before_allocation():
 @pytest.mark.parametrize("argv", [
     ["construct", "--vocab", "100000"],
     ["construct", "--vocab", "200", "--max-memory", "1M"],
-    ["tasks", "sample", "dyck2", "--count", "1000000000"],
+    ["tasks", "sample", "dyck2", "--count", "1000000", "--length", "10000"],  # under the count cap
     ["dynamics", "simulate", "--scheme", "preln", "--n", "100000"],
     ["dynamics", "stacks", "--d", "100000"],
     ["collapse", "stack", "--d", "100000"],
