@@ -44,7 +44,7 @@ def arms(norm: str, members: int):
 
     name = "fit_placements_v64.toml" if members == 1 else "fit_placements_v32.toml"
     configs = [load_config(CONFIG_DIR / "set_complement" / name,
-                           [f"model.norm={norm}", f"train.seed={seed}"])
+                           [f"model.norm={norm}", f"train.seed={seed}"], sweep_file=True)
                for seed in range(members)]
     v = configs[0]["task"]["vocab"]
     states = {arm: (core_train.members_state(

@@ -26,7 +26,7 @@ from resharpen.experiments.training.config import CONFIG_DIR
 from resharpen.experiments.set_complement.config import load_config
 from resharpen.experiments.set_complement.train import train_group
 torch.set_num_threads(1)
-config = load_config(CONFIG_DIR / "set_complement" / "fit_placements_v64.toml")
+config = load_config(CONFIG_DIR / "set_complement" / "fit_placements_v64.toml", sweep_file=True)
 config["model"]["norm"] = "post"
 config["train"].update(converge_window=0, until_id_invalid_mass=0.0, eval_every=0, steps=20)
 train_group([config])

@@ -121,7 +121,9 @@ SCHEMA = Schema({
 
 
 def load_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (),
-                profile: str = "full") -> dict:
+                profile: str = "full", sweep_file: bool = False) -> dict:
     """A Set Complement run config: the file, its base chain, ``[profile.<profile>]``, then the
-    ``--set`` overrides (:func:`resharpen.experiments.training.config.load`)."""
-    return cfgmod.load(path, SCHEMA, overrides, profile)
+    ``--set`` overrides (:func:`resharpen.experiments.training.config.load`). ``sweep_file``:
+    ``path`` is a sweep file whose base config (model, task, training) is wanted, its sweep
+    tables set aside, as a protocol that trains its own runs from a sweep's setting does."""
+    return cfgmod.load(path, SCHEMA, overrides, profile, sweep_file=sweep_file)

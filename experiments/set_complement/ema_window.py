@@ -85,7 +85,7 @@ def protocol_configs(settings, profile: str) -> list[dict]:
     plan = PROTOCOL[profile]
     return [load_config(CONFIG_DIR / "set_complement" / BASE,
                         [*COMMON, *settings, f"train.steps={plan['steps']}",
-                         f"train.seed={seed}"], profile=profile)
+                         f"train.seed={seed}"], profile=profile, sweep_file=True)
             for seed in range(plan["seeds"])]
 
 
