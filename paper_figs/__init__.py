@@ -55,15 +55,10 @@ FIGURES: dict[str, str] = {
 def _grid_tasks() -> tuple[str, ...]:
     """The tasks of the language grid file (its ``[search]`` ``task.name`` grid), read from the
     one place that lists them."""
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     from resharpen.experiments.common.package_files import folder
+    from resharpen.experiments.common.toml_files import read_toml
 
-    grid = tomllib.loads((folder("experiments") / "configs" / "languages" / "grid.toml").read_text())
+    grid = read_toml(folder("experiments") / "configs" / "languages" / "grid.toml", "grid file")
     return tuple(grid["search"]["task.name"]["grid"])
 
 

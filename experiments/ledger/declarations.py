@@ -24,16 +24,11 @@ module reads its entry when the module is imported (:mod:`.registry`).
 """
 from __future__ import annotations
 
-import sys
 from functools import cache
 from pathlib import Path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - python 3.10: the same parser, installed as tomli
-    import tomli as tomllib
-
 from resharpen.experiments.common.package_files import folder, module_file
+from resharpen.experiments.common.toml_files import parse_toml
 
 KINDS = ("symbolic", "numeric", "experiment")
 COSTS = ("fast", "slow")
@@ -67,12 +62,10 @@ def declarations(module: str) -> dict[str, dict]:
     (:func:`check_entry`). ValueError naming the file for a missing file or a bad entry."""
     path = declaration_file(module)
     try:
-        data = tomllib.loads(path.read_text())
+        data = parse_toml(path.read_text(), path.name)
     except FileNotFoundError:
         raise ValueError(f"{module} declares claims but has no declaration file {path.name}") \
             from None
-    except tomllib.TOMLDecodeError as error:
-        raise ValueError(f"{path.name}: {error}") from None
     for claim_id, entry in data.items():
         check_entry(claim_id, entry, path.name)
     return {claim_id: {**entry, "module": module} for claim_id, entry in data.items()}

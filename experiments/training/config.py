@@ -46,7 +46,6 @@ from __future__ import annotations
 import copy
 import math
 import random
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -54,10 +53,8 @@ from typing import Any, Callable
 from resharpen.experiments.common.names import check_name
 from resharpen.experiments.common.profiles import PROFILES, check_profile
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - python 3.10: the same parser, installed as tomli (pyproject)
-    import tomli as tomllib
+from resharpen.experiments.common.toml_files import (MAX_CONFIG_BYTES,  # noqa: F401
+                                                     parse_value, read_toml)
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 OUT_ROOT = Path("out")
@@ -185,43 +182,6 @@ def _has_search(path: Path, depth: int = 0) -> bool:
 
 
 # ----------------------------------------------------------------------------- TOML and --set
-MAX_CONFIG_BYTES = 2**20
-"""The largest config file read (1 MiB; the packaged ones have a few kB)."""
-
-
-def read_toml(path: str | Path, what: str = "config file") -> dict:
-    """The TOML file ``path`` as a dict; FileNotFoundError or ValueError naming it (``what``)."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{what} {str(path)!r} is a folder; name a TOML file")
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist")
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise ValueError(f"{what} {str(path)!r} has more than {MAX_CONFIG_BYTES} bytes: not a "
-                         "config file")
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except RecursionError:
-        raise ValueError(f"{what} {str(path)!r} nests its arrays or tables too deep to read (a "
-                         "config nests a few levels)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{what} {str(path)!r} is not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (a binary file?): byte "
-                         f"{exc.object[exc.start]:#04x} at offset {exc.start}") from None
-    except OSError as exc:
-        raise ValueError(f"{what} {str(path)!r} cannot be read: {exc.strerror}") from None
-
-
-def parse_value(text: str) -> Any:
-    """A TOML scalar (``3``, ``1e-3``, ``true``, ``"post"``), else the text itself."""
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
 def parse_set(text: str) -> tuple[str, str, Any]:
     """``section.key=value`` -> (section, key, value) (:func:`parse_value`)."""
     if "=" not in text:

@@ -1,6 +1,6 @@
 """Python 3.10 (allowed by pyproject's requires-python) has no ``tomllib``.
 
-The package reads TOML in one place, :mod:`resharpen.experiments.training.config`, which falls back
+The package reads TOML in one place, :mod:`resharpen.experiments.common.toml_files`, which falls back
 to ``tomli`` (the same parser, a dependency on Python < 3.11 and in the dev extra). The first test
 runs that module as Python 3.10 would (no ``tomllib``) on any interpreter; the second keeps every
 other module from importing ``tomllib`` itself.
@@ -16,12 +16,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_FOLDERS = ("resharpen", "theory", "constructions", "experiments", "paper_figs")
-TOML_READER = Path("experiments/training/config.py")
+TOML_READER = Path("experiments/common/toml_files.py")
 
 
 def test_the_toml_reader_falls_back_to_tomli_without_tomllib(monkeypatch, tmp_path):
     tomli = pytest.importorskip("tomli", reason="tomli is in the dev extra: pip install -e '.[dev]'")
-    from resharpen.experiments.training import config
+    from resharpen.experiments.common import toml_files as config
 
     monkeypatch.setattr(sys, "version_info", (3, 10, 14, "final", 0))
     monkeypatch.setitem(sys.modules, "tomllib", None)  # `import tomllib` fails, as on 3.10

@@ -87,7 +87,8 @@ def test_the_exemption_is_the_theorys_one_definition():
 
 def test_the_families_are_the_ones_the_numbers_were_made_with():
     from resharpen.experiments.dynamics import trained
-    from resharpen.experiments.set_complement import claims_fit, compare, fit_report
+    from resharpen.experiments.set_complement import compare, fit_report
+    from resharpen.experiments.set_complement import fit_sweep_tests as claims_fit
 
     assert set(compare.placements()) == {"none", "pre", "pre_nofinal", "post", "attn_out", "peri"}
     assert set(fit_report.fitted_readouts()) == {"none", "attn_out", "post"}
