@@ -37,6 +37,14 @@ PAPER = "arXiv 2510.08341"
 _CACHE: dict = {}
 
 
+
+def effect_text(t) -> str:
+    """One planned test's effect for a claim's measured value: the mean difference with its
+    Holm-adjusted p, or, when the test could not run, how many it had (never a nan)."""
+    if math.isfinite(t.result.mean_diff) and math.isfinite(t.adjusted_p):
+        return f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g})"
+    return f"{t.label} not tested (n={t.result.n})"
+
 def grid_rows(profile: str) -> tuple[list[dict], Path, str]:
     """(table rows, folder, which grid) of the best finished grid for the profile: the full grid
     (``out/sweeps/langs``) when it has runs; in the full profile else the paper grid
@@ -303,8 +311,7 @@ def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
                           for label, result in FAMILY[c](_data(c, profile)[0])])
     mine = tests.get(claim_id, [])
     size = sum(len(t) for t in tests.values())
-    measured = "; ".join(f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g})"
-                         for t in mine)
+    measured = "; ".join(effect_text(t) for t in mine)
     detail = " | ".join([f"{which}, {root}", describe_runs(root), unlearned_note(rows)]
                         + [t.describe() for t in mine]
                         + ([extra] if extra else [])
@@ -437,10 +444,10 @@ def noise_decide(claim_id: str, profile: str) -> Outcome:
                           for label, result in trend_tests(w)(rows)])
     mine = tests.get(claim_id, [])
     table = gain_table(rows, weights)
-    gains = ", ".join(f"{e['task']} {e['target']} {e['gain_mean']:+.3g} ({e['matched']}/"
-                      f"{e['runs']})" for e in table)
-    measured = "; ".join(f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g})"
-                         for t in mine)
+    gains = ", ".join(f"{e['task']} {e['target']} "
+                      + (f"{e['gain_mean']:+.3g}" if math.isfinite(e["gain_mean"]) else "no gain")
+                      + f" ({e['matched']}/{e['runs']})" for e in table)
+    measured = "; ".join(effect_text(t) for t in mine)
     tasks = sorted({r["task"] for r in rows})
     seeds = sorted({r["seed"] for r in rows})
     detail = " | ".join([
