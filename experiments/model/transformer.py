@@ -10,17 +10,8 @@ Each sublayer f (attention, then the optional MLP) of layer l (0-based, of L lay
 wrapped by the residual rule its scheme gives that layer: one entry of the table
 :data:`resharpen.experiments.model.schemes.SCHEMES` (:class:`~resharpen.experiments.model.schemes.Scheme`),
 which, given l, says which norms and parameters the layer has (:class:`Layer`) and whether a
-final norm follows. N = RMSNorm or LayerNorm, its gain
-learned (LayerNorm also a bias) or frozen at 1 (``norm_gain="frozen"``: no parameters):
-    none         x + f(x)
-    pre          x + f(N(x))                     and a final N before W_U
-    pre_nofinal  x + f(N(x))                     (no final N)
-    post         N(x + f(x))
-    attn_out     x + N(f(x))
-    peri         x + N(f(N(x)))                  and a final N
-    mixln        N(x + f(x)) for l < max(1, floor(L/4)), x + f(N(x)) after; and a final N
-    ln_scaling   x + f(N(x) / sqrt(l + 1))       and a final N (not scaled)
-    ngpt         u(x + alpha (u(f(x)) - x)),     u(v) = v / |v|; no N
+final norm follows (the registry's docstring writes every rule out). N = RMSNorm or LayerNorm,
+its gain learned (LayerNorm also a bias) or frozen at 1 (``norm_gain="frozen"``: no parameters).
 
 mixln (Li et al. 2024, Mix-LN): Post-LN in the first floor(alpha L) layers, alpha = 0.25, Pre-LN
 after. Here at least one layer is Post-LN, so that a model of fewer than 4 layers still mixes: a
