@@ -137,7 +137,7 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
 
     study = default_root("othello")
     if study.exists() and load_runs(study):
-        return table_rows(study), study, "Othello study (4 x 64, 1200 steps)"
+        return table_rows(study), study, "Othello study (6 x 6 board, 6 x 128, to the fit)"
     return grid_rows(profile)
 
 

@@ -23,7 +23,7 @@ METRICS = (("invalid_mass", "invalid mass p(V \\ N(prefix))", True),
 
 
 def x_label(task: str) -> str:
-    return "move index (moves played)" if task == "othello" else "prefix length n"
+    return "move index (moves played)" if task in ("othello", "othello6") else "prefix length n"
 
 
 def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
