@@ -187,3 +187,15 @@ def require_finite(numbers: dict, what: str) -> None:
         if value is not None and not math.isfinite(float(value)):
             raise UsageError(f"{what}: {label} is {float(value)}, not a finite number; no result "
                              "is reported or written")
+
+
+def add_backend_options(parser) -> None:
+    """``--workers``, ``--backend`` and ``--address``: where a sweep's runs execute (the local
+    process pool or a Ray cluster), the same three options on every command that runs a sweep."""
+    parser.add_argument("--workers", type=count(MAX_WORKERS), default=2,
+                        help=f"parallel runs (default 2, at most {MAX_WORKERS})")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="run on this machine's process pool (local, the default) or as Ray "
+                             "tasks (ray)")
+    parser.add_argument("--address", default=None, type=nonempty("a Ray address"),
+                        help="Ray cluster address ('auto' = the running cluster); ray backend only")

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 from resharpen.experiments.common import limits
-from resharpen.experiments.common.cli_args import (MAX_WORKERS, PATH, PATTERN, UsageError,
-                                                  bad_input, count, nonempty, seed_int)
+from resharpen.experiments.common.cli_args import (add_backend_options, PATH, PATTERN, UsageError,
+                                                  bad_input, count, seed_int)
 from resharpen.experiments.common.limits import add_max_memory
 from resharpen.experiments.common.profiles import PROFILES
 from resharpen.experiments.training.config import SWEEP_FIELDS
@@ -53,13 +53,7 @@ def add_langs(sub, figures: Callable[[Path], list[Path]] | None = None) -> None:
     r.add_argument("--profile", choices=PROFILES, default="quick",
                    help="apply the grid file's [profile.<name>] tables: quick (the default, "
                         "minutes on 2 cores) or full")
-    r.add_argument("--workers", type=count(MAX_WORKERS), default=2,
-                   help=f"parallel runs (default 2, at most {MAX_WORKERS})")
-    r.add_argument("--backend", choices=("local", "ray"), default="local",
-                   help="run on this machine's process pool (local, the default) or as Ray "
-                        "tasks (ray)")
-    r.add_argument("--address", default=None, type=nonempty("a Ray address"),
-                   help="Ray address ('auto'); ray backend only")
+    add_backend_options(r)
     r.add_argument("--only", action="append", metavar="TASK", type=PATTERN,
                    help="run only these tasks now")
     r.add_argument("--out", default=None, type=PATH,

@@ -10,8 +10,8 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from resharpen.experiments.common.cli_args import (MAX_WORKERS, PATH, UsageError, bad_input,
-                                                  count, nonempty, positive_int, seed_int)
+from resharpen.experiments.common.cli_args import (add_backend_options, PATH, UsageError, bad_input,
+                                                  count, positive_int, seed_int)
 from resharpen.experiments.common import limits
 from resharpen.experiments.common.limits import add_max_memory
 from resharpen.experiments.common.profiles import PROFILES
@@ -111,13 +111,7 @@ def add_sweep(sub) -> None:
                                   "a file that exists wins)")
     p.add_argument("--runs", type=positive_int, default=None,
                    help=f"number of runs (default: the file's; at most {MAX_SWEEP_RUNS:,})")
-    p.add_argument("--workers", type=count(MAX_WORKERS), default=2,
-                   help=f"parallel runs (default 2, at most {MAX_WORKERS})")
-    p.add_argument("--backend", choices=("local", "ray"), default="local",
-                   help="run on this machine's process pool (local, the default) or as Ray "
-                        "tasks (ray)")
-    p.add_argument("--address", default=None, type=nonempty("a Ray address"),
-                   help="Ray cluster address ('auto' = the running cluster); ray backend only")
+    add_backend_options(p)
     p.add_argument("--profile", choices=PROFILES, default="full",
                    help="apply the sweep file's [profile.<name>] tables: full (the real sizes, "
                         "the default) or quick (minutes on 2 cores)")
