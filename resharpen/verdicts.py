@@ -18,10 +18,12 @@ The inputs are committed, so a reader checks every verdict without retraining:
 
     python -m resharpen.verdicts --write                            # the pages from the records
     python -m resharpen.verdicts --write --quick out/ledger.json    # record a new quick ledger
-    python -m resharpen.verdicts --write --full out/ledger-full.json  # record a full ledger
+    python -m resharpen.verdicts --write --full out/ledger_fit_full.json  # add full records
 
 A recorded ledger keeps every claim's record and the provenance, without the timings (so the
-record changes only when a result does).
+record changes only when a result does). The full profile runs in parts (its sweeps take hours),
+so the full record is merged: each claim keeps the provenance of the run that decided it
+(:func:`merge`).
 
 tests/core/test_verdicts.py fails when a committed page differs from what the records give.
 """
@@ -63,7 +65,15 @@ def read_records(path: Path) -> dict[str, dict]:
         return {}
     data = json.loads(path.read_text())
     records = data["claims"]  # resharpen.experiments.ledger.report.to_json
-    return {r["id"]: r for r in records}
+    runs = data.get("runs", [])  # a merged full record (merge): the run that decided each claim
+    return {r["id"]: ({**r, "decided_by": runs[r["run"]]} if "run" in r else r) for r in records}
+
+
+def _run_text(provenance: dict) -> str:
+    """``commit 1a2b3c4, 2026-12-06`` of a run's provenance (what a reader checks out)."""
+    commit = str(provenance.get("commit") or "unknown")[:7]
+    dirty = " (with uncommitted changes)" if provenance.get("dirty") else ""
+    return f"commit {commit}{dirty}, {str(provenance.get('created', ''))[:10]}"
 
 
 def _cell(text: object) -> str:
@@ -91,6 +101,8 @@ def entry(claim_id: str, decl: dict, quick: dict | None, full: dict | None) -> s
         if detail:
             cut = detail if len(detail) <= DETAIL_CHARS else detail[:DETAIL_CHARS] + " [...]"
             lines.append(f"- **How it was decided ({profile})**: {cut}")
+        if "decided_by" in record:
+            lines.append(f"- **Full-size run**: {_run_text(record['decided_by'])}")
     lines.append(f"- **Expected value from**: the {decl['expected_from']}: {decl['origin']}")
     figures = decl.get("figures", [])
     if figures:
@@ -164,18 +176,62 @@ def write(folder: Path = PAGES) -> list[Path]:
     return written
 
 
-def record(ledger: str | Path, target: Path) -> Path:
-    """Copy the ledger JSON ``ledger`` (``resharpen verify --json``) to ``target`` without the
-    per-claim timings."""
-    from resharpen.experiments.common.io import atomic_write_text, dumps_json, read_json
+def _read_ledger(ledger: str | Path) -> dict:
+    from resharpen.experiments.common.io import read_json
 
     data = read_json(Path(ledger), "ledger JSON file", dict)
     if not isinstance(data.get("claims"), list):
         raise ValueError(f"{ledger} is not a ledger JSON (no list of claims)")
+    return data
+
+
+def record(ledger: str | Path, target: Path) -> Path:
+    """Copy the ledger JSON ``ledger`` (``resharpen verify --json``) to ``target`` without the
+    per-claim timings."""
+    from resharpen.experiments.common.io import atomic_write_text, dumps_json
+
+    data = _read_ledger(ledger)
     for claim in data["claims"]:
         claim.pop("seconds", None)
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, dumps_json(data, indent=1) + "\n")
+    return target
+
+
+def merge(ledgers: list[str | Path], target: Path = FULL_LEDGER) -> Path:
+    """Add the records of ``ledgers`` (``resharpen verify --profile full --json``, each of a part
+    of the claims) to the full-size record ``target``, replacing the records of the same ids.
+
+    The full profile is run in parts (a sweep of hours decides a few claims), so the record
+    keeps, for every claim, which run decided it: ``runs`` lists the provenance of each ledger
+    merged (commit, machine, versions, date) and each claim's ``run`` indexes it. A ledger of
+    another profile is refused; runs no claim refers to any more are dropped."""
+    from resharpen.experiments.common.io import atomic_write_text, dumps_json
+
+    merged: dict[str, dict] = {}
+    runs: list[dict] = []
+    if target.is_file():
+        old = _read_ledger(target)
+        runs = list(old.get("runs", []))
+        merged = {c["id"]: c for c in old["claims"]}
+    for ledger in ledgers:
+        data = _read_ledger(ledger)
+        profile = data.get("profile") or (data.get("provenance") or {}).get("profile")
+        if profile != "full":
+            raise ValueError(f"{ledger} is a ledger of the {profile!r} profile, not 'full'")
+        runs.append(data.get("provenance") or {})
+        for claim in data["claims"]:
+            claim = {k: v for k, v in claim.items() if k != "seconds"}
+            merged[claim["id"]] = {**claim, "run": len(runs) - 1}
+    used = sorted({c["run"] for c in merged.values()})
+    renumber = {old: new for new, old in enumerate(used)}
+    claims = [{**c, "run": renumber[c["run"]]} for _, c in sorted(merged.items())]
+    summary = {s: sum(c["status"] == s for c in claims)
+               for s in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")}
+    out = {"profile": "full", "summary": summary, "runs": [runs[i] for i in used],
+           "claims": claims}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, dumps_json(out, indent=1) + "\n")
     return target
 
 
@@ -187,11 +243,14 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--write", action="store_true", required=True,
                         help="write docs/verdicts/ (and record the ledgers given)")
     parser.add_argument("--quick", metavar="LEDGER", help="record this quick ledger first")
-    parser.add_argument("--full", metavar="LEDGER", help="record this full-size ledger first")
+    parser.add_argument("--full", metavar="LEDGER", action="append", default=[],
+                        help="add the records of this full-size ledger (a part of the claims: "
+                             "repeatable) to results/full/ledger.json first")
     args = parser.parse_args(argv)
-    for ledger, target in ((args.quick, QUICK_LEDGER), (args.full, FULL_LEDGER)):
-        if ledger:
-            print(f"recorded {record(ledger, target)}")
+    if args.quick:
+        print(f"recorded {record(args.quick, QUICK_LEDGER)}")
+    if args.full:
+        print(f"merged {', '.join(args.full)} into {merge(args.full)}")
     for path in write():
         print(f"wrote {path}")
     return 0

@@ -11,6 +11,11 @@ it, what the claims and figures read and nothing heavier::
     results/full/sweeps/<name>/runs/<run>/summary.json     its final measurements (written last)
     results/full/sweeps/<name>/runs/<run>/provenance.json  commit, machine, versions, time
 
+A study that is not a sweep of runs but writes one table of its own (the EMA-window protocol:
+``results.json``) is kept as that file::
+
+    results/full/sweeps/<name>/results.json                the study's result table
+
 Weights, per-length records and training histories stay in ``out/`` (megabytes per run).
 
 :func:`pack` copies a sweep's finished runs from ``out/sweeps/<name>`` into the archive;
@@ -32,6 +37,7 @@ ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"
 """The archive in the checkout (``results/full``)."""
 SWEEP_FILES = ("sweep.json", "table.jsonl")
 RUN_FILES = ("config.json", "summary.json", "provenance.json")
+STUDY_FILE = "results.json"
 """What the archive keeps of a sweep and of each finished run (summary.json last)."""
 ARCHIVED_MARKER = "ARCHIVED"
 """A file in a run folder restored from the archive: its weights were not kept."""
@@ -59,10 +65,16 @@ def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
     as they are; the sweep's files are refreshed (they list every finished run). Returns
     ``{"sweep": name, "finished": n, "added": k}``."""
     source = Path(source)
-    if not (source / "sweep.json").is_file():
-        raise ValueError(f"{source} is not a sweep folder (it has no sweep.json)")
     name = check_name(source.name, "sweep name")
     target = Path(archive) / "sweeps" / name
+    if not (source / "sweep.json").is_file() and (source / STUDY_FILE).is_file():
+        read_json(source / STUDY_FILE, "study result file")  # a corrupt one is refused
+        target.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(target / STUDY_FILE, (source / STUDY_FILE).read_text())
+        return {"sweep": name, "finished": 1, "added": 1}
+    if not (source / "sweep.json").is_file():
+        raise ValueError(f"{source} is not a sweep folder (it has no sweep.json) and holds no "
+                         f"study result ({STUDY_FILE})")
     read_json(source / "sweep.json", "sweep file")  # a corrupt sweep is refused before any copy
     added = 0
     runs = finished_runs(source)
@@ -85,9 +97,12 @@ def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> d
     folder that exists in ``out`` is left alone. Returns ``{"sweep": name, "restored": k,
     "archived": n}``."""
     source = Path(archive) / "sweeps" / check_name(name, "sweep name")
+    out = Path(out)
+    if not (source / "sweep.json").is_file() and (source / STUDY_FILE).is_file():
+        restored = _copy_new(source / STUDY_FILE, out / STUDY_FILE)
+        return {"sweep": name, "restored": int(restored), "archived": 1}
     if not (source / "sweep.json").is_file():
         raise ValueError(f"the archive has no sweep {name!r} (looked in {source})")
-    out = Path(out)
     runs = finished_runs(source)
     restored = 0
     for run in runs:
@@ -111,5 +126,5 @@ def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> d
 def archived_sweeps(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:
     """name -> number of finished runs, for every sweep in the archive."""
     root = Path(archive) / "sweeps"
-    return {p.name: len(finished_runs(p)) for p in sorted(root.iterdir()) if p.is_dir()} \
-        if root.is_dir() else {}
+    return {p.name: len(finished_runs(p)) or int((p / STUDY_FILE).is_file())
+            for p in sorted(root.iterdir()) if p.is_dir()} if root.is_dir() else {}

@@ -56,3 +56,23 @@ def test_restore_refuses_an_unknown_sweep_and_pack_a_non_sweep(tmp_path):
         archive.pack(tmp_path, tmp_path / "archive")
     with pytest.raises(ValueError, match="sweep name"):
         archive.restore("../up", tmp_path / "out", tmp_path / "archive")
+
+
+def test_a_study_result_file_is_packed_and_restored_whole(tmp_path):
+    """A study that writes one table (the EMA-window protocol's results.json) is kept as that
+    file; restoring never replaces one that exists."""
+    study = tmp_path / "out" / "sweeps" / "window_study"
+    study.mkdir(parents=True)
+    (study / "results.json").write_text('{"rows": [1, 2]}')
+    done = archive.pack(study, tmp_path / "archive")
+    assert done == {"sweep": "window_study", "finished": 1, "added": 1}
+    assert archive.archived_sweeps(tmp_path / "archive") == {"window_study": 1}
+    fresh = tmp_path / "fresh"
+    assert archive.restore("window_study", fresh, tmp_path / "archive")["restored"] == 1
+    assert (fresh / "results.json").read_text() == '{"rows": [1, 2]}'
+    (fresh / "results.json").write_text("mine")
+    assert archive.restore("window_study", fresh, tmp_path / "archive")["restored"] == 0
+    assert (fresh / "results.json").read_text() == "mine"
+    (study / "results.json").write_text("not json")
+    with pytest.raises(ValueError):
+        archive.pack(study, tmp_path / "archive2")

@@ -47,3 +47,42 @@ def test_a_page_shows_the_records_it_is_given():
 def test_a_claim_of_no_paper_is_refused():
     with pytest.raises(ValueError, match="belongs to no paper"):
         verdicts.paper_of("nothing.here")
+
+
+def _ledger(path, profile, commit, claims):
+    import json
+
+    path.write_text(json.dumps({
+        "profile": profile, "provenance": {"commit": commit, "profile": profile,
+                                           "created": "2026-12-06T10:00:00+00:00"},
+        "claims": [{"id": i, "status": s, "measured": "1", "expected": "1", "seconds": 3.0}
+                   for i, s in claims]}))
+    return path
+
+
+def test_full_records_merge_part_by_part(tmp_path):
+    """Two partial full-size ledgers merge into one record; a claim run again keeps only its
+    latest record, a run no claim refers to is dropped, and each claim names its run."""
+    target = tmp_path / "full.json"
+    first = _ledger(tmp_path / "a.json", "full", "aaaaaaa1", [("x.one", "PASS"), ("x.two", "FAIL")])
+    second = _ledger(tmp_path / "b.json", "full", "bbbbbbb2", [("x.two", "PASS")])
+    verdicts.merge([first], target)
+    verdicts.merge([second], target)
+    records = verdicts.read_records(target)
+    assert {k: r["status"] for k, r in records.items()} == {"x.one": "PASS", "x.two": "PASS"}
+    assert records["x.one"]["decided_by"]["commit"] == "aaaaaaa1"
+    assert records["x.two"]["decided_by"]["commit"] == "bbbbbbb2"
+    assert "seconds" not in records["x.one"]
+    third = _ledger(tmp_path / "c.json", "full", "ccccccc3", [("x.one", "FAIL")])
+    verdicts.merge([third], target)
+    import json
+    data = json.loads(target.read_text())
+    assert [r["commit"] for r in data["runs"]] == ["bbbbbbb2", "ccccccc3"]
+    assert data["summary"] == {"PASS": 1, "FAIL": 1, "INCONCLUSIVE": 0, "ERROR": 0}
+
+
+def test_a_quick_ledger_is_not_merged_into_the_full_record(tmp_path):
+    quick = _ledger(tmp_path / "q.json", "quick", "aaaaaaa1", [("x.one", "PASS")])
+    with pytest.raises(ValueError, match="not 'full'"):
+        verdicts.merge([quick], tmp_path / "full.json")
+    assert not (tmp_path / "full.json").exists()
