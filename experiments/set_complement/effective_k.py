@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import copy
 import math
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -223,17 +224,19 @@ def closed_form_row(report: dict, count: int = 64) -> dict:
     deviation, and the assumptions past L_train from :func:`margin_diagnosis` on ``count``
     inputs per length (attention uniformity, query share, measured |r| / e |c(z)|, the numerator
     alone, min / mean non-query margin) and the margin-fitted K of the report."""
-    from resharpen.experiments.training.runs import load_run
+    from resharpen.experiments.training.runs import load_run, measured
 
-    model = load_run(report["run"]).model("raw")
-    params = readings(model)
+    folder = report["run"]
+    params = run_readings(folder)
+    diag = measured(folder, f"margin_diagnosis_raw_{count}",
+                    lambda: margin_diagnosis(load_run(folder).model("raw"), count=count))
+    diag = [r for r in diag if r["length"] > report["train_len"]]
     rows = [r for r in report["per_length"] if r["margin"] is not None]
     s = np.array([r["length"] for r in rows], dtype=np.float64)
     m = np.array([r["margin"] for r in rows], dtype=np.float64)
     past = s > report["train_len"]
     theory = closed_form_margins(params, s[past])
     strict = closed_form_margins(params, s[past], strict=True)
-    diag = [r for r in margin_diagnosis(model, count=count) if r["length"] > report["train_len"]]
     return {**params, "seed": report["seed"], "vocab": report["vocab"],
             "attn_out_scale": report["attn_out_scale"],
             "attn_out_multiplier": report.get("attn_out_multiplier", 1.0),
@@ -246,6 +249,14 @@ def closed_form_row(report: dict, count: int = 64) -> dict:
             "numerator": max(abs(r["numerator_prediction"] / r["margin_min"] - 1) for r in diag),
             "min_vs_mean": float(np.mean([r["margin_min"] / r["margin_mean"] for r in diag])),
             "fitted_K": (report["theory_params"] or {}).get("K", math.nan)}
+
+
+def run_readings(folder: str | Path) -> dict:
+    """:func:`readings` of a run folder's raw weights, kept with the run
+    (:func:`resharpen.experiments.training.runs.measured`)."""
+    from resharpen.experiments.training.runs import load_run, measured
+
+    return measured(folder, "readings_raw", lambda: readings(load_run(folder).model("raw")))
 
 
 def readings_table(rows: list[dict]) -> str:

@@ -200,6 +200,7 @@ def temperature_rows(profile: str) -> tuple[list[dict], list[Path]] | None:
     """One row per BEMA run of the noise grid (the runs of the smallest EMA decay: BEMA does not
     depend on it): k, schedule, seed and :func:`~resharpen.experiments.set_complement.temperature.temperature_row`
     (alpha, tau, raw / BEMA / tempered-raw ID and OOD invalid mass); cached per folder."""
+    from resharpen.experiments.training.runs import measured
     from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.set_complement.temperature import temperature_row
 
@@ -216,7 +217,10 @@ def temperature_rows(profile: str) -> tuple[list[dict], list[Path]] | None:
                 continue
             key = str(Path(run["folder"]).resolve())
             if key not in _TEMPERATURE:
-                _TEMPERATURE[key] = temperature_row(run["folder"])
+                folder = run["folder"]
+                _TEMPERATURE[key] = {**measured(folder, "temperature", lambda f=folder: {
+                    k: v for k, v in temperature_row(f).items() if k != "folder"}),
+                    "folder": str(folder)}
             rows.append({**_TEMPERATURE[key], "vocab": run["config"]["task"]["vocab"],
                          "k": 0 if train["target"] == "soft" else train["labels_per_position"],
                          "schedule": train["schedule"], "steps": train["steps"]})

@@ -151,7 +151,7 @@ def attention_uniformity(model: Transformer, count: int = 128, seed: int = 0) ->
 def run_report(folder: str | Path, weights: str = "raw") -> dict:
     """The per-length report of one run folder's ``weights`` (raw, ema or bema); see the
     module docstring. JSON-ready."""
-    from resharpen.experiments.training.runs import load_run
+    from resharpen.experiments.training.runs import load_run, measured
 
     if weights not in WEIGHT_SETS:
         raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_SETS)}")
@@ -160,7 +160,17 @@ def run_report(folder: str | Path, weights: str = "raw") -> dict:
     vocab, train_len = config["task"]["vocab"], config["task"]["train_len"] or (
         config["task"]["vocab"] // 4)
     placement, width = config["model"]["norm"], config["model"]["d_model"]
-    rows = run.per_length[weights]
+
+    def measure() -> dict:  # what the report reads off the weights and per-length records
+        model = run.model(weights)
+        return {"per_length": [{key: r[key] for key in ("length", "margin_nonquery_min",
+                                                         "invalid_mass")}
+                               for r in run.per_length[weights]],
+                "uniformity": attention_uniformity(model),
+                "effective_K": effective_K(model) if placement in fitted_readouts() else None}
+
+    measurement = measured(folder, f"report_{weights}", measure)
+    rows = measurement["per_length"]
     lengths = np.array([r["length"] for r in rows])
     margin = np.array([np.nan if r["margin_nonquery_min"] is None else r["margin_nonquery_min"]
                        for r in rows], dtype=np.float64)
@@ -168,9 +178,7 @@ def run_report(folder: str | Path, weights: str = "raw") -> dict:
     params = fit_theory(placement, vocab, width, lengths[in_dist], margin[in_dist])
     theory = (theory_margins(placement, vocab, width, lengths, params) if params
               else np.full(len(lengths), np.nan))
-    model = run.model(weights)
-    uniformity = attention_uniformity(model)
-    K = effective_K(model) if placement in fitted_readouts() else None
+    uniformity, K = measurement["uniformity"], measurement["effective_K"]
     past = (lengths > train_len) & np.isfinite(theory) & (theory > 0)
     deviation = (float(np.max(np.abs(margin[past] / theory[past] - 1.0)))
                  if params and past.any() else None)

@@ -165,11 +165,10 @@ def k_sweep_rows(root: Path) -> list[dict]:
     """One row per finished run of the K sweep: placement, attn_out_multiplier (the fixed
     factor on the attention output), attn_out_scale (W_O's init scale), seed, v, fit reached,
     raw ID / OOD invalid mass, and for post the readings of K off its raw weights
-    (:func:`~resharpen.experiments.set_complement.effective_k.readings`, which include the
+    (:func:`~resharpen.experiments.set_complement.effective_k.run_readings`, which include the
     multiplier)."""
-    from resharpen.experiments.training.runs import load_run
     from resharpen.experiments.training.sweep import load_runs
-    from resharpen.experiments.set_complement.effective_k import readings
+    from resharpen.experiments.set_complement.effective_k import run_readings
 
     rows = []
     for run in load_runs(root):
@@ -181,7 +180,7 @@ def k_sweep_rows(root: Path) -> list[dict]:
                "id": summary["by_weights"]["raw"]["id_invalid_mass"],
                "ood": summary["by_weights"]["raw"]["ood_invalid_mass"]}
         if row["placement"] == "post":
-            row.update(readings(load_run(run["folder"]).model("raw")))
+            row.update(run_readings(run["folder"]))
         rows.append(row)
     return rows
 
@@ -266,6 +265,7 @@ def normalized_beat_none_tests(profile: str) -> Part | Outcome:
 
 
 def lemma_residual_tests(profile: str) -> Part | Outcome:
+    from resharpen.experiments.training.runs import measured as kept
     from resharpen.experiments.set_complement.compare import compare_run
 
     data, absent = placement_data(profile)
@@ -276,7 +276,8 @@ def lemma_residual_tests(profile: str) -> Part | Outcome:
         reps = [r for r in reps if r["placement"] == "none" and r["fit_reached"]]
         used += reps
         v = reps[0]["vocab"] if reps else "?"
-        records = [compare_run(r["run"], "raw") for r in reps]
+        records = [kept(r["run"], "compare_raw", lambda run=r["run"]: compare_run(run, "raw"))
+                   for r in reps]
         res = [c["relative_residual"] for c in records]
         tests.append((f"v={v}: residual < {LEMMA_RESIDUAL_BOUND}",
                       stats.paired(res, [LEMMA_RESIDUAL_BOUND] * len(res), "less")))

@@ -8,8 +8,10 @@ it, what the claims and figures read and nothing heavier::
     results/full/sweeps/<name>/sweep.json                  the sweep's identity (its planned runs)
     results/full/sweeps/<name>/table.jsonl                 one row per finished run
     results/full/sweeps/<name>/runs/<run>/config.json      the run's validated config
+    results/full/sweeps/<name>/runs/<run>/metrics.jsonl    its training history (logged steps)
     results/full/sweeps/<name>/runs/<run>/summary.json     its final measurements (written last)
     results/full/sweeps/<name>/runs/<run>/provenance.json  commit, machine, versions, time
+    results/full/sweeps/<name>/runs/<run>/measured_*.json  what analyses measured on its weights
 
 A study that is not a sweep of runs but writes one table of its own (the EMA-window protocol:
 ``results.json``) is kept as that file::
@@ -36,7 +38,10 @@ from resharpen.experiments.common.names import check_name
 ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"
 """The archive in the checkout (``results/full``)."""
 SWEEP_FILES = ("sweep.json", "table.jsonl")
-RUN_FILES = ("config.json", "summary.json", "provenance.json")
+RUN_FILES = ("config.json", "metrics.jsonl", "summary.json", "provenance.json")
+MEASURED_PATTERN = "measured_*.json"
+"""The tables analyses measured on a run's weights (:func:`resharpen.experiments.training.runs.measured`),
+kept with the run so that the claims and figures read them without the weights."""
 STUDY_FILE = "results.json"
 """What the archive keeps of a sweep and of each finished run (summary.json last)."""
 ARCHIVED_MARKER = "ARCHIVED"
@@ -50,6 +55,14 @@ def _copy_new(source: Path, target: Path) -> bool:
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, source.read_text())
     return True
+
+
+def run_files(run: Path) -> list[str]:
+    """The files of run folder ``run`` the archive keeps, ``summary.json`` (the mark of a
+    finished run) last."""
+    kept = [f for f in RUN_FILES if f != "summary.json" and (run / f).is_file()]
+    kept += sorted(p.name for p in run.glob(MEASURED_PATTERN) if p.is_file())
+    return kept + ["summary.json"]
 
 
 def finished_runs(root: Path) -> list[Path]:
@@ -81,8 +94,7 @@ def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
     for run in runs:
         if (run / ARCHIVED_MARKER).exists():
             continue  # restored from the archive: it is there already
-        copied = [_copy_new(run / f, target / "runs" / run.name / f)
-                  for f in RUN_FILES if (run / f).is_file()]
+        copied = [_copy_new(run / f, target / "runs" / run.name / f) for f in run_files(run)]
         added += bool(copied and copied[-1])
     target.mkdir(parents=True, exist_ok=True)
     for f in SWEEP_FILES:
@@ -93,7 +105,8 @@ def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
 
 def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
     """Copy the archived runs of sweep ``name`` that ``out`` (a sweep folder) lacks into it,
-    each marked :data:`ARCHIVED_MARKER`, and the sweep's identity when ``out`` has none. A run
+    each marked :data:`ARCHIVED_MARKER`, and the sweep's identity and table when ``out`` has
+    none (a sweep command that resumes rewrites the table). A run
     folder that exists in ``out`` is left alone. Returns ``{"sweep": name, "restored": k,
     "archived": n}``."""
     source = Path(archive) / "sweeps" / check_name(name, "sweep name")
@@ -112,14 +125,15 @@ def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> d
         staging = out / "runs" / f".{run.name}.restoring"
         shutil.rmtree(staging, ignore_errors=True)  # ours: a restore killed before its rename
         staging.mkdir(parents=True)
-        for f in RUN_FILES:
-            if (run / f).is_file():
-                shutil.copyfile(run / f, staging / f)
+        for f in run_files(run):
+            shutil.copyfile(run / f, staging / f)
         (staging / ARCHIVED_MARKER).write_text(
             "Restored from the archive (results/full): config and summary only, no weights.\n")
         staging.rename(folder)
         restored += 1
-    _copy_new(source / "sweep.json", out / "sweep.json")
+    for f in SWEEP_FILES:  # the identity, and the table the claims and figures read
+        if (source / f).is_file():
+            _copy_new(source / f, out / f)
     return {"sweep": name, "restored": restored, "archived": len(runs)}
 
 

@@ -26,6 +26,8 @@ WEIGHTS_FILE = "weights_{}.safetensors"  # the file of one weight set in a run f
 RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json",
              "summary.json", *(WEIGHTS_FILE.format(kind) for kind in WEIGHT_KINDS))
 """The files :func:`resharpen.experiments.training.loop.save_run` writes in a run folder."""
+MEASURED_FILE = "measured_{}.json"
+"""A table an analysis measured on a run's weights or per-length records (:func:`measured`)."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,27 @@ def _read_json(path: Path, shape: object = None):
         return read_json(path, "run file", shape)
     except FileNotFoundError:
         raise ValueError(f"{path.parent} is not a finished run folder ({path.name} is missing)") from None
+
+
+def measured(folder: str | Path, name: str, compute):
+    """What an analysis measures on one run's weights or per-length records, kept in the run
+    folder as ``measured_<name>.json`` the first time and read from there afterwards.
+
+    The measurement (margins, attention uniformity, the readout's effective K...) is a function
+    of the trained weights, which the archive of full-size results does not keep; kept as a small
+    table beside them, it travels with the run into the archive, so that a claim or a figure is
+    decided from the archive without the weights. Only the measurement is kept: the analysis
+    that reads it (a fit, a test) runs anew each time. ``compute()`` returns JSON-ready data;
+    on an archived run without the table it raises the run's "no weights" ValueError."""
+    from resharpen.experiments.common.io import atomic_write_json
+    from resharpen.experiments.common.names import check_name
+
+    path = Path(folder) / MEASURED_FILE.format(check_name(name, "measurement name"))
+    if path.is_file():
+        return read_json(path, "measured run table")
+    value = compute()
+    atomic_write_json(path, value)
+    return read_json(path, "measured run table")  # the same value whether computed or read
 
 
 def load_run(folder: str | Path) -> Run:

@@ -25,13 +25,10 @@ def test_pack_then_restore_resumes_the_sweep_without_retraining(tmp_path, monkey
     done = archive.pack(first, store)
     assert done == {"sweep": "arch", "finished": 2, "added": 2}
     kept = sorted(p.relative_to(store).as_posix() for p in store.rglob("*") if p.is_file())
-    assert kept == ["sweeps/arch/runs/dyck1-pre-s0/config.json",
-                    "sweeps/arch/runs/dyck1-pre-s0/provenance.json",
-                    "sweeps/arch/runs/dyck1-pre-s0/summary.json",
-                    "sweeps/arch/runs/dyck1-pre-s1/config.json",
-                    "sweeps/arch/runs/dyck1-pre-s1/provenance.json",
-                    "sweeps/arch/runs/dyck1-pre-s1/summary.json",
-                    "sweeps/arch/sweep.json", "sweeps/arch/table.jsonl"]
+    assert kept == [f"sweeps/arch/runs/dyck1-pre-s{seed}/{name}" for seed in (0, 1)
+                    for name in ("config.json", "metrics.jsonl", "provenance.json",
+                                 "summary.json")] + ["sweeps/arch/sweep.json",
+                                                     "sweeps/arch/table.jsonl"]
     assert archive.pack(first, store)["added"] == 0  # packing again adds nothing
 
     # a fresh checkout: restore, then the same command trains nothing
@@ -56,6 +53,30 @@ def test_restore_refuses_an_unknown_sweep_and_pack_a_non_sweep(tmp_path):
         archive.pack(tmp_path, tmp_path / "archive")
     with pytest.raises(ValueError, match="sweep name"):
         archive.restore("../up", tmp_path / "out", tmp_path / "archive")
+
+
+def test_a_measured_table_travels_with_its_run(tmp_path):
+    """A table an analysis measured on a run's weights is kept with the run: computed once,
+    read back from the restored archive without weights, where computing it again fails."""
+    from resharpen.experiments.training.runs import measured
+
+    sweep = tmp_path / "out" / "sw"
+    run = sweep / "runs" / "sw-0"
+    run.mkdir(parents=True)
+    (sweep / "sweep.json").write_text('{"identity": {}, "runs": 1}')
+    for name in ("config.json", "provenance.json"):
+        (run / name).write_text("{}")
+    (run / "summary.json").write_text('{"primary": "raw"}')
+    calls = []
+    value = measured(run, "probe", lambda: calls.append(1) or {"K": 1.5, "rows": [0.25, 0.5]})
+    assert value == {"K": 1.5, "rows": [0.25, 0.5]} and calls == [1]
+    assert measured(run, "probe", lambda: calls.append(1)) == value and calls == [1]
+    archive.pack(sweep, tmp_path / "archive")
+    fresh = tmp_path / "fresh"
+    archive.restore("sw", fresh, tmp_path / "archive")
+    assert measured(fresh / "runs" / "sw-0", "probe", lambda: 1 / 0) == value
+    with pytest.raises(ZeroDivisionError):
+        measured(fresh / "runs" / "sw-0", "other", lambda: 1 / 0)
 
 
 def test_a_study_result_file_is_packed_and_restored_whole(tmp_path):
