@@ -105,8 +105,9 @@ def none_two_over_s_tests(profile: str) -> Part | Outcome:
                       if r["theory_params"] else math.nan)
         balance = by_seed(reps, "none", attention_balance)
         measured.append(f"v={v}: a = {interval_text(values)}")
-        notes += [f"v={v}: a {interval_text(values, 0.90)}, the interval TOST at 0.05 holds "
-                  f"inside ({target - margin:g}, {target + margin:g})",
+        notes += [f"v={v}: a {interval_text(values, 0.90)}: TOST at alpha 0.05 shows "
+                  f"equivalence when this interval lies inside ({target - margin:g}, "
+                  f"{target + margin:g})",
                   f"v={v}: s m_s max/min over s = 2..L_train {fmt(spread.values())}, fitted "
                   f"lambda (= s m_s) {fmt(lam.values())}; attention balance max_i |s w_i - 1| "
                   f"over s = 2..L_train {fmt(balance.values())} (the law's premise: 0)",
