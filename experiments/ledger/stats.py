@@ -290,6 +290,37 @@ def equivalence(a: Sequence[float], b: Sequence[float], margin: float | tuple[fl
                        min(1.0, 2 * min(below, above)))
 
 
+def equivalence_to(values: Sequence[float], target: float, margin: float,
+                   min_n: int = MIN_N) -> Equivalence:
+    """TOST of a fitted quantity against a theory's value: the mean of ``values`` (one fitted
+    exponent or coefficient per seed) lies within ``target`` +- ``margin``, the margin fixed
+    before the data are seen. The difference tested is mean(values) - target: equivalence
+    shown (p < alpha) when both one-sided t-tests reject, a difference beyond the margin shown
+    when ``p_opposite`` < alpha, neither when the interval straddles an end of the margin."""
+    values = np.asarray(values, dtype=float)
+    if not (math.isfinite(target) and math.isfinite(margin) and margin > 0):
+        raise ValueError(f"equivalence_to needs a finite target and a margin > 0, got target "
+                         f"{target!r}, margin {margin!r}")
+    return equivalence(values, np.full(values.shape, float(target)), float(margin), min_n)
+
+
+def t_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): the two-sided ``level`` Student-t confidence interval of the mean of
+    the finite ``values`` (scipy.stats.t); (mean, NaN, NaN) with fewer than 2 values. The
+    interval of level 1 - 2 alpha is the one TOST at alpha holds inside the margin."""
+    from scipy import stats
+
+    if not 0 < level < 1:
+        raise ValueError(f"a confidence level lies in (0, 1), got {level!r}")
+    a = np.asarray(values, dtype=float)
+    a = a[np.isfinite(a)]
+    if a.size < 2:
+        return (float(a.mean()) if a.size else math.nan), math.nan, math.nan
+    mean, se = float(a.mean()), float(a.std(ddof=1) / math.sqrt(a.size))
+    half = float(stats.t.ppf(0.5 + level / 2, a.size - 1)) * se
+    return mean, mean - half, mean + half
+
+
 Result = Union[Comparison, Correlation, Equivalence]
 
 

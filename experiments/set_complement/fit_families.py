@@ -14,7 +14,7 @@ from resharpen.experiments.set_complement.fit_noise_tests import (
     noise_bema_gain_tests, noise_bema_temperature_tests, noise_ema_gain_tests,
     noise_ema_ood_tests, noise_ema_window_tests)
 from resharpen.experiments.set_complement.fit_sweep_tests import (
-    attn_out_band_tests, dropout_ood_tests, lemma_residual_tests, none_two_over_s_tests,
+    ATTN_OUT_SWEEPS, attn_out_band_tests, dropout_ood_tests, lemma_residual_tests, none_two_over_s_tests,
     normalized_beat_none_tests, ood_at_rungs_tests, post_closed_form_tests, post_k_tests)
 
 CLAIMS_ANALYSIS = True
@@ -44,7 +44,7 @@ FAMILIES: dict[str, dict[str, Callable[[str], "Part | Outcome"]]] = {
 """family name -> {claim id -> its test maker}: the claims that read the same runs."""
 
 
-PLANNED_TESTS = {"fit.none.two_over_s": 2, "fit.attn_out.closed_form_band": 2,
+PLANNED_TESTS = {"fit.none.two_over_s": 1, "fit.attn_out.closed_form_band": 2,
                  "fit.post.closed_form_weights": 1, "fit.post.ood_falls_with_k": 1,
                  "fit.normalized_beat_none_ood": 3,
                  "fit.none.lemma_residual": 1, "fit.noise.ema_gain": 6,
@@ -59,8 +59,10 @@ without data still counts in its family's Holm correction, as p = 1 each."""
 def planned_tests(claim_id: str, profile: str) -> int:
     """How many tests ``claim_id`` plans in ``profile`` (1 for a claim not listed)."""
     per = PLANNED_TESTS.get(claim_id, 1)
-    if claim_id in ("fit.none.two_over_s", "fit.attn_out.closed_form_band",
-                    "fit.normalized_beat_none_ood", "fit.none.lemma_residual"):
+    if claim_id == "fit.attn_out.closed_form_band":
+        per *= len(ATTN_OUT_SWEEPS.get(profile, ("",)))
+    elif claim_id in ("fit.none.two_over_s", "fit.normalized_beat_none_ood",
+                      "fit.none.lemma_residual"):
         per *= len(PLACEMENT_SWEEPS.get(profile, ("",)))
     return per
 

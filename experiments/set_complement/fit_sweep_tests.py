@@ -14,8 +14,8 @@ import numpy as np
 from resharpen.experiments.ledger import Outcome, stats
 from resharpen.experiments.model import schemes
 from resharpen.experiments.set_complement.fit_data import (Part, by_seed, decide, fmt, missing,
-                                                           placement_data, run_full, setting,
-                                                           sweep_root)
+                                                           placement_data, reports, run_full,
+                                                           setting, sweep_root)
 from resharpen.experiments.set_complement.fit_report import (ladder_rows, reached_rungs,
                                                              rung_label, rung_order)
 
@@ -23,8 +23,25 @@ CLAIMS_ANALYSIS = True
 """Read by the ledger as the code of the checks that call it
 (:func:`resharpen.experiments.ledger.where.is_claims_analysis`)."""
 
-TWO_OVER_S_BAND = (0.75, 1.25)
+TWO_OVER_S_EXPONENT = 1.0
+"""The theory's exponent of m_s ~ s^-a for none: m_s = lambda / s (docs/theory.md, the 2/s law)."""
+TWO_OVER_S_MARGIN = 0.1
+"""fit.none.two_over_s's equivalence margin on the exponent: |a - 1| < 0.1, a tenth of the
+theory's exponent and a fifth of the way to the nearest rival laws (a = 1/2, attn_out's closed
+form at s << v, and a = 3/2). It replaces the band (0.75, 1.25), which was wide enough to pass
+exponents significantly above 1; the exponents the band had measured (1.21 at v = 32, 1.24 at
+v = 64, 1.32 at v = 16) were known when the margin was chosen from the theory."""
 ATTN_OUT_BAND = 0.25
+"""fit.attn_out.closed_form_band's bound on the largest relative deviation past L_train. Set
+after the v = 32 margins of an earlier run (lr 1e-3, deviations 0.21-0.24) had been seen, so it
+decides only on sweeps it did not see (:data:`ATTN_OUT_SWEEPS`); v = 32 is reported."""
+ATTN_OUT_SWEEPS = {"quick": ("fit_placements_v32",),
+                   "full": ("fit_placements_v64", "fit_placements_v64_lr1e-2")}
+"""The sweeps that decide fit.attn_out.closed_form_band, none of which the band had seen: the
+v = 64 sweeps (lr 3e-3 and lr 1e-2) in full; in quick the v = 16 quick profile of the v = 32
+file (the band was set on v = 32 margins, full size)."""
+ATTN_OUT_SEEN = {"quick": (), "full": ("fit_placements_v32",)}
+"""The sweeps of the v the band was set after: reported beside the claim, not deciding."""
 LEMMA_RESIDUAL_BOUND = 0.05
 
 
@@ -53,11 +70,27 @@ def s_margin_spread(report: dict) -> float:
     return float(sm.max() / sm.min())
 
 
+def attention_balance(report: dict) -> float:
+    """The largest max_i |s w_i - 1| over s = 2..L_train: 0 for the balanced (uniform)
+    attention the 2/s law assumes."""
+    values = [r["uniformity"] for r in report["per_length"]
+              if 2 <= r["length"] <= report["train_len"] and r["uniformity"] is not None]
+    return max(values) if values else math.nan
+
+
+def interval_text(values, level: float = 0.95) -> str:
+    """'mean [low, high] (level t-interval, n)' of the finite values."""
+    values = [v for v in values if math.isfinite(v)]
+    mean, low, high = stats.t_interval(values, level)
+    return f"{mean:.4g} [{low:.4g}, {high:.4g}] ({level:.0%} t-interval, n={len(values)})"
+
+
 def none_two_over_s_tests(profile: str) -> Part | Outcome:
+    target, margin = TWO_OVER_S_EXPONENT, TWO_OVER_S_MARGIN
+    expected = f"a within {target:g} +- {margin:g} (TOST)"
     data, absent = placement_data(profile)
     if absent:
-        return missing(absent, "0.75 < a < 1.25")
-    lo, hi = TWO_OVER_S_BAND
+        return missing(absent, expected)
     tests, notes, measured, used = [], [], [], []
     for name, root, reps in data:
         reps = [r for r in reps if r["placement"] == "none"]
@@ -65,51 +98,84 @@ def none_two_over_s_tests(profile: str) -> Part | Outcome:
         a = by_seed(reps, "none", exponent)
         values = [a[k] for k in sorted(a)]
         v = reps[0]["vocab"]
-        tests += [(f"v={v}: a < {hi}", stats.paired(values, [hi] * len(values), "less")),
-                  (f"v={v}: a > {lo}", stats.paired(values, [lo] * len(values), "greater"))]
+        tests.append((f"v={v}: |a - {target:g}| < {margin:g}",
+                      stats.equivalence_to(values, target, margin)))
         spread = by_seed(reps, "none", s_margin_spread)
         lam = by_seed(reps, "none", lambda r: r["theory_params"]["lambda"]
                       if r["theory_params"] else math.nan)
-        measured.append(f"v={v}: a = {fmt(values)}")
-        notes += [f"v={v}: s m_s max/min over s = 2..L_train {fmt(spread.values())}, fitted "
-                  f"lambda (= s m_s) {fmt(lam.values())}", str(root)]
-    return decide(tests, "; ".join(measured), "0.75 < a < 1.25",
+        balance = by_seed(reps, "none", attention_balance)
+        measured.append(f"v={v}: a = {interval_text(values)}")
+        notes += [f"v={v}: a {interval_text(values, 0.90)}: TOST at alpha 0.05 shows "
+                  f"equivalence when this interval lies inside ({target - margin:g}, "
+                  f"{target + margin:g})",
+                  f"v={v}: s m_s max/min over s = 2..L_train {fmt(spread.values())}, fitted "
+                  f"lambda (= s m_s) {fmt(lam.values())}; attention balance max_i |s w_i - 1| "
+                  f"over s = 2..L_train {fmt(balance.values())} (the law's premise: 0)",
+                  str(root)]
+    return decide(tests, "; ".join(measured), expected,
                   notes + [setting(used, profile)], run_full(data[0][0]))
+
+
+def power_law_deviation(r: dict) -> float:
+    """The rival of attn_out's closed form: a free power law c s^-a (two parameters, least
+    squares of log m_s on log s over s = 2..L_train), its largest relative deviation from the
+    learned margins past L_train."""
+    s, m = margins(r)
+    ind, past = (s >= 2) & (s <= r["train_len"]), s > r["train_len"]
+    if not (m[ind] > 0).all() or not past.any():
+        return math.nan
+    slope, intercept = np.polyfit(np.log(s[ind]), np.log(m[ind]), 1)
+    law = np.exp(intercept + slope * np.log(s[past]))
+    return float(np.max(np.abs(m[past] / law - 1.0)))
+
+
+def attn_out_sweep_tests(name: str, reps: list[dict]) -> tuple[list, str, str]:
+    """(tests, measured, note) of fit.attn_out.closed_form_band on one sweep's attn_out runs."""
+    v = reps[0]["vocab"]
+    dev = by_seed(reps, "attn_out", lambda r: r["ood_margin_deviation_max"])
+    rival = by_seed(reps, "attn_out", power_law_deviation)
+    seeds = sorted(dev)
+    d, rv = [dev[k] for k in seeds], [rival[k] for k in seeds]
+    bg = by_seed(reps, "attn_out", lambda r: r["theory_params"]["beta_g"]
+                 / math.sqrt(r["d_model"]) if r["theory_params"] else math.nan)
+    tests = [(f"{name} (v={v}): deviation < {ATTN_OUT_BAND}",
+              stats.paired(d, [ATTN_OUT_BAND] * len(d), "less")),
+             (f"{name} (v={v}): closed form closer than a free power law",
+              stats.paired(d, rv, "less"))]
+    measured = f"{name} (v={v}): max relative deviation past L_train {interval_text(d)}"
+    note = (f"{name} (v={v}): free power law c s^-a fitted on s = 2..L_train deviates by "
+            f"{interval_text(rv)}; fitted beta*g (per unit sqrt(d)) {fmt(bg.values())}")
+    return tests, measured, note
 
 
 def attn_out_band_tests(profile: str) -> Part | Outcome:
-    from resharpen.experiments.set_complement.fit_report import fit_theory, theory_margins
+    from resharpen.experiments.training.config import check_profile
 
-    data, absent = placement_data(profile)
-    if absent:
-        return missing(absent, "deviation < 0.25")
-
-    def none_law_deviation(r: dict) -> float:
-        s, m = margins(r)
-        ind, past = (s >= 2) & (s <= r["train_len"]), s > r["train_len"]
-        params = fit_theory("none", r["vocab"], r["d_model"], s[ind], m[ind])
-        law = theory_margins("none", r["vocab"], r["d_model"], s[past], params)
-        return float(np.max(np.abs(m[past] / law - 1.0)))
-
-    tests, notes, measured, used = [], [], [], []
-    for name, root, reps in data:
-        reps = [r for r in reps if r["placement"] == "attn_out"]
+    expected = f"< {ATTN_OUT_BAND}, below a free power law's, on sweeps the band did not see"
+    profile_name = check_profile(profile)
+    tests, notes, measured, used, reported = [], [], [], [], []
+    for name in ATTN_OUT_SWEEPS[profile_name]:
+        root = sweep_root(name, profile)
+        if root is None:
+            return missing(name, expected)
+        reps = [r for r in reports(root) if r["placement"] == "attn_out"]
         used += reps
-        v = reps[0]["vocab"]
-        dev = by_seed(reps, "attn_out", lambda r: r["ood_margin_deviation_max"])
-        rival = by_seed(reps, "attn_out", none_law_deviation)
-        seeds = sorted(dev)
-        d, rv = [dev[k] for k in seeds], [rival[k] for k in seeds]
-        bg = by_seed(reps, "attn_out", lambda r: r["theory_params"]["beta_g"]
-                     / math.sqrt(r["d_model"]) if r["theory_params"] else math.nan)
-        tests += [(f"v={v}: deviation < {ATTN_OUT_BAND}",
-                   stats.paired(d, [ATTN_OUT_BAND] * len(d), "less")),
-                  (f"v={v}: closed form closer than 1/s law", stats.paired(d, rv, "less"))]
-        measured.append(f"v={v}: max relative deviation past L_train {fmt(d)}")
-        notes += [f"v={v}: 1/s-law deviation {fmt(rv)}, fitted beta*g (per unit sqrt(d)) "
-                  f"{fmt(bg.values())}", str(root)]
-    return decide(tests, "; ".join(measured), f"< {ATTN_OUT_BAND}, below the 1/s law's",
-                  notes + [setting(used, profile)], run_full(data[0][0]))
+        mine, text, note = attn_out_sweep_tests(name, reps)
+        tests += mine
+        measured.append(text)
+        notes += [note, str(root)]
+    for name in ATTN_OUT_SEEN[profile_name]:
+        root = sweep_root(name, profile)
+        if root is None:
+            notes.append(f"{name}: not run (the v the band was set after; reported only)")
+            continue
+        reps = [r for r in reports(root) if r["placement"] == "attn_out"]
+        mine, text, note = attn_out_sweep_tests(name, reps)
+        reported += [(f"in-sample v, not deciding: {label}", result) for label, result in mine]
+        notes += [f"in-sample v (the band was set after seeing v = 32 margins), reported only: "
+                  f"{text}; {note}", str(root)]
+    return decide(tests, "; ".join(measured), expected, notes + [setting(used, profile)],
+                  run_full(ATTN_OUT_SWEEPS[profile_name][0]), reported=reported)
 
 
 POST_CLOSED_FORM_BAND = 0.25

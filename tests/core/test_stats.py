@@ -110,6 +110,79 @@ def test_tost_by_hand_and_its_three_outcomes():
         stats.equivalence(a, b, margin=(0.1, -0.1))
 
 
+def _t4_sf(t: float) -> float:
+    """P(T > t) for Student's t with 4 degrees of freedom, from its closed form (theta =
+    arctan(t / 2): F = 1/2 + sin(theta) (1 + cos(theta)^2 / 2) / 2), not from scipy."""
+    theta = math.atan(t / 2)
+    return 0.5 - 0.5 * math.sin(theta) * (1 + math.cos(theta) ** 2 / 2)
+
+
+def _decide_alone(result):
+    return stats.decision(stats.family([("c", "t", result)])["c"])[0]
+
+
+# Five fitted exponents each, spaced 0.01 or 0.05 apart, against the theory's 1 with margin 0.1:
+# the spacing 0.01 gives sd 0.0158114 (sqrt(2.5e-4)), s.e. 0.00707107 and so t = 0.1 / s.e.
+# = 14.1421 at a distance 0.1 from an end of the margin.
+EQUIVALENT = [0.98, 0.99, 1.00, 1.01, 1.02]  # mean 1.00: inside, 14 s.e. from each end
+OUTSIDE = [1.18, 1.19, 1.20, 1.21, 1.22]  # mean 1.20: 14 s.e. beyond the upper end
+STRADDLING = [1.00, 1.05, 1.10, 1.15, 1.20]  # mean 1.10: exactly on the upper end
+
+
+def test_tost_of_a_fitted_exponent_shows_equivalence_inside_the_margin():
+    result = stats.equivalence_to(EQUIVALENT, 1.0, 0.1)
+    p_end = _t4_sf(0.1 / 0.00707107)
+    assert 7.2e-5 < p_end < 7.3e-5  # the closed form, by hand: 7.235e-5
+    assert result.mean_diff == pytest.approx(0.0, abs=1e-12)
+    assert result.se == pytest.approx(0.00707107, rel=1e-6)
+    assert (result.low, result.high, result.df, result.n) == (-0.1, 0.1, 4, 5)
+    assert result.p_low == pytest.approx(p_end, rel=1e-4)
+    assert result.p_high == pytest.approx(p_end, rel=1e-4)
+    assert result.p == pytest.approx(p_end, rel=1e-4) and result.p_opposite == pytest.approx(1.0)
+    assert _decide_alone(result) == "PASS"
+
+
+def test_tost_of_a_fitted_exponent_outside_the_margin_fails():
+    result = stats.equivalence_to(OUTSIDE, 1.0, 0.1)
+    assert result.mean_diff == pytest.approx(0.2, abs=1e-12)
+    assert result.p_high == pytest.approx(1 - _t4_sf(0.1 / 0.00707107), rel=1e-6)
+    assert result.p_opposite == pytest.approx(2 * _t4_sf(0.1 / 0.00707107), rel=1e-4)
+    assert _decide_alone(result) == "FAIL"
+
+
+def test_tost_of_a_fitted_exponent_straddling_the_margin_is_inconclusive():
+    result = stats.equivalence_to(STRADDLING, 1.0, 0.1)
+    assert result.mean_diff == pytest.approx(0.1, abs=1e-12)
+    assert result.p_high == pytest.approx(0.5, abs=1e-9)  # t = 0 against the upper end
+    assert result.p == pytest.approx(0.5, abs=1e-9)
+    assert result.p_opposite == pytest.approx(1.0, abs=1e-9)  # 2 x 0.5 above, capped at 1
+    assert _decide_alone(result) == "INCONCLUSIVE"
+    assert stats.decision(stats.family([("c", "t", result)])["c"])[1].startswith(
+        "t: neither the absence nor a difference beyond the margin")
+
+
+def test_tost_of_a_fitted_exponent_needs_data_and_a_margin():
+    assert _decide_alone(stats.equivalence_to(EQUIVALENT[:3], 1.0, 0.1)) == "INCONCLUSIVE"
+    assert _decide_alone(stats.equivalence_to([1.0] * 5, 1.0, 0.1)) == "INCONCLUSIVE"  # s.e. 0
+    for target, margin in ((1.0, 0.0), (1.0, -0.1), (math.nan, 0.1), (1.0, math.inf)):
+        with pytest.raises(ValueError, match="margin > 0"):
+            stats.equivalence_to(EQUIVALENT, target, margin)
+
+
+def test_t_interval_against_the_t_table():
+    mean, low, high = stats.t_interval(EQUIVALENT, 0.95)
+    half = 2.776445 * 0.00707107  # t(0.975, 4 df) from the table, times the s.e.
+    assert mean == pytest.approx(1.0) and low == pytest.approx(1.0 - half, rel=1e-6)
+    assert high == pytest.approx(1.0 + half, rel=1e-6)
+    mean, low, high = stats.t_interval(STRADDLING, 0.90)
+    half = 2.131847 * 0.0790569 / math.sqrt(5)  # t(0.95, 4 df); sd sqrt(0.00625)
+    assert (low, high) == (pytest.approx(1.1 - half, rel=1e-6), pytest.approx(1.1 + half, rel=1e-6))
+    assert low < 1.1 < high  # the 90 % interval TOST at 0.05 needs inside, across the end
+    assert math.isnan(stats.t_interval([1.0], 0.95)[1])
+    with pytest.raises(ValueError, match="confidence level"):
+        stats.t_interval(EQUIVALENT, 95)
+
+
 def test_bad_alternative_and_shapes():
     with pytest.raises(ValueError, match="alternative"):
         stats.paired([1.0] * 5, [1.0] * 5, alternative="smaller")

@@ -151,8 +151,8 @@ def test_first_layer_order_can_pass_and_fail(fast, status):
 
 def test_first_layer_order_inconclusive_with_few_runs_or_unfitted():
     per = {s: (lambda k, s=s: _m(disp0=_noisy(1.0, k), r=_unit_radius(s))) for s in ("peri", "ngpt")}
-    per.update({s: (lambda k, s=s: _m(disp0=_noisy(0.02, k), r=_unit_radius(s)))
-                for s in ("post", "pre")})
+    per.update({s: (lambda k, s=s: _m(disp0=_noisy(0.02, k + 2), r=_unit_radius(s)))
+                for s in ("post", "pre")})  # other noise than the fast arms': a paired s.e. > 0
     assert _status(C.first_layer_order(_runs(per, seeds=range(3)), "init")) == "INCONCLUSIVE"
     unfitted = _runs(per, fit=False)
     assert _status(C.first_layer_order(unfitted, "trained")) == "INCONCLUSIVE"
