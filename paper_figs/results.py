@@ -10,16 +10,21 @@ from resharpen.paper_figs import MissingResults
 
 def set_complement_sweep(name: str, profile: str) -> Path:
     """The finished sweep ``experiments/configs/set_complement/<name>.toml`` of ``profile``
-    (``out/sweeps/<name>``, or ``<name>-quick`` for the quick profile)."""
-    from resharpen.experiments.training.config import CONFIG_DIR, result_folder
+    (``out/sweeps/<name>``, or ``<name>-quick`` for the quick profile); in the full profile,
+    when ``out/`` lacks it, the archived sweep (``results/full/sweeps/<name>``), read in place:
+    its runs' measured tables stand in for their weights."""
+    from resharpen.experiments.training.archive import archived_sweep
+    from resharpen.experiments.training.config import result_folder
     from resharpen.experiments.training.sweep import read_table
 
     root = result_folder("sweeps", name, profile)
     if (root / "table.jsonl").exists() and read_table(root):
         return root
-    path = CONFIG_DIR / "set_complement" / f"{name}.toml"
-    raise MissingResults(f"no finished sweep in {root}",
-                         f"resharpen sweep {_relative(path)} --profile {profile} --workers 2")
+    archived = archived_sweep(name) if profile == "full" else None
+    if archived is not None:
+        return archived
+    raise MissingResults(f"no finished sweep in {root} (nor in the archive, results/full)",
+                         f"resharpen sweep set_complement/{name} --profile {profile} --workers 2")
 
 
 def language_grid(profile: str) -> Path:
@@ -58,10 +63,3 @@ def collapse_runs(profile: str) -> list[dict]:
             raise MissingResults(f"no finished collapse run {folder}",
                                  f"resharpen collapse train --profile {profile}")
     return [run(config, OUT) for config in configs]  # every one finished: loads, never trains
-
-
-def _relative(path: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

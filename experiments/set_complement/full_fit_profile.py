@@ -6,9 +6,9 @@ The twelve ``fit.*`` claims read, in their full profile, eight full sweeps of
 ``experiments/configs/set_complement/`` and the EMA-window protocol (:data:`TRAININGS`); a claim
 whose data is missing is INCONCLUSIVE and names the command that makes it. This module runs those
 commands, each with one worker, ``--workers`` of them at a time (a slot takes the next command as
-soon as it is free, the longest first: :data:`TRAININGS` is in that order, from their wall
-times measured on 2 cores on 2026-12-03, 66 min in all: docs/training.md), then
-``resharpen verify --profile full --only 'fit.*'`` with ``--workers`` ledger workers, which writes ``out/ledger_fit_full.json``. Each command is the one a user would
+soon as it is free, the longest first: :data:`TRAININGS` is in that order, by their measured
+wall times, docs/run_times.md), then ``resharpen verify --profile full --only 'fit.*'`` with
+``--workers`` ledger workers, which writes ``out/ledger_fit_full.json``. Each command is the one a user would
 type (``resharpen sweep FILE --workers 1``): it resumes what is finished and refuses a folder that
 holds another sweep, so a second call trains only what is missing. Wall and CPU seconds of every
 step go to ``out/fit_full_times.json`` and to the terminal, a line per step as it ends, with the
@@ -39,9 +39,10 @@ TRAININGS = (
     ("fit_noise_soft_v32", ["sweep", str(SWEEPS / "fit_noise_soft_v32.toml")]),
     ("fit_post_k_sweep_v32", ["sweep", str(SWEEPS / "fit_post_k_sweep_v32.toml")]),
     ("fit_dropout_v32", ["sweep", str(SWEEPS / "fit_dropout_v32.toml")]),
+    ("fit_post_large_k_v32", ["sweep", str(SWEEPS / "fit_post_large_k_v32.toml")]),  # a figure's
 )
 """(name, ``resharpen`` arguments) of every training the full ``fit.*`` claims read, longest
-first; None: ``python -m resharpen.experiments.set_complement.ema_window --profile full``."""
+first, and the large-K post arm that only fig_fit_margins draws; None: ``python -m resharpen.experiments.set_complement.ema_window --profile full``."""
 LEDGER = Path("out/ledger_fit_full.json")
 TIMES = Path("out/fit_full_times.json")
 

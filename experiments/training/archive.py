@@ -57,6 +57,21 @@ def _copy_new(source: Path, target: Path) -> bool:
     return True
 
 
+def is_archived(folder: str | Path) -> bool:
+    """Whether run folder ``folder`` holds no weights because it came from the archive: restored
+    from it (marked :data:`ARCHIVED_MARKER`) or read in place inside it."""
+    folder = Path(folder)
+    return (folder / ARCHIVED_MARKER).exists() or \
+        ARCHIVE_ROOT.resolve() in folder.resolve().parents
+
+
+def archived_sweep(name: str, archive: str | Path = ARCHIVE_ROOT) -> Path | None:
+    """The archived sweep folder ``archive/sweeps/<name>`` when it holds a table (a sweep's
+    ``table.jsonl`` or a study's ``results.json``), read in place by the figures; else None."""
+    folder = Path(archive) / "sweeps" / check_name(name, "sweep name")
+    return folder if any((folder / f).is_file() for f in ("table.jsonl", STUDY_FILE)) else None
+
+
 def run_files(run: Path) -> list[str]:
     """The files of run folder ``run`` the archive keeps, ``summary.json`` (the mark of a
     finished run) last."""

@@ -47,9 +47,9 @@ class Run:
                             f"{type(weights).__name__} {weights!r}")
         if weights not in WEIGHT_KINDS:
             raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_KINDS)}")
-        from resharpen.experiments.training.archive import ARCHIVED_MARKER
+        from resharpen.experiments.training.archive import is_archived
 
-        if (self.folder / ARCHIVED_MARKER).exists():
+        if is_archived(self.folder):
             raise ValueError(f"{self.folder} was restored from the archive (results/full): its "
                              "config and summary are kept, its weights are not; retrain it with "
                              "its sweep's command into another folder")
@@ -208,9 +208,9 @@ def load_run(folder: str | Path) -> Run:
         raise ValueError(f"run folder {str(folder)!r} does not exist")
     summary = _read_json(folder / "summary.json", SUMMARY_SHAPE)
     config = _read_json(folder / "config.json", RUN_CONFIG_SHAPE)
-    from resharpen.experiments.training.archive import ARCHIVED_MARKER
+    from resharpen.experiments.training.archive import is_archived
 
-    archived = (folder / ARCHIVED_MARKER).exists()  # restored: no per-length records, no weights
+    archived = is_archived(folder)  # from the archive: no per-length records, no weights
     per_length = {} if archived else _read_json(folder / "per_length.json", PER_LENGTH_SHAPE)
     metrics = folder / "metrics.jsonl"
     history = read_jsonl(metrics, "run history", HISTORY_ROW_SHAPE) if metrics.exists() else []
