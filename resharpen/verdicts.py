@@ -235,6 +235,45 @@ def merge(ledgers: list[str | Path], target: Path = FULL_LEDGER) -> Path:
     return target
 
 
+def declare_full(target: Path = FULL_LEDGER) -> list[str]:
+    """Write each claim's status in the full record as its declared full status: the line
+    ``full = "STATUS"`` of its table in the declaration file beside its claims module (after
+    its ``quick`` line; replaced when there is one). Returns the ids whose declaration changed.
+
+    As with the quick baseline, a full-size finding that changes on purpose changes its
+    declaration; tests/core/test_verdicts.py holds the record and the declarations equal."""
+    import re
+
+    from resharpen.experiments.ledger.declarations import declaration_file
+
+    records = read_records(target)
+    changed = []
+    by_file: dict[Path, list[tuple[str, str]]] = {}
+    for claim_id, decl in all_declarations().items():
+        record = records.get(claim_id)
+        if record is not None and decl.get("full") != record["status"]:
+            by_file.setdefault(declaration_file(decl["module"]), []).append(
+                (claim_id, record["status"]))
+    for path, entries in by_file.items():
+        text = path.read_text()
+        for claim_id, status in entries:
+            head = f'["{claim_id}"]\n'
+            start = text.index(head)
+            end = text.find("\n[", start + len(head))
+            end = len(text) if end < 0 else end + 1
+            table = text[start:end]
+            line = f'full = "{status}"\n'
+            if re.search(r"^full = .*\n", table, flags=re.M):
+                table = re.sub(r"^full = .*\n", line, table, count=1, flags=re.M)
+            else:
+                table = re.sub(r"^(quick = .*\n)", lambda m: m.group(1) + line, table, count=1,
+                               flags=re.M)
+            text = text[:start] + table + text[end:]
+            changed.append(claim_id)
+        path.write_text(text)
+    return changed
+
+
 def _main(argv: list[str]) -> int:
     import argparse
 
@@ -246,11 +285,17 @@ def _main(argv: list[str]) -> int:
     parser.add_argument("--full", metavar="LEDGER", action="append", default=[],
                         help="add the records of this full-size ledger (a part of the claims: "
                              "repeatable) to results/full/ledger.json first")
+    parser.add_argument("--declare-full", action="store_true",
+                        help="write each recorded full-size status into its claim's declaration")
     args = parser.parse_args(argv)
     if args.quick:
         print(f"recorded {record(args.quick, QUICK_LEDGER)}")
     if args.full:
         print(f"merged {', '.join(args.full)} into {merge(args.full)}")
+    if args.declare_full:
+        changed = declare_full()
+        print(f"declared the full status of {len(changed)} claims"
+              + (f": {', '.join(changed)}" if changed else ""))
     for path in write():
         print(f"wrote {path}")
     return 0

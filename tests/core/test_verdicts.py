@@ -86,3 +86,49 @@ def test_a_quick_ledger_is_not_merged_into_the_full_record(tmp_path):
     with pytest.raises(ValueError, match="not 'full'"):
         verdicts.merge([quick], tmp_path / "full.json")
     assert not (tmp_path / "full.json").exists()
+
+
+def test_the_full_record_equals_the_declared_full_statuses():
+    """Every claim recorded at full size (results/full/ledger.json) has the status its
+    declaration expects at full size, and every declared full status has its record."""
+    declared = all_declarations()
+    records = verdicts.read_records(verdicts.FULL_LEDGER)
+    assert set(records) <= set(declared), sorted(set(records) - set(declared))
+    wrong = {i: (r["status"], declared[i].get("full")) for i, r in records.items()
+             if declared[i].get("full") != r["status"]}
+    assert not wrong, f"record vs declared full status: {wrong}; if a finding changed on " \
+                      "purpose, run `python -m resharpen.verdicts --write --declare-full`"
+    unrecorded = [i for i, d in declared.items() if "full" in d and i not in records]
+    assert not unrecorded, f"declared full statuses without a full record: {unrecorded}"
+
+
+@pytest.mark.xfail(strict=True, reason="the full profile is run in parts: the language grid "
+                   "(864 runs), the Othello study, the trained-dynamics and training claims "
+                   "are not all recorded yet; the verdict pages say 'not run' for each")
+def test_every_claim_has_a_full_size_record():
+    records = verdicts.read_records(verdicts.FULL_LEDGER)
+    missing = sorted(set(all_declarations()) - set(records))
+    assert not missing, f"{len(missing)} claims have no full-size record: {missing}"
+
+
+def test_declaring_full_statuses_edits_only_the_full_line(tmp_path, monkeypatch):
+    """declare_full writes `full = ...` into the claim's own table, after its quick line, and
+    replaces an existing one; other tables are untouched."""
+    import json
+
+    from resharpen.experiments.ledger import declarations
+
+    decl_file = tmp_path / "claims.toml"
+    decl_file.write_text('["a.one"]\nquick = "PASS"\norigin = "x"\n\n'
+                         '["a.two"]\nquick = "FAIL"\nfull = "FAIL"\norigin = "y"\n')
+    fake = {"a.one": {"quick": "PASS", "module": "m"},
+            "a.two": {"quick": "FAIL", "full": "FAIL", "module": "m"}}
+    monkeypatch.setattr(verdicts, "all_declarations", lambda: fake)
+    monkeypatch.setattr(declarations, "declaration_file", lambda module: decl_file)
+    record = tmp_path / "full.json"
+    record.write_text(json.dumps({"profile": "full", "claims": [
+        {"id": "a.one", "status": "INCONCLUSIVE"}, {"id": "a.two", "status": "PASS"}]}))
+    assert verdicts.declare_full(record) == ["a.one", "a.two"]
+    assert decl_file.read_text() == ('["a.one"]\nquick = "PASS"\nfull = "INCONCLUSIVE"\n'
+                                     'origin = "x"\n\n'
+                                     '["a.two"]\nquick = "FAIL"\nfull = "PASS"\norigin = "y"\n')
