@@ -519,12 +519,14 @@ def _figure_html(fig: Figure) -> str:
 
 
 def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
-           env: dict) -> str:
+           env: dict, full: dict[str, dict] | None = None) -> str:
     """The page (a string) from a ledger, its figures, the code locations and the environment:
     one summary per paper (its claims in the paper's order, each with its status, measured
     versus expected and the figures that show it, the figures placed after the section of the
     first claim they show), the full ledger sorted by paper then section, figures that show no
-    paper's claim, and the environment."""
+    paper's claim, and the environment. ``full``: id -> record of the full-size record
+    (results/full/ledger.json), shown beside each claim of a ledger of another profile, so the
+    page opens with the verdict at both sizes as docs/verdicts/ gives them."""
     records = ledger["claims"]
     where_of = {r["id"]: claim_section(r) for r in records}
     paper_of_id = {r["id"]: claim_paper(r) for r in records}
@@ -562,7 +564,10 @@ def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
                         figs_here.append(_figure_html(fig))
             row = f'<div class="figrow">{"".join(figs_here)}</div>' if figs_here else ""
             parts.append(f'<div class="group"><h3>{_e(heading)}</h3><ol class="stmts">'
-                         + "".join(_summary_item(r, where_of[r["id"]][2], fig_links(r["id"]))
+                         + "".join(_summary_item(r, where_of[r["id"]][2], fig_links(r["id"]),
+                                                 None if full is None else
+                                                 (full.get(r["id"]) or {}).get("status",
+                                                                               "not run"))
                                    for r in current) + f"</ol>{row}</div>")
             current.clear()
 
@@ -644,11 +649,14 @@ href="#figures-title">other figures</a> &middot; <a href="#environment">environm
 """
 
 
-def _summary_item(r: dict, reference: str, figs: str) -> str:
+def _summary_item(r: dict, reference: str, figs: str, full_status: str | None = None) -> str:
     status = r.get("status", "?")
     mark = " (erratum)" if r.get("erratum") else ""
+    full = (f'<br><small title="at full size (results/full/ledger.json)">full size: '
+            f'{_e(full_status)}</small>' if full_status is not None else "")
     return (f'<li data-claim="{_e(r["id"])}"><span class="ref" title="{_e(r.get("source", ""))}">'
-            f'{_e(reference)}</span><span class="st {_e(status)}">{_e(status)}{_e(mark)}</span>'
+            f'{_e(reference)}</span><span class="st {_e(status)}">{_e(status)}{_e(mark)}{full}'
+            f'</span>'
             f'<span>{math_html(r.get("statement", ""))} <a href="#claim-{_e(r["id"])}" '
             f'class="ref">{_e(r["id"])}</a>{f" <span class=figs>{figs}</span>" if figs else ""}'
             f'</span><span class="mv">{_measured(r)}</span></li>')
@@ -660,8 +668,11 @@ def write_report(target: str | Path, ledger_path: str | Path = "out/ledger.json"
     ``target`` (atomically) and return its path. ValueError for a missing or malformed ledger."""
     from resharpen.experiments.common.io import atomic_write_text
 
+    from resharpen.verdicts import FULL_LEDGER, read_records
+
     ledger = read_ledger(ledger_path)
     ids = [r["id"] for r in ledger["claims"]]
+    full = None if ledger.get("profile") == "full" else read_records(FULL_LEDGER)
     page = render(ledger, collect_figures(figs, ids), code_locations(ids),
-                  environment(ledger, ledger_path))
+                  environment(ledger, ledger_path), full)
     return atomic_write_text(target, page)

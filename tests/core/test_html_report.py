@@ -221,3 +221,16 @@ def test_claims_are_placed_in_their_papers_order():
     dyn = sorted(("dyn.a", "dyn.b", "dyn.c", "dyn.d"), key=lambda i: where[i][0])
     assert dyn == ["dyn.c", "dyn.d", "dyn.a", "dyn.b"] and where["dyn.b"][1] == "Appendix D"
     assert where["sc.y"][0] < where["sc.x"][0] < where["lang.z"][0]  # Lemma, readouts, languages
+
+
+def test_each_statement_shows_its_full_size_verdict_beside_the_quick_one():
+    """A quick ledger's page shows each claim's full-size status from the full record, and
+    'not run' where it has none; a full ledger's page shows no second status."""
+    ledger = {"profile": "quick", "claims": [
+        {"id": "dyn.a", "source": "arXiv 2510.22026 Thm 4.3", "status": "PASS",
+         "statement": "s", "measured": "1", "expected": "1"},
+        {"id": "dyn.b", "source": "arXiv 2510.22026 Thm 4.4", "status": "INCONCLUSIVE",
+         "statement": "t", "measured": "1", "expected": "1"}]}
+    page = html_report.render(ledger, [], {}, {}, {"dyn.a": {"status": "FAIL"}})
+    assert "full size: FAIL" in page and "full size: not run" in page
+    assert "full size:" not in html_report.render(ledger, [], {}, {}, None)
