@@ -4,22 +4,26 @@ generalization.
 
 The experiment claims read the task-training grid: ``out/sweeps/langs`` (full profile, when
 it has finished runs), else (quick profile) ``out/sweeps/langs-quick``, trained here when it is
-missing (`resharpen langs run --profile quick`: three languages and Set Complement x three schemes x five seeds,
-soft target, each run stopped at the grid's in-distribution fit). The Othello claim first reads the
-CPU Othello study ``out/sweeps/othello`` (`resharpen langs run --grid
-experiments/configs/languages/othello.toml --profile full`). Every effect is a paired
+missing (`resharpen langs run --profile quick`: three languages and Set Complement x four
+schemes x five seeds, soft target, each run stopped at the grid's in-distribution fit). The
+Othello claim first reads the CPU Othello study ``out/sweeps/othello`` (`resharpen langs run
+--grid experiments/configs/languages/othello.toml --profile full`). Every effect is a paired
 difference of the OOD invalid mass (mean over lengths L_train+1..L_eval): within a run for
 EMA/BEMA vs raw, at the same task and seed for placements (raw weights), one test per task
 (the tasks' OOD masses are on different scales; a pooled claim divides each task's mass by its
-control arm's, ``langtrain.postnorm.pooled_log_ratio``), over the runs that
-learned their task in distribution only (raw ID invalid mass <= :data:`LEARNED_ID`; the others
-are listed in the detail: a length-generalization effect of a model that has not learned the
-training lengths says nothing about the theory). Each claim names its
-test (paired t, Wilcoxon beside it), n, p and its Holm-adjusted p over the claims that read the
-same grid, with three outcomes (:func:`resharpen.experiments.ledger.stats.decision`): PASS when
-the effect is shown at adjusted p < 0.05, FAIL when the opposite effect is shown at that level,
-INCONCLUSIVE otherwise (too few pairs, or neither direction shown), with what
-would decide.
+control arm's, ``langtrain.postnorm.*.pooled_log_ratio``), over the runs that learned their
+task in distribution only (raw ID invalid mass <= :data:`LEARNED_ID`; the others are listed in
+the detail: a length-generalization effect of a model that has not learned the training lengths
+says nothing about the theory). Each Post-Norm comparison has two controls, as two claims
+(:mod:`.postnorm_controls`): ``vs_nofinal`` against ``pre_nofinal``, the no-resharpening
+control (does a norm before the readout help at all?), and ``vs_pre`` against ``pre``, the
+practice baseline whose final norm resharpens too (does Post-Norm beat what practitioners
+use?). Each claim names its test (paired t, Wilcoxon beside it), n, p and its Holm-adjusted p
+over the claims that read the same grid, with three outcomes
+(:func:`resharpen.experiments.ledger.stats.decision`): PASS when the effect is shown at adjusted
+p < 0.05, FAIL when the opposite effect is shown at that level, INCONCLUSIVE otherwise (too few
+pairs, a control not trained or not at the fit, or neither direction shown), with what would
+decide.
 """
 from __future__ import annotations
 
@@ -32,6 +36,9 @@ from resharpen.experiments.ledger import Outcome, claim, stats
 from resharpen.experiments.training.sweep import describe_runs
 from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.ledger.stats import ALPHA
+from resharpen.experiments.languages.postnorm_controls import (
+    CONTROLS, LEARNED_ID, METRIC, POST_NORMS, fit_note, final_norm_reference, learned,
+    matched_bar, mean_differences, per_task_tests, pooled_tests)
 
 PAPER = "arXiv 2510.08341"
 _CACHE: dict = {}
@@ -148,22 +155,8 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
 # one grid form one family of tests, Holm-adjusted together; each decides at adjusted
 # p < ALPHA. The tiny grid, fewer than stats.MIN_N pairs, or a standard error that is not
 # finite make a claim INCONCLUSIVE, with the command that decides.
-METRIC = "ood_invalid_mass"
-"""The OOD invalid mass: mean over lengths L_train+1..L_eval of the mass on illegal tokens."""
-POST_NORMS = ("post", "attn_out")
-LEARNED_ID = 0.05
-"""A run has learned its task in distribution when its raw weights' mean invalid mass over the
-lengths 1..L_train is <= this (the grids' ``eval.threshold``, the bar of the LG score). Only such
-runs decide a claim: a length-generalization effect is measured on models that fit the lengths
-they were trained on; the others are listed in the detail."""
-
-
-def learned(rows: list[dict]) -> list[dict]:
-    """The rows of the runs whose raw weights have learned their task in distribution
-    (:data:`LEARNED_ID`); every weight set of such a run is kept."""
-    keep = {r["run"] for r in rows
-            if r["weights"] == "raw" and r.get("id_invalid_mass", math.inf) <= LEARNED_ID}
-    return [r for r in rows if r["run"] in keep]
+# The placement comparisons and the run filters (learned, at the stated fit) live in
+# resharpen.experiments.languages.postnorm_controls.
 
 
 def unlearned_note(rows: list[dict]) -> str:
@@ -202,13 +195,6 @@ def averaged_tests(weights: str, othello_only: bool = False):
     return tests
 
 
-def matched_bar(row: dict) -> float:
-    """The ID invalid mass an averaged model must reach to be compared with its run's raw
-    weights at matched fit: the run's own stated fit (``fit_target``, where the raw weights
-    stopped), or :data:`LEARNED_ID` for a run trained without a stopping fit."""
-    return row.get("fit_target") or LEARNED_ID
-
-
 def averaged_fitted(rows: list[dict], weights: str) -> set[str]:
     """The runs whose ``weights`` (ema | bema) reached the run's own fit too
     (:func:`matched_bar`): an averaged model compared out of distribution with its raw weights
@@ -235,51 +221,13 @@ def averaged_note(rows: list[dict], weights: str) -> str:
             "window is not well inside the run lags behind)")
 
 
-def control_of(rows: list[dict]) -> str:
-    """The control placement: ``none`` when the grid has it, else ``pre`` (the grids' models
-    have 2-4 layers and MLPs, where pre is a Pre-Norm model, not a normalized readout)."""
-    return "none" if any(r["norm"] == "none" for r in rows) else "pre"
-
-
-def postnorm_tests(rows: list[dict]) -> list[tuple[str, object]]:
-    """Per task, each Post-Norm placement against the control, paired by seed, raw weights; a
-    pair counts when both of its runs learned the task in distribution (each stopped at the
-    grid's fit: matched fit)."""
-    raw = [r for r in learned(rows) if r["weights"] == "raw"]
-    control = control_of(raw)
-
-    def placement(task: str, norm: str) -> dict:
-        return {r["seed"]: r[METRIC] for r in raw if r["norm"] == norm and r["task"] == task}
-
-    return [(f"{task}: {norm} - {control}",
-             stats.compare(placement(task, norm), placement(task, control), "less"))
-            for task in sorted({r["task"] for r in raw}) for norm in POST_NORMS]
-
-
-def log_ratio_tests(rows: list[dict]) -> list[tuple[str, object]]:
-    """The pooled test on one scale: per (task, seed), log(OOD mass of the placement / OOD mass
-    of the control at the same task and seed), raw weights, both runs learned; a one-sample
-    paired t of the log ratios against 0 (each task's mass divided by its own control arm)."""
-    raw = [r for r in learned(rows) if r["weights"] == "raw"]
-    control = control_of(raw)
-    out = []
-    for norm in POST_NORMS:
-        ratio, zero = {}, {}
-        arm = {(r["task"], r["seed"]): r[METRIC] for r in raw if r["norm"] == norm}
-        base = {(r["task"], r["seed"]): r[METRIC] for r in raw if r["norm"] == control}
-        for key in sorted(set(arm) & set(base)):
-            if arm[key] > 0 and base[key] > 0:
-                ratio[key], zero[key] = math.log(arm[key] / base[key]), 0.0
-        out.append((f"log({norm} / {control}), pooled over tasks",
-                    stats.compare(ratio, zero, "less")))
-    return out
-
-
 FAMILY = {
     "langtrain.ema.ood_invalid_mass": averaged_tests("ema"),
     "langtrain.bema.ood_invalid_mass": averaged_tests("bema"),
-    "langtrain.postnorm.ood_invalid_mass": postnorm_tests,
-    "langtrain.postnorm.pooled_log_ratio": log_ratio_tests,
+    "langtrain.postnorm.vs_nofinal.ood_invalid_mass": per_task_tests("pre_nofinal"),
+    "langtrain.postnorm.vs_pre.ood_invalid_mass": per_task_tests("pre"),
+    "langtrain.postnorm.vs_nofinal.pooled_log_ratio": pooled_tests("pre_nofinal"),
+    "langtrain.postnorm.vs_pre.pooled_log_ratio": pooled_tests("pre"),
     "langtrain.othello.ema_ood": averaged_tests("ema", othello_only=True),
 }
 """The experiment claims on the task-training grids and how each computes its tests."""
@@ -300,11 +248,17 @@ def _data(claim_id: str, profile: str) -> tuple[list[dict], Path, str]:
         grid_rows(profile)
 
 
-def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
+GRIDS_THAT_DECIDE = ("more seeds: `resharpen langs run --profile full`, or the paper grid "
+                     "`resharpen langs run --grid languages/paper`")
+
+
+def decide(claim_id: str, profile: str, extra: str = "",
+           grids: str = GRIDS_THAT_DECIDE) -> Outcome:
     """The outcome of ``claim_id`` from its tests, Holm-adjusted with the tests of every claim
     that reads the same grid (each direction): PASS when each shows the effect at adjusted
     p < ALPHA; FAIL when one shows the opposite effect at that level; INCONCLUSIVE on the tiny
-    grid, when a test cannot decide or when neither direction is shown."""
+    grid, when a test cannot decide or when neither direction is shown; ``grids`` names the
+    runs that would decide."""
     rows, root, which = _data(claim_id, profile)
     members = [c for c in FAMILY if _data(c, profile)[1] == root]
     tests = stats.family([(c, label, result) for c in members
@@ -319,9 +273,7 @@ def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
                            f"this grid, Holm at alpha {ALPHA}"])
     passed, unsure = stats.verdict(mine, ALPHA)
     if unsure:
-        unsure += ("; more runs that learn the task in distribution decide (more seeds: "
-                   "`resharpen langs run --profile full`, or the paper grid `resharpen langs "
-                   "run --grid languages/paper`)")
+        unsure += f"; more runs that learn the task in distribution decide ({grids})"
     return Outcome(measured, f"< 0 at Holm-adjusted p < {ALPHA}", passed=passed, detail=detail,
                    inconclusive=unsure)
 
@@ -370,27 +322,41 @@ def check_othello_ema_ood(profile: str) -> Outcome:
     return averaging_effect(profile, "ema", othello_only=True)
 
 
-@claim("langtrain.postnorm.ood_invalid_mass")
-def check_postnorm_ood_invalid_mass(profile: str) -> Outcome:
+def postnorm_effect(claim_id: str, profile: str, control: str, pooled: bool) -> Outcome:
+    """Whether post and attn_out have lower OOD invalid mass than ``control`` (one of
+    :data:`CONTROLS`, whose question the detail states), paired by seed at matched fit."""
     rows, _, _ = grid_rows(profile)
-    raw = [r for r in learned(rows) if r["weights"] == "raw"]
-    control = control_of(raw)
-    means = []
-    for task in sorted({r["task"] for r in raw}):
-        for norm in POST_NORMS:
-            arm, base = ({r["seed"]: r[METRIC] for r in raw
-                          if r["task"] == task and r["norm"] == n} for n in (norm, control))
-            d = [arm[seed] - base[seed] for seed in arm if seed in base]
-            if d:
-                means.append(f"{task}/{norm} {np.nanmean(d):+.3g}")
-    return decide("langtrain.postnorm.ood_invalid_mass", profile,
-                  extra=f"per task and placement, mean of {'/'.join(POST_NORMS)} - {control}: "
-                        + ", ".join(means))
+    extra = [f"control {control}: {CONTROLS[control]}",
+             fit_note(rows, tuple(CONTROLS) + POST_NORMS), mean_differences(rows, control)]
+    if control == "pre_nofinal" and not pooled:
+        extra.append(final_norm_reference(rows))
+    grids = (GRIDS_THAT_DECIDE if control == "pre" else
+             "more seeds of a grid that trains pre_nofinal: `resharpen langs run --profile full`")
+    return decide(claim_id, profile, extra=" | ".join(extra), grids=grids)
 
-@claim("langtrain.postnorm.pooled_log_ratio")
-def check_postnorm_pooled_log_ratio(profile: str) -> Outcome:
-    return decide("langtrain.postnorm.pooled_log_ratio", profile)
 
+@claim("langtrain.postnorm.vs_nofinal.ood_invalid_mass")
+def check_postnorm_vs_nofinal_ood(profile: str) -> Outcome:
+    return postnorm_effect("langtrain.postnorm.vs_nofinal.ood_invalid_mass", profile,
+                           "pre_nofinal", pooled=False)
+
+
+@claim("langtrain.postnorm.vs_pre.ood_invalid_mass")
+def check_postnorm_vs_pre_ood(profile: str) -> Outcome:
+    return postnorm_effect("langtrain.postnorm.vs_pre.ood_invalid_mass", profile, "pre",
+                           pooled=False)
+
+
+@claim("langtrain.postnorm.vs_nofinal.pooled_log_ratio")
+def check_postnorm_vs_nofinal_pooled(profile: str) -> Outcome:
+    return postnorm_effect("langtrain.postnorm.vs_nofinal.pooled_log_ratio", profile,
+                           "pre_nofinal", pooled=True)
+
+
+@claim("langtrain.postnorm.vs_pre.pooled_log_ratio")
+def check_postnorm_vs_pre_pooled(profile: str) -> Outcome:
+    return postnorm_effect("langtrain.postnorm.vs_pre.pooled_log_ratio", profile, "pre",
+                           pooled=True)
 
 
 # ----------------------------------------------------------------------------- the noise grid

@@ -1,6 +1,7 @@
 """Per task: invalid mass, KL(p* || p) and top-1 invalid rate vs prefix length, per norm
 placement and raw / EMA / BEMA weights.
-Claims shown: langtrain.ema.ood_invalid_mass, langtrain.postnorm.ood_invalid_mass.
+Claims shown: langtrain.ema.ood_invalid_mass, langtrain.postnorm.vs_nofinal.ood_invalid_mass,
+langtrain.postnorm.vs_pre.ood_invalid_mass.
 
 One figure per task of the task-training grid (``fig_langtrain_<task>.png/.pdf``), as small
 multiples: a row per metric (mean invalid mass and mean KL against the uniform-over-legal target,

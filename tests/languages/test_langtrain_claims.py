@@ -1,6 +1,7 @@
 """The langtrain.* experiment claims: paired tests (EMA/BEMA within runs, placements by task and
-seed on the raw weights), Holm over the claims that read one grid, and INCONCLUSIVE on the tiny
-grid or too few pairs (planted grid rows, no training)."""
+seed on the raw weights, against each of the two controls), Holm over the claims that read one
+grid, and INCONCLUSIVE on the tiny grid, too few pairs, a control not trained or not at the fit
+(planted grid rows, no training)."""
 import numpy as np
 import pytest
 
@@ -8,6 +9,7 @@ from resharpen.claims import all_claims
 from resharpen.experiments.ledger import run_claim
 
 CLAIMS = {c.id: c for c in all_claims() if c.id.startswith("langtrain.")}
+VS_NOFINAL, VS_PRE = "langtrain.postnorm.vs_nofinal", "langtrain.postnorm.vs_pre"
 
 
 def planted(tasks=("dyck2", "anbn", "othello"), norms=("pre", "post", "attn_out"), seeds=3,
@@ -56,24 +58,69 @@ def test_averaged_weights_are_paired_within_runs_per_task_and_decided_after_holm
     assert "n=9" in ema.detail  # one test per task: 3 placements x 3 seeds
     assert bema.status == "FAIL"  # BEMA is planted worse (+0.05): the opposite, shown
     assert othello.status == "PASS" and "othello: ema - raw" in othello.detail
-    # 3 + 3 EMA/BEMA tests, 3 x 2 placement tests, 2 pooled, 1 Othello
-    assert "family: 15 tests of the 5 langtrain claims" in ema.detail
+    # 3 + 3 EMA/BEMA tests, 3 x 2 placement tests and 2 pooled per control, 1 Othello
+    assert "family: 23 tests of the 7 langtrain claims" in ema.detail
     assert "Holm-adjusted p=" in othello.detail
 
 
-def test_placements_are_paired_by_seed_per_task_against_the_control(grid):
+def test_placements_are_paired_by_seed_per_task_against_each_control(grid):
+    with_control = ("pre", "pre_nofinal", "post", "attn_out")
+    grid(planted(norms=with_control, post=-0.05, seeds=5))
+    for claim_id, control in ((VS_NOFINAL, "pre_nofinal"), (VS_PRE, "pre")):
+        record = status(f"{claim_id}.ood_invalid_mass")
+        assert record.status == "PASS" and f"anbn: post - {control}: paired t" in record.detail
+        assert f"control {control}: the" in record.detail  # the question it answers
+        pooled = status(f"{claim_id}.pooled_log_ratio")
+        assert pooled.status == "PASS"
+        assert f"log(post / {control}), pooled over tasks" in pooled.detail
+        assert "n=15" in pooled.detail  # 3 tasks x 5 seeds
+    assert "does a norm before the readout help at all?" in status(
+        f"{VS_NOFINAL}.ood_invalid_mass").detail
+    # none in the grid is no control: the controls stay pre_nofinal and pre
+    grid(planted(norms=("none",) + with_control, post=-0.05, seeds=5))
+    record = status(f"{VS_PRE}.ood_invalid_mass")
+    assert record.status == "PASS" and "- none" not in record.detail
+    grid(planted(norms=with_control, post=+0.05, seeds=5))
+    for claim_id in (VS_NOFINAL, VS_PRE):
+        assert status(f"{claim_id}.ood_invalid_mass").status == "FAIL"
+        assert status(f"{claim_id}.pooled_log_ratio").status == "FAIL"
+
+
+def test_a_missing_control_or_too_few_runs_at_the_fit_are_inconclusive_with_why(grid):
+    """A grid without pre_nofinal leaves its claims INCONCLUSIVE, saying the grid has no such
+    runs, while the comparison with pre decides; pre_nofinal runs that learned the task but
+    stopped above their stated fit (the step cap) do not pair, however much worse they are
+    planted: 2 of 5 at the fit is 2 < 5 pairs, INCONCLUSIVE with the counts."""
     grid(planted(post=-0.05, seeds=5))
-    record = status("langtrain.postnorm.ood_invalid_mass")
-    assert record.status == "PASS" and "anbn: post - pre: paired t" in record.detail
-    pooled = status("langtrain.postnorm.pooled_log_ratio")
-    assert pooled.status == "PASS" and "log(post / pre), pooled over tasks" in pooled.detail
-    assert "n=15" in pooled.detail  # 3 tasks x 5 seeds
-    grid(planted(norms=("none", "pre", "post", "attn_out"), post=-0.05, seeds=5))
-    record = status("langtrain.postnorm.ood_invalid_mass")
-    assert record.status == "PASS" and "dyck2: post - none: paired t" in record.detail
-    grid(planted(post=+0.05, seeds=5))
-    assert status("langtrain.postnorm.ood_invalid_mass").status == "FAIL"
-    assert status("langtrain.postnorm.pooled_log_ratio").status == "FAIL"
+    for suffix in ("ood_invalid_mass", "pooled_log_ratio"):
+        missing = status(f"{VS_NOFINAL}.{suffix}")
+        assert missing.status == "INCONCLUSIVE", suffix
+        assert "the grid has no pre_nofinal runs" in missing.detail and "0 < 5" in missing.detail
+        assert "a grid that trains pre_nofinal" in missing.detail
+        assert status(f"{VS_PRE}.{suffix}").status == "PASS"
+    rows = planted(norms=("pre", "pre_nofinal", "post", "attn_out"), post=-0.05, seeds=5)
+    for r in rows:
+        if r["norm"] == "pre_nofinal" and r["seed"] >= 2:  # learned, not at the fit of 0.015
+            r["id_invalid_mass"], r["ood_invalid_mass"] = 0.03, r["ood_invalid_mass"] - 0.5
+    grid([{**r, "fit_target": 0.015} for r in rows])
+    few = status(f"{VS_NOFINAL}.ood_invalid_mass")
+    assert few.status == "INCONCLUSIVE" and "2 < 5 pairs" in few.detail
+    assert "pre_nofinal 2 of 5 runs at the fit" in few.detail and "post 5 of 5" in few.detail
+    assert "Welch" not in few.detail  # the pairs stay pairs
+    assert status(f"{VS_PRE}.ood_invalid_mass").status == "PASS"
+
+
+def test_seeds_at_the_fit_in_one_arm_only_are_dropped_with_their_partner(grid):
+    """post at the fit on seeds 1-6, pre_nofinal on 0-5: seeds 1-5 pair (paired t, n = 5),
+    never a Welch test of different seeds."""
+    rows = planted(norms=("pre", "pre_nofinal", "post", "attn_out"), post=-0.05, seeds=7)
+    for r in rows:
+        if (r["norm"], r["seed"]) in (("post", 0), ("pre_nofinal", 6)):
+            r["id_invalid_mass"] = 0.03
+    grid([{**r, "fit_target": 0.015} for r in rows])
+    record = status(f"{VS_NOFINAL}.ood_invalid_mass")
+    assert "dyck2: post - pre_nofinal: paired t (scipy.stats.ttest_rel), n=5" in record.detail
+    assert "Welch" not in record.detail
 
 
 def test_one_task_against_the_effect_fails_the_per_task_claim(grid):
@@ -82,13 +129,13 @@ def test_one_task_against_the_effect_fails_the_per_task_claim(grid):
     rows = [r for r in planted(post=-0.05, seeds=5) if r["task"] != "anbn"]
     rows += [r for r in planted(post=+0.05, seeds=5) if r["task"] == "anbn"]
     grid(rows)
-    assert status("langtrain.postnorm.ood_invalid_mass").status == "FAIL"
-    assert status("langtrain.postnorm.pooled_log_ratio").status != "FAIL"
+    assert status(f"{VS_PRE}.ood_invalid_mass").status == "FAIL"
+    assert status(f"{VS_PRE}.pooled_log_ratio").status != "FAIL"
 
 
 def test_too_few_pairs_are_inconclusive(grid):
     grid(planted(tasks=("dyck2",), seeds=1, post=-0.05))
-    record = status("langtrain.postnorm.ood_invalid_mass")
+    record = status(f"{VS_PRE}.ood_invalid_mass")
     assert record.status == "INCONCLUSIVE" and "1 < 5" in record.detail
     assert "resharpen langs run" in record.detail
 
@@ -102,7 +149,7 @@ def test_only_runs_that_learned_the_task_decide(grid):
     ema = status("langtrain.ema.ood_invalid_mass")
     assert ema.status == "PASS" and "n=15" in ema.detail and "tomita5: ema" not in ema.detail
     assert "left out, not learned in distribution" in ema.detail and "tomita5 15" in ema.detail
-    post = status("langtrain.postnorm.ood_invalid_mass")
+    post = status(f"{VS_PRE}.ood_invalid_mass")
     assert post.status == "PASS" and "tomita5:" not in post.detail
     grid(planted(ema=-0.02, unlearned=("othello",)))
     othello = status("langtrain.othello.ema_ood")
@@ -146,3 +193,38 @@ def test_the_full_profile_reads_the_paper_grid_when_the_full_grid_has_none(monke
     assert root == roots["langs-paper"] and rows == [{"root": root}]
     assert which == ("paper grid (1 tasks x 1 schemes x 1 seeds, soft target, trained to ID "
                      "invalid mass <= 0.015)")
+
+
+@pytest.mark.parametrize("profile", ["quick", "full"])
+def test_both_controls_and_both_post_norms_are_trained_on_every_task_of_the_grid(grid, profile):
+    """The task grid of each profile trains pre_nofinal and pre beside post and attn_out on
+    every task with the same seeds (so the claims can pair them), and the claims decide on rows
+    shaped like its runs (the full grid's nine schemes, none among them, included): every test
+    is paired, n = the grid's seeds, pre_nofinal and pre the only controls."""
+    from resharpen.experiments.languages.grid import grid_file, load_grid
+    from resharpen.experiments.languages.postnorm_controls import CONTROLS, POST_NORMS
+
+    configs = load_grid(grid_file(profile), profile)["configs"]
+    arms = {}
+    for c in configs:
+        arms.setdefault(c["task"]["name"], {}).setdefault(c["model"]["norm"], set()).add(
+            c["train"]["seed"])
+    for task, norms in arms.items():
+        seeds = [norms.get(n) for n in (*CONTROLS, *POST_NORMS)]
+        assert all(seeds) and all(s == seeds[0] for s in seeds), (profile, task, norms.keys())
+    rows, rng = [], np.random.default_rng(2)
+    for c in configs:
+        for weights in ("raw", "ema", "bema"):
+            rows.append({"run": c["name"], "task": c["task"]["name"], "norm": c["model"]["norm"],
+                         "seed": c["train"]["seed"], "weights": weights,
+                         "ood_invalid_mass": 0.3 + 0.01 * rng.normal(),
+                         "id_invalid_mass": 0.001,
+                         "fit_target": c["fit"]["until_id_invalid_mass"]})
+    grid(rows)
+    n = len({c["train"]["seed"] for c in configs})
+    for claim_id, control in ((VS_NOFINAL, "pre_nofinal"), (VS_PRE, "pre")):
+        record = status(f"{claim_id}.ood_invalid_mass")
+        assert record.status != "ERROR", record.detail
+        assert f"set_complement: post - {control}: paired t (scipy.stats.ttest_rel), n={n}" \
+            in record.detail
+        assert "- none" not in record.detail and "Welch" not in record.detail
