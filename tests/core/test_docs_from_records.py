@@ -4,16 +4,21 @@
   ``mutation.record_score_text`` (computed from experiments/configs/ledger/mutation.json) between
   the markers below; ``python tests/core/test_docs_from_records.py --write`` rewrites those
   passages after the record changes.
-* The quick statuses of claims in the docs' tables: a table preceded by the marker below has a
-  column whose header starts with "quick"; in each row whose first cell names a claim
+* The quick statuses of claims in the docs' tables: a table preceded by the quick marker below
+  has a column whose header starts with "quick"; in each row whose first cell names a claim
   (`` `id` ``), that cell starts with the claim's status in the committed quick baseline
   (experiments/configs/ledger/quick.json).
+* The full-size statuses likewise: a table preceded by the full marker has a column whose header
+  starts with "full", and each of its cells starts with the claim's status in the archived full
+  ledger (results/full/ledger.json), or with "not run" for a claim the archive does not hold.
+  A table may carry both markers, one line each, above it.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from resharpen import verdicts
 from resharpen.experiments.ledger import baseline, mutation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +26,9 @@ DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 SCORE_START = "<!-- mutation score: python -m resharpen.experiments.ledger.mutation -->"
 SCORE_END = "<!-- end of the mutation score -->"
 QUICK_TABLE = "<!-- quick column: checked against experiments/configs/ledger/quick.json -->"
-STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
+FULL_TABLE = "<!-- full column: checked against results/full/ledger.json -->"
+COLUMN = {QUICK_TABLE: ("quick", "the baseline"), FULL_TABLE: ("full", "the full record")}
+STATUSES = ("PASS", "FAIL", "INCONCLUSIVE", "not run")
 
 
 def score_text() -> str:
@@ -36,12 +43,16 @@ def score_passages(text: str) -> list[str]:
     return [part.split(SCORE_END, 1)[0].strip() for part in text.split(SCORE_START)[1:]]
 
 
-def marked_tables(text: str) -> list[list[list[str]]]:
-    """The rows (cells stripped) of each Markdown table that follows a quick-column marker."""
+def marked_tables(text: str, marker: str = QUICK_TABLE) -> list[list[list[str]]]:
+    """The rows (cells stripped) of each Markdown table that follows ``marker`` (other markers
+    between it and the table skipped)."""
     tables = []
-    for part in text.split(QUICK_TABLE)[1:]:
+    for part in text.split(marker)[1:]:
         rows = []
-        for line in part.lstrip("\n").splitlines():
+        lines = part.lstrip("\n").splitlines()
+        while lines and lines[0].startswith("<!--"):
+            lines.pop(0)
+        for line in lines:
             if not line.startswith("|"):
                 break
             cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
@@ -51,24 +62,30 @@ def marked_tables(text: str) -> list[list[list[str]]]:
     return tables
 
 
-def quick_status_mismatches(text: str, statuses: dict[str, dict]) -> list[str]:
-    """One line per row of a marked table whose quick cell does not start with the baseline's
-    status of its claim (or names no status, or a claim the baseline does not have)."""
+def status_mismatches(text: str, statuses: dict[str, dict], marker: str = QUICK_TABLE) -> list[str]:
+    """One line per row of a table marked with ``marker`` whose quick (or full) cell does not
+    start with the record's status of its claim ("not run" for a claim the record lacks), or
+    names no status."""
+    prefix, source = COLUMN[marker]
     wrong = []
-    for rows in marked_tables(text):
+    for rows in marked_tables(text, marker):
         header = rows[0]
-        column = next(i for i, h in enumerate(header) if h.lower().startswith("quick"))
+        column = next(i for i, h in enumerate(header) if h.lower().startswith(prefix))
         for row in rows[1:]:
             found = re.match(r"`([^`]+)`", row[0])
             if not found:
                 continue
             claim_id, cell = found.group(1), row[column]
             word = next((s for s in STATUSES if cell.startswith(s)), None)
-            expected = statuses.get(claim_id, {}).get("status")
+            expected = statuses.get(claim_id, {}).get("status", "not run")
             if word != expected:
-                wrong.append(f"{claim_id}: the doc says {word or cell[:30]!r}, the baseline "
+                wrong.append(f"{claim_id}: the doc says {word or cell[:30]!r}, {source} "
                              f"{expected}")
     return wrong
+
+
+def quick_status_mismatches(text: str, statuses: dict[str, dict]) -> list[str]:
+    return status_mismatches(text, statuses, QUICK_TABLE)
 
 
 def test_every_quoted_mutation_score_is_the_records():
@@ -87,6 +104,26 @@ def test_every_marked_quick_column_is_the_baselines():
     for doc in marked:
         wrong = quick_status_mismatches(doc.read_text(), statuses)
         assert not wrong, f"{doc.name}: " + "; ".join(wrong)
+
+
+def test_every_marked_full_column_is_the_archives():
+    statuses = verdicts.read_records(verdicts.FULL_LEDGER)
+    marked = [doc for doc in DOCS if FULL_TABLE in doc.read_text()]
+    assert any(doc.name == "training.md" for doc in marked)
+    for doc in marked:
+        wrong = status_mismatches(doc.read_text(), statuses, FULL_TABLE)
+        assert not wrong, f"{doc.name}: " + "; ".join(wrong)
+
+
+def test_a_wrong_full_status_is_caught():
+    doc = (f"{FULL_TABLE}\n{QUICK_TABLE}\n| claim | full | quick |\n|---|---|---|\n"
+           "| `a.b` | PASS | FAIL |\n| `c.d` | not run | PASS |\n| `e.f` | FAIL | PASS |\n")
+    full = {"a.b": {"status": "PASS"}, "e.f": {"status": "INCONCLUSIVE"}}
+    assert status_mismatches(doc, full, FULL_TABLE) == [
+        "e.f: the doc says 'FAIL', the full record INCONCLUSIVE"]
+    quick = {"a.b": {"status": "FAIL"}, "c.d": {"status": "PASS"}, "e.f": {"status": "FAIL"}}
+    assert quick_status_mismatches(doc, quick) == [
+        "e.f: the doc says 'PASS', the baseline FAIL"]
 
 
 def test_a_wrong_quick_status_is_caught():
