@@ -2,8 +2,9 @@
 
 * The mutation test's plain rate and score: every doc that quotes them holds the sentence of
   ``mutation.record_score_text`` (computed from experiments/configs/ledger/mutation.json) between
-  the markers below; ``python tests/core/test_docs_from_records.py --write`` rewrites those
-  passages after the record changes.
+  the markers below; so do the record's counts of claims by verdict (:func:`claims_text`) and its
+  per-operator table (:func:`operators_table`). ``python tests/core/test_docs_from_records.py
+  --write`` rewrites those passages after the record changes.
 * The quick statuses of claims in the docs' tables: a table preceded by the quick marker below
   has a column whose header starts with "quick"; in each row whose first cell names a claim
   (`` `id` ``), that cell starts with the claim's status in the committed quick baseline
@@ -15,7 +16,9 @@
 """
 from __future__ import annotations
 
+import json
 import re
+from collections import Counter
 from pathlib import Path
 
 from resharpen import verdicts
@@ -25,6 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 SCORE_START = "<!-- mutation score: python -m resharpen.experiments.ledger.mutation -->"
 SCORE_END = "<!-- end of the mutation score -->"
+CLAIMS_START = "<!-- mutation claims: python tests/core/test_docs_from_records.py --write -->"
+CLAIMS_END = "<!-- end of the mutation claims -->"
+OPERATORS_START = "<!-- mutation operators: python tests/core/test_docs_from_records.py --write -->"
+OPERATORS_END = "<!-- end of the mutation operators -->"
 QUICK_TABLE = "<!-- quick column: checked against experiments/configs/ledger/quick.json -->"
 FULL_TABLE = "<!-- full column: checked against results/full/ledger.json -->"
 COLUMN = {QUICK_TABLE: ("quick", "the baseline"), FULL_TABLE: ("full", "the full record")}
@@ -38,9 +45,54 @@ def score_text() -> str:
                                       [c.id for c in all_claims() if c.cost == "fast"])
 
 
+def _fast_and_slow() -> tuple[list[str], list[str]]:
+    from resharpen.claims import all_claims
+
+    claims = all_claims()
+    return ([c.id for c in claims if c.cost == "fast"], [c.id for c in claims if c.cost != "fast"])
+
+
+def claims_text() -> str:
+    """The record's claims by verdict, and its pairs killed only by an exception."""
+    record = mutation.read_record()
+    fast, slow = _fast_and_slow()
+    verdict = Counter(record[i]["verdict"] for i in fast)
+    pairs = {i: list(record[i].get("functions", {}).values()) for i in fast}
+    by_exception = sum(record[i]["verdict"] == "killed"
+                       and not any(p["verdict"] == "killed" for p in pairs[i]) for i in fast)
+    skipped = sum(record[i]["verdict"] == "skipped" for i in slow)
+    exception_pairs = [p for i in fast for p in pairs[i]
+                       if p["verdict"] == "killed by an exception"]
+    equivalent = sum(bool(p.get("equivalent")) for p in exception_pairs)
+    return (f"Of the {len(fast)} fast claims, {verdict['killed']} are killed ({by_exception} of "
+            f"them only by an exception), {verdict['survives']} survive and "
+            f"{verdict['untested']} are untested; of the {len(slow)} slow claims, {skipped} are "
+            f"skipped by their declared cost class and {len(slow) - skipped} keep entries from a "
+            f"run of every operator (`--costs all`). Of the {len(exception_pairs)} pairs of the "
+            f"fast claims killed only by an exception, {equivalent} are flagged equivalent.")
+
+
+def operators_table() -> str:
+    """The record's ``per_operator`` counts as a Markdown table."""
+    counts = json.loads(Path(mutation.RECORD).read_text())["per_operator"]
+    return "\n".join(["| operator | perturbed | killed | by an exception |", "|---|---|---|---|"]
+                     + [f"| `{op}` | {c['perturbed']} | {c['killed']} | {c['by an exception']} |"
+                        for op, c in counts.items()])
+
+
+PASSAGES = {SCORE_START: (SCORE_END, score_text), CLAIMS_START: (CLAIMS_END, claims_text),
+            OPERATORS_START: (OPERATORS_END, operators_table)}
+
+
+def passages(text: str, start: str = SCORE_START) -> list[str]:
+    """The text between each pair of ``start`` and its end marker."""
+    end = PASSAGES[start][0]
+    return [part.split(end, 1)[0].strip() for part in text.split(start)[1:]]
+
+
 def score_passages(text: str) -> list[str]:
     """The text between each pair of score markers."""
-    return [part.split(SCORE_END, 1)[0].strip() for part in text.split(SCORE_START)[1:]]
+    return passages(text, SCORE_START)
 
 
 def marked_tables(text: str, marker: str = QUICK_TABLE) -> list[list[list[str]]]:
@@ -97,6 +149,16 @@ def test_every_quoted_mutation_score_is_the_records():
             assert " ".join(passage.split()) == text, (name, passage)
 
 
+def test_every_quoted_mutation_count_and_table_is_the_records():
+    for start in (CLAIMS_START, OPERATORS_START):
+        text = " ".join(PASSAGES[start][1]().split())
+        quoted = {doc.name: passages(doc.read_text(), start) for doc in DOCS}
+        assert quoted["ledger.md"], f"docs/ledger.md lacks {start}"
+        for name, found in quoted.items():
+            for passage in found:
+                assert " ".join(passage.split()) == text, (name, passage)
+
+
 def test_every_marked_quick_column_is_the_baselines():
     statuses = baseline.read(baseline.default_path("quick"), "quick")
     marked = [doc for doc in DOCS if QUICK_TABLE in doc.read_text()]
@@ -139,14 +201,16 @@ if __name__ == "__main__":
 
     if sys.argv[1:] != ["--write"]:
         raise SystemExit("usage: python tests/core/test_docs_from_records.py --write  (rewrites "
-                         "the docs' mutation-score passages from the record)")
-    text = score_text()
+                         "the docs' mutation passages from the record)")
+    texts = {start: make() for start, (end, make) in PASSAGES.items()}
     for doc in DOCS:
-        old = doc.read_text()
-        if SCORE_START not in old:
-            continue
-        head, *parts = old.split(SCORE_START)
-        new = head + "".join(f"{SCORE_START}\n{text}\n{SCORE_END}{part.split(SCORE_END, 1)[1]}"
-                             for part in parts)
-        doc.write_text(new)
-        print(f"wrote {doc}")
+        old = new = doc.read_text()
+        for start, (end, make) in PASSAGES.items():
+            if start not in new:
+                continue
+            head, *parts = new.split(start)
+            new = head + "".join(f"{start}\n{texts[start]}\n{end}{part.split(end, 1)[1]}"
+                                 for part in parts)
+        if new != old:
+            doc.write_text(new)
+            print(f"wrote {doc}")
