@@ -38,18 +38,15 @@ COLUMN = {QUICK_TABLE: ("quick", "the baseline"), FULL_TABLE: ("full", "the full
 STATUSES = ("PASS", "FAIL", "INCONCLUSIVE", "not run")
 
 
-def score_text() -> str:
-    from resharpen.claims import all_claims
-
-    return mutation.record_score_text(mutation.read_record(),
-                                      [c.id for c in all_claims() if c.cost == "fast"])
-
-
 def _fast_and_slow() -> tuple[list[str], list[str]]:
     from resharpen.claims import all_claims
 
     claims = all_claims()
     return ([c.id for c in claims if c.cost == "fast"], [c.id for c in claims if c.cost != "fast"])
+
+
+def score_text() -> str:
+    return mutation.record_score_text(mutation.read_record(), _fast_and_slow()[0])
 
 
 def claims_text() -> str:
