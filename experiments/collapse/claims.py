@@ -424,8 +424,8 @@ SEPARATION = 0.1  # how far outside the detector's region a control must end (t_
 QUICK_ROUNDING_SPREAD = 0.1
 """How far float32 rounding alone has moved a chaotic Pre-Norm control (lr 3e-2) from the
 detector's region in the quick profile (24 layers, 80 steps): the smallest separation of the
-five pre@hi seeds was 0.062 in the batched engine at stop 31, 0.154 for that seed trained alone,
-and 0.160 in a reproduce on 3 Dec 2026 (the same code, another day's machine). A quick control
+five pre@hi seeds has been 0.062 in the batched engine, 0.154 for that seed trained alone, and
+0.160 on another machine with the same code. A quick control
 must end SEPARATION + this far outside the region (0.2), so that no machine's rounding carries
 a decision across the threshold; the full profile's longer runs keep SEPARATION."""
 

@@ -809,7 +809,7 @@ def check_erratum_survey_bound_t0(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- trained models
-# Issue 25: the predictions held against real models of every scheme, at initialization and
+# The predictions held against real models of every scheme, at initialization and
 # trained to a fit on tomita3 (bounded) and dyck1 (unbounded); the set is trained once per
 # profile and cached (experiments.dynamics.trained.trained_set), the tests are in
 # experiments.dynamics.trained_checks, their factors and tolerances fixed there beforehand.

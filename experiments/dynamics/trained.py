@@ -1,4 +1,4 @@
-"""The two dynamics papers inside trained transformers (issue 25): per-layer geometry of real
+"""The two dynamics papers inside trained transformers: per-layer geometry of real
 models of every scheme, at initialization and trained to a fit on a formal language.
 
 Measurements (:func:`measure`), read from the model's named capture points in ONE forward and

@@ -360,7 +360,7 @@ def check_postnorm_vs_pre_pooled(profile: str) -> Outcome:
 
 
 # ----------------------------------------------------------------------------- the noise grid
-# Issue 21, requirement 4: EMA / BEMA gain against the label noise of the training target, on
+# EMA / BEMA gain against the label noise of the training target, on
 # the noise grid (experiments/configs/languages/noise.toml; the rows, gains and tests:
 # resharpen.experiments.languages.noise). Its two claims form one family, Holm-adjusted
 # together over every (task, average) test.

@@ -1,4 +1,4 @@
-"""The noise hypothesis on the languages (issue 21, requirement 4): the rows, gains and tests of
+"""The noise hypothesis on the languages: the rows, gains and tests of
 the noise grid (``experiments/configs/languages/noise.toml``), torch-free.
 
 Every run of the grid trains one task with one training target, sampled k = 1, sampled k = 4 or

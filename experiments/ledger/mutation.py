@@ -1158,7 +1158,7 @@ def read_record(path: str | Path = RECORD) -> dict[str, dict]:
     """The record's ``{id: {"verdict", "seconds", "note", "diagnosis", "functions"}}``;
     ValueError naming the file when it is not a record: a verdict not in VERDICTS, seconds that
     are not a number, a survivor without a diagnosis, or a ``functions`` entry (the verdict per
-    (claim, function) pair, written since issue 23; older entries have none) whose verdict is not
+    (claim, function) pair; an older entry may have none) whose verdict is not
     in PAIR_VERDICTS or that survives without a diagnosis, or a pair flagged ``equivalent``
     without ``why_equivalent`` (why no data could change the claim's truth)."""
     path = Path(path)

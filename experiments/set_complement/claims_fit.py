@@ -1,4 +1,4 @@
-"""Claims decided on Set Complement models trained to a stated in-distribution fit (issue 13).
+"""Claims decided on Set Complement models trained to a stated in-distribution fit.
 
 Every claim here is decided on models that have learned the task in distribution, compares arms
 at matched fit and pairs them by seed: the placement, K-sweep and dropout runs stop at the fit
@@ -18,8 +18,7 @@ read the same runs form one family (fit_families.FAMILIES: the placement sweeps,
 post runs, the K sweep, the noise grid, the dropout grid) whose tests are Holm-adjusted together (:func:`in_family`), and
 each claim's detail names its family. Pre is reported as its own arm, outside the decision.
 
-Bands and tolerances, fixed before the claims were run (docs/training.md, "Trained to a fit
-(soft targets)", says which numbers had been seen while the report was built; the attn_out band
+Bands and tolerances, fixed before the claims were run (docs/training.md, "The claims", says which numbers had been seen while the report was built; the attn_out band
 0.25 was set after seeing the first v = 32 data, so it decides only on data it did not see):
 
 - none, the 2/s law: m_s = lambda / s in distribution, i.e. the exponent a of m_s ~ s^-a
@@ -41,7 +40,7 @@ Bands and tolerances, fixed before the claims were run (docs/training.md, "Train
   K sweep (fit_post_k_sweep_v32.toml: post with a fixed attention-output multiplier 1/64, 1/16
   or 1 and W_O's init scale 1..64, so that the trained K spans about 1 to about v), Spearman's
   rho of post's raw OOD invalid mass against the K read off its weights is negative. (It
-  replaces the two-cluster test of issue 13, fit.post.approaches_attn_out.)
+  replaces the two-cluster test fit.post.approaches_attn_out.)
 - normalized beat none OOD: raw out-of-distribution invalid mass of attn_out, post and peri
   each below none's (paired by seed); pre tested as its own arm in the same Holm family.
 - the lemma residual: ``compare_run``'s relative residual of a converged none model < 0.05

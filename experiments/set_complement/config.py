@@ -59,7 +59,7 @@ def check_optimizer(train: dict) -> None:
 
 NEW_KEY_DEFAULTS = (("model", "attn_out_multiplier", 1.0), ("train", "converge_window", 0),
                     ("train", "converge_tolerance", 0.1))
-"""Keys added after sweeps had been run (issue 22), left out of the normalized config at their
+"""Keys added after sweeps had been run, left out of the normalized config at their
 default (:func:`check_new_keys`)."""
 
 
@@ -107,7 +107,7 @@ SCHEMA = Schema({
         bema_bias_power=0.2, bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0,
         eval_every=0, threads=1, target="sampled", labels_per_position=1,
         until_id_invalid_mass=0.0) | {
-        # issue 22: past the fit, train on until the ID invalid mass is flat over this many
+        # past the fit, train on until the ID invalid mass is flat over this many
         # steps (0 = stop at the fit); flat: its log-linear trend over the window changes it by
         # less than converge_tolerance (set_complement.train.converged_at)
         "converge_window": Field(int, 0, 0, 10**8),

@@ -1,4 +1,4 @@
-"""Post-Norm's effective K read off the weights, and its closed-form margins (issue 22, req. 2).
+"""Post-Norm's effective K read off the weights, and its closed-form margins.
 
 **The theory's K** (docs/theory.md, section 8). In the tight construction E = Q (v x (v-1),
 orthonormal columns spanning 1-perp), M = W_V W_O = K I and U = -beta Q^T, so with uniform
@@ -24,7 +24,7 @@ construction's embedding has mean 0), and, under LayerNorm, over the d coordinat
 
 where M is the value-output map the residual sees: W_V W_O times the model's fixed
 ``attn_out_multiplier`` (``Attention.value_output``; 1 by default), the knob that sets K
-from outside training (issue 22, req. 3).
+from outside training.
 
 e the embedding scale (1 for E = Q). It is the K of post's limit statement (post -> attn_out as
 K -> oo: the residual's norm is the attention output's) and needs no fit. The logit scales are

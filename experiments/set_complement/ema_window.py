@@ -1,4 +1,4 @@
-"""EMA with long windows at the stationary floor of sampled-label training (issue 22, req. 4).
+"""EMA with long windows at the stationary floor of sampled-label training.
 
 The noise hypothesis: at constant learning rate, sampled labels leave the weights fluctuating
 around a floor, theta_t = theta* + xi_t; an EMA with window W = 1 / (1 - d) averages xi over

@@ -72,8 +72,8 @@ def gain_folded_matrices(model: Transformer) -> tuple[torch.Tensor, torch.Tensor
 
 @torch.no_grad()
 def effective_K(model: Transformer) -> dict:
-    """Two readings of K off the weights (issue 22 defines one K and says why these differ from
-    it: :mod:`resharpen.experiments.set_complement.effective_k`):
+    """Two readings of K off the weights (:mod:`resharpen.experiments.set_complement.effective_k`
+    defines one K and says why these differ from it):
 
     - ``K``: median(lambda) / median(beta) of the lemma fit of the gain-folded logit maps
       (with the fit's relative residual and the medians);

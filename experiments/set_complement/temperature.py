@@ -1,4 +1,4 @@
-"""BEMA against a plain temperature control (issue 22, req. 4).
+"""BEMA against a plain temperature control.
 
 BEMA's weights are BEMA_t = EMA_t + alpha_t (theta_t - theta_0) (Block & Zhang; the averager:
 :mod:`resharpen.experiments.training.averaging`). On a run that has converged, EMA_t ~ theta_t, so

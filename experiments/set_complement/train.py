@@ -30,8 +30,8 @@ the fit ladder (``summary.ladder``, :func:`ladder_rungs`): at the first evaluati
 rung 1e-2, 3e-3, 1e-3, 3e-4, 1e-4 above its target (and the target), the OOD invalid mass and the
 per-length invalid mass and margins, so OOD behaviour can be read against the fit.
 
-Convergence (``train.converge_window`` = W > 0 steps, ``train.converge_tolerance`` = tau; issue
-22, req. 1: OOD "at convergence, ID mass flat over 1000 steps"): the run does not end at its
+Convergence (``train.converge_window`` = W > 0 steps, ``train.converge_tolerance`` = tau;
+OOD "at convergence, ID mass flat over 1000 steps"): the run does not end at its
 fit but trains on, with ``train.steps`` still the cap, until the first evaluation step t with
 t - W >= fit_step whose window is flat (:func:`converged_at`): with m_j the stopping rule's ID
 invalid mass at the evaluation steps t_j in the window (t - W, t] (at least 3 of them) and b the
@@ -289,7 +289,7 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
                                                  records(), length)
                 if flat:
                     converged[i] = last[i]
-        if weights is not None and post_K_tracked(config):  # issue 22: K over training
+        if weights is not None and post_K_tracked(config):  # K over training
             from resharpen.experiments.set_complement.effective_k import post_K
             row["post_K"] = post_K(weights["raw"])
         if log is not None:

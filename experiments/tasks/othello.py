@@ -1,7 +1,7 @@
 """Othello: exact rules on numpy bitboards, a batched random-legal-move game generator, perft,
 and a plain square-by-square reference implementation used as the membership oracle; on the
 8 x 8 board (task ``othello``) and on the smaller n x n boards, n in {4, 6} (``othello6``: the
-CPU-sized study of issue 21).
+CPU-sized study).
 
 Board. Bit i of a 64-bit word is the square on file i % 8 (a..h) and rank i // 8 + 1, so
 a1 = 0, h1 = 7, a8 = 56, h8 = 63. The game starts with white on d4 and e5, black on d5 and e4,

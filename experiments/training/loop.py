@@ -80,7 +80,7 @@ def limit_threads(threads: int) -> None:
     evaluation): left at its default of one thread per core, OpenBLAS's spinning threads on a
     machine whose cores the sweep's workers already fill cost many times the CPU of one thread
     (benchmarks/bench_blas_threads.py prints the ratio; 27x median for the fit at v = 64, load 4
-    on 2 cores, 2026-12-02)."""
+    on 2 cores)."""
     if not threads:
         return
     from threadpoolctl import threadpool_limits
