@@ -389,6 +389,8 @@ def theory_margins_by_length(built: Construction, tokens: torch.Tensor
 
 
 WEIGHTS_FILE = "weights.safetensors"
+SAVED_FILES = (WEIGHTS_FILE, "config.json")
+"""The files :func:`save` writes in its folder."""
 LEGACY_WEIGHTS_FILE = "weights.pt"  # saved before safetensors: a pickled state dict, still read
 
 
@@ -397,14 +399,16 @@ def save(built: Construction, folder: str | Path) -> Path:
     construction's parameters as JSON in its metadata, ``model_config`` and ``construction``)
     and ``config.json`` (the same two, for reading). The weights file alone is enough to load."""
     from resharpen.experiments.common.io import (atomic_write_json, atomic_write_weights,
-                                               dumps_json, ensure_writable_dir)
+                                               check_folder_files, dumps_json,
+                                               ensure_writable_dir)
 
     from resharpen.experiments.common.names import check_path
 
     if not isinstance(built, Construction):
         raise TypeError(f"built must be a Construction (what build returns), got "
                         f"{type(built).__name__}")
-    folder = ensure_writable_dir(check_path(folder, "folder"))
+    folder = check_folder_files(check_path(folder, "folder"), SAVED_FILES, "folder")
+    folder = ensure_writable_dir(folder)  # after every file is checked: nothing half-written
     state = {name: t.detach().contiguous() for name, t in built.model.state_dict().items()}
     config = {"model": built.model.cfg.to_dict(), "construction": built.params()}
     atomic_write_weights(folder / WEIGHTS_FILE, state,

@@ -146,13 +146,10 @@ def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
     that makes its results}). A skipped figure is reported with ``report`` as it happens."""
     from tqdm import tqdm
 
-    from resharpen.experiments.common.io import check_file_target, ensure_writable_dir
+    from resharpen.experiments.common.io import ensure_writable_dir
 
     names = select_figures(only)
-    for name in names:  # before any figure: a folder, FIFO or link at an output is refused
-        for stem in OUTPUTS[name]:
-            for ext in PROVENANCE_KEY:
-                check_file_target(Path(outdir) / f"{stem}.{ext}", "figure file")
+    check_figure_files(outdir, [stem for name in names for stem in OUTPUTS[name]])
     ensure_writable_dir(outdir)
     written: list[Path] = []
     skipped: dict[str, str] = {}
@@ -200,6 +197,17 @@ PROVENANCE_KEY = {"png": "resharpen:provenance", "pdf": "Subject"}
 """Where a figure file carries its provenance (JSON): the PNG's text chunk of this key, the PDF's
 Subject entry (:func:`resharpen.experiments.common.provenance.provenance`: commit, dirty flag,
 versions, machine, profile, time)."""
+
+
+def check_figure_files(outdir: Path, stems) -> None:
+    """UsageError unless ``outdir`` is absent or a folder and the PNG and PDF file of each of
+    ``stems`` in it (what :func:`save` writes) is absent or a regular file: called before the
+    first figure is drawn, so a FIFO, a device, a folder or a link at an output is refused
+    before the work."""
+    from resharpen.experiments.common.io import check_folder_files
+
+    check_folder_files(outdir, [f"{stem}.{ext}" for stem in stems for ext in PROVENANCE_KEY],
+                       "figures folder")
 
 
 def save(fig, outdir: Path, stem: str, profile: str | None = None) -> list[Path]:

@@ -36,10 +36,9 @@ def train(config: str | Path | Mapping[str, Mapping[str, object]],
     says so and no run folder is written."""
     from resharpen.experiments.training import config as cfgmod
     from resharpen.experiments.training.config import run_folder
-    from resharpen.experiments.common.io import check_writable_target
     from resharpen.experiments.common.names import check_name, check_path
     from resharpen.experiments.common.profiles import check_profile
-    from resharpen.experiments.training.runs import load_run
+    from resharpen.experiments.training.runs import check_run_folder, load_run
     from resharpen.experiments.training.loop import save_run
     from resharpen.experiments.set_complement import train as sc_train
 
@@ -58,7 +57,7 @@ def train(config: str | Path | Mapping[str, Mapping[str, object]],
         raise TypeError(f"config must be a TOML path or a mapping of sections, got "
                         f"{type(config).__name__}")
     folder = check_path(out, "out") if out is not None else run_folder(built["name"])
-    check_writable_target(folder, "out")  # before any training, creating nothing
+    check_run_folder(folder, "out")  # before any training, creating nothing
     result = sc_train.train(built, progress=progress)
     problem = divergence(result)
     if problem:

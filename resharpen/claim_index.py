@@ -1,7 +1,7 @@
 """The claim index: ``resharpen verify --list`` and ``--where`` without importing the slices.
 
-The claims modules import torch, sympy and scipy at the top (their checks need them), so
-collecting the ledger (:func:`resharpen.claims.all_claims`) takes seconds. Listing the claims
+The claims modules import sympy and scipy, and torch at the top or in their checks on a model,
+so collecting the ledger (:func:`resharpen.claims.all_claims`) takes seconds. Listing the claims
 and saying where their code is needs none of that: this module reads ``claims_index.json``
 (beside it, shipped with the package), written from the imported ledger by
 

@@ -351,18 +351,23 @@ def add_construct(sub) -> None:
     p.set_defaults(handler=run_construct)
 
 
+REPORT_FILE = "report.json"
+"""The per-length report ``construct --out`` writes beside the saved construction."""
+
+
 def run_construct(args) -> int:
-    from resharpen.constructions.set_complement import build, save
+    from resharpen.constructions.set_complement import SAVED_FILES, build, save
     from resharpen.experiments.common.cli_args import require_finite
-    from resharpen.experiments.common.io import (atomic_write_text, check_output_file,
-                                                check_writable_target, dumps_json,
-                                                undo_on_failure)
+    from resharpen.experiments.common.io import (atomic_write_text, check_folder_files,
+                                                check_output_file, check_writable_target,
+                                                dumps_json, undo_on_failure)
     from resharpen.experiments.common.limits import check_construct_scales, forward_flops
     from resharpen.experiments.set_complement.report import construction_report
 
     with bad_input():
-        if args.out:
-            check_writable_target(args.out, "--out")  # before any work, creating nothing
+        if args.out:  # before any work, creating nothing
+            check_folder_files(args.out, (*SAVED_FILES, REPORT_FILE), "--out")
+            check_writable_target(args.out, "--out")
         if args.json and args.json != "-":
             check_output_file(args.json, "--json")
         check_construct_scales(lam=args.lam, beta=args.beta, gain=args.gain)
@@ -383,7 +388,7 @@ def run_construct(args) -> int:
     if args.out:
         with undo_on_failure(args.out):  # a full disk: no half-saved construction, no folder
             save(built, args.out)
-            atomic_write_text(Path(args.out) / "report.json", text + "\n")
+            atomic_write_text(Path(args.out) / REPORT_FILE, text + "\n")
     if args.json == "-":
         print(text)
     elif args.json:

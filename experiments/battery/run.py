@@ -39,6 +39,8 @@ with a norm, and Pre-LN without its final norm (the control in which nothing res
 SC_SWEEP = "set_complement/fit_placements_v32.toml"
 LANGUAGE_GRID = "languages/grid.toml"
 PLAN_FILE = "battery_plan.json"
+REPORT_JSON, REPORT_MARKDOWN = "battery.json", "battery.md"  # the report, written last
+PARTS = ("set_complement", "languages", "dynamics")  # the folders of the three steps
 TINY_SEEDS = (0, 1, 2, 3, 4)  # stats.MIN_N pairs: the tiny battery's tests compute p
 
 
@@ -238,9 +240,15 @@ def _plan(spec: str | None, scheme: str, profile: str) -> dict:
 
 def check_folder(out: str | Path, plan: dict) -> Path:
     """``out`` as a writable battery folder for ``plan``: ValueError when it holds a battery
-    of another scheme, plug-in file version, profile or references (nothing is written)."""
-    from resharpen.experiments.common.io import check_writable_target, read_json
+    of another scheme, plug-in file version, profile or references, or when its own files are
+    not regular files or its steps' folders not folders (nothing is written). The runs of each
+    step are checked when the step starts, before it trains (its sweep's checks)."""
+    from resharpen.experiments.common.io import (check_folder_files, check_writable_target,
+                                                 read_json)
 
+    check_folder_files(out, (PLAN_FILE, REPORT_JSON, REPORT_MARKDOWN), "--out")
+    for part in PARTS:
+        check_folder_files(Path(out) / part, (), "--out")
     root = check_writable_target(out, "--out")
     path = Path(out) / PLAN_FILE
     if path.exists():
@@ -288,12 +296,13 @@ def run_battery(scheme_spec: str, out: str | Path, profile: str = "quick",
     size, scheme = SIZES[profile], plan["scheme"]
     root = ensure_writable_dir(out, "--out")
     atomic_write_text(root / PLAN_FILE, dumps_json(plan) + "\n")
-    run_set_complement(root / "set_complement", scheme, size, workers)
-    run_languages(root / "languages", scheme, size, workers)
-    dynamics = run_dynamics(root / "dynamics", scheme, size, workers)
+    sc_part, languages_part, dynamics_part = (root / part for part in PARTS)
+    run_set_complement(sc_part, scheme, size, workers)
+    run_languages(languages_part, scheme, size, workers)
+    dynamics = run_dynamics(dynamics_part, scheme, size, workers)
     result = report(root, plan, dynamics)
-    atomic_write_json(root / "battery.json", result)
-    atomic_write_text(root / "battery.md", to_markdown(result) + "\n")
+    atomic_write_json(root / REPORT_JSON, result)
+    atomic_write_text(root / REPORT_MARKDOWN, to_markdown(result) + "\n")
     return result
 
 

@@ -4,27 +4,18 @@ The paper's full text was not available: its statements come from a third-party 
 the v1 PDF (marked "2nd-hand" in the sources) and were re-derived here (see docs/collapse.md).
 
 The first claims are pure mathematics: the prefix-averaging identities, the attention and SwiGLU
-similarity steps, RMSNorm geometry and the collapsed loss floor. The claims after them need
-torch: random-weight stacks at initialization, autograd checks of the backward stage, the
-collapsed network, training. Sizes of the stacks: ``quick`` runs the paper's width n = d = 256
-with 12 layers on two independent stacks, ``full`` 48 layers on four (see ``stack_sizes``); the
-E[P] check averages 64 stacks (quick) or 256 (full) at that width.
+similarity steps, RMSNorm geometry and the collapsed loss floor. The claims after them need torch,
+which their checks import (so the first ones run without it): random-weight stacks at
+initialization, autograd checks of the backward stage, the collapsed network, training. Sizes of
+the stacks: ``quick`` runs the paper's width n = d = 256 with 12 layers on two independent stacks,
+``full`` 48 layers on four (see ``stack_sizes``); the E[P] check averages 64 stacks (quick) or 256
+(full) at that width.
 """
 from __future__ import annotations
 
 import numpy as np
 import sympy as sp
 
-from resharpen.experiments.collapse import backward as back
-from resharpen.experiments.collapse.contraction import (bound_violations, collapsed_flows,
-                                                        tightness)
-from resharpen.experiments.collapse.stack import (StackConfig, attention_steps, ffn_steps,
-                                                  one_layer_config, row_norms_after_attention,
-                                                  simulate)
-from resharpen.experiments.collapse.stack_checks import (one_layer_outcome, one_thread,
-                                                         prefix_averaging_outcome, stack_sizes,
-                                                         trajectory_outcome)
-from resharpen.experiments.collapse.training_checks import control_separation
 from resharpen.experiments.ledger import Outcome, claim
 from resharpen.experiments.common.profiles import pick
 from resharpen.theory.collapse import attention as col
@@ -218,6 +209,7 @@ def trajectory_claim(claim_id: str, stack: str, k: float, expected_status: str =
 
     @claim(claim_id)
     def check_trajectory_follows_recursion(profile: str) -> Outcome:
+        from resharpen.experiments.collapse.stack_checks import trajectory_outcome
         return trajectory_outcome(profile, norm, mlp, k)
 
 
@@ -234,6 +226,9 @@ trajectory_claim("collapse.stack_pre_swiglu_x4", "pre_swiglu", 4.0)
 
 @claim("collapse.attn_step_one_layer")
 def check_attn_step_one_layer(profile: str) -> Outcome:
+    from resharpen.experiments.collapse.stack import attention_steps
+    from resharpen.experiments.collapse.stack_checks import one_layer_outcome, one_thread
+
     def attention(cfg):
         return attention_steps(cfg, [0.0])[0]
 
@@ -246,6 +241,9 @@ def check_attn_step_one_layer(profile: str) -> Outcome:
 
 @claim("collapse.ffn_step_one_layer")
 def check_ffn_step_one_layer(profile: str) -> Outcome:
+    from resharpen.experiments.collapse.stack import ffn_steps
+    from resharpen.experiments.collapse.stack_checks import one_layer_outcome, one_thread
+
     def theorem_3_4(cfg, t):
         return ffn.delta_ffn(cfg.xi, t, cfg.n, v0=cfg.v0)
 
@@ -270,6 +268,8 @@ def check_row_norms_after_attention(profile: str) -> Outcome:
     per draw, ~3 % over 8 draws; the measured spread is larger, rel err 0.22 at 8 draws, 0.026
     at 24, 0.032 at 64, hence 24 draws in quick). Dropping the rho term from the lemma (the
     mutation test's ``drop``) makes the first relative error 1."""
+    from resharpen.experiments.collapse.stack import one_layer_config, row_norms_after_attention
+    from resharpen.experiments.collapse.stack_checks import one_thread
     samples = pick(profile, quick=24, full=64)
 
     def error(k: float) -> tuple[float, np.ndarray, np.ndarray]:
@@ -310,6 +310,7 @@ DEAVERAGING_MARGIN = 0.05
 def check_deaveraging_mc(profile: str) -> Outcome:
     """The removal at alpha = 1 is an absence, so it is shown by an equivalence test (TOST) with
     its margin, never by a small sample mean; the decrease by paired tests on the same draws."""
+    from resharpen.experiments.collapse.stack import attention_steps, one_layer_config
     from resharpen.experiments.ledger import stats
 
     alphas = np.linspace(0.0, 1.0, 6)
@@ -336,6 +337,8 @@ def check_deaveraging_mc(profile: str) -> Outcome:
 
 @claim("collapse.swiglu_damping_in_stack")
 def check_swiglu_damping_in_stack(profile: str) -> Outcome:
+    from resharpen.experiments.collapse.stack import StackConfig, simulate
+    from resharpen.experiments.collapse.stack_checks import stack_sizes
     cfg = StackConfig(norm="post", mlp="swiglu", multiplier=1.0, seed=5, **stack_sizes(profile))
     r = simulate(cfg)
     steps = r["delta_mlp"]
@@ -349,6 +352,7 @@ def check_swiglu_damping_in_stack(profile: str) -> Outcome:
 
 @claim("collapse.prefix_averaging")
 def check_prefix_averaging(profile: str) -> Outcome:
+    from resharpen.experiments.collapse.stack_checks import prefix_averaging_outcome
     size = pick(profile, quick=dict(depth=12, batches=8, per_batch=8),
                 full=dict(depth=48, batches=8, per_batch=32))
     return prefix_averaging_outcome(n=256, **size)
@@ -356,6 +360,7 @@ def check_prefix_averaging(profile: str) -> Outcome:
 
 @claim("collapse.rms_autograd")
 def check_rms_autograd(profile: str) -> Outcome:
+    from resharpen.experiments.collapse import backward as back
     w = back.rms_gradient_check(d=pick(profile, quick=64, full=256))
     return Outcome(measured=", ".join(f"{k} {v:.1g}" for k, v in w.items()), expected="< 1e-12",
                    passed=bool(max(w.values()) < 1e-12))
@@ -363,6 +368,7 @@ def check_rms_autograd(profile: str) -> Outcome:
 
 @claim("collapse.norm_growth_exact")
 def check_norm_growth_exact(profile: str) -> Outcome:
+    from resharpen.experiments.collapse import backward as back
     rows = {sub: back.norm_growth_step(sub, seed=1) for sub in ("attn", "mlp")}
     off = {sub: back.norm_growth_step(sub, seed=1, collapsed=False) for sub in ("attn", "mlp")}
     err = max(r["relative_error"] for r in rows.values())
@@ -373,11 +379,10 @@ def check_norm_growth_exact(profile: str) -> Outcome:
                           + ", ".join(f"{k} {v['cross_relative']:.1g}" for k, v in rows.items()))
 
 
-# The exactly collapsed random Post-Norm stacks of the backward-stage claims: (k, mlp).
-
-
 @claim("collapse.contraction_bound")
 def check_contraction_bound(profile: str) -> Outcome:
+    from resharpen.experiments.collapse.contraction import (bound_violations, collapsed_flows,
+                                                            tightness)
     worst, parts, error, tight = -np.inf, [], 0.0, []
     for label, r in collapsed_flows(profile).items():
         per_sublayer, product = bound_violations(r)
@@ -407,6 +412,7 @@ def check_contraction_bound(profile: str) -> Outcome:
 
 @claim("collapse.collapsed_zero_gradients")
 def check_collapsed_zero_gradients(profile: str) -> Outcome:
+    from resharpen.experiments.collapse import backward as back
     layers = pick(profile, quick=2, full=6)
     r = back.collapsed_gradients(n_layers=layers)
     mism = back.collapsed_gradients(n_layers=layers, matched=False)["max_grad"]
@@ -432,7 +438,9 @@ a decision across the threshold; the full profile's longer runs keep SEPARATION.
 
 @claim("collapse.training_collapse")
 def check_training_collapse(profile: str) -> Outcome:
+    from resharpen.experiments.collapse.stack_checks import one_thread
     from resharpen.experiments.collapse.train import OUT, profile_config, run_all
+    from resharpen.experiments.collapse.training_checks import control_separation
     from resharpen.experiments.ledger import stats
 
     seeds = pick(profile, quick=range(5), full=range(5))  # 5 pairs: the fewest stats.paired decides

@@ -339,11 +339,15 @@ def read_finished(folder: Path) -> tuple[dict, dict, list] | None:
 def check_finished(profile: str, out: str | Path, seed: int = 0,
                    overrides: list[str] | tuple[str, ...] = ()) -> None:
     """Read every finished run folder of the sweep under ``out`` (before any work): ValueError
-    naming a corrupt file and its line, or a run folder a symbolic link leads outside ``out``."""
-    from resharpen.experiments.common.io import check_within
+    naming a corrupt file and its line, a run folder a symbolic link leads outside ``out``, or
+    a run file that is not a regular file (a FIFO, a device: the run would be refused only when
+    saved, after its training)."""
+    from resharpen.experiments.common.io import check_folder_files, check_within
+    from resharpen.experiments.training.runs import RUN_FILES
 
     for config in sweep_configs(profile, seed, overrides):
         check_within(out, Path(out) / config["name"], "run folder")
+        check_folder_files(Path(out) / config["name"], RUN_FILES, "run folder")
         read_finished(Path(out) / config["name"])
 
 

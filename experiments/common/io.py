@@ -298,6 +298,21 @@ def check_file_target(path: str | os.PathLike, what: str = "output file") -> Pat
                      "package replaces only regular files: name a new file or a regular one")
 
 
+def check_folder_files(folder: str | os.PathLike, names: Iterable[str],
+                       what: str = "output folder") -> Path:
+    """:class:`~resharpen.experiments.common.cli_args.UsageError` unless ``folder`` is absent or
+    a folder and each of the files ``names`` that a command will write in it is absent or a
+    regular file (:func:`check_file_target`). Called before the work, so a FIFO, a device, a
+    socket, a folder or a link where a file will be written is refused before anything is
+    computed or written; creates nothing. ``what`` names the folder's flag in the message."""
+    folder = Path(folder)
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise UsageError(f"{what} {str(folder)!r} exists and is not a folder")
+    for name in names:
+        check_file_target(folder / name, f"{what}: the file")
+    return folder
+
+
 def _file_kind(path: Path, mode: int) -> str:
     """What the non-regular, non-folder file ``path`` is, in words."""
     if stat.S_ISLNK(mode):

@@ -84,7 +84,8 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
     if args.action == "run":
         from resharpen.experiments.training.backends import check_backend
         from resharpen.experiments.training.config import sweep_folder
-        from resharpen.experiments.common.io import check_writable_target
+        from resharpen.experiments.training.sweep import REPORT_FILES
+        from resharpen.experiments.common.io import check_folder_files, check_writable_target
 
         with bad_input():  # the backend, the grid file, --only and --out, before any write
             load_plugins(args.plugin)
@@ -96,8 +97,11 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
             unknown = sorted(set(args.only or ()) - {c["task"]["name"] for c in planned["configs"]})
             if unknown:
                 raise UsageError(f"--only {unknown[0]!r} is not a task of grid {planned['name']!r}")
-            check_writable_target(args.out or sweep_folder(planned["name"]),
-                                  "--out" if args.out else "grid folder")
+            what = "--out" if args.out else "grid folder"
+            folder = args.out or sweep_folder(planned["name"])
+            # the report written after the runs: its files checked before them
+            check_folder_files(folder, () if args.no_report else REPORT_FILES, what)
+            check_writable_target(folder, what)
         root = run_grid(grid, out=args.out, workers=args.workers,
                         backend=args.backend, address=args.address, profile=args.profile,
                         only=args.only, ensemble=args.ensemble)
@@ -142,8 +146,12 @@ def _compare(args) -> int:
 def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
     from resharpen.experiments.languages.grid import report, table_rows
 
+    from resharpen.experiments.common.io import check_folder_files
+    from resharpen.experiments.training.sweep import REPORT_FILES
+
     with bad_input():  # a grid folder (its sweep.json says so), its runs readable
         check_task_grid(root)
+        check_folder_files(root, REPORT_FILES, "grid folder")
         if figures is not None:  # no figure through a link out of the folder
             from resharpen.experiments.common.io import check_within
 
@@ -161,8 +169,8 @@ def _report(root: Path, figures: Callable[[Path], list[Path]] | None) -> int:
 
 def _train(args) -> int:
     from resharpen.experiments.training.config import parse_sets, run_folder
-    from resharpen.experiments.common.io import ensure_writable_dir
     from resharpen.experiments.training.next_token_config import make_config
+    from resharpen.experiments.training.runs import check_run_folder
 
     with bad_input():  # the task, the overrides and the run folder, before torch
         load_plugins(args.plugin)
@@ -174,7 +182,8 @@ def _train(args) -> int:
         overrides.setdefault("task", {})["name"] = args.task
         config = make_config(overrides)
         folder = Path(args.out) if args.out else run_folder(config["name"])
-        ensure_writable_dir(folder)
+        # creates nothing: save_run makes the folder
+        check_run_folder(folder, "--out" if args.out else "run folder")
     from resharpen.experiments.training.loop import WEIGHTS, save_run
     from resharpen.experiments.training.next_token import train
 

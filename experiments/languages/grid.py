@@ -48,7 +48,8 @@ from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid
 from resharpen.experiments.common.io import (NUMBER, atomic_write_json, atomic_write_text,
                                            check_shape, dumps_json, ensure_writable_dir,
                                            read_json)
-from resharpen.experiments.training.sweep import execute, load_runs, write_rows
+from resharpen.experiments.training.sweep import (REPORT_JSON, REPORT_MARKDOWN, execute,
+                                                load_runs, write_rows)
 from resharpen.experiments.training.runs import WEIGHT_KINDS
 from resharpen.experiments.training.schema import NORM_PLACEMENTS
 from resharpen.experiments.training.next_token_config import SCHEMA, make_config, target_tag
@@ -312,8 +313,8 @@ def report(root: str | Path) -> tuple[str, dict]:
                      f"{e['std']:.2g} | {e['negative']}/{e['n']} |")
     text = "\n".join(lines) + "\n"
     data = {"summary": table, "effects": effects}
-    atomic_write_text(root / "report.md", text)
-    atomic_write_json(root / "report.json", data)
+    atomic_write_text(root / REPORT_MARKDOWN, text)
+    atomic_write_json(root / REPORT_JSON, data)
     return text, data
 
 

@@ -227,9 +227,14 @@ def load_checkpoint(folder: Path, state, device: torch.device) -> tuple[int, lis
 
 def run(args) -> dict:
     """Train (or resume) one OthelloGPT; return its summary."""
+    from resharpen.experiments.common.io import check_folder_files
+    from resharpen.experiments.training.runs import check_run_folder
+
+    folder = Path(args.out) if args.out else default_out(args)
+    check_folder_files(folder, (CHECKPOINT,), "--out")  # before any work
+    check_run_folder(folder, "--out")
     torch.set_num_threads(args.threads)
     device = pick_device(args.device)
-    folder = Path(args.out) if args.out else default_out(args)
     folder.mkdir(parents=True, exist_ok=True)
     task = Othello(args.board)
     torch.manual_seed(args.seed)

@@ -8,6 +8,10 @@ The first claims are checked without a model (sympy, numpy) against
 :mod:`resharpen.theory.set_complement.formulas`. The claims after them run the constructions
 (or random lemma-form models) through the float64 torch model of experiments/model/transformer.py and
 compare with the same formulas at every length s = 1..v-1 for v in ``VOCABS``.
+
+The module imports no torch: the checks on the model import it, with the constructions and the
+model's code, in their bodies. ``resharpen verify --only`` on a claim without a model so pays
+for numpy and sympy alone, not for torch.
 """
 from __future__ import annotations
 
@@ -15,20 +19,13 @@ import tempfile
 
 import numpy as np
 import sympy as sp
-import torch
 
-from resharpen.constructions import set_complement as cons
 from resharpen.experiments.ledger import Outcome, claim
-from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.experiments.common.profiles import pick
-from resharpen.experiments.set_complement.below_bound import minimize, objective
-from resharpen.experiments.set_complement.evaluate import per_position_metrics
-from resharpen.experiments.set_complement.lemma_numerics import (
-    lemma_model_errors, lemma_nullspace_dimension, min_rank_random)
+from resharpen.experiments.set_complement.lemma_rank import (lemma_nullspace_dimension,
+                                                             min_rank_random)
 from resharpen.experiments.set_complement.post_readout import (post_K_by_bisection,
                                                                post_margin_explicit)
-from resharpen.experiments.set_complement.report import construction_errors
-from resharpen.experiments.tasks.set_complement import exact_target, sample_inputs
 from resharpen.theory.set_complement import formulas as sc
 
 SRC = "arXiv 2510.08341 (reconstructed)"
@@ -200,6 +197,9 @@ def per_length(profile: str) -> int:
 
 def family_error(configs, profile: str) -> tuple[float, float, str]:
     """Worst relative margin error and worst metric error ratio over built constructions."""
+    from resharpen.constructions import set_complement as cons
+    from resharpen.experiments.set_complement.report import construction_errors
+
     worst_margin, worst_metric, where = 0.0, 0.0, ""
     for kwargs in configs:
         rows = construction_errors(cons.build(**kwargs), per_length(profile))
@@ -237,6 +237,10 @@ readout_margin_claim("sc.readout.pre", "pre", "The float64 torch pre model (x + 
 
 @claim("sc.construct.tight_dimensions")
 def check_construct_tight_dimensions(profile):
+    import torch
+
+    from resharpen.constructions import set_complement as cons
+
     bad = []
     for vv in VOCABS:
         built = cons.tight(vv, lam=2.0, beta=1.0)
@@ -262,6 +266,9 @@ def check_theorem_harmonic_margin(profile):
 
 @claim("sc.theorem.two_over_s")
 def check_theorem_two_over_s(profile):
+    from resharpen.constructions import set_complement as cons
+    from resharpen.experiments.set_complement.evaluate import per_position_metrics
+
     worst = 0.0
     for vv in VOCABS[1:]:
         for lam, beta, _ in scales(profile, vv):
@@ -274,6 +281,9 @@ def check_theorem_two_over_s(profile):
 
 @claim("sc.theorem.unbalanced_breaks_2_over_s")
 def check_theorem_unbalanced_breaks_2_over_s(profile):
+    from resharpen.constructions import set_complement as cons
+    from resharpen.experiments.set_complement.evaluate import per_position_metrics
+
     worst, deviation = 0.0, 0.0
     for vv in (8, 12, 33):
         margin, metric, where = family_error([dict(variant="unbalanced", vocab=vv, lam=2.0 * vv,
@@ -293,6 +303,9 @@ def check_theorem_unbalanced_breaks_2_over_s(profile):
 
 @claim("sc.theorem.negative_beta")
 def check_theorem_negative_beta(profile):
+    from resharpen.constructions import set_complement as cons
+    from resharpen.experiments.set_complement.evaluate import per_position_metrics
+
     mismatches, details = [], []
     for vv in (12, 33, 128):
         lam, beta = vv / 2 + 0.25, -1.0  # crossover s* = v/2 + 0.25, not an integer
@@ -308,6 +321,8 @@ def check_theorem_negative_beta(profile):
 
 def lemma_errors_by_profile(profile: str) -> list[dict]:
     """:func:`lemma_model_errors` for v in VOCABS[:5] and the profile's seeds."""
+    from resharpen.experiments.set_complement.lemma_numerics import lemma_model_errors
+
     seeds = pick(profile, quick=(0, 1), full=range(6))
     return [lemma_model_errors(vv, seed, per_length(profile)) for vv in VOCABS[:5] for seed in seeds]
 
@@ -340,6 +355,11 @@ def check_theorem_dispersion_min_margin_erratum(profile):
 
 @claim("sc.model.decomposition")
 def check_model_decomposition(profile):
+    import torch
+
+    from resharpen.experiments.model.transformer import ModelConfig, Transformer
+    from resharpen.experiments.tasks.set_complement import sample_inputs
+
     worst = 0.0
     for vv in VOCABS[:5]:
         torch.manual_seed(vv)
@@ -356,6 +376,11 @@ def check_model_decomposition(profile):
 
 @claim("sc.rank.below_bound")
 def check_rank_below_bound(profile):
+    import torch
+
+    from resharpen.constructions import set_complement as cons
+    from resharpen.experiments.set_complement.below_bound import minimize, objective
+
     vocabs = pick(profile, quick=(4, 6), full=(4, 6, 8))
     starts, steps = pick(profile, quick=(12, 800), full=(32, 2000))
     below = {vv: float(minimize(vv, vv - 2, starts, steps, seed=vv, progress=False).min()) for vv in vocabs}
@@ -375,6 +400,11 @@ def check_rank_below_bound(profile):
 
 @claim("sc.noise.autograd_trace")
 def check_noise_autograd_trace(profile):
+    import torch
+
+    from resharpen.constructions import set_complement as cons
+    from resharpen.experiments.tasks.set_complement import exact_target, sample_inputs
+
     worst = 0.0
     for vv in (4, 12, 33):
         built = cons.tight(vv, lam=4.0 * vv, beta=1.0)
@@ -397,6 +427,10 @@ def check_noise_autograd_trace(profile):
 
 @claim("sc.construct.save_load")
 def check_construct_save_load(profile):
+    import torch
+
+    from resharpen.constructions import set_complement as cons
+
     mismatches = []
     tokens = torch.tensor([[0, 3, 1]])
     for variant, norm, kind in [("tight", "post", "rms"), ("one_hot", "attn_out", "layer"),

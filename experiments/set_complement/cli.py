@@ -4,7 +4,6 @@ line.
 Parsing imports nothing heavy: the handlers import torch, numpy and matplotlib."""
 from __future__ import annotations
 
-import os
 import sys
 from functools import partial
 from pathlib import Path
@@ -47,7 +46,7 @@ HEADLINE = ("id_invalid_mass", "ood_invalid_mass", "id_kl", "ood_kl", "ood_tv")
 def run_train(args) -> int:
     from resharpen.experiments.common.cli_args import require_finite
     from resharpen.experiments.training.config import run_folder
-    from resharpen.experiments.common.io import check_writable_target
+    from resharpen.experiments.training.runs import check_run_folder
     from resharpen.experiments.set_complement.config import load_config
 
     with bad_input():  # the config file, the overrides and the run folder, before torch
@@ -58,10 +57,8 @@ def run_train(args) -> int:
                        f"{config['model']['d_model']}, batch {config['train']['batch_size']})",
                        args.max_memory)
         folder = Path(args.out) if args.out else run_folder(config["name"])
-        what = "--out" if args.out else "run folder"
-        if os.path.exists(folder) and not os.path.isdir(folder):
-            raise ValueError(f"{what} {str(folder)!r} exists and is not a folder")
-        check_writable_target(folder, what)  # creates nothing: save_run makes the folder
+        # creates nothing: save_run makes the folder
+        check_run_folder(folder, "--out" if args.out else "run folder")
     from resharpen.experiments.training.loop import WEIGHTS, save_run
     from resharpen.experiments.set_complement.train import train
 
@@ -177,11 +174,13 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
     from resharpen.experiments.set_complement.sweep_report import (check_sweep_folder, report,
                                                                    runs_with_data)
 
-    from resharpen.experiments.common.io import check_output_file, read_json
+    from resharpen.experiments.common.io import check_folder_files, check_output_file, read_json
+    from resharpen.experiments.training.sweep import REPORT_FILES
 
     with bad_input():
         if args.sweep is None:
             raise UsageError("name a sweep folder, e.g. out/sweeps/random_search")
+        check_folder_files(args.sweep, REPORT_FILES, "sweep folder")
         if args.fit_json and args.fit_json != "-":
             check_output_file(args.fit_json, "--fit-json")
         marker = Path(args.sweep) / "sweep.json"

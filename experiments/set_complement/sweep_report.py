@@ -24,7 +24,8 @@ import numpy as np
 
 from resharpen.experiments.common.io import NUMBER, check_shape, read_json, read_jsonl
 from resharpen.experiments.training.runs import HISTORY_ROW_SHAPE, PER_LENGTH_SHAPE
-from resharpen.experiments.training.sweep import load_runs, read_sweep_file, read_table
+from resharpen.experiments.training.sweep import (REPORT_JSON, REPORT_MARKDOWN, load_runs,
+                                                read_sweep_file, read_table)
 from resharpen.experiments.training.schema import NORM_PLACEMENTS
 
 OOD_METRICS = ("ood_invalid_mass", "ood_kl", "lg_score")
@@ -300,7 +301,8 @@ def report(root: str | Path) -> tuple[str, list[Path]]:
     root = Path(root)
     a = analyse(root)
     text = to_markdown(a)
-    paths = [atomic_write_text(root / "report.md", text), atomic_write_json(root / "report.json", a)]
+    paths = [atomic_write_text(root / REPORT_MARKDOWN, text),
+             atomic_write_json(root / REPORT_JSON, a)]
     return text, paths
 
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from resharpen.experiments.common.io import atomic_write_text, read_json
+from resharpen.experiments.common.io import atomic_write_text, check_folder_files, read_json
 from resharpen.experiments.common.names import check_name
 
 ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"
@@ -121,17 +121,23 @@ def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
 def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
     """Copy the archived runs of sweep ``name`` that ``out`` (a sweep folder) lacks into it,
     each marked :data:`ARCHIVED_MARKER`, and the sweep's identity and table when ``out`` has
-    none (a sweep command that resumes rewrites the table). A run
-    folder that exists in ``out`` is left alone. Returns ``{"sweep": name, "restored": k,
-    "archived": n}``."""
+    none (a sweep command that resumes rewrites the table). A run folder that exists in ``out``
+    is left alone; one that is not a folder, or a ``sweep.json`` or ``table.jsonl`` that is not
+    a regular file, is refused (ValueError) before anything is copied. Returns
+    ``{"sweep": name, "restored": k, "archived": n}``."""
     source = Path(archive) / "sweeps" / check_name(name, "sweep name")
     out = Path(out)
     if not (source / "sweep.json").is_file() and (source / STUDY_FILE).is_file():
+        check_folder_files(out, (STUDY_FILE,), "study folder")  # before the copy
         restored = _copy_new(source / STUDY_FILE, out / STUDY_FILE)
         return {"sweep": name, "restored": int(restored), "archived": 1}
     if not (source / "sweep.json").is_file():
         raise ValueError(f"the archive has no sweep {name!r} (looked in {source})")
     runs = finished_runs(source)
+    check_folder_files(out, SWEEP_FILES, "sweep folder")  # before the first copy
+    check_folder_files(out / "runs", (), "runs folder")
+    for run in runs:
+        check_folder_files(out / "runs" / run.name, (), "run folder")
     restored = 0
     for run in runs:
         folder = out / "runs" / run.name

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resharpen.experiments.common.io import NUMBER, read_json, read_jsonl
+from resharpen.experiments.common.io import (NUMBER, check_folder_files, check_writable_target,
+                                             read_json, read_jsonl)
 
 if TYPE_CHECKING:
     import torch
@@ -28,6 +29,15 @@ RUN_FILES = ("config.json", "provenance.json", "metrics.jsonl", "per_length.json
 """The files :func:`resharpen.experiments.training.loop.save_run` writes in a run folder."""
 MEASURED_FILE = "measured_{}.json"
 """A table an analysis measured on a run's weights or per-length records (:func:`measured`)."""
+
+
+def check_run_folder(folder: str | Path, what: str = "run folder") -> Path:
+    """ValueError unless ``folder`` can take a run: absent, or a writable folder whose
+    :data:`RUN_FILES` are absent or regular files. Called before training, so a bad folder (or a
+    FIFO, device or link at a run file) is refused before the work; creates nothing (the run
+    is saved by :func:`resharpen.experiments.training.loop.save_run`, which makes the folder)."""
+    check_folder_files(folder, RUN_FILES, what)
+    return check_writable_target(folder, what)
 
 
 @dataclass(frozen=True)

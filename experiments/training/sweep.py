@@ -27,7 +27,8 @@ from pathlib import Path
 from resharpen.experiments.training.backends import check_backend, run_tasks
 from resharpen.experiments.common.cli_args import UsageError, bad_input
 from resharpen.experiments.common.io import (TEMP_MARK, atomic_write_json, atomic_write_text,
-                                           check_within, dumps_jsonl, hold_lock, read_json,
+                                           check_folder_files, check_within, dumps_jsonl,
+                                           hold_lock, read_json,
                                            read_jsonl, remove_stale_staging,
                                            remove_stale_temporaries)
 from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, RUN_FILES,  # noqa: F401
@@ -35,6 +36,9 @@ from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, RUN_FILES,  #
 
 SWEEP_FILES = ("sweep.json", "table.csv", "table.jsonl", "provenance.json")
 """The files a sweep driver writes in the sweep folder itself."""
+REPORT_MARKDOWN, REPORT_JSON = "report.md", "report.json"
+REPORT_FILES = (REPORT_MARKDOWN, REPORT_JSON)
+"""The files the report of a sweep or a task grid writes in its folder."""
 
 
 PER_MEMBER_KEYS = (("train", "seed"), ("train", "lr"), ("train", "weight_decay"),
@@ -118,9 +122,13 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
 def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
                  kind: str) -> tuple[set, list]:
     """(finished run indices, pending groups of indices): every check before the first write,
-    so a refused resume changes nothing."""
+    so a refused resume changes nothing. The files the sweep will write (:data:`SWEEP_FILES`,
+    and the run files of each unfinished run) are absent or regular files, their folders absent
+    or folders, checked here: a FIFO or a device at one is refused before any run trains."""
     path = root / "sweep.json"
     with bad_input():
+        check_folder_files(root, SWEEP_FILES, f"{kind} folder")
+        check_folder_files(root / "runs", (), "runs folder")
         if path.exists():
             old = read_json(path, f"the {kind} file")
             if not isinstance(old, dict) or old.get("identity") != identity:
@@ -138,6 +146,8 @@ def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
                     raise UsageError(f"run folder {str(folder)!r} holds another config; "
                                      "choose another --out")
                 finished.add(index)
+            else:
+                check_folder_files(folder, RUN_FILES, "run folder")
         unfinished = [i for i in range(len(configs)) if i not in finished]
         pending = [[unfinished[j] for j in group]
                    for group in group_runs([configs[i] for i in unfinished], ensemble)]

@@ -84,12 +84,14 @@ def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_",
     ``<prefix><task>.png/.pdf`` (stamped when the grid is a quick or tiny one)."""
     from resharpen.experiments.common.io import ensure_writable_dir
     from resharpen.experiments.languages.grid import per_length_curves
-    from resharpen.paper_figs import save
+    from resharpen.paper_figs import check_figure_files, save
 
+    curves = per_length_curves(root)
+    check_figure_files(outdir, [f"{prefix}{task}" for task in curves])  # before any figure
     ensure_writable_dir(outdir)
     quick = profile == "quick" or Path(root).name.endswith(("-quick", "-tiny"))
     written: list[Path] = []
-    for task, lines in sorted(per_length_curves(root).items()):
+    for task, lines in sorted(curves.items()):
         fig = task_figure(task, lines, Path(root).name, "quick" if quick else profile)
         written.extend(save(fig, outdir, f"{prefix}{task}", "quick" if quick else None))
     return written

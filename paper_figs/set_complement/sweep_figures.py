@@ -13,7 +13,7 @@ from resharpen.experiments.common.io import ensure_writable_dir
 from resharpen.experiments.training.sweep import read_table
 from resharpen.experiments.set_complement.sweep_report import runs_with_data, summary_stats
 from resharpen.experiments.set_complement.train import attn_out_margin
-from resharpen.paper_figs import save, style
+from resharpen.paper_figs import check_figure_files, save, style
 
 
 def fig_placements(runs: list[dict], metric: str = "invalid_mass", profile: str | None = None):
@@ -172,6 +172,7 @@ def make_figures(root: Path, outdir: Path, names=("placements", "dropout", "marg
     """Draw the figures ``names`` of the sweep folder ``root`` into ``outdir`` as
     ``<prefix>_<name>.png/.pdf``; return the files. A quick sweep (``profile="quick"`` or a
     ``*-quick`` folder) is stamped as such."""
+    check_figure_files(outdir, [f"{prefix}_{name}" for name in names])  # before any figure
     ensure_writable_dir(outdir)
     runs = runs_with_data(Path(root))
     rows = read_table(root)

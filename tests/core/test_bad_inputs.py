@@ -555,11 +555,44 @@ CASES = [
     case(["collapse", "stack", "--json", "f"], r"--json 'f' is a FIFO", {"f": FIFO},
          id="collapse stack --json FIFO"),
     case(["figs", "--out", "o", "--only", "sc_margins"],
-         r"figure file 'o/sc_margins\.png' is a FIFO", {"o/sc_margins.png": FIFO},
+         r"figures folder: the file 'o/sc_margins\.png' is a FIFO", {"o/sc_margins.png": FIFO},
          id="figs output file is a FIFO"),
     case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
          r"lock file 's/\.lock' cannot be used: a symbolic link",
          {"s/.lock": Link("victim"), "s/victim": "keep me"}, id="sweep lock file is a link"),
+    # a file a command writes inside the folder it is given: checked before the work (the rows
+    # of BEFORE_THE_WORK below also prove that the work never started)
+    case(["construct", "--vocab", "8", "--out", "c"],
+         r"--out: the file 'c/report\.json' is a socket", {"c/report.json": SOCKET},
+         id="construct --out report.json a socket"),
+    case(["construct", "--vocab", "8", "--out", "c"],
+         r"--out: the file 'c/weights\.safetensors' is a folder", {"c/weights.safetensors": DIR},
+         id="construct --out weights file a folder"),
+    case(["construct", "--vocab", "8", "--out", "c"], r"--out 'c' exists and is not a folder",
+         {"c": FIFO}, id="construct --out folder a FIFO"),
+    case(["train", "{BASE}", "--out", "r"],
+         r"--out: the file 'r/config\.json' is a symbolic link that loops",
+         {"r/config.json": Link("config.json")}, id="train --out config.json a link loop"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+         r"sweep folder: the file 's/table\.csv' is a FIFO", {"s/table.csv": FIFO},
+         id="sweep table.csv a FIFO"),
+    case(["sweep", "{RS}", "--profile", "quick", "--out", "s"], r"runs folder 's/runs' exists "
+         r"and is not a folder", {"s/runs": FIFO}, id="sweep runs folder a FIFO"),
+    case(["langs", "run", "--grid", "g.toml", "--out", "g"],
+         r"--out: the file 'g/report\.md' is a FIFO", {"g.toml": LANG_GRID, "g/report.md": FIFO},
+         id="langs run report.md a FIFO"),
+    case(["langs", "report", "g"], r"grid folder: the file 'g/report\.json' is a FIFO",
+         {**GRID_DIR, "g/report.json": FIFO}, id="langs report report.json a FIFO"),
+    case(["report", "s"], r"sweep folder: the file 's/report\.md' is a FIFO",
+         {**SC_REPORTABLE, "s/report.md": FIFO}, id="report report.md a FIFO"),
+    case(["archive", "restore", "langs", "--out", "o"],
+         r"sweep folder: the file 'o/sweep\.json' is a FIFO", {"o/sweep.json": FIFO},
+         id="archive restore sweep.json a FIFO"),
+    case(["battery", "--scheme", "pre", "--out", "b"],
+         r"--out: the file 'b/battery\.md' is a FIFO", {"b/battery.md": FIFO},
+         id="battery battery.md a FIFO"),
+    case(["battery", "--scheme", "pre", "--out", "b"], r"--out 'b/dynamics' exists and is not "
+         r"a folder", {"b/dynamics": "a file"}, id="battery dynamics folder a file"),
     # files read with a size cap, never a device or FIFO to the end; a config nested too deep
     case(["verify", "--baseline", "/dev/zero", "--only", "sc.lemma.*"],
          r"--baseline '/dev/zero' is a character device, not a JSON file: the package reads only "
@@ -659,6 +692,12 @@ def _timeout(signum, frame):
 
 @pytest.mark.parametrize("args, files, pattern", CASES)
 def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys, request):
+    refused(args, files, pattern, tmp_path, monkeypatch, capsys, request)
+
+
+def refused(args, files, pattern, tmp_path, monkeypatch, capsys, request) -> None:
+    """Make ``files`` in ``tmp_path``, run the command there; assert exit 2, one line matching
+    ``pattern``, and nothing created, changed or removed."""
     monkeypatch.chdir(tmp_path)  # the output root out/ is relative: it lands here
     servers = []
     request.addfinalizer(lambda: [server.close() for server in servers])
@@ -693,6 +732,68 @@ def test_bad_input(args, files, pattern, tmp_path, monkeypatch, capsys, request)
     assert len(lines) == 1 and lines[0].startswith("error: "), f"not one line:\n{err}"
     assert re.search(pattern, lines[0]), f"{lines[0]!r} does not match {pattern!r}"
     assert snapshot(tmp_path) == before, "the command wrote, changed or removed a file"
+
+
+def before_the_work(work, args, pattern, files, id):
+    return pytest.param(work, args, files, pattern, id=id)
+
+
+COLLAPSE_RUN0 = "c/post_L24_d32_lr0.003_s0"  # the first run of the quick collapse sweep
+BEFORE_THE_WORK = [
+    before_the_work("resharpen.constructions.set_complement.build",
+                    ["construct", "--vocab", "8", "--out", "c"],
+                    r"--out: the file 'c/config\.json' is a FIFO", {"c/config.json": FIFO},
+                    id="construct --out config.json a FIFO"),
+    before_the_work("resharpen.constructions.set_complement.build",
+                    ["construct", "--vocab", "8", "--out", "c"],
+                    r"--out: the file 'c/report\.json' is a FIFO", {"c/report.json": FIFO},
+                    id="construct --out report.json a FIFO"),
+    before_the_work("resharpen.experiments.set_complement.train.train",
+                    ["train", "{BASE}", "--profile", "quick", "--out", "r"],
+                    r"--out: the file 'r/summary\.json' is a FIFO", {"r/summary.json": FIFO},
+                    id="train --out summary.json a FIFO"),
+    before_the_work("resharpen.experiments.set_complement.train.train",
+                    ["train", "{BASE}", "--profile", "quick"],
+                    r"run folder: the file 'out/runs/.*/metrics\.jsonl' is a FIFO",
+                    {"out/runs/base_sampled/metrics.jsonl": FIFO},
+                    id="train default run folder metrics.jsonl a FIFO"),
+    before_the_work("resharpen.experiments.training.next_token.train",
+                    ["langs", "train", "dyck2", "--out", "r"],
+                    r"--out: the file 'r/weights_raw\.safetensors' is a FIFO",
+                    {"r/weights_raw.safetensors": FIFO}, id="langs train --out weights a FIFO"),
+    before_the_work("resharpen.experiments.collapse.train.sweep",
+                    ["collapse", "train", "--out", "c"],
+                    r"run folder: the file 'c/post_L24_d32_lr0\.003_s0/config\.json' is a FIFO",
+                    {f"{COLLAPSE_RUN0}/config.json": FIFO},
+                    id="collapse train run config.json a FIFO"),
+    before_the_work("resharpen.experiments.training.sweep._run",
+                    ["sweep", "{RS}", "--profile", "quick", "--out", "s"],
+                    r"run folder: the file 's/runs/random_search-0000/per_length\.json' is a "
+                    r"FIFO", {f"{RUN0}/per_length.json": FIFO},
+                    id="sweep run per_length.json a FIFO"),
+    before_the_work("resharpen.experiments.training.sweep._run",
+                    ["langs", "run", "--grid", "g.toml", "--out", "g"],
+                    r"run folder: the file 'g/runs/.*/config\.json' is a FIFO",
+                    {"g.toml": LANG_GRID, "g/runs/dyck2-pre-s0/config.json": FIFO},
+                    id="langs run run config.json a FIFO"),
+]
+
+
+@pytest.mark.parametrize("work, args, files, pattern", BEFORE_THE_WORK)
+def test_refused_before_the_work(work, args, files, pattern, tmp_path, monkeypatch, capsys,
+                                 request):
+    """A FIFO where a command would write, inside the folder it is given: refused with one line
+    and exit 2 before the work, whose function (``work``) is never called, so the refusal
+    costs no training or evaluation, however long that would take."""
+    started = []
+
+    def the_work(*args, **kwargs):
+        started.append(work)
+        raise AssertionError(f"{work} was called: the work started before the check")
+
+    monkeypatch.setattr(work, the_work)
+    refused(args, files, pattern, tmp_path, monkeypatch, capsys, request)
+    assert started == []
 
 
 def test_the_table_is_broad():
@@ -1131,3 +1232,14 @@ def test_api_train_refuses_a_diverged_run(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
     run = rs.train(PLACES["{BASE}"], tiny, out="ok")  # the same run at a sane lr is a result
     assert run.model("raw", dtype="float64").W_E.dtype == __import__("torch").float64
+
+
+def test_api_save_construction_checks_every_file_first(tmp_path):
+    """``save_construction`` checks both files it writes before the first: a FIFO at
+    config.json is refused (ValueError naming it) with no weights file written beside it."""
+    import resharpen as rs
+
+    os.mkfifo(tmp_path / "config.json")
+    with pytest.raises(ValueError, match=r"folder: the file '.*config\.json' is a FIFO"):
+        rs.save_construction(rs.build("tight", vocab=8), tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json"]

@@ -152,6 +152,20 @@ def test_did_you_mean_at_once(args, suggestion, tmp_path):
     assert result["seconds"] < 2.0, result
 
 
+@pytest.mark.parametrize("claim_id", ["sc.metrics.closed_forms",
+                                      "sc.readout.reconstruction_regression",
+                                      "collapse.delta_attn_formula", "dyn.terminal.ode.postln"])
+def test_a_claim_without_a_model_runs_without_torch(claim_id, tmp_path):
+    """``verify --only`` on a claim that needs no model imports its claims module and no torch
+    (the checks on a model import it themselves), so it takes less than importing torch
+    (benchmarks/bench_waits.py times it)."""
+    done = subprocess.run([sys.executable, "-c", PROBE, "verify", "--only", claim_id],
+                          cwd=tmp_path, text=True, capture_output=True, timeout=300)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["status"] == 0, done.stderr
+    assert "torch" not in result["heavy"], result
+
+
 def test_did_you_mean_for_figures():
     from resharpen.paper_figs import select_figures
 
