@@ -28,22 +28,23 @@ def set_complement_sweep(name: str, profile: str) -> Path:
 
 
 def language_grid(profile: str) -> Path:
-    """The best finished language grid, as the claims choose it: the full grid, else (quick) a
-    complete quick grid, else the tiny grid the claims train."""
+    """The profile's own finished language grid, as the claims choose it: the full grid when
+    every run of it is finished (``out/sweeps/langs``, else the archive's copy), the quick grid
+    (else the tiny grid the tests train) in the quick profile; never a part of a grid."""
+    from resharpen.experiments.training.archive import archived_sweep
     from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.languages.grid import default_root, grid_file, load_grid
 
-    full = default_root("langs")
-    if full.exists() and load_runs(full):
-        return full
-    if profile == "quick":
-        planned = load_grid(grid_file("quick"), "quick")
-        quick = default_root(planned["name"])
-        if quick.exists() and len(load_runs(quick)) >= len(planned["configs"]):
-            return quick
-        tiny = default_root("langs-tiny")
-        if tiny.exists() and load_runs(tiny):
-            return tiny
+    planned = load_grid(grid_file(profile), profile)
+    places = [default_root(planned["name"])]
+    if profile == "full":
+        places.append(archived_sweep(planned["name"]))
+    else:
+        places.append(default_root("langs-tiny"))
+    for root in places:
+        wanted = len(planned["configs"]) if root is places[0] or profile == "full" else 1
+        if root is not None and root.exists() and len(load_runs(root)) >= wanted:
+            return root
     raise MissingResults(f"no finished language grid for the {profile} profile",
                          f"resharpen langs run --profile {profile}")
 

@@ -53,27 +53,21 @@ def effect_text(t) -> str:
     return f"{t.label} not tested (n={t.result.n})"
 
 def grid_rows(profile: str) -> tuple[list[dict], Path, str]:
-    """(table rows, folder, which grid) of the best finished grid for the profile: the full grid
-    (``out/sweeps/langs``) when it has runs; in the full profile else the paper grid
-    (``out/sweeps/langs-paper``, `resharpen langs run --grid languages/paper`) when it has runs;
-    else the quick grid (quick profile: trained here when missing) or, in the full profile, an
-    error naming the command."""
-    from resharpen.experiments.training.sweep import load_runs
-    from resharpen.experiments.languages.grid import (default_root, ensure_grid, grid_file,
-                                                      load_grid, table_rows)
+    """(table rows, folder, which grid) of the profile's own grid: in the full profile the full
+    grid (``out/sweeps/langs``, trained here where runs are missing: it resumes run by run, so
+    a stopped ``verify --profile full`` continues where it stopped), in the quick profile the
+    quick grid (trained here when missing, minutes). A profile never decides on another's grid,
+    and the full profile never on a part of its grid."""
+    from resharpen.experiments.languages.grid import (ensure_grid, grid_file, load_grid,
+                                                      table_rows)
 
     if profile in _CACHE:
         return _CACHE[profile]
-    full, paper = default_root("langs"), default_root("langs-paper")
-    if full.exists() and load_runs(full):
-        root, which = full, "full grid"
-    elif profile == "full" and paper.exists() and load_runs(paper):
-        root = paper
-        which = "paper grid (" + grid_shape([run["config"] for run in load_runs(paper)]) + ")"
-    elif profile == "full":
-        root, which = ensure_grid("full"), "full grid"
+    if profile == "full":
+        root = ensure_grid("full")
+        which = "full grid (" + grid_shape(load_grid(grid_file("full"), "full")["configs"]) + ")"
     else:
-        root = ensure_grid("quick", progress=False)  # trained here when missing (minutes)
+        root = ensure_grid("quick", progress=False)
         which = "quick grid (" + grid_shape(load_grid(grid_file("quick"), "quick")["configs"]) + ")"
     _CACHE[profile] = (table_rows(root), root, which)
     return _CACHE[profile]

@@ -351,17 +351,21 @@ def grid_file(profile: str) -> Path:
 
 def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Path:
     """The grid folder of ``profile`` with every run finished: the full one must have been run
-    (``resharpen langs run --profile full``); the quick one is run (or completed) here."""
+    (``resharpen langs run --profile full``, resumable; a part of it decides nothing, so an
+    unfinished one raises :class:`~resharpen.experiments.ledger.registry.MissingData`, which a
+    claim records as INCONCLUSIVE with the counts); the quick one is run (or completed) here."""
+    from resharpen.experiments.ledger.registry import MissingData
+
     planned = load_grid(grid_file(profile), profile)
     root = default_root(planned["name"])
     finished = len(load_runs(root)) if root.exists() else 0
     if finished >= len(planned["configs"]):
         return root
     if profile == "full":
-        if finished:
-            return root
-        raise ValueError(f"no finished runs in {str(root)!r}; run: resharpen langs run "
-                         "--profile full")
+        raise MissingData(f"{finished} of the full grid's {len(planned['configs'])} runs are "
+                          f"finished in {str(root)!r}; the rest: resharpen langs run --profile "
+                          "full (it resumes run by run; `resharpen archive restore langs` first "
+                          "brings back the archived ones)")
     return run_grid(grid_file(profile), profile=profile, workers=workers, progress=progress,
                     wait=True)  # verify's parallel workers: one trains, the others wait
 

@@ -48,6 +48,13 @@ INCONCLUSIVE: the data cannot decide (too few runs for the test's power, runs th
 the task, a tiny grid, a standard error that is not finite, or a test that shows neither
 direction); the detail says why and which command would decide it. ERROR: the check itself
 raised."""
+class MissingData(LookupError):
+    """Raised by a check, however deep, whose data is not there yet (a full-size grid that is
+    only partly trained): the ledger records the claim INCONCLUSIVE with this message, which says
+    how much data there is and names the command that makes the rest. Not for a bug: any
+    other exception is an ERROR."""
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What a check measured, what the theory expects, and whether they agree."""

@@ -13,7 +13,7 @@ import traceback
 from typing import Callable, Sequence
 
 from resharpen.experiments.common.profiles import check_profile
-from resharpen.experiments.ledger.registry import _REGISTRY, Claim, Outcome, Record
+from resharpen.experiments.ledger.registry import _REGISTRY, Claim, MissingData, Outcome, Record
 
 
 def format_value(value: object) -> str:
@@ -25,7 +25,8 @@ def format_value(value: object) -> str:
 
 
 def run_claim(c: Claim, profile: str) -> Record:
-    """Run one check; an exception is recorded as ERROR with its message, never raised."""
+    """Run one check; :class:`MissingData` is recorded as INCONCLUSIVE and any other exception
+    as ERROR, with its message, never raised."""
     check_profile(profile)
     start = time.perf_counter()
     try:
@@ -38,6 +39,9 @@ def run_claim(c: Claim, profile: str) -> Record:
             status = "INCONCLUSIVE"
             detail = f"{detail} | inconclusive: {outcome.inconclusive}" if detail else \
                 f"inconclusive: {outcome.inconclusive}"
+    except MissingData as exc:  # the data is not there yet: too little to decide
+        status, measured, expected = "INCONCLUSIVE", "no data", "-"
+        detail = f"inconclusive: {exc}"
     except Exception as exc:  # the ledger reports broken checks rather than dying
         status, measured, expected = "ERROR", "-", "-"
         detail = f"{type(exc).__name__}: {exc} | {traceback.format_exc(limit=2).splitlines()[-1]}"

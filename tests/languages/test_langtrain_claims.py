@@ -173,26 +173,33 @@ def test_averages_count_only_where_they_reached_their_runs_own_fit(grid):
     assert status("langtrain.ema.ood_invalid_mass").status == "FAIL"
 
 
-def test_the_full_profile_reads_the_paper_grid_when_the_full_grid_has_none(monkeypatch,
-                                                                          tmp_path):
+def test_a_part_of_the_full_grid_decides_nothing(monkeypatch, tmp_path):
+    """The full profile decides on the whole full grid only: with 8 of its runs finished the
+    claims are INCONCLUSIVE, saying how many runs there are and the command that makes the
+    rest; the quick profile never reads the full grid."""
     import resharpen.experiments.training.sweep as sweep
     import resharpen.experiments.languages.claims_train as module
     import resharpen.experiments.languages.grid as grid
+    from resharpen.experiments.ledger.registry import _REGISTRY
+    from resharpen.experiments.ledger.runner import run_claim
 
-    roots = {name: tmp_path / name for name in ("langs", "langs-paper")}
-    config = {"task": {"name": "dyck1"}, "model": {"norm": "pre"}, "train": {"seed": 0},
-              "fit": {"until_id_invalid_mass": 0.015}}
-    monkeypatch.setattr(module, "_CACHE", {})
-    monkeypatch.setattr(grid, "default_root", lambda name: roots[name])
-    monkeypatch.setattr(grid, "table_rows", lambda root: [{"root": root}])
-    monkeypatch.setattr(sweep, "load_runs", lambda root: [{"config": config}]
-                        if root == roots["langs-paper"] else [])
+    roots = {"langs": tmp_path / "langs", "langs-quick": tmp_path / "langs-quick"}
     for root in roots.values():
         root.mkdir()
-    rows, root, which = module.grid_rows("full")
-    assert root == roots["langs-paper"] and rows == [{"root": root}]
-    assert which == ("paper grid (1 tasks x 1 schemes x 1 seeds, soft target, trained to ID "
-                     "invalid mass <= 0.015)")
+    monkeypatch.setattr(module, "_CACHE", {})
+    monkeypatch.setattr(grid, "default_root", lambda name: roots[name])
+    monkeypatch.setattr(sweep, "load_runs",
+                        lambda root: [{"config": {}}] * (8 if root == roots["langs"] else 0))
+    monkeypatch.setattr(grid, "load_runs", sweep.load_runs)
+    record = run_claim(_REGISTRY["langtrain.postnorm.vs_pre.ood_invalid_mass"], "full")
+    assert record.status == "INCONCLUSIVE", record
+    assert "8 of the full grid's 864 runs" in record.detail
+    assert "resharpen langs run --profile full" in record.detail
+    trained = []
+    monkeypatch.setattr(grid, "run_grid", lambda *a, **k: trained.append(a) or roots["langs-quick"])
+    monkeypatch.setattr(grid, "table_rows", lambda root: [{"root": root}])
+    rows, root, _ = module.grid_rows("quick")
+    assert root == roots["langs-quick"] and trained, "the quick profile reads its own grid"
 
 
 @pytest.mark.parametrize("profile", ["quick", "full"])
