@@ -13,6 +13,15 @@
   starts with "full", and each of its cells starts with the claim's status in the archived full
   ledger (results/full/ledger.json), or with "not run" for a claim the archive does not hold.
   A table may carry both markers, one line each, above it.
+* The numbers in every claim's row: in each table row of the docs whose first cell names a
+  declared claim (`` `id` ``), every number in the other cells (a measured value, n, p, a
+  setting) is one that the claim's quick or full record (measured, expected, detail) or its
+  declaration (statement, tolerance, origin) holds, to the precision it is written with: a number
+  written to its last digit matches a record value that rounds to it there (0.47 matches 0.469,
+  2e-8 matches 1.9e-08, 20 matches 20); signs are not compared, since the docs say "falls by" or
+  write the difference the other way round. A table whose numbers are another command's output
+  opts out through the marker ``<!-- numbers from: <the command> -->`` among the comment lines
+  right above it, naming that command.
 """
 from __future__ import annotations
 
@@ -36,6 +45,8 @@ QUICK_TABLE = "<!-- quick column: checked against experiments/configs/ledger/qui
 FULL_TABLE = "<!-- full column: checked against results/full/ledger.json -->"
 COLUMN = {QUICK_TABLE: ("quick", "the baseline"), FULL_TABLE: ("full", "the full record")}
 STATUSES = ("PASS", "FAIL", "INCONCLUSIVE", "not run")
+NUMBERS_FROM = "<!-- numbers from:"
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(?![\w.]*\d)")
 
 
 def _fast_and_slow() -> tuple[list[str], list[str]]:
@@ -135,6 +146,99 @@ def status_mismatches(text: str, statuses: dict[str, dict], marker: str = QUICK_
 
 def quick_status_mismatches(text: str, statuses: dict[str, dict]) -> list[str]:
     return status_mismatches(text, statuses, QUICK_TABLE)
+
+
+def numbers(text: str) -> list[tuple[str, float, float]]:
+    """Each number written in ``text``: its spelling, its magnitude and the half-width of the
+    interval of values that round to it at its last written digit."""
+    found = []
+    for match in NUMBER.finditer(text.replace("\u2212", "-")):
+        mantissa, exponent = match.group(1), int(match.group(2) or 0)
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        found.append((match.group(0), float(match.group(0)), 0.5 * 10.0 ** (exponent - decimals)))
+    return found
+
+
+def record_numbers(claim_id: str, records: list[dict[str, dict]], declarations: dict) -> list[float]:
+    """The magnitudes of the numbers in a claim's records and declaration."""
+    texts = [str(record[claim_id].get(key, "")) for record in records if claim_id in record
+             for key in ("measured", "expected", "detail")]
+    texts += [str(declarations.get(claim_id, {}).get(key, ""))
+              for key in ("statement", "tolerance", "origin")]
+    return [value for text in texts for _, value, _ in numbers(text)]
+
+
+def claim_rows(text: str, claim_ids) -> list[tuple[str, str]]:
+    """(claim id, the row's other cells) for each table row whose first cell names a claim,
+    outside the tables opted out by a ``numbers from`` marker."""
+    rows, opted_out, comments = [], False, []
+    for line in text.splitlines():
+        if line.startswith("<!--"):
+            comments.append(line)
+            continue
+        if not line.startswith("|"):
+            comments, opted_out = [], False
+            continue
+        if comments:
+            opted_out = any(c.startswith(NUMBERS_FROM) for c in comments)
+            comments = []
+        cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        found = re.match(r"\s*`([^`]+)`", cells[0]) if cells else None
+        if found and found.group(1) in claim_ids and not opted_out:
+            rows.append((found.group(1), "|".join(cells[1:])))
+    return rows
+
+
+def unmatched_numbers(text: str, records: list[dict[str, dict]], declarations: dict) -> list[str]:
+    """One line per number in a claim's row that no record or declaration of the claim holds."""
+    claim_ids = set(declarations).union(*records)
+    wrong = []
+    for claim_id, cells in claim_rows(text, claim_ids):
+        pool = record_numbers(claim_id, records, declarations)
+        for spelling, value, half in numbers(cells):
+            if not any(abs(value - v) <= half * (1 + 1e-9) for v in pool):
+                wrong.append(f"{claim_id}: {spelling}")
+    return wrong
+
+
+def _records_and_declarations():
+    from resharpen.experiments.ledger.declarations import all_declarations
+
+    return ([verdicts.read_records(verdicts.QUICK_LEDGER),
+             verdicts.read_records(verdicts.FULL_LEDGER)], all_declarations())
+
+
+def test_every_number_in_a_claims_row_is_in_its_record():
+    records, declarations = _records_and_declarations()
+    wrong = {doc.name: unmatched_numbers(doc.read_text(), records, declarations) for doc in DOCS}
+    wrong = {name: found for name, found in wrong.items() if found}
+    assert not wrong, "numbers the records do not hold: " + "; ".join(
+        f"{name}: " + ", ".join(found) for name, found in wrong.items())
+
+
+def test_every_numbers_from_marker_names_a_command():
+    for doc in DOCS:
+        for line in doc.read_text().splitlines():
+            if line.startswith(NUMBERS_FROM):
+                command = line[len(NUMBERS_FROM):].removesuffix("-->").strip()
+                assert command.startswith(("resharpen ", "python ", "make ")), (doc.name, line)
+
+
+def test_a_wrong_number_in_a_claims_row_is_caught():
+    records = [{"a.b": {"measured": "slope 0.469, n = 20", "expected": "< 0",
+                        "detail": "Holm p 1.9e-08"}},
+               {"c.d": {"measured": "rho -0.71"}}]
+    declarations = {"a.b": {"statement": "at k = 4"}, "c.d": {"tolerance": "abs 1e-12"},
+                    "e.f": {}}
+    doc = ("| claim | measured |\n|---|---|\n"
+           "| `a.b` | FAIL: slope +0.47 (n = 20, k = 4, Holm p 2e-8) |\n"
+           "| `c.d` | rho \u22120.710 within 1e-12 |\n"
+           "| `e.f` | 0.3 |\n"
+           "| `a.b` | slope 0.066, n = 21, p 2.0e-8 |\n"
+           "\n<!-- numbers from: resharpen report out/x -->\n| claim | value |\n|---|---|\n"
+           "| `e.f` | 0.3 |\n\n| `e.f` | 0.4 |\n")
+    assert unmatched_numbers(doc, records, declarations) == [
+        "e.f: 0.3", "a.b: 0.066", "a.b: 21", "a.b: 2.0e-8", "e.f: 0.4"]
 
 
 def test_every_quoted_mutation_score_is_the_records():
