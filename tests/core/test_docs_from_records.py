@@ -16,10 +16,10 @@
 * The numbers in every claim's row: in each table row of the docs whose first cell names a
   declared claim (`` `id` ``), every number in the other cells (a measured value, n, p, a
   setting) is one that the claim's quick or full record (measured, expected, detail) or its
-  declaration (source, statement, tolerance, origin) holds, to the precision it is written with: a number
-  written to its last digit matches a record value that rounds to it there (0.47 matches 0.469,
-  2e-8 matches 1.9e-08, 20 matches 20); signs are not compared, since the docs say "falls by" or
-  write the difference the other way round. A table whose numbers are another command's output
+  declaration (source, statement, tolerance, origin) holds, to the precision it is written with:
+  a number written to its last digit matches a record value that rounds to it there (0.47
+  matches 0.469, 2e-8 matches 1.9e-08, 20 matches 20); signs are not compared, since the docs
+  say "falls by" or write the difference the other way round. A table whose numbers are another command's output
   opts out through the marker ``<!-- numbers from: <the command> -->`` among the comment lines
   right above it, naming that command.
 """
