@@ -19,9 +19,9 @@
   declaration (source, statement, tolerance, origin) holds, to the precision it is written with:
   a number written to its last digit matches a record value that rounds to it there (0.47
   matches 0.469, 2e-8 matches 1.9e-08, 20 matches 20); signs are not compared, since the docs
-  say "falls by" or write the difference the other way round. A table whose numbers are another command's output
-  opts out through the marker ``<!-- numbers from: <the command> -->`` among the comment lines
-  right above it, naming that command.
+  say "falls by" or write the difference the other way round. A table whose numbers are another
+  command's output opts out through the marker ``<!-- numbers from: <the command> -->`` among
+  the comment lines right above it, naming that command.
 """
 from __future__ import annotations
 
@@ -159,7 +159,8 @@ def numbers(text: str) -> list[tuple[str, float, float]]:
     return found
 
 
-def record_numbers(claim_id: str, records: list[dict[str, dict]], declarations: dict) -> list[float]:
+def record_numbers(claim_id: str, records: list[dict[str, dict]],
+                   declarations: dict) -> list[float]:
     """The magnitudes of the numbers in a claim's records and declaration."""
     texts = [str(record[claim_id].get(key, "")) for record in records if claim_id in record
              for key in ("measured", "expected", "detail")]
