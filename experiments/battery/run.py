@@ -6,7 +6,7 @@ two grids resume run by run, the dynamics group by group):
 
 1. ``set_complement/``: the Set Complement fit grid (``set_complement/fit_placements_v32``, the
    profile's sizes), its scheme grid replaced by the scheme and :data:`REFERENCES`, its seeds and
-   stopping rule (``train.until_id_invalid_mass``: every run ends at the fit) unchanged
+   stopping rule (``fit.until_id_invalid_mass``: every run ends at the fit) unchanged
    (:func:`resharpen.experiments.set_complement.sweep.run_sweep`);
 2. ``languages/``: the language grid (``languages/grid``, the profile's tasks and seeds and its
    ``fit.until_id_invalid_mass``), its scheme grid replaced the same way
@@ -67,8 +67,8 @@ SIZES = {
     "tiny": Size(
         "quick",
         set_complement={"task": {"vocab": 8}, "model": {"d_model": 16},
-                        "train": {"steps": 300, "until_id_invalid_mass": 2e-2, "eval_every": 25},
-                        "eval": {"per_length": 8}},
+                        "train": {"steps": 300, "eval_every": 25},
+                        "fit": {"until_id_invalid_mass": 2e-2}, "eval": {"per_length": 8}},
         languages={"task": {"train_len": 4, "eval_len": 8},
                    "model": {"d_model": 16, "n_heads": 2},
                    "train": {"steps": 150, "log_every": 10},

@@ -38,7 +38,7 @@ WINDOWS = (500, 1000, 2000)
 BASE = "fit_placements_v32.toml"
 """The model and task of the protocol: the placements' v = 32 file (quick profile: v = 16,
 d = 32; full: v = 32, d = 64; init_std 0.1), with the settings of :data:`COMMON` on top."""
-COMMON = ("train.target=sampled", "train.labels_per_position=1", "train.until_id_invalid_mass=0",
+COMMON = ("train.target=sampled", "train.labels_per_position=1", "fit.until_id_invalid_mass=0",
           "train.schedule=constant", "train.warmup=0", "train.eval_every=250", "train.ema=none")
 """Sampled labels k = 1 (the noisiest target), a constant rate, no stopping rule."""
 ARMS = {"adamw": ("train.optimizer=adamw", "train.lr=1e-2"),
@@ -153,7 +153,7 @@ def train_windows(configs: list[dict], burn_in: int, windows=WINDOWS) -> list[di
     invalid mass at the end}."""
     first = configs[0]
     task, tr = first["task"], first["train"]
-    if tr["schedule"] != "constant" or tr["until_id_invalid_mass"]:
+    if tr["schedule"] != "constant" or first["fit"]["until_id_invalid_mass"]:
         raise ValueError("the EMA-window protocol needs a constant rate and no stopping rule")
     if not 0 < burn_in < tr["steps"]:
         raise ValueError(f"burn_in = {burn_in} must be inside the run's {tr['steps']} steps")
