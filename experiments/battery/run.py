@@ -47,7 +47,8 @@ class Size:
     """What one battery profile trains. ``profile``: the configs' profile. ``set_complement`` and
     ``languages``: sections set over the sweep files' (``{}``: their own). ``seeds`` and
     ``tasks``: the grids' (None: the files' own). ``dynamics``: the trained-dynamics profile's
-    name or a :class:`~resharpen.experiments.dynamics.trained.Profile` as a dict;
+    name, or a dict of :class:`~resharpen.experiments.dynamics.trained.Sizes` fields set over
+    the quick profile's sizes;
     ``dynamics_tasks``: its tasks (None: the study's). ``references``: the schemes trained beside
     the user's (default :data:`REFERENCES`)."""
 
@@ -165,12 +166,12 @@ def _say_done(root: Path, configs: list[dict], what: str) -> bool:
 
 # ------------------------------------------------------------------------------ dynamics
 def dynamics_profile(size: Size):
-    """The trained-dynamics :class:`~resharpen.experiments.dynamics.trained.Profile` of a size."""
-    from resharpen.experiments.dynamics.trained import PROFILES, Profile
+    """The trained-dynamics :class:`~resharpen.experiments.dynamics.trained.Sizes` of a size."""
+    from resharpen.experiments.dynamics.trained import sizes
 
     if isinstance(size.dynamics, str):
-        return PROFILES[size.dynamics]
-    return Profile(**size.dynamics)
+        return sizes(size.dynamics)
+    return replace(sizes("quick"), **size.dynamics)
 
 
 def _group_key(profile, task: str, scheme: str, depth: int) -> str:

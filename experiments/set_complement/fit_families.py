@@ -9,7 +9,7 @@ from typing import Callable
 
 from resharpen.experiments.ledger import Outcome, stats
 from resharpen.experiments.ledger.stats import ALPHA
-from resharpen.experiments.set_complement.fit_data import PLACEMENT_SWEEPS, Part
+from resharpen.experiments.set_complement.fit_data import Part, placement_sweeps
 from resharpen.experiments.set_complement.fit_noise_tests import (
     noise_bema_gain_tests, noise_bema_temperature_tests, noise_ema_gain_tests,
     noise_ema_ood_tests, noise_ema_window_tests)
@@ -61,7 +61,7 @@ def planned_tests(claim_id: str, profile: str) -> int:
     per = PLANNED_TESTS.get(claim_id, 1)
     if claim_id in ("fit.none.two_over_s", "fit.attn_out.closed_form_band",
                     "fit.normalized_beat_none_ood", "fit.none.lemma_residual"):
-        per *= len(PLACEMENT_SWEEPS.get(profile, ("",)))
+        per *= len(placement_sweeps(profile))
     return per
 
 

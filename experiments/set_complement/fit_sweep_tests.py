@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.ledger import Outcome, stats
 from resharpen.experiments.model import schemes
 from resharpen.experiments.set_complement.fit_data import (Part, by_seed, decide, fmt, missing,
@@ -321,12 +322,13 @@ def dropout_ood_tests(profile: str) -> Part | Outcome:
 
 
 # ----------------------------------------------------------------------------- OOD against fit
-LADDER_SWEEPS = {"quick": ("fit_placements_v32", "fit_placements_v32_lr1e-2"),
-                 "full": ("fit_placements_v32", "fit_placements_v32_lr1e-2",
-                          "fit_placements_v64", "fit_placements_v64_lr1e-2")}
-"""The sweeps of the OOD-against-fit comparison: the placements under two optimizer settings
-(AdamW lr 3e-3 with init 0.1; lr 1e-2 with init 0.02) at v = 32 and v = 64 (quick: the v = 32
-files' v = 16 profiles)."""
+def ladder_sweeps(profile: str) -> tuple[str, ...]:
+    """The sweeps of the OOD-against-fit comparison: the placements under two optimizer
+    settings (AdamW lr 3e-3 with init 0.1; lr 1e-2 with init 0.02) at v = 32 and v = 64 (quick:
+    the v = 32 files' v = 16 profiles)."""
+    return pick(profile, quick=("fit_placements_v32", "fit_placements_v32_lr1e-2"),
+                full=("fit_placements_v32", "fit_placements_v32_lr1e-2",
+                      "fit_placements_v64", "fit_placements_v64_lr1e-2"))
 LADDER_ARMS = tuple(p for p in schemes.FIRST if p != "none")
 """The normalized placements, each compared with none at every rung."""
 
@@ -366,11 +368,9 @@ def ood_at_rungs_tests(profile: str) -> Part | Outcome:
     with fewer than :data:`stats.MIN_N` such seeds is made and undecided (p = 1 in Holm, so the
     claim is INCONCLUSIVE, not silently narrowed); the rungs each arm reached, with n, and the
     rungs not shared are in the detail."""
-    from resharpen.experiments.training.config import check_profile
-
     expected = "< 0 at every rung and setting, Holm-adjusted p < 0.05"
     tests, detail, curves, unshared = [], [], [], []
-    for name in LADDER_SWEEPS[check_profile(profile)]:
+    for name in ladder_sweeps(profile):
         root = sweep_root(name, profile)
         if root is None:
             return missing(name, expected)
