@@ -28,7 +28,8 @@ from resharpen.experiments.set_complement.train import train_group
 torch.set_num_threads(1)
 config = load_config(CONFIG_DIR / "set_complement" / "fit_placements_v64.toml", sweep_file=True)
 config["model"]["norm"] = "post"
-config["train"].update(converge_window=0, until_id_invalid_mass=0.0, eval_every=0, steps=20)
+config["train"].update(converge_window=0, eval_every=0, steps=20)
+config["fit"]["until_id_invalid_mass"] = 0.0
 train_group([config])
 config["train"]["steps"] = {steps} + 20
 start = time.process_time()

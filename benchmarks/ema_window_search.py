@@ -35,12 +35,12 @@ def arm_settings(spec: str) -> tuple[str, ...]:
 def run_arm(spec: str, profile: str) -> list[dict]:
     import torch
 
-    from resharpen.experiments.set_complement.ema_window import (PROTOCOL, protocol_configs,
+    from resharpen.experiments.set_complement.ema_window import (protocol, protocol_configs,
                                                                  train_windows)
 
     torch.set_num_threads(1)
     return train_windows(protocol_configs(arm_settings(spec), profile),
-                         PROTOCOL[profile]["burn_in"])
+                         protocol(profile)["burn_in"])
 
 
 def main(argv=None) -> int:

@@ -75,7 +75,7 @@ def main(argv=None) -> int:
 
 def window(groups: str) -> int:
     """CPU seconds of each optimizer arm of the quick EMA-window protocol."""
-    from resharpen.experiments.set_complement.ema_window import (ARMS, PROTOCOL, arm_configs,
+    from resharpen.experiments.set_complement.ema_window import (ARMS, arm_configs, protocol,
                                                                  train_windows)
 
     arms = list(ARMS)
@@ -85,11 +85,11 @@ def window(groups: str) -> int:
         if index not in chosen:
             continue
         start = time.process_time()
-        train_windows(arm_configs(arm, "quick"), PROTOCOL["quick"]["burn_in"])
+        train_windows(arm_configs(arm, "quick"), protocol("quick")["burn_in"])
         seconds = time.process_time() - start
         total += seconds
-        print(f"window arm {arm}: {PROTOCOL['quick']['seeds']} seeds, "
-              f"{PROTOCOL['quick']['steps']} steps, CPU {seconds:.2f} s", flush=True)
+        print(f"window arm {arm}: {protocol('quick')['seeds']} seeds, "
+              f"{protocol('quick')['steps']} steps, CPU {seconds:.2f} s", flush=True)
     print(f"window: {len(chosen)} of {len(arms)} arms, CPU {total:.2f} s")
     return 0
 

@@ -6,7 +6,7 @@ two grids resume run by run, the dynamics group by group):
 
 1. ``set_complement/``: the Set Complement fit grid (``set_complement/fit_placements_v32``, the
    profile's sizes), its scheme grid replaced by the scheme and :data:`REFERENCES`, its seeds and
-   stopping rule (``train.until_id_invalid_mass``: every run ends at the fit) unchanged
+   stopping rule (``fit.until_id_invalid_mass``: every run ends at the fit) unchanged
    (:func:`resharpen.experiments.set_complement.sweep.run_sweep`);
 2. ``languages/``: the language grid (``languages/grid``, the profile's tasks and seeds and its
    ``fit.until_id_invalid_mass``), its scheme grid replaced the same way
@@ -49,7 +49,8 @@ class Size:
     """What one battery profile trains. ``profile``: the configs' profile. ``set_complement`` and
     ``languages``: sections set over the sweep files' (``{}``: their own). ``seeds`` and
     ``tasks``: the grids' (None: the files' own). ``dynamics``: the trained-dynamics profile's
-    name or a :class:`~resharpen.experiments.dynamics.trained.Profile` as a dict;
+    name, or a dict of :class:`~resharpen.experiments.dynamics.trained.Sizes` fields set over
+    the quick profile's sizes;
     ``dynamics_tasks``: its tasks (None: the study's). ``references``: the schemes trained beside
     the user's (default :data:`REFERENCES`)."""
 
@@ -69,8 +70,8 @@ SIZES = {
     "tiny": Size(
         "quick",
         set_complement={"task": {"vocab": 8}, "model": {"d_model": 16},
-                        "train": {"steps": 300, "until_id_invalid_mass": 2e-2, "eval_every": 25},
-                        "eval": {"per_length": 8}},
+                        "train": {"steps": 300, "eval_every": 25},
+                        "fit": {"until_id_invalid_mass": 2e-2}, "eval": {"per_length": 8}},
         languages={"task": {"train_len": 4, "eval_len": 8},
                    "model": {"d_model": 16, "n_heads": 2},
                    "train": {"steps": 150, "log_every": 10},
@@ -167,12 +168,12 @@ def _say_done(root: Path, configs: list[dict], what: str) -> bool:
 
 # ------------------------------------------------------------------------------ dynamics
 def dynamics_profile(size: Size):
-    """The trained-dynamics :class:`~resharpen.experiments.dynamics.trained.Profile` of a size."""
-    from resharpen.experiments.dynamics.trained import PROFILES, Profile
+    """The trained-dynamics :class:`~resharpen.experiments.dynamics.trained.Sizes` of a size."""
+    from resharpen.experiments.dynamics.trained import sizes
 
     if isinstance(size.dynamics, str):
-        return PROFILES[size.dynamics]
-    return Profile(**size.dynamics)
+        return sizes(size.dynamics)
+    return replace(sizes("quick"), **size.dynamics)
 
 
 def _group_key(profile, task: str, scheme: str, depth: int) -> str:

@@ -455,7 +455,7 @@ def check_training_collapse(profile: str) -> Outcome:
                  and runs[("post@hi", seed)]["first_over_last_resid_grad"] < 1e-2
                  and abs(runs[("post@hi", seed)]["final_loss"]
                          - runs[("post@hi", seed)]["l_freq_stream"]) <= 0.1 for seed in seeds}
-    needed = SEPARATION + (QUICK_ROUNDING_SPREAD if profile == "quick" else 0.0)
+    needed = SEPARATION + pick(profile, quick=QUICK_ROUNDING_SPREAD, full=0.0)
     margin = {(arm, seed): control_separation(runs[(arm, seed)])
               for arm in ("post@lo", "pre@hi") for seed in seeds}
     contradicted = [f"post@hi s{seed} did not collapse" for seed in seeds if not collapses[seed]]

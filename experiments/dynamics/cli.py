@@ -263,15 +263,13 @@ def run_stacks_cmd(args) -> int:
 
 def run_trained(args) -> int:
     from resharpen.experiments.dynamics.trained import SCHEMES as MODEL_SCHEMES
-    from resharpen.experiments.dynamics.trained import main
-
-    from resharpen.experiments.dynamics.trained import PROFILES as SETS
+    from resharpen.experiments.dynamics.trained import main, sizes
 
     with bad_input():
         for scheme in args.scheme or ():
             if scheme not in MODEL_SCHEMES:
                 raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(MODEL_SCHEMES)}")
-        depths = SETS[args.profile].depths
+        depths = sizes(args.profile).depths
         for depth in args.depth or ():
             if depth not in depths:  # a depth the set does not train: empty tables otherwise
                 raise ValueError(f"--depth {depth} is not a depth of the {args.profile} "

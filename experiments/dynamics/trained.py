@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from resharpen.experiments.common.profiles import PROFILES, pick
 from resharpen.experiments.model import schemes
 from resharpen.experiments.training.config import output_folder
 from resharpen.theory.dynamics.schemes import (FIRST_LAYER_FAST, FIRST_LAYER_SLOW,
@@ -72,23 +73,27 @@ OUT = output_folder("dyn_trained")
 
 
 @dataclass(frozen=True)
-class Profile:
-    """The sizes of one profile of the trained set."""
+class Sizes:
+    """The sizes of a trained set (a profile's: :func:`sizes`): the models (d_model, n_heads,
+    the depths), their training (train_len tokens, batch_size, lr, warmup, the cap steps, a
+    record every log_every steps, eval_count evaluation sequences), the seeds, the measurement
+    batch (measure_count sequences drawn with measure_seed) and the schemes trained (every
+    scheme is measured at initialization)."""
 
     d_model: int
     depths: tuple[int, ...]
     seeds: tuple[int, ...]
     train_len: int
     steps: int  # the cap; the fit usually ends a run earlier
-    batch_size: int = 16
-    lr: float = 3e-3
-    warmup: int = 20
-    log_every: int = 20
-    n_heads: int = 4
-    eval_count: int = 64
-    measure_count: int = 16  # sequences of the measurement batch
-    measure_seed: int = 4321
-    trained_schemes: tuple[str, ...] = SCHEMES  # the schemes trained (all are measured at init)
+    batch_size: int
+    lr: float
+    warmup: int
+    log_every: int
+    n_heads: int
+    eval_count: int
+    measure_count: int  # sequences of the measurement batch
+    measure_seed: int
+    trained_schemes: tuple[str, ...]
 
 
 def compared_schemes() -> tuple[str, ...]:
@@ -99,13 +104,17 @@ def compared_schemes() -> tuple[str, ...]:
     return tuple(s for s in SCHEMES if schemes.get(s).dynamics_name in named)
 
 
-PROFILES = {
-    # quick: only the schemes a claim compares are trained (the others: init only)
-    "quick": Profile(d_model=32, depths=(4,), seeds=(0, 1, 2), train_len=16, steps=300,
-                     trained_schemes=compared_schemes()),
-    "full": Profile(d_model=64, depths=(8, 24), seeds=(0, 1, 2), train_len=32, steps=1000,
-                    log_every=25, eval_count=128, measure_count=32),
-}
+def sizes(profile: str) -> Sizes:
+    """The sizes of ``profile``'s trained set, chosen by :func:`~resharpen.experiments.common.
+    profiles.pick`; quick trains only the schemes a claim compares (the others: init only)."""
+    return Sizes(d_model=pick(profile, quick=32, full=64),
+                 depths=pick(profile, quick=(4,), full=(8, 24)), seeds=(0, 1, 2),
+                 train_len=pick(profile, quick=16, full=32),
+                 steps=pick(profile, quick=300, full=1000), batch_size=16, lr=3e-3, warmup=20,
+                 log_every=pick(profile, quick=20, full=25), n_heads=4,
+                 eval_count=pick(profile, quick=64, full=128),
+                 measure_count=pick(profile, quick=16, full=32), measure_seed=4321,
+                 trained_schemes=pick(profile, quick=compared_schemes(), full=SCHEMES))
 
 
 # ------------------------------------------------------------------------- geometry
@@ -220,35 +229,35 @@ def measure(model: Transformer, tokens: torch.Tensor, targets: torch.Tensor | No
 
 
 # ------------------------------------------------------------------------- the trained set
-def group_configs(profile: Profile, task: str, scheme: str, depth: int) -> list[dict]:
-    """The run configs of one group (every seed of the profile): the language trainer's."""
+def group_configs(sz: Sizes, task: str, scheme: str, depth: int) -> list[dict]:
+    """The run configs of one group (every seed of ``sz``): the language trainer's."""
     from resharpen.experiments.training.next_token_config import (build_task, make_config,
                                                         uniform_id_invalid_mass)
 
-    base = {"task": {"name": task, "train_len": profile.train_len,
-                     "eval_len": profile.train_len},
-            "model": {"d_model": profile.d_model, "n_layers": depth, "n_heads": profile.n_heads,
+    base = {"task": {"name": task, "train_len": sz.train_len,
+                     "eval_len": sz.train_len},
+            "model": {"d_model": sz.d_model, "n_layers": depth, "n_heads": sz.n_heads,
                       "norm": scheme, "norm_kind": "rms", "mlp": "none",
-                      "positional": "learned", "init_std": 1.0 / math.sqrt(3 * profile.d_model)},
-            "train": {"steps": profile.steps, "batch_size": profile.batch_size,
-                      "lr": profile.lr, "warmup": profile.warmup, "log_every": profile.log_every,
+                      "positional": "learned", "init_std": 1.0 / math.sqrt(3 * sz.d_model)},
+            "train": {"steps": sz.steps, "batch_size": sz.batch_size,
+                      "lr": sz.lr, "warmup": sz.warmup, "log_every": sz.log_every,
                       "target": "soft", "threads": 1},
-            "eval": {"count": profile.eval_count}}
+            "eval": {"count": sz.eval_count}}
     probe = make_config(base)
-    fit = FIT_FRACTION * uniform_id_invalid_mass(build_task(probe), profile.train_len)
+    fit = FIT_FRACTION * uniform_id_invalid_mass(build_task(probe), sz.train_len)
     return [make_config({**base, "train": {**base["train"], "seed": s},
-                         "fit": {"until_id_invalid_mass": fit}}) for s in profile.seeds]
+                         "fit": {"until_id_invalid_mass": fit}}) for s in sz.seeds]
 
 
-def measurement_batch(config: dict, profile: Profile) -> tuple[torch.Tensor, torch.Tensor]:
+def measurement_batch(config: dict, sz: Sizes) -> tuple[torch.Tensor, torch.Tensor]:
     """(tokens (B, n), p* (B, n, V)): the fixed sequences every model of a task is measured on
-    (seed ``profile.measure_seed``, the same at init and trained)."""
+    (seed ``sz.measure_seed``, the same at init and trained)."""
     from resharpen.experiments.training.next_token_config import build_task
     from resharpen.experiments.training.next_token import next_token_targets
 
     task = build_task(config)
-    seqs = torch.as_tensor(task.sample(profile.measure_count, profile.train_len + 1,
-                                       profile.measure_seed), dtype=torch.int64)
+    seqs = torch.as_tensor(task.sample(sz.measure_count, sz.train_len + 1,
+                                       sz.measure_seed), dtype=torch.int64)
     targets = next_token_targets(task, seqs, config["task"]["ignore_pad"])
     return seqs[:, :-1], targets
 
@@ -258,7 +267,7 @@ def _measure64(model: Transformer, batch) -> dict:
     return measure(model, batch[0], batch[1].to(torch.float64))
 
 
-def train_group_measured(profile: Profile, task: str, scheme: str, depth: int,
+def train_group_measured(sz: Sizes, task: str, scheme: str, depth: int,
                          train: bool = True) -> list[dict]:
     """Train one group and measure each run at init and at its end: a list of
     {seed, fit_reached, fit_step, steps, diverged, init, trained (None if diverged)};
@@ -269,10 +278,10 @@ def train_group_measured(profile: Profile, task: str, scheme: str, depth: int,
     from resharpen.experiments.training.next_token import train_group
 
     torch.set_num_threads(1)
-    configs = group_configs(profile, task, scheme, depth)
+    configs = group_configs(sz, task, scheme, depth)
     vocab = build_task(configs[0]).size
-    batch = measurement_batch(configs[0], profile)
-    inits = [_measure64(seeded_model(c, vocab, profile.train_len), batch) for c in configs]
+    batch = measurement_batch(configs[0], sz)
+    inits = [_measure64(seeded_model(c, vocab, sz.train_len), batch) for c in configs]
     if not train:
         return [{"seed": c["train"]["seed"], "fit_reached": False, "fit_step": None,
                  "steps": 0, "diverged": False, "init": m, "trained": None}
@@ -302,13 +311,13 @@ def train_group_measured(profile: Profile, task: str, scheme: str, depth: int,
     return runs
 
 
-def _key(profile: Profile, configs: list[dict]) -> str:
+def _key(sz: Sizes, configs: list[dict]) -> str:
     from resharpen.experiments.common.io import dumps_json
 
     # the group's own configs and sizes: not the list of the other schemes trained, so that a
     # scheme added to the registry leaves every other group's cache valid
-    sizes = {k: v for k, v in asdict(profile).items() if k != "trained_schemes"}
-    text = dumps_json({"version": VERSION, "profile": sizes, "configs": configs},
+    fields = {k: v for k, v in asdict(sz).items() if k != "trained_schemes"}
+    text = dumps_json({"version": VERSION, "profile": fields, "configs": configs},
                       indent=None, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -350,7 +359,7 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
     the command line)."""
     from resharpen.experiments.common.io import atomic_write_json, ensure_writable_dir
 
-    p = PROFILES[profile]
+    p = sizes(profile)
     folder = None if out is None else ensure_writable_dir(Path(out) / profile)
     runs = []
     only = only or {}
@@ -483,7 +492,7 @@ def main(argv: list[str] | None = None) -> None:
     runs = trained_set(args.profile, progress=True, only=only)
     if args.no_table:
         return
-    p = PROFILES[args.profile]
+    p = sizes(args.profile)
     for task in only.get("task", TASKS):
         for depth in only.get("depth", p.depths):
             print(f"\n{task}, L = {depth}, d = {p.d_model}, n = {p.train_len} tokens "
@@ -491,7 +500,7 @@ def main(argv: list[str] | None = None) -> None:
             print(format_table(scheme_table(runs, task, depth)))
 
 
-__all__ = ["scheme_table", "format_table", "main", "SCHEMES", "TASKS", "PROFILES", "Profile", "FIT_FRACTION", "mean_pairwise_cosine",
+__all__ = ["scheme_table", "format_table", "main", "SCHEMES", "TASKS", "sizes", "Sizes", "FIT_FRACTION", "mean_pairwise_cosine",
            "t_sim", "angular_displacement", "value_gain", "norm_gains", "soft_loss", "measure",
            "group_configs", "measurement_batch", "train_group_measured", "trained_set",
            "select", "by_unit", "first_layer_displacement", "similarity_rise", "thm42_bound"]

@@ -2,7 +2,7 @@
 
 Every claim here is decided on models that have learned the task in distribution, compares arms
 at matched fit and pairs them by seed: the placement, K-sweep and dropout runs stop at the fit
-(the stopping rule ``train.until_id_invalid_mass``); the noise grid, whose sampled-label arms
+(the stopping rule ``fit.until_id_invalid_mass``); the noise grid, whose sampled-label arms
 cannot reach that fit, trains every arm for the same budget and requires each to end past a
 matched fit fixed beforehand (MATCHED_NOISE_FIT), else its claims are INCONCLUSIVE.
 

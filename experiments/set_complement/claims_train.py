@@ -135,7 +135,7 @@ def check_ensemble_batched_equals_sequential(profile: str) -> Outcome:
     runs = [load_config(CONFIG_DIR / "set_complement" / "base_sampled.toml",
                         ["task.vocab=8", "model.d_model=8", "train.steps=15", "train.warmup=3",
                          "train.batch_size=8", "train.eval_every=0", "model.norm=post",
-                         "train.until_id_invalid_mass=0",
+                         "fit.until_id_invalid_mass=0",
                          f"model.attn_dropout={p}", f"model.resid_dropout={p}",
                          f"train.seed={s}", f"train.lr={lr}", f"train.weight_decay={wd}"])
             for s, lr, wd, p in zip(seeds, lrs, decays, rates)]

@@ -10,6 +10,7 @@ Tables (:data:`SCHEMA`; the keys' meaning: :mod:`resharpen.experiments.set_compl
              momentum (sgd's); converge_window, converge_tolerance (past the fit: train on
              until the ID invalid mass is flat, :func:`resharpen.experiments.set_complement.
              train.converged_at`)
+    [fit]    until_id_invalid_mass: the core's stopping rule
     [eval]   per_length, seed, threshold
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from resharpen.experiments.training import config as cfgmod
 from resharpen.experiments.training.config import Field, Schema, pick_fields
-from resharpen.experiments.training.schema import (MODEL_FIELDS, TRAIN_FIELDS,
+from resharpen.experiments.training.schema import (FIT_FIELDS, MODEL_FIELDS, TRAIN_FIELDS,
                                                      check_model_shape, check_target)
 
 
@@ -39,9 +40,9 @@ def _rules(config: dict) -> None:
     check_target(config["train"])
     check_optimizer(config["train"])
     check_new_keys(config)
-    if config["train"]["until_id_invalid_mass"] > 0 and config["train"]["eval_every"] == 0:
-        raise ValueError(f"train.until_id_invalid_mass = "
-                         f"{config['train']['until_id_invalid_mass']} needs train.eval_every > 0 "
+    if config["fit"]["until_id_invalid_mass"] > 0 and config["train"]["eval_every"] == 0:
+        raise ValueError(f"fit.until_id_invalid_mass = "
+                         f"{config['fit']['until_id_invalid_mass']} needs train.eval_every > 0 "
                          "(the rule is checked at the evaluation steps)")
 
 
@@ -68,11 +69,11 @@ def check_new_keys(config: dict) -> None:
     its default, so a config written before the key existed (a sweep's identity, a run
     folder's config.json) is unchanged and its runs resume; readers use ``.get(key, default)``.
     ``train.converge_window`` continues training past the fit, so it applies only under the
-    stopping rule: with ``train.until_id_invalid_mass = 0`` (no fit; a fixed-budget config
+    stopping rule: with ``fit.until_id_invalid_mass = 0`` (no fit; a fixed-budget config
     derived from a placement file, e.g. the noise grid) both convergence keys are dropped. A
     window holds at least 3 evaluations."""
     tr = config["train"]
-    if not tr["until_id_invalid_mass"]:
+    if not config["fit"]["until_id_invalid_mass"]:
         tr["converge_window"] = 0
     window = tr["converge_window"]
     if window:
@@ -105,13 +106,13 @@ SCHEMA = Schema({
         optimizer="adamw", momentum=0.9, seed=0,
         ema="none", ema_decay=0.999, bema_update_freq=1, bema_ema_power=0.5,
         bema_bias_power=0.2, bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0,
-        eval_every=0, threads=1, target="sampled", labels_per_position=1,
-        until_id_invalid_mass=0.0) | {
+        eval_every=0, threads=1, target="sampled", labels_per_position=1) | {
         # past the fit, train on until the ID invalid mass is flat over this many
         # steps (0 = stop at the fit); flat: its log-linear trend over the window changes it by
         # less than converge_tolerance (set_complement.train.converged_at)
         "converge_window": Field(int, 0, 0, 10**8),
         "converge_tolerance": Field(float, 0.1, 0.0, 1.0, lo_open=True, hi_open=True)},
+    "fit": pick_fields(FIT_FIELDS, until_id_invalid_mass=0.0),
     "eval": {
         "per_length": Field(int, 64, 1, 10**6),
         "seed": Field(int, 1234, 0, 2**63 - 1),

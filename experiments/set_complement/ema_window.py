@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from resharpen.experiments.common.profiles import PROFILES, pick
 from resharpen.experiments.training.engine import StackedEMA
 from resharpen.experiments.training.targets import label_generator
 from resharpen.experiments.training.loop import fit_members, members_state, seeded_model
@@ -38,7 +39,7 @@ WINDOWS = (500, 1000, 2000)
 BASE = "fit_placements_v32.toml"
 """The model and task of the protocol: the placements' v = 32 file (quick profile: v = 16,
 d = 32; full: v = 32, d = 64; init_std 0.1), with the settings of :data:`COMMON` on top."""
-COMMON = ("train.target=sampled", "train.labels_per_position=1", "train.until_id_invalid_mass=0",
+COMMON = ("train.target=sampled", "train.labels_per_position=1", "fit.until_id_invalid_mass=0",
           "train.schedule=constant", "train.warmup=0", "train.eval_every=250", "train.ema=none")
 """Sampled labels k = 1 (the noisiest target), a constant rate, no stopping rule."""
 ARMS = {"adamw": ("train.optimizer=adamw", "train.lr=1e-2"),
@@ -51,9 +52,12 @@ floor, quick / full: AdamW 0.032 / 0.053, SGD 0.042 / 0.040). AdamW keeps the ba
 decay (0.01) and gradient clipping (1.0); SGD has neither: clipped at 1.0 it learned at no lr
 tried (0.2-4 with momentum 0.95-0.99; 0.5 with momentum 0.98 plateaus at 0.08-0.11); unclipped
 with momentum 0.98 it learns at lr 0.05 and 0.1, not at 0.15-0.2, and diverges at 0.5."""
-PROTOCOL = {"quick": {"steps": 2500, "burn_in": 500, "seeds": 5},
-            "full": {"steps": 6000, "burn_in": 2000, "seeds": 8}}
-"""Steps, burn-in and seeds per profile: every window fits after the burn-in."""
+def protocol(profile: str) -> dict:
+    """{steps, burn_in, seeds} of ``profile`` (:func:`~resharpen.experiments.common.profiles.
+    pick`): every window fits after the burn-in."""
+    return {"steps": pick(profile, quick=2500, full=6000),
+            "burn_in": pick(profile, quick=500, full=2000), "seeds": pick(profile, quick=5, full=8)}
+
 MATCH_FACTOR = 1.5
 """The arms are compared at a matched floor: their median raw ID invalid masses within this
 factor of each other."""
@@ -76,13 +80,13 @@ def arm_configs(arm: str, profile: str) -> list[dict]:
 
 
 def protocol_configs(settings, profile: str) -> list[dict]:
-    """The run configs (one per seed of ``profile``'s :data:`PROTOCOL`) of the protocol's model
+    """The run configs (one per seed of ``profile``'s :func:`protocol`) of the protocol's model
     and task (:data:`BASE`, :data:`COMMON`) with the optimizer ``settings`` ("section.key=value"
     strings, as :data:`ARMS` holds them) on top."""
     from resharpen.experiments.training.config import CONFIG_DIR
     from resharpen.experiments.set_complement.config import load_config
 
-    plan = PROTOCOL[profile]
+    plan = protocol(profile)
     return [load_config(CONFIG_DIR / "set_complement" / BASE,
                         [*COMMON, *settings, f"train.steps={plan['steps']}",
                          f"train.seed={seed}"], profile=profile, sweep_file=True)
@@ -92,7 +96,7 @@ def protocol_configs(settings, profile: str) -> list[dict]:
 def _run_arm(job: tuple[str, str]) -> list[dict]:
     arm, profile = job
     torch.set_num_threads(1)
-    rows = train_windows(arm_configs(arm, profile), PROTOCOL[profile]["burn_in"])
+    rows = train_windows(arm_configs(arm, profile), protocol(profile)["burn_in"])
     return [dict(row, arm=arm) for row in rows]
 
 
@@ -106,7 +110,7 @@ def results_path(profile: str) -> Path:
 def protocol_key(profile: str) -> dict:
     """What the results of ``profile`` depend on (steps, seeds, arms, common settings, base
     file, windows), as plain JSON: the cache key of :func:`run_protocol`."""
-    return json.loads(json.dumps({"protocol": PROTOCOL[profile], "arms": ARMS, "common": COMMON,
+    return json.loads(json.dumps({"protocol": protocol(profile), "arms": ARMS, "common": COMMON,
                                   "base": BASE, "windows": WINDOWS}))
 
 
@@ -153,7 +157,7 @@ def train_windows(configs: list[dict], burn_in: int, windows=WINDOWS) -> list[di
     invalid mass at the end}."""
     first = configs[0]
     task, tr = first["task"], first["train"]
-    if tr["schedule"] != "constant" or tr["until_id_invalid_mass"]:
+    if tr["schedule"] != "constant" or first["fit"]["until_id_invalid_mass"]:
         raise ValueError("the EMA-window protocol needs a constant rate and no stopping rule")
     if not 0 < burn_in < tr["steps"]:
         raise ValueError(f"burn_in = {burn_in} must be inside the run's {tr['steps']} steps")
@@ -212,7 +216,7 @@ def main(argv=None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", choices=sorted(PROTOCOL), default="full")
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="full")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args(argv)
     rows = run_protocol(args.profile, args.workers)
@@ -225,7 +229,7 @@ def main(argv=None) -> None:
     print(results_path(args.profile))
 
 
-__all__ = ["WINDOWS", "ARMS", "PROTOCOL", "LEARNED_FRACTION", "uniform_id_invalid_mass",
+__all__ = ["WINDOWS", "ARMS", "protocol", "LEARNED_FRACTION", "uniform_id_invalid_mass",
            "arm_configs", "protocol_configs", "protocol_key", "cached_rows", "run_protocol",
            "results_path",
            "main", "ema_name", "train_windows", "floor_drift", "window_gain"]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.ledger import Outcome
 
 CLAIMS_ANALYSIS = True
@@ -46,18 +47,18 @@ def missing(name: str, expected: str) -> Outcome:
                                 f"(every full fit.* training: {ALL_FULL})")
 
 
-PLACEMENT_SWEEPS = {"quick": ("fit_placements_v32",),
-                    "full": ("fit_placements_v32", "fit_placements_v64")}
-"""The placement sweeps a claim decides on: v = 32 and v = 64 in full; in quick the v = 16 quick
-profile of the v = 32 file (the v = 64 file's quick profile is the same model at another fit)."""
+def placement_sweeps(profile: str) -> tuple[str, ...]:
+    """The placement sweeps a claim decides on: v = 32 and v = 64 in full; in quick the v = 16
+    quick profile of the v = 32 file (the v = 64 file's quick profile is the same model at
+    another fit)."""
+    return pick(profile, quick=("fit_placements_v32",),
+                full=("fit_placements_v32", "fit_placements_v64"))
 
 
 def placement_data(profile: str) -> tuple[list[tuple[str, Path, list[dict]]], str | None]:
     """([(sweep, folder, reports)], the first missing full sweep or None)."""
-    from resharpen.experiments.training.config import check_profile
-
     data = []
-    for name in PLACEMENT_SWEEPS[check_profile(profile)]:
+    for name in placement_sweeps(profile):
         root = sweep_root(name, profile)
         if root is None:
             return data, name

@@ -9,13 +9,14 @@ from typing import Callable
 
 from resharpen.experiments.ledger import Outcome, stats
 from resharpen.experiments.ledger.stats import ALPHA
-from resharpen.experiments.set_complement.fit_data import PLACEMENT_SWEEPS, Part
+from resharpen.experiments.set_complement.fit_data import Part, placement_sweeps
 from resharpen.experiments.set_complement.fit_noise_tests import (
     noise_bema_gain_tests, noise_bema_temperature_tests, noise_ema_gain_tests,
     noise_ema_ood_tests, noise_ema_window_tests)
 from resharpen.experiments.set_complement.fit_sweep_tests import (
-    ATTN_OUT_SWEEPS, attn_out_band_tests, dropout_ood_tests, lemma_residual_tests, none_two_over_s_tests,
-    normalized_beat_none_tests, ood_at_rungs_tests, post_closed_form_tests, post_k_tests)
+    attn_out_band_tests, attn_out_sweeps, dropout_ood_tests, lemma_residual_tests,
+    none_two_over_s_tests, normalized_beat_none_tests, ood_at_rungs_tests, post_closed_form_tests,
+    post_k_tests)
 
 CLAIMS_ANALYSIS = True
 """Read by the ledger as the code of the checks that call it
@@ -60,10 +61,10 @@ def planned_tests(claim_id: str, profile: str) -> int:
     """How many tests ``claim_id`` plans in ``profile`` (1 for a claim not listed)."""
     per = PLANNED_TESTS.get(claim_id, 1)
     if claim_id == "fit.attn_out.closed_form_band":
-        per *= len(ATTN_OUT_SWEEPS.get(profile, ("",)))
+        per *= len(attn_out_sweeps(profile))
     elif claim_id in ("fit.none.two_over_s", "fit.normalized_beat_none_ood",
                       "fit.none.lemma_residual"):
-        per *= len(PLACEMENT_SWEEPS.get(profile, ("",)))
+        per *= len(placement_sweeps(profile))
     return per
 
 

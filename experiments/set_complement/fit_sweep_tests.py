@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.ledger import Outcome, stats
 from resharpen.experiments.model import schemes
 from resharpen.experiments.set_complement.fit_data import (Part, by_seed, decide, fmt, missing,
@@ -34,14 +35,18 @@ v = 64, 1.32 at v = 16) were known when the margin was chosen from the theory.""
 ATTN_OUT_BAND = 0.25
 """fit.attn_out.closed_form_band's bound on the largest relative deviation past L_train. Set
 after the v = 32 margins of an earlier run (lr 1e-3, deviations 0.21-0.24) had been seen, so it
-decides only on sweeps it did not see (:data:`ATTN_OUT_SWEEPS`); v = 32 is reported."""
-ATTN_OUT_SWEEPS = {"quick": ("fit_placements_v32",),
-                   "full": ("fit_placements_v64", "fit_placements_v64_lr1e-2")}
-"""The sweeps that decide fit.attn_out.closed_form_band, none of which the band had seen: the
-v = 64 sweeps (lr 3e-3 and lr 1e-2) in full; in quick the v = 16 quick profile of the v = 32
-file (the band was set on v = 32 margins, full size)."""
-ATTN_OUT_SEEN = {"quick": (), "full": ("fit_placements_v32",)}
-"""The sweeps of the v the band was set after: reported beside the claim, not deciding."""
+decides only on sweeps it did not see (:func:`attn_out_sweeps`); v = 32 is reported."""
+def attn_out_sweeps(profile: str) -> tuple[str, ...]:
+    """The sweeps that decide fit.attn_out.closed_form_band, none of which the band had seen: the
+    v = 64 sweeps (lr 3e-3 and lr 1e-2) in full; in quick the v = 16 quick profile of the v = 32
+    file (the band was set on v = 32 margins, full size)."""
+    return pick(profile, quick=("fit_placements_v32",),
+                full=("fit_placements_v64", "fit_placements_v64_lr1e-2"))
+
+
+def attn_out_seen(profile: str) -> tuple[str, ...]:
+    """The sweeps of the v the band was set after: reported beside the claim, not deciding."""
+    return pick(profile, quick=(), full=("fit_placements_v32",))
 LEMMA_RESIDUAL_BOUND = 0.05
 
 
@@ -154,7 +159,7 @@ def attn_out_band_tests(profile: str) -> Part | Outcome:
     expected = f"< {ATTN_OUT_BAND}, below a free power law's, on sweeps the band did not see"
     profile_name = check_profile(profile)
     tests, notes, measured, used, reported = [], [], [], [], []
-    for name in ATTN_OUT_SWEEPS[profile_name]:
+    for name in attn_out_sweeps(profile_name):
         root = sweep_root(name, profile)
         if root is None:
             return missing(name, expected)
@@ -164,7 +169,7 @@ def attn_out_band_tests(profile: str) -> Part | Outcome:
         tests += mine
         measured.append(text)
         notes += [note, str(root)]
-    for name in ATTN_OUT_SEEN[profile_name]:
+    for name in attn_out_seen(profile_name):
         root = sweep_root(name, profile)
         if root is None:
             notes.append(f"{name}: not run (the v the band was set after; reported only)")
@@ -175,7 +180,7 @@ def attn_out_band_tests(profile: str) -> Part | Outcome:
         notes += [f"in-sample v (the band was set after seeing v = 32 margins), reported only: "
                   f"{text}; {note}", str(root)]
     return decide(tests, "; ".join(measured), expected, notes + [setting(used, profile)],
-                  run_full(ATTN_OUT_SWEEPS[profile_name][0]), reported=reported)
+                  run_full(attn_out_sweeps(profile_name)[0]), reported=reported)
 
 
 POST_CLOSED_FORM_BAND = 0.25
@@ -388,12 +393,13 @@ def dropout_ood_tests(profile: str) -> Part | Outcome:
 
 
 # ----------------------------------------------------------------------------- OOD against fit
-LADDER_SWEEPS = {"quick": ("fit_placements_v32", "fit_placements_v32_lr1e-2"),
-                 "full": ("fit_placements_v32", "fit_placements_v32_lr1e-2",
-                          "fit_placements_v64", "fit_placements_v64_lr1e-2")}
-"""The sweeps of the OOD-against-fit comparison: the placements under two optimizer settings
-(AdamW lr 3e-3 with init 0.1; lr 1e-2 with init 0.02) at v = 32 and v = 64 (quick: the v = 32
-files' v = 16 profiles)."""
+def ladder_sweeps(profile: str) -> tuple[str, ...]:
+    """The sweeps of the OOD-against-fit comparison: the placements under two optimizer
+    settings (AdamW lr 3e-3 with init 0.1; lr 1e-2 with init 0.02) at v = 32 and v = 64 (quick:
+    the v = 32 files' v = 16 profiles)."""
+    return pick(profile, quick=("fit_placements_v32", "fit_placements_v32_lr1e-2"),
+                full=("fit_placements_v32", "fit_placements_v32_lr1e-2",
+                      "fit_placements_v64", "fit_placements_v64_lr1e-2"))
 LADDER_ARMS = tuple(p for p in schemes.FIRST if p != "none")
 """The normalized placements, each compared with none at every rung."""
 
@@ -433,11 +439,9 @@ def ood_at_rungs_tests(profile: str) -> Part | Outcome:
     with fewer than :data:`stats.MIN_N` such seeds is made and undecided (p = 1 in Holm, so the
     claim is INCONCLUSIVE, not silently narrowed); the rungs each arm reached, with n, and the
     rungs not shared are in the detail."""
-    from resharpen.experiments.training.config import check_profile
-
     expected = "< 0 at every rung and setting, Holm-adjusted p < 0.05"
     tests, detail, curves, unshared = [], [], [], []
-    for name in LADDER_SWEEPS[check_profile(profile)]:
+    for name in ladder_sweeps(profile):
         root = sweep_root(name, profile)
         if root is None:
             return missing(name, expected)

@@ -17,7 +17,7 @@ With ``ensemble = K`` (``[sweep]`` table or ``--ensemble``), runs that differ on
 learning rate, weight decay, EMA or init scale are trained K at a time as one batched ensemble
 (:mod:`resharpen.experiments.training.engine`), one task per group; the unfinished runs are
 grouped when the sweep starts or resumes (:func:`resharpen.experiments.training.sweep.group_runs`).
-Under the stopping rule (``train.until_id_invalid_mass``) every run, grouped or alone, is
+Under the stopping rule (``fit.until_id_invalid_mass``) every run, grouped or alone, is
 evaluated at its own fit step, and the table adds ``fit_reached`` and ``fit_step``.
 """
 from __future__ import annotations

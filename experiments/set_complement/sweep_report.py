@@ -242,7 +242,7 @@ def analyse(root: str | Path) -> dict:
         "sweep": str(root), "runs": len(rows), "factors": factors,
         "budget": {"steps": base["train"]["steps"], "batch_size": base["train"]["batch_size"],
                    "vocab": base["task"]["vocab"], "train_len": base["task"]["train_len"],
-                   "fit": base["train"].get("until_id_invalid_mass", 0.0)},
+                   "fit": base.get("fit", {}).get("until_id_invalid_mass", 0.0)},
         "effects": {m: factor_effects(rows, factors, m, categorical) for m in OOD_METRICS},
         "rank_regression": {m: rank_regression(rows, factors, m) for m in OOD_METRICS},
         "placements": placement_comparison(rows),

@@ -15,7 +15,7 @@ Loss: the mean over all positions. Training itself is the core's
 (:mod:`resharpen.experiments.training.loop`: AdamW, warm-up and decay, clipping, dropout from the
 model config, raw / EMA / BEMA weights on one trajectory).
 
-Stopping rule (``train.until_id_invalid_mass`` = m > 0, ``train.steps`` the cap; needs
+Stopping rule (``fit.until_id_invalid_mass`` = m > 0, ``train.steps`` the cap; needs
 ``train.eval_every`` > 0): at every evaluation step the raw weights' in-distribution invalid mass
 is measured exactly, on the run's evaluation inputs (``eval.per_length`` per length, seed
 ``eval.seed``): the MEAN over the lengths s = 1..L_train of the mean invalid mass p(t) of the
@@ -55,8 +55,9 @@ Config (TOML, ``experiments/configs/set_complement/``; :data:`SCHEMA`, read with
     [train]  the core's [train] table without log_every; ema picks the *primary* weights,
              whose summary is the run's headline (and the factor a sweep varies);
              eval_every: evaluate the three weight sets every k steps; target,
-             labels_per_position: the training target; until_id_invalid_mass: the stopping rule;
-             converge_window, converge_tolerance: train on past the fit until convergence
+             labels_per_position: the training target; converge_window,
+             converge_tolerance: train on past the fit until convergence
+    [fit]    until_id_invalid_mass: the stopping rule (the core's [fit] table)
     [eval]   per_length, seed, threshold
 
 Evaluation is exact (float64, p* known) at every length s = 1..v-1
@@ -188,14 +189,14 @@ def fit_measure(module: torch.nn.Module, config: dict) -> float:
 
 def fit_reached(config: dict, row: dict) -> bool:
     """Whether a history row meets the stopping rule (False when the rule is off)."""
-    target = config["train"]["until_id_invalid_mass"]
+    target = config["fit"]["until_id_invalid_mass"]
     return bool(target) and row.get("fit_id_invalid_mass", float("inf")) <= target
 
 
 def fit_summary(config: dict, history: list[dict]) -> dict:
     """{fit_target, fit_reached, fit_step (the first history step meeting the rule, or None),
     steps_trained} of a run under the stopping rule; {} when the rule is off."""
-    target = config["train"]["until_id_invalid_mass"]
+    target = config["fit"]["until_id_invalid_mass"]
     if not target:
         return {}
     reached = [row["step"] for row in history if fit_reached(config, row)]
@@ -240,7 +241,7 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
     start = time.perf_counter()
     check_shared(configs)
     k, first = len(configs), configs[0]
-    task, tr = first["task"], first["train"]
+    task, tr, until = first["task"], first["train"], first["fit"]["until_id_invalid_mass"]
     v, length = task["vocab"], task["train_len"]
     models = [seeded_model(c, vocab=v, max_len=v) for c in configs]
     state = members_state(models, [c["train"] for c in configs])
@@ -265,7 +266,7 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
         evaluate = bool(tr["eval_every"]) or step == tr["steps"]
         weights = state.member_weights(i) if evaluate else None
         row = history_row(config, step, loss, state.lr(i), weights, history_per_length)
-        if tr["until_id_invalid_mass"]:
+        if until:
             fit = row["fit_id_invalid_mass"] = fit_measure(weights["raw"], config)
             full: list = []  # every length, evaluated only when a record needs it
 
@@ -274,8 +275,8 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
                     full.append(evaluate_weights(weights["raw"], config))
                 return full[0]
 
-            if pending_rungs(ladders[i], tr["until_id_invalid_mass"], fit, bool(window)):
-                ladders[i] += ladder_rungs(ladders[i], tr["until_id_invalid_mass"], step, fit,
+            if pending_rungs(ladders[i], until, fit, bool(window)):
+                ladders[i] += ladder_rungs(ladders[i], until, step, fit,
                                            records(), length, beyond=bool(window))
             if window:
                 trails[i].append((step, fit))
@@ -306,7 +307,7 @@ def _train_members(configs: list[dict], *, log: Callable[[dict], None] | None = 
     results = []
     for i, (config, history, weights, ladder) in enumerate(zip(
             configs, fitted.histories, fitted.weights, ladders)):
-        fields = {"ladder": ladder} if tr["until_id_invalid_mass"] else {}
+        fields = {"ladder": ladder} if until else {}
         if window:  # the run's result is its fit; convergence is recorded beside it
             weights = at_fit.get(i, weights)
             fields["converged"] = last.get(i) or convergence_record(

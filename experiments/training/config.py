@@ -304,6 +304,20 @@ def _no_rules(config: dict) -> None:
     return None
 
 
+RENAMED_KEYS = {"train.until_id_invalid_mass": "fit.until_id_invalid_mass"}
+"""Keys written another way now (old spelling -> new): the stopping rule is one key for every
+trainer, in the ``[fit]`` table."""
+
+
+def check_renamed(dotted: str, where: str = "") -> None:
+    """ValueError naming the new spelling when ``dotted`` (``section.key``) is a key's old one
+    (:data:`RENAMED_KEYS`); ``where``: the file or table it was written in, for the message."""
+    if dotted in RENAMED_KEYS:
+        new = RENAMED_KEYS[dotted]
+        raise ValueError(f"{dotted}{f' in {where}' if where else ''} is now written {new} "
+                         f"(the [{new.split('.')[0]}] table): rename the key")
+
+
 @dataclass(frozen=True)
 class Schema:
     """The sections of a run config, each a table of fields, and ``rules``: a function that
@@ -329,6 +343,7 @@ class Schema:
             fields = self.sections[section]
             for key, value in table.items():
                 if key not in fields:
+                    check_renamed(f"{section}.{key}")
                     raise ValueError(f"unknown key {section}.{key}; allowed in [{section}]: "
                                      f"{', '.join(fields)}")
                 config[section][key] = fields[key].check(f"{section}.{key}", value)
@@ -464,6 +479,7 @@ def check_profile_keys(tables: dict, schema: Schema, where: str) -> None:
                                  + ", ".join([*schema.sections, "sweep", "search"]))
             for key, value in values.items():
                 if key not in fields:
+                    check_renamed(f"{section}.{key}", f"[profile.{name}] of {where}")
                     raise ValueError(f"unknown key profile.{name}.{section}.{key} in {where}; "
                                      f"allowed in [{section}]: {', '.join(fields)}")
                 fields[key].check(f"profile.{name}.{section}.{key}", value)
@@ -533,6 +549,7 @@ def load_sweep(path: str | Path | dict, schema: Schema, profile: str = "full") -
             if "." in dotted:
                 section, _, key = dotted.partition(".")
                 if section not in schema.sections or key not in schema.sections[section]:
+                    check_renamed(dotted, f"a [[when]] table of {str(path)!r}")
                     raise ValueError(f"[[when]] condition {dotted!r} in {str(path)!r} is not a "
                                      "config key")
             elif dotted not in schema.sections:
@@ -541,11 +558,13 @@ def load_sweep(path: str | Path | dict, schema: Schema, profile: str = "full") -
             else:
                 stray = sorted(set(value) - set(schema.sections[dotted]))
                 if stray:
+                    check_renamed(f"{dotted}.{stray[0]}", f"a [[when]] table of {str(path)!r}")
                     raise ValueError(f"unknown key {dotted}.{stray[0]} in a [[when]] table of "
                                      f"{str(path)!r}")
     for dotted, spec in space.items():
         section, _, key = dotted.partition(".")
         if section not in schema.sections or key not in schema.sections[section]:
+            check_renamed(dotted, f"the [search] table of {str(path)!r}")
             raise ValueError(f"search key {dotted!r} is not a config key; allowed: "
                              + ", ".join(f"{s}.{k}" for s in schema.sections
                                          for k in schema.sections[s]))

@@ -31,8 +31,8 @@ subset (``weights``).
 Loop (:func:`fit`): ``steps`` steps of ``next_batch(step)``; at the record steps (every
 ``every`` steps and the last) it calls ``record(step, loss)``, the evaluation / logging hook of
 the trainer, keeps the row it returns in the history, and asks the stopping rule ``stop(row)``
-whether to end the run there (default: never; the Set Complement trainer's
-``train.until_id_invalid_mass`` is such a rule, with ``train.steps`` the cap).
+whether to end the run there (default: never; the stopping rule of every trainer,
+``fit.until_id_invalid_mass``, is such a rule, with ``train.steps`` the cap).
 
 Weights: :func:`weight_sets` copies a run's {raw, ema, bema} weights with the model config that
 rebuilds them, and :func:`save_run` writes each as ``weights_<kind>.safetensors``

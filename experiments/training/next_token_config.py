@@ -6,7 +6,7 @@ and refuse a bad one before they import torch. The keys' meaning:
 from __future__ import annotations
 
 from resharpen.experiments.training.config import Field, Schema, pick_fields
-from resharpen.experiments.training.schema import (MODEL_FIELDS, TRAIN_FIELDS,
+from resharpen.experiments.training.schema import (FIT_FIELDS, MODEL_FIELDS, TRAIN_FIELDS,
                                                      check_model_shape, check_target)
 from resharpen.experiments.tasks.registry import TASKS, get_task
 
@@ -28,11 +28,10 @@ SCHEMA = Schema({
         ema_decay=0.99, bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2,
         bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0, threads=1, log_every=50,
         target="sampled", labels_per_position=1),
-    "fit": {
-        # the stopping rule: end a run at the first record step whose raw weights' mean ID
-        # invalid mass on the evaluation set is <= until_id_invalid_mass (0 = off; train.steps
-        # is the cap); it must be below a tenth of a uniform prediction's (uniform_id_invalid_mass)
-        "until_id_invalid_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+    # the stopping rule (FIT_FIELDS), checked on the raw weights' mean ID invalid mass on the
+    # evaluation set at every record step; it must be below a tenth of a uniform prediction's
+    # (uniform_id_invalid_mass)
+    "fit": pick_fields(FIT_FIELDS, until_id_invalid_mass=0.0) | {
         # false: measure and record the fit at every record step but train to train.steps (a
         # fixed budget, e.g. the noise grid: averaging windows well inside every run); left out
         # of the normalized config at its default (see make_config)

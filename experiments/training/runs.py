@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from resharpen.experiments.common.io import (NUMBER, check_folder_files, check_writable_target,
                                              read_json, read_jsonl)
+from resharpen.experiments.training.schema import stored_config
 
 if TYPE_CHECKING:
     import torch
@@ -217,7 +218,7 @@ def load_run(folder: str | Path) -> Run:
     if not folder.is_dir():
         raise ValueError(f"run folder {str(folder)!r} does not exist")
     summary = _read_json(folder / "summary.json", SUMMARY_SHAPE)
-    config = _read_json(folder / "config.json", RUN_CONFIG_SHAPE)
+    config = stored_config(_read_json(folder / "config.json", RUN_CONFIG_SHAPE))
     from resharpen.experiments.training.archive import is_archived
 
     archived = is_archived(folder)  # from the archive: no per-length records, no weights

@@ -1,7 +1,8 @@
-"""The ``[model]`` and ``[train]`` tables every trainer reads, with their checks: plain data,
-no torch, so that a command checks a config and refuses a bad one before it imports torch.
+"""The ``[model]``, ``[train]`` and ``[fit]`` tables every trainer reads, with their checks: plain
+data, no torch, so that a command checks a config and refuses a bad one before it imports torch.
 
-:data:`MODEL_FIELDS` and :data:`TRAIN_FIELDS` are the keys, types, defaults and ranges
+:data:`MODEL_FIELDS`, :data:`TRAIN_FIELDS` and :data:`FIT_FIELDS` are the keys, types, defaults
+and ranges
 (:class:`resharpen.experiments.training.config.Field`); a trainer picks the keys it uses and its
 defaults with :func:`resharpen.experiments.training.config.pick_fields`. :class:`TrainingTarget` is
 ``train.target`` and ``train.labels_per_position`` (their meaning:
@@ -72,10 +73,31 @@ TRAIN_FIELDS: dict[str, Field] = {
     "threads": Field(int, 1, 0, 1024),  # torch threads (0 = leave torch's setting)
     "target": Field(str, "sampled", choices=TARGETS),  # what a position is scored against
     "labels_per_position": Field(int, 1, 1, 4096),  # k sampled labels (target = "sampled")
-    # the Set Complement stopping rule: stop at this in-distribution invalid mass (0 = off)
-    "until_id_invalid_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
 }
 """The ``[train]`` keys; each trainer reads the schedule and optimizer keys and those it uses."""
+
+FIT_FIELDS: dict[str, Field] = {
+    # the stopping rule: a run ends at the first record step whose raw weights' mean
+    # in-distribution invalid mass is <= this (0 = off; train.steps is the cap)
+    "until_id_invalid_mass": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+}
+"""The ``[fit]`` table: the stated in-distribution fit at which runs are compared, one key for
+every trainer (a trainer adds the keys of its own that refine the rule)."""
+
+
+def stored_config(config: dict) -> dict:
+    """A run config read from a results file (a run's config.json, a sweep identity's base), in
+    today's spelling. Set Complement results written before the stopping rule had one key for
+    every trainer hold it as ``train.until_id_invalid_mass``; it moves to
+    ``fit.until_id_invalid_mass`` (a new dict; the file is left as it is), so that those runs
+    still count as finished and their readers find the rule where new runs keep it. Any other
+    config is returned as it is."""
+    train = config.get("train")
+    if not isinstance(train, dict) or "until_id_invalid_mass" not in train:
+        return config
+    fit = config.get("fit") if isinstance(config.get("fit"), dict) else {}
+    return {**config, "train": {k: v for k, v in train.items() if k != "until_id_invalid_mass"},
+            "fit": {**fit, "until_id_invalid_mass": train["until_id_invalid_mass"]}}
 
 
 def check_model_shape(config: dict) -> None:

@@ -31,6 +31,7 @@ from resharpen.experiments.common.io import (TEMP_MARK, atomic_write_json, atomi
                                            hold_lock, read_json,
                                            read_jsonl, remove_stale_staging,
                                            remove_stale_temporaries)
+from resharpen.experiments.training.schema import stored_config
 from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, RUN_FILES,  # noqa: F401
                                                SUMMARY_SHAPE, WEIGHT_KINDS, WEIGHTS_FILE)
 
@@ -131,7 +132,7 @@ def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
         check_folder_files(root / "runs", (), "runs folder")
         if path.exists():
             old = read_json(path, f"the {kind} file")
-            if not isinstance(old, dict) or old.get("identity") != identity:
+            if not isinstance(old, dict) or stored_identity(old.get("identity")) != identity:
                 raise UsageError(f"{str(root)!r} holds a different {kind} (other configs, seed "
                                  "or search space); choose another --out")
         check_within(root, root / "runs", f"{kind} folder")
@@ -141,8 +142,8 @@ def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
             check_within(root, folder, "run folder")
             if (folder / "summary.json").exists():
                 read_json(folder / "summary.json", "run file", SUMMARY_SHAPE)
-                if read_json(folder / "config.json", "run file", RUN_CONFIG_SHAPE) != \
-                        json.loads(json.dumps(config)):
+                if stored_config(read_json(folder / "config.json", "run file",
+                                           RUN_CONFIG_SHAPE)) != json.loads(json.dumps(config)):
                     raise UsageError(f"run folder {str(folder)!r} holds another config; "
                                      "choose another --out")
                 finished.add(index)
@@ -197,8 +198,8 @@ def load_runs(root: str | Path) -> list[dict]:
             continue
         if (folder / "summary.json").exists():
             runs.append({"folder": folder,
-                         "config": read_json(folder / "config.json", "run file",
-                                             RUN_CONFIG_SHAPE),
+                         "config": stored_config(read_json(folder / "config.json", "run file",
+                                                           RUN_CONFIG_SHAPE)),
                          "summary": read_json(folder / "summary.json", "run file",
                                               SUMMARY_SHAPE)})
     return runs
@@ -237,9 +238,19 @@ SWEEP_FILE_SHAPE = {"identity": dict, "runs?": int}
 
 
 def read_sweep_file(root: str | Path) -> dict:
-    """A sweep folder's sweep.json, checked (:data:`SWEEP_FILE_SHAPE`): ValueError naming the
-    file and the field, FileNotFoundError when it is missing."""
-    return read_json(Path(root) / "sweep.json", "sweep file", SWEEP_FILE_SHAPE)
+    """A sweep folder's sweep.json, checked (:data:`SWEEP_FILE_SHAPE`), its identity in today's
+    spelling (:func:`stored_identity`): ValueError naming the file and the field,
+    FileNotFoundError when it is missing."""
+    marker = read_json(Path(root) / "sweep.json", "sweep file", SWEEP_FILE_SHAPE)
+    return {**marker, "identity": stored_identity(marker["identity"])}
+
+
+def stored_identity(identity: object) -> object:
+    """A sweep identity read from a sweep.json, its base config in today's spelling
+    (:func:`resharpen.experiments.training.schema.stored_config`); anything else as it is."""
+    if isinstance(identity, dict) and isinstance(identity.get("base"), dict):
+        return {**identity, "base": stored_config(identity["base"])}
+    return identity
 
 
 LOCK_FILE = ".lock"

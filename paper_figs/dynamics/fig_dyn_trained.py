@@ -47,11 +47,11 @@ def _color(scheme: str) -> str:
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.dynamics.trained import PROFILES, SCHEMES, thm42_bound
+    from resharpen.experiments.dynamics.trained import SCHEMES, sizes, thm42_bound
     from resharpen.experiments.dynamics.trained_checks import recursion_gaps
 
     data = runs(profile)
-    p = PROFILES[profile]
+    p = sizes(profile)
     depth = max(p.depths)
     fig, axes = plt.subplots(1, 3, figsize=(style.TEXT_WIDTH, 2.9))
     for ax, when in zip(axes[:2], ("init", "trained")):

@@ -26,8 +26,6 @@ from resharpen.experiments.model.schemes import FIRST
 
 SETTINGS = {"": ("-", "lr 3e-3, init 0.1"), "_lr1e-2": ("--", "lr 1e-2, init 0.02")}
 """File-name suffix: (line style, label) of the two optimizer settings."""
-PANELS = {"quick": ("fit_placements_v32",), "full": ("fit_placements_v32", "fit_placements_v64")}
-"""The placement sweeps drawn (one panel each, with its two settings), per profile."""
 PLACEMENTS = FIRST
 """The placements drawn: the placement sweeps' (the registry's FIRST)."""
 
@@ -41,7 +39,11 @@ def make(profile: str, outdir):
     from resharpen.paper_figs import save, style
     from resharpen.paper_figs.results import set_complement_sweep
 
-    panels = PANELS[profile]
+    from resharpen.experiments.common.profiles import pick
+
+    # the placement sweeps drawn, one panel each with its two settings
+    panels = pick(profile, quick=("fit_placements_v32",),
+                  full=("fit_placements_v32", "fit_placements_v64"))
     roots = {base + suffix: set_complement_sweep(base + suffix, profile)
              for base in panels for suffix in SETTINGS}
     data = {name: ladder_rows(root) for name, root in roots.items()}

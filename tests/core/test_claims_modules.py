@@ -20,9 +20,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 MAX_LINES = 500
 CLAIMS_FILES = sorted((ROOT / "experiments").glob("*/claims*.py"))
-NOT_YET_SPLIT = {"experiments/dynamics/claims.py"}
-"""Claims modules still over the limit: their analysis has not been moved out yet (marked as an
-expected failure, strict, so the mark must go once the module is split)."""
 
 
 def _marked(path: Path) -> bool:
@@ -43,10 +40,7 @@ def test_the_files_are_found():
     assert len(CLAIMS_FILES) >= 7 and len(ANALYSIS_FILES) >= 4
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="analysis not yet moved out"))
-    if str(p.relative_to(ROOT)) in NOT_YET_SPLIT else p for p in CLAIMS_FILES],
-    ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", CLAIMS_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_claims_module_exceeds_the_line_limit(path):
     lines = len(path.read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, (

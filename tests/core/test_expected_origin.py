@@ -62,7 +62,7 @@ def _comparators() -> dict:
 
     return {construction_errors: [cons.build, per_position_metrics],
             # the recursion's t from s read off the weights (model_s) against the t_sim the
-            # runs recorded (read by the check's own _trained_runs, not through the comparator)
+            # runs recorded (read by trained_readers.trained_runs, not through the comparator)
             trained_checks.recursion_at_init: [trained_checks.model_s]}
 
 

@@ -156,7 +156,7 @@ def test_a_scheme_and_a_task_train_from_one_file_each(tmp_path, registries, deep
     task = write(tmp_path, "my_task", NO_ONES.replace("{name}", "no_two_ones"))
     assert main(["train", "set_complement/base", "--profile", "quick", "--plugin",
                  f"{scheme}:deepnet_c", "--set", "model.norm=deepnet_c",
-                 "--set", "train.steps=4", "--set", "train.until_id_invalid_mass=0",
+                 "--set", "train.steps=4", "--set", "fit.until_id_invalid_mass=0",
                  "--out", str(tmp_path / "sc")]) == 0
     assert main(["langs", "train", "no_two_ones", "--plugin", f"{task}:no_two_ones",
                  "--plugin", f"{scheme}:deepnet_c", "--set", "model.norm=deepnet_c",
@@ -183,6 +183,7 @@ def test_sweep_and_langs_run_take_plugins(tmp_path, registries, deepnet_plugin, 
         base = "{CONFIG_DIR / 'set_complement' / 'base.toml'}"
         [train]
         steps = 4
+        [fit]
         until_id_invalid_mass = 0.0
         [search]
         "model.norm" = {{ grid = ["deepnet_d", "post"] }}

@@ -95,7 +95,7 @@ def test_the_families_are_the_ones_the_numbers_were_made_with():
     assert set(claims_fit.NORMALIZED) == {"attn_out", "post", "peri"}
     assert claims_fit.LADDER_ARMS == ("pre", "post", "attn_out", "peri")
     assert set(trained.SCHEMES) == {"none", "pre", "post", "mixln", "peri", "ngpt", "ln_scaling"}
-    assert set(trained.PROFILES["quick"].trained_schemes) == {"pre", "post", "mixln", "peri",
+    assert set(trained.sizes("quick").trained_schemes) == {"pre", "post", "mixln", "peri",
                                                               "ngpt"}
 
 

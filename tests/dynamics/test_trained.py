@@ -263,7 +263,7 @@ def test_the_init_set_is_cached_and_a_missing_group_is_reported(tmp_path):
         ("post", 0, None), ("post", 1, None), ("post", 2, None)]
     again = T.trained_set("quick", out=tmp_path, train=False, cached_only=True, only=only)
     assert again == runs
-    assert {r["init"]["n_tokens"] for r in runs} == {T.PROFILES["quick"].train_len}
+    assert {r["init"]["n_tokens"] for r in runs} == {T.sizes("quick").train_len}
 
 
 @pytest.mark.parametrize("module", ["resharpen.paper_figs.dynamics.fig_dyn_trained",

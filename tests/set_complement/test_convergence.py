@@ -18,7 +18,7 @@ TARGET = 0.01
 def tiny(name, **sets):
     base = ["task.vocab=8", "model.d_model=16", "train.steps=400", "train.warmup=0",
             "train.schedule=constant", "train.batch_size=32", "train.eval_every=10",
-            "eval.per_length=16", "train.target=soft", f"train.until_id_invalid_mass={TARGET}",
+            "eval.per_length=16", "train.target=soft", f"fit.until_id_invalid_mass={TARGET}",
             "train.lr=1e-2", "train.bema_update_after=5"]
     config = load_config(CONFIGS / "base_sampled.toml", base + [f"{k}={v}" for k, v in sets.items()])
     config["name"] = name
@@ -96,7 +96,7 @@ def test_a_run_that_meets_the_cap_first_says_so():
                                 "train.converge_tolerance": 1e-6}), progress=False)
     done = result["summary"]["converged"]
     assert done["converged"] is False and done["step"] == 100
-    missed = train(tiny("m", **{"train.steps": 30, "train.until_id_invalid_mass": 1e-9,
+    missed = train(tiny("m", **{"train.steps": 30, "fit.until_id_invalid_mass": 1e-9,
                                 "train.converge_window": 30}), progress=False)["summary"]
     assert missed["fit_reached"] is False and missed["converged"]["converged"] is False
 
@@ -109,7 +109,7 @@ def test_the_config_checks_of_the_convergence_keys():
     with pytest.raises(ValueError, match="fewer than 3 evaluations"):
         tiny("w", **{"train.converge_window": 20})
     # no stopping rule, no fit to continue from: the keys are dropped (fixed-budget grids)
-    off = tiny("o", **{"train.until_id_invalid_mass": 0.0, "train.converge_window": 100})
+    off = tiny("o", **{"fit.until_id_invalid_mass": 0.0, "train.converge_window": 100})
     assert "converge_window" not in off["train"]
 
 

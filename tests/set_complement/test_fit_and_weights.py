@@ -1,4 +1,4 @@
-"""The stopping rule (train.until_id_invalid_mass, train.steps the cap): a run stops at its first
+"""The stopping rule (fit.until_id_invalid_mass, train.steps the cap): a run stops at its first
 evaluation within the target and is evaluated there, grouped runs each at their own fit; and
 every run keeps its raw, EMA and BEMA weights, which load_run gives back as the same model."""
 import json
@@ -19,7 +19,7 @@ TARGET = 0.01
 def tiny(name, **sets):
     base = ["task.vocab=8", "model.d_model=16", "train.steps=300", "train.warmup=5",
             "train.schedule=constant", "train.batch_size=32", "train.eval_every=10",
-            "eval.per_length=16", "train.target=soft", f"train.until_id_invalid_mass={TARGET}",
+            "eval.per_length=16", "train.target=soft", f"fit.until_id_invalid_mass={TARGET}",
             "train.bema_update_after=5"]
     config = load_config(CONFIGS / "base_sampled.toml", base + [f"{k}={v}" for k, v in sets.items()])
     config["name"] = name
@@ -40,11 +40,11 @@ def test_a_run_stops_at_its_first_evaluation_within_the_target_and_is_evaluated_
     # the measure is the summary's: raw weights, mean over lengths 1..L_train, at the fit step
     # (evaluated on those lengths alone: the same inputs, float64 rounding of other shapes)
     assert s["by_weights"]["raw"]["id_invalid_mass"] == pytest.approx(measured[-1], rel=1e-12)
-    missed = train(tiny("b", **{"train.steps": 30, "train.until_id_invalid_mass": 1e-6}),
+    missed = train(tiny("b", **{"train.steps": 30, "fit.until_id_invalid_mass": 1e-6}),
                    progress=False)["summary"]
     assert missed["fit_reached"] is False and missed["fit_step"] is None
     assert missed["steps_trained"] == 30
-    off = train(tiny("c", **{"train.steps": 20, "train.until_id_invalid_mass": 0.0}),
+    off = train(tiny("c", **{"train.steps": 20, "fit.until_id_invalid_mass": 0.0}),
                 progress=False)
     assert "fit_step" not in off["summary"] and "fit_id_invalid_mass" not in off["history"][0]
     with pytest.raises(ValueError, match="until_id_invalid_mass = 0.01 needs train.eval_every > 0"):
@@ -69,7 +69,7 @@ def test_grouped_runs_each_stop_at_their_own_fit_as_they_would_alone():
 
 
 def test_weights_are_saved_and_load_run_gives_back_the_model(tmp_path):
-    result = train(tiny("r", **{"train.steps": 20, "train.until_id_invalid_mass": 0.0,
+    result = train(tiny("r", **{"train.steps": 20, "fit.until_id_invalid_mass": 0.0,
                                 "model.norm": "post"}), progress=False)
     folder = save_run(result, tmp_path / "r")
     names = {p.name for p in folder.iterdir()}
@@ -115,7 +115,7 @@ def test_the_fit_ladder_records_ood_behaviour_at_every_rung_on_the_way():
     from resharpen.experiments.set_complement.train import FIT_LADDER, ladder_rungs
 
     config = tiny("l", **{"train.lr": 1e-2, "train.seed": 1,
-                          "train.until_id_invalid_mass": 3e-3})
+                          "fit.until_id_invalid_mass": 3e-3})
     result = train(config, progress=False)
     ladder, s = result["summary"]["ladder"], result["summary"]
     assert [e["rung"] for e in ladder] == [1e-2, 3e-3]
@@ -129,7 +129,7 @@ def test_the_fit_ladder_records_ood_behaviour_at_every_rung_on_the_way():
     for entry in ladder:
         assert entry["step"] == next(step for step, m in measured if m <= entry["rung"])
     grouped = train_group([config, tiny("m", **{"train.lr": 1e-2, "train.seed": 2,
-                                                 "train.until_id_invalid_mass": 3e-3})])
+                                                 "fit.until_id_invalid_mass": 3e-3})])
     assert [(e["rung"], e["step"]) for e in grouped[0]["summary"]["ladder"]] == \
         [(e["rung"], e["step"]) for e in ladder]
     # a rung is recorded once; a jump past several rungs records each at that step
@@ -139,5 +139,5 @@ def test_the_fit_ladder_records_ood_behaviour_at_every_rung_on_the_way():
                                                 "margin_query": 2.0}], 2)
     assert [e["rung"] for e in jumped] == list(FIT_LADDER) and {e["step"] for e in jumped} == {40}
     assert "ladder" not in train(tiny("o", **{"train.steps": 20,
-                                              "train.until_id_invalid_mass": 0.0}),
+                                              "fit.until_id_invalid_mass": 0.0}),
                                  progress=False)["summary"]

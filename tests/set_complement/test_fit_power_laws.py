@@ -66,8 +66,8 @@ def test_attn_out_band_passes_on_its_closed_form_and_fails_on_a_power_law(monkey
     sweeps = {}
     monkeypatch.setattr(F, "sweep_root", lambda name, profile: Path(name))
     monkeypatch.setattr(F, "reports", lambda root: sweeps[str(root)])
-    monkeypatch.setattr(F, "ATTN_OUT_SWEEPS", {"quick": ("unseen",)})
-    monkeypatch.setattr(F, "ATTN_OUT_SEEN", {"quick": ("seen",)})
+    monkeypatch.setattr(F, "attn_out_sweeps", lambda profile: ("unseen",))
+    monkeypatch.setattr(F, "attn_out_seen", lambda profile: ("seen",))
     sweeps["unseen"] = [report("attn_out", k, closed_form(1.4, 0.05, k)) for k in range(6)]
     sweeps["seen"] = [report("attn_out", k, closed_form(1.4, 0.6, k)) for k in range(6)]
     part = F.attn_out_band_tests("quick")

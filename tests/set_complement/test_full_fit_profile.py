@@ -21,7 +21,7 @@ def test_every_training_a_full_fit_claim_asks_for_is_run(tmp_path, monkeypatch):
         assert found, (claim.id, outcome.inconclusive)
         asked |= {sweep or "fit_noise_window_v32" for sweep, window in found}
     assert asked <= NAMES, asked - NAMES
-    assert set(fit_sweep_tests.LADDER_SWEEPS["full"]) | set(fit_data.PLACEMENT_SWEEPS["full"]) \
+    assert set(fit_sweep_tests.ladder_sweeps("full")) | set(fit_data.placement_sweeps("full")) \
         | {fit_sweep_tests.K_SWEEP, "fit_noise_soft_v32"} <= NAMES
     for name, arguments in TRAININGS:
         assert arguments is None or (SWEEPS / f"{name}.toml").is_file()
