@@ -2,7 +2,6 @@
 known: margins built from a stated law, so each test can pass, fail and be inconclusive."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
