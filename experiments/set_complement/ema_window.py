@@ -123,7 +123,23 @@ def cached_rows(profile: str) -> list[dict] | None:
     from resharpen.experiments.common.io import read_json
 
     cached = read_json(path, "EMA-window results")
-    return cached["rows"] if cached.get("key") == protocol_key(profile) else None
+    return cached["rows"] if stored_key(cached.get("key")) == protocol_key(profile) else None
+
+
+def stored_key(key: object) -> object:
+    """A stored :func:`protocol_key` in today's spelling: its common settings' renamed keys
+    (:data:`~resharpen.experiments.training.config.RENAMED_KEYS`) written the new way, so that
+    results made before a rename are still today's protocol."""
+    from resharpen.experiments.training.config import RENAMED_KEYS
+
+    if not isinstance(key, dict) or not isinstance(key.get("common"), list):
+        return key
+    def respelled(setting: object) -> object:
+        if not isinstance(setting, str) or "=" not in setting:
+            return setting
+        name, value = setting.split("=", 1)
+        return f"{RENAMED_KEYS.get(name, name)}={value}"
+    return {**key, "common": [respelled(s) for s in key["common"]]}
 
 
 def run_protocol(profile: str, workers: int = 2) -> list[dict]:

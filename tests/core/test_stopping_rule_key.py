@@ -125,3 +125,15 @@ def test_results_written_with_the_old_spelling_are_read_in_the_new_one(tmp_path)
     assert [r["config"] for r in load_runs(root)] == [config]
     assert load_run(run).config == config
     assert schema.stored_config(config) is config  # today's spelling passes unchanged
+
+
+def test_ema_window_results_made_before_the_rename_are_todays_protocol():
+    """The EMA-window protocol's stored key (its common settings) written with the old
+    stopping-rule spelling is read as today's protocol."""
+    from resharpen.experiments.set_complement.ema_window import protocol_key, stored_key
+
+    today = protocol_key("full")
+    old = {**today, "common": [s.replace("fit.until_id_invalid_mass", "train.until_id_invalid_mass")
+                               for s in today["common"]]}
+    assert old != today and stored_key(old) == today
+    assert stored_key(None) is None
