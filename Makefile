@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: reproduce test lint test-slow test-py310 bench clean
+.PHONY: reproduce test lint regenerate test-slow test-py310 bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,15 @@ test: $(STAMP)
 # formatting.
 lint: $(STAMP)
 	$(BIN)/ruff check .
+
+# Every generated file, after a claim is added, changed or removed (its declaration, its check,
+# its figure script): the claims whose quick baseline status, quick record or mutation entry is
+# missing or stale run (only those), then the claim index, the docs' generated parts, the verdict
+# pages and the README's counts are rewritten (resharpen/regenerate.py lists the commands).
+# ARGS passes options: `make regenerate ARGS="--only ID"` reruns a claim whose check changed,
+# `ARGS=--dry-run` says what would run.
+regenerate: $(STAMP)
+	$(BIN)/python -m resharpen.regenerate $(ARGS)
 
 # Python 3.10 (the oldest allowed): the CLI parser and the torch-free tests (the theory, the config
 # reader with its tomli fallback, the task suite and Othello) in a venv of their own. The torch

@@ -2,7 +2,15 @@
 ``make(profile, outdir) -> list[Path]`` (writing PNG and PDF with the Agg backend, in the one style
 of :mod:`resharpen.paper_figs.style`) and names, in its docstring, the claims it shows.
 `resharpen figs` runs them all. Figures never train: a figure whose results are missing raises
-:class:`MissingResults` with the one command that makes them, and is skipped."""
+:class:`MissingResults` with the one command that makes them, and is skipped.
+
+Nothing here lists the figures. :data:`FIGURES` is found from the files: every ``fig_*.py`` in
+every slice folder (a folder of this one with an ``__init__.py``). :data:`OUTPUTS`, the stems of
+the files each module writes (``<stem>.png`` and ``<stem>.pdf``), is read from each module's
+source without importing it: its module-level literal ``STEMS = ("stem", ...)``, or, when it has
+none, the one stem that is the module's own name. A stem holding ``{task}`` stands for one file
+per task of the language grid (:data:`LANGUAGE_TASKS`): ``STEMS = ("fig_langtrain_{task}",)``.
+A new figure is its script alone."""
 from __future__ import annotations
 
 if __name__ != "resharpen.paper_figs":  # one import name: not ``paper_figs`` from the checkout's root
@@ -17,39 +25,44 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from resharpen.experiments.common.package_files import figure_files as _figure_files  # noqa: E402
 from resharpen.paper_figs import style  # noqa: E402 (after the backend is chosen)
 
 style.apply()
 
 
-FIGURES: dict[str, str] = {
-    "fig_collapse_deaveraging": "collapse",
-    "fig_collapse_gradients": "collapse",
-    "fig_collapse_similarity": "collapse",
-    "fig_collapse_training": "collapse",
-    "fig_collapse_trained": "collapse",
-    "fig_dyn_gamma": "dynamics",
-    "fig_dyn_initial_velocity": "dynamics",
-    "fig_dyn_mc_ratio": "dynamics",
-    "fig_dyn_random_stacks": "dynamics",
-    "fig_dyn_trained": "dynamics",
-    "fig_fit_margins": "set_complement",
-    "fig_fit_post_k": "set_complement",
-    "fig_fit_ood_vs_fit": "set_complement",
-    "fig_langtrain_curves": "languages",
-    "fig_langtrain_noise_gain": "languages",
-    "fig_langtrain_othello_study": "languages",
-    "fig_sc_attn_out_sv": "set_complement",
-    "fig_sc_invalid_mass": "set_complement",
-    "fig_sc_margins": "set_complement",
-    "fig_train_averaging": "set_complement",
-    "fig_train_dropout": "set_complement",
-    "fig_train_grids": "set_complement",
-    "fig_train_long_runs": "set_complement",
-    "fig_train_margins": "set_complement",
-    "fig_train_placements": "set_complement",
-}
-"""Every figure module and the slice it belongs to (``paper_figs/<slice>/<module>.py``)."""
+def discover_figures(root: Path | None = None) -> dict[str, str]:
+    """Every figure module and the slice it belongs to, found from the files: each
+    ``<root>/<slice>/fig_*.py`` of a slice folder (``root`` defaults to this folder;
+    :func:`resharpen.experiments.common.package_files.figure_files`)."""
+    return {name: path.parent.name for name, path in _figure_files(root).items()}
+
+
+def declared_stems(path: Path, tasks: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The stems of the files the figure module at ``path`` writes, read from its source without
+    importing it: its module-level literal ``STEMS = ("stem", ...)``, a stem holding ``{task}``
+    repeated once per task of ``tasks`` (in their order); the module's own name when it has no
+    ``STEMS``. ValueError when ``STEMS`` is not a literal tuple of strings."""
+    import ast
+
+    path = Path(path)
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "STEMS"
+                                                for t in node.targets):
+            try:
+                stems = ast.literal_eval(node.value)
+            except ValueError:
+                stems = None
+            if not (isinstance(stems, tuple) and stems
+                    and all(isinstance(stem, str) and stem for stem in stems)):
+                raise ValueError(f"{path}: STEMS must be a literal tuple of file stems")
+            return tuple(out for stem in stems for out in _per_task(stem, tasks))
+    return (path.stem,)
+
+
+def _per_task(stem: str, tasks: tuple[str, ...]) -> tuple[str, ...]:
+    """``stem`` with ``{task}`` replaced by each of ``tasks``; ``stem`` alone without it."""
+    return tuple(stem.replace("{task}", task) for task in tasks) if "{task}" in stem else (stem,)
 
 
 def _grid_tasks() -> tuple[str, ...]:
@@ -63,39 +76,17 @@ def _grid_tasks() -> tuple[str, ...]:
 
 
 LANGUAGE_TASKS = _grid_tasks()
-"""The tasks of the language grid (experiments/configs/languages/grid.toml), one figure each."""
+"""The tasks of the language grid (experiments/configs/languages/grid.toml): the values of a
+``{task}`` placeholder in a figure module's ``STEMS``."""
+
+FIGURES: dict[str, str] = discover_figures()
+"""Every figure module and the slice it belongs to (``paper_figs/<slice>/<module>.py``), found
+from the files by :func:`discover_figures`."""
 
 OUTPUTS: dict[str, tuple[str, ...]] = {
-    "fig_collapse_deaveraging": ("fig_collapse_deaveraging",),
-    "fig_collapse_gradients": ("fig_collapse_gradients",),
-    "fig_collapse_similarity": ("fig_collapse_similarity",),
-    "fig_collapse_training": ("fig_collapse_training",),
-    "fig_collapse_trained": ("fig_collapse_trained",),
-    "fig_dyn_gamma": ("fig_dyn_gamma",),
-    "fig_dyn_initial_velocity": ("fig_dyn_initial_velocity",),
-    "fig_dyn_mc_ratio": ("fig_dyn_mc_ratio",),
-    "fig_dyn_random_stacks": ("fig_dyn_random_stacks",),
-    "fig_dyn_trained": ("fig_dyn_trained",),
-    "fig_fit_margins": ("fig_fit_margins",),
-    "fig_fit_post_k": ("fig_fit_post_k",),
-    "fig_fit_ood_vs_fit": ("fig_fit_ood_vs_fit",),
-    "fig_langtrain_curves": tuple(f"fig_langtrain_{task}" for task in LANGUAGE_TASKS),
-    "fig_langtrain_noise_gain": ("fig_langtrain_noise_gain",),
-    "fig_langtrain_othello_study": ("fig_langtrain_study_othello",),
-    "fig_sc_attn_out_sv": ("sc_attn_out_over_sv",),
-    "fig_sc_invalid_mass": ("sc_invalid_mass",),
-    "fig_sc_margins": ("sc_margins",),
-    "fig_train_averaging": ("fig_train_averaging",),
-    "fig_train_dropout": ("fig_train_dropout",),
-    "fig_train_grids": ("fig_train_grid_placements", "fig_train_grid_margins",
-                        "fig_train_multi_layer_placements", "fig_train_multi_layer_margins"),
-    "fig_train_long_runs": ("fig_train_long_runs_averaging", "fig_train_long_runs_placements",
-                            "fig_train_long_runs_v32_averaging",
-                            "fig_train_long_runs_v32_placements"),
-    "fig_train_margins": ("fig_train_margins",),
-    "fig_train_placements": ("fig_train_placements",),
-}
-"""The stems of the files each figure module writes (``<stem>.png`` and ``<stem>.pdf``)."""
+    name: declared_stems(path, LANGUAGE_TASKS) for name, path in _figure_files().items()}
+"""The stems of the files each figure module writes (``<stem>.png`` and ``<stem>.pdf``), read
+from each module by :func:`declared_stems`."""
 
 
 class MissingResults(LookupError):
@@ -107,6 +98,7 @@ class MissingResults(LookupError):
 
 
 def figure_modules() -> list[str]:
+    """The names of every figure module, sorted."""
     return sorted(FIGURES)
 
 

@@ -1,4 +1,5 @@
-"""The front page's generated parts: the README's verdict table and docs/run_times.md.
+"""The front page's generated parts: the README's verdict table, the counts of its table of
+claim families, and docs/run_times.md.
 
 Each block sits between two markers in README.md::
 
@@ -6,9 +7,13 @@ Each block sits between two markers in README.md::
     ...
     <!-- end: verdicts -->
 
-``verdicts`` is the index of the verdict pages (:mod:`resharpen.verdicts`). docs/run_times.md is
-``results/run_times.json``: the latest measurement of each long command with its date and the
-machine's load. tests/core/test_verdicts.py fails when either differs from its source.
+``verdicts`` is the index of the verdict pages (:mod:`resharpen.verdicts`). In the family table
+(the rows under ``| family |``, each naming its id prefixes in its first cell) the columns
+``claims``, ``PASS``, ``FAIL`` and ``INCONCLUSIVE`` and the total above it ("N claims, by
+family") are counted from the claims' declared quick statuses; the other cells are prose.
+docs/run_times.md is ``results/run_times.json``: the latest measurement of each long command
+with its date and the machine's load. tests/core/test_verdicts.py fails when any differs from
+its source.
 
     python -m resharpen.front_page --write
 """
@@ -57,13 +62,57 @@ def current(text: str, name: str) -> str | None:
     return found.group(2).removesuffix("\n") if found else None
 
 
+FAMILY_HEADER = "| family |"
+"""The first cells of the header of the README's table of claim families."""
+COUNTED = ("claims", "PASS", "FAIL", "INCONCLUSIVE")
+"""The family table's columns counted from the declarations."""
+
+
+def family_counts(text: str, declared: dict[str, dict] | None = None) -> str:
+    """``text`` (the README) with the counted columns (:data:`COUNTED`) of each row of its family
+    table and the total "N claims, by family" set from ``declared`` (default: every claim's
+    declaration, read without importing a slice). ValueError when the table is missing or a
+    claim's id prefix has no row (a new prefix needs its row, with its prose, by hand)."""
+    from collections import Counter
+
+    from resharpen.experiments.ledger.declarations import all_declarations
+
+    declared = all_declarations() if declared is None else declared
+    counts = Counter((claim_id.split(".")[0], entry["quick"]) for claim_id, entry in declared.items())
+    lines = text.split("\n")
+    starts = [n for n, line in enumerate(lines) if line.startswith(FAMILY_HEADER)]
+    if not starts:
+        raise ValueError(f"README.md has no table of claim families (a {FAMILY_HEADER!r} header)")
+    columns = [c.strip() for c in lines[starts[0]].strip().strip("|").split("|")]
+    covered: set[str] = set()
+    n = starts[0] + 2
+    while n < len(lines) and lines[n].startswith("| `"):
+        cells = [c.strip() for c in lines[n].strip().strip("|").split("|")]
+        prefixes = re.findall(r"`([a-z]+)\.`", cells[0])
+        covered |= set(prefixes)
+        for column in COUNTED:
+            statuses = [column] if column != "claims" else ["PASS", "FAIL", "INCONCLUSIVE"]
+            cells[columns.index(column)] = str(sum(counts[p, s] for p in prefixes
+                                                   for s in statuses))
+        lines[n] = "| " + " | ".join(cells) + " |"
+        n += 1
+    missing = sorted({prefix for prefix, _ in counts} - covered)
+    if missing:
+        raise ValueError("README.md's family table has no row for the id prefix(es) "
+                         f"{', '.join(p + '.' for p in missing)}: add one (its prose by hand; "
+                         "its counts are written)")
+    return re.sub(r"\b\d+ claims, by family", f"{len(declared)} claims, by family",
+                  "\n".join(lines))
+
+
 def render(text: str) -> str:
-    """``text`` with every generated block replaced by its source's current text."""
+    """``text`` with every generated block replaced by its source's current text, and the
+    family table's counts (:func:`family_counts`)."""
     for name, body in blocks().items():
         if current(text, name) is None:
             raise ValueError(f"README.md has no markers for the generated block {name!r}")
         text = _pattern(name).sub(lambda m: m.group(1) + body + "\n" + m.group(3), text)
-    return text
+    return family_counts(text)
 
 
 if __name__ == "__main__":

@@ -198,6 +198,35 @@ def record(ledger: str | Path, target: Path) -> Path:
     return target
 
 
+def update_quick(records: list[dict], keep, target: Path = QUICK_LEDGER) -> Path:
+    """Add or replace the records ``records`` (ledger JSON records: ``dataclasses.asdict`` of a
+    :class:`~resharpen.experiments.ledger.registry.Record`) in the quick record ``target`` and
+    drop the records of ids not in ``keep`` (the claims no longer declared); every other record,
+    and the provenance of the run that wrote the record, as they were. The records are sorted
+    by id, the summary counted again, and the provenance's ``note`` names the claims recorded
+    alone afterwards and the commit they were run on."""
+    from resharpen.experiments.common.io import atomic_write_text, dumps_json
+    from resharpen.experiments.common.provenance import provenance
+
+    data = _read_ledger(target)
+    kept = set(keep)
+    claims = {c["id"]: c for c in data["claims"] if c["id"] in kept}
+    claims.update({r["id"]: {k: v for k, v in r.items() if k != "seconds"} for r in records})
+    data["claims"] = [claims[claim_id] for claim_id in sorted(claims)]
+    data["summary"] = {s: sum(c["status"] == s for c in data["claims"])
+                       for s in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")}
+    if records:
+        now = provenance("quick")
+        commit = str(now.get("commit") or "unknown")[:7]
+        dirty = " with uncommitted changes" if now.get("dirty") else ""
+        added = (f"{', '.join(sorted(r['id'] for r in records))} recorded alone afterwards "
+                 f"(commit {commit}{dirty}; python -m resharpen.regenerate)")
+        note = data["provenance"].get("note", "")
+        data["provenance"]["note"] = f"{note}; {added}" if note else added
+    atomic_write_text(target, dumps_json(data, indent=1) + "\n")
+    return target
+
+
 def merge(ledgers: list[str | Path], target: Path = FULL_LEDGER) -> Path:
     """Add the records of ``ledgers`` (``resharpen verify --profile full --json``, each of a part
     of the claims) to the full-size record ``target``, replacing the records of the same ids.

@@ -70,3 +70,21 @@ def shown(path: str | Path) -> str:
         return package_relative(path)
     except ValueError:
         return str(path)
+
+
+def figure_files(root: str | Path | None = None) -> dict[str, Path]:
+    """module name -> source file of every figure script: each ``<root>/<slice>/fig_*.py`` of
+    a slice folder (one with an ``__init__.py``), sorted by module name; ``root`` defaults to
+    the folder of ``resharpen.paper_figs``. Read from the files, nothing imported. ValueError
+    when two slices hold one module name (``resharpen figs --only`` could not tell them
+    apart)."""
+    root = folder("paper_figs") if root is None else Path(root)
+    found: dict[str, Path] = {}
+    for path in sorted(root.glob("*/fig_*.py"), key=lambda p: (p.stem, p.parent.name)):
+        if not (path.parent / "__init__.py").is_file():
+            continue
+        if path.stem in found:
+            raise ValueError(f"figure module {path.stem} is in two slices: "
+                             f"{found[path.stem].parent.name} and {path.parent.name}")
+        found[path.stem] = path
+    return found

@@ -113,15 +113,40 @@ def against_declarations(baseline: dict[str, dict], claims: Iterable[Claim]) -> 
     return lines
 
 
-def write(path: str | Path, records: Sequence[Record], profile: str,
-          reasons: dict[str, str] | None = None) -> Path:
-    """Write the statuses of ``records`` as the baseline; the reason of a non-PASS claim is taken
-    from ``reasons`` (the earlier baseline's) or else the first line of its detail."""
+def entries(records: Sequence[Record], reasons: dict[str, str] | None = None) -> dict[str, dict]:
+    """The baseline entries ``{id: {"status", "reason"}}`` of ``records``: the reason of a
+    non-PASS claim is taken from ``reasons`` (the earlier baseline's) or else the first line of
+    its detail; "" for a PASS."""
     reasons = reasons or {}
     claims = {}
     for r in sorted(records, key=lambda r: r.id):
         reason = "" if r.status == "PASS" else (reasons.get(r.id) or r.detail.splitlines()[0][:200]
                                                 if r.detail else reasons.get(r.id, ""))
         claims[r.id] = {"status": r.status, "reason": reason}
+    return claims
+
+
+def _write_claims(path: str | Path, claims: dict[str, dict], profile: str) -> Path:
+    """Write the baseline file of ``claims`` (sorted by id), atomically."""
     text = dumps_json({"profile": profile, "claims": claims}, indent=1, sort_keys=True) + "\n"
     return atomic_write_text(path, text)
+
+
+def write(path: str | Path, records: Sequence[Record], profile: str,
+          reasons: dict[str, str] | None = None) -> Path:
+    """Write the statuses of ``records`` as the baseline (:func:`entries`)."""
+    return _write_claims(path, entries(records, reasons), profile)
+
+
+def update(path: str | Path, records: Sequence[Record], profile: str,
+           keep: Iterable[str]) -> Path:
+    """Rewrite the baseline at ``path`` with the entries of ``records`` added or replaced
+    (:func:`entries`; an old reason is kept where the status is unchanged) and the entries of
+    ids not in ``keep`` (the claims no longer declared) dropped; every other entry as it was."""
+    old = read(path, profile)
+    kept = set(keep)
+    claims = {claim_id: entry for claim_id, entry in old.items() if claim_id in kept}
+    statuses = {r.id: r.status for r in records}
+    reasons = {k: v.get("reason", "") for k, v in old.items() if v["status"] == statuses.get(k)}
+    claims.update(entries(records, reasons))
+    return _write_claims(path, claims, profile)

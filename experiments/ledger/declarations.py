@@ -27,7 +27,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from resharpen.experiments.common.package_files import folder, module_file
+from resharpen.experiments.common.package_files import figure_files, module_file
 from resharpen.experiments.common.toml_files import parse_toml
 
 KINDS = ("symbolic", "numeric", "experiment")
@@ -99,9 +99,11 @@ def check_entry(claim_id: str, entry: object, where: str) -> None:
             raise bad(f"derived_by {name!r} must be a 'resharpen.<module>.<qualname>' name")
     if entry["expected_from"] == "derivation" and not entry.get("derived_by"):
         raise bad("expected_from 'derivation' needs derived_by, the functions computing it")
-    for name in entry.get("figures", []):
-        if not any(folder("paper_figs").glob(f"*/{name}.py")):
-            raise bad(f"figure {name!r} is not a script of paper_figs")
+    scripts = figure_files() if entry.get("figures") else {}
+    missing = [name for name in entry.get("figures", []) if name not in scripts]
+    if missing:
+        raise bad(f"figure {missing[0]!r} is not a script of paper_figs "
+                  "(paper_figs/<slice>/fig_*.py)")
 
 
 _DECLARED_IN_CODE: dict[str, dict[str, dict]] = {}

@@ -72,7 +72,9 @@ stillborn one that raises on an invalid call); the record's ``score`` is the sta
 score over the pairs that are not (:func:`mutation_score`), beside the plain rate of ``summary``.
 :func:`against_record` turns a run into regressions. tests/core/test_mutation_record.py runs it
 over a declared sample of fast claims by default and over every fast claim in the ``slow``
-test.
+test. A run of a few claims (a claim added or changed) is merged into the record by
+:func:`updated_record` (``python -m resharpen.regenerate``), which counts the summary lines
+over all the record's entries (:func:`results_of_record`).
 """
 from __future__ import annotations
 
@@ -1284,57 +1286,123 @@ def against_record(results: Sequence[MutationResult], record: dict[str, dict]) -
     return lines
 
 
-def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = None) -> str:
-    """The record (JSON text) of a run: each claim's verdict and unmutated seconds, the note of
-    an untested or skipped claim, the verdict and operator statuses of each (claim, function)
-    pair, and the diagnoses and ``equivalent`` flags kept from ``old`` (of a surviving claim or
-    pair: empty for a new one, fill it in by hand), with the run's :func:`mutation_score`. A claim that ``results`` skipped keeps its old entry when that entry
-    has per-function verdicts (it was run under the operators with ``--costs all``); otherwise
-    it is recorded ``skipped`` with the reason (its declared cost class), the old verdict, if
-    any, named in the note as an earlier one-operator verdict that nothing checks any more."""
-    old = old or {}
-    claims = {}
-    scored: list[tuple[str, bool]] = []  # (verdict, equivalent) of each pair of this run
-    for r in sorted(results, key=lambda r: r.id):
-        before = old.get(r.id, {})
-        if r.verdict == "skipped":
-            if before.get("functions"):
-                claims[r.id] = before
-                continue
-            note = r.note
-            if before.get("verdict") not in (None, "skipped"):
-                note += (f"; the record before the per-function operators had "
-                         f"{before['verdict']} (`up` only, not compared)")
-            claims[r.id] = {"verdict": "skipped",
-                            "seconds": round(float(before.get("seconds", 0.0)), 3),
-                            "note": note}
-            continue
-        entry = {"verdict": r.verdict, "seconds": round(float(r.baseline_seconds), 3)}
-        if r.note:
-            entry["note"] = r.note
-        if r.verdict == "survives" or before.get("diagnosis"):
-            entry["diagnosis"] = before.get("diagnosis", "")
-        if r.pairs:
-            entry["functions"] = {}
-            for p in r.pairs:
-                pair = {"verdict": p.verdict, "statuses": p.statuses}
-                was = (before.get("functions") or {}).get(p.target, {})
-                kept = was.get("diagnosis", "")
-                if p.verdict == "survives" or kept:
-                    pair["diagnosis"] = kept
-                if "equivalent" in was and p.verdict in ("survives", "killed by an exception"):
-                    pair["equivalent"] = was["equivalent"]
-                    if was.get("why_equivalent"):
-                        pair["why_equivalent"] = was["why_equivalent"]
-                entry["functions"][p.target] = pair
-                scored.append((p.verdict, pair.get("equivalent", False)))
-        claims[r.id] = entry
+def record_entry(r: MutationResult, before: dict) -> dict:
+    """The record's entry of one claim's result ``r``, ``before`` its old entry ({} for a new
+    claim): its verdict and unmutated seconds, the note of an untested or skipped claim, the
+    verdict and operator statuses of each (claim, function) pair, and the diagnoses and
+    ``equivalent`` flags kept from ``before`` (of a surviving claim or pair: empty for a new
+    one, fill it in by hand). A skipped result keeps an old entry that has per-function verdicts
+    (it was run under the operators with ``--costs all``); otherwise it is recorded ``skipped``
+    with the reason (its declared cost class), the old verdict, if any, named in the note as an
+    earlier one-operator verdict that nothing checks any more."""
+    if r.verdict == "skipped":
+        if before.get("functions"):
+            return before
+        note = r.note
+        if before.get("verdict") not in (None, "skipped"):
+            note += (f"; the record before the per-function operators had "
+                     f"{before['verdict']} (`up` only, not compared)")
+        return {"verdict": "skipped", "seconds": round(float(before.get("seconds", 0.0)), 3),
+                "note": note}
+    entry = {"verdict": r.verdict, "seconds": round(float(r.baseline_seconds), 3)}
+    if r.note:
+        entry["note"] = r.note
+    if r.verdict == "survives" or before.get("diagnosis"):
+        entry["diagnosis"] = before.get("diagnosis", "")
+    if r.pairs:
+        entry["functions"] = {}
+        for p in r.pairs:
+            pair = {"verdict": p.verdict, "statuses": p.statuses}
+            was = (before.get("functions") or {}).get(p.target, {})
+            kept = was.get("diagnosis", "")
+            if p.verdict == "survives" or kept:
+                pair["diagnosis"] = kept
+            if "equivalent" in was and p.verdict in ("survives", "killed by an exception"):
+                pair["equivalent"] = was["equivalent"]
+                if was.get("why_equivalent"):
+                    pair["why_equivalent"] = was["why_equivalent"]
+            entry["functions"][p.target] = pair
+    return entry
+
+
+def _record_text(claims: dict[str, dict], results: Sequence[MutationResult],
+                 scored: Sequence[tuple[str, bool]]) -> str:
+    """The record file (JSON text) of the entries ``claims``, with the :func:`summary` and
+    :func:`per_operator` of ``results`` and the :func:`mutation_score` of ``scored``."""
     return dumps_json({"profile": "quick", "step": STEP, "large_step": LARGE_STEP,
                        "ladder": list(LADDER), "operators": OPERATORS,
                        "summary": summary(results),
                        "score": score_line(mutation_score(scored)),
                        "per_operator": per_operator(results), "claims": claims},
                       indent=1, sort_keys=False) + "\n"
+
+
+def _scored(entries: Iterable[dict]) -> list[tuple[str, bool]]:
+    """(verdict, equivalent) of every (claim, function) pair of the record ``entries``."""
+    return [(pair["verdict"], pair.get("equivalent", False)) for entry in entries
+            for pair in (entry.get("functions") or {}).values()]
+
+
+def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = None) -> str:
+    """The record (JSON text) of a run: the entry of each claim (:func:`record_entry`, keeping
+    the diagnoses of ``old``), with the run's :func:`summary`, :func:`per_operator` and
+    :func:`mutation_score`."""
+    old = old or {}
+    claims = {r.id: record_entry(r, old.get(r.id, {})) for r in sorted(results, key=lambda r: r.id)}
+    scored = _scored(claims[r.id] for r in results if r.verdict != "skipped")
+    return _record_text(claims, results, scored)
+
+
+def unmutated_status(entry: dict) -> str:
+    """The unmutated status of a record entry: PASS unless its note names another."""
+    for status in ("FAIL", "INCONCLUSIVE"):
+        if f"unmutated check is {status}" in entry.get("note", ""):
+            return status
+    return "PASS"
+
+
+def results_of_record(claims: dict[str, dict], declared: dict[str, dict]) -> list[MutationResult]:
+    """The results a run of the default cost class (``verify --mutate``: the fast claims
+    mutated, the slow ones skipped) gives for the record's entries ``claims``, rebuilt from their
+    per-operator statuses (``"-"``: nothing perturbed; ``"not run"``: the ladder was not
+    needed); ``declared`` (:func:`...declarations.all_declarations`) gives each claim's cost and
+    erratum flag. The record's summary lines are computed from them."""
+    results = []
+    for claim_id, entry in claims.items():
+        erratum = bool(declared[claim_id].get("erratum", False))
+        if declared[claim_id]["cost"] != "fast":
+            results.append(MutationResult(claim_id, erratum, "-", "-", 0.0, "skipped", [], [],
+                                          f"declared cost {declared[claim_id]['cost']}"))
+            continue
+        base = unmutated_status(entry)
+        pairs, mutations = [], []
+        for target, pair in (entry.get("functions") or {}).items():
+            pairs.append(Pair(target, pair["verdict"], pair["statuses"]))
+            mutations += [Mutation(target, status, 1, "-", "", 0.0, operator)
+                          for operator, status in pair["statuses"].items()
+                          if status not in ("-", "not run")]
+        result = MutationResult(claim_id, erratum, base, "-", float(entry["seconds"]),
+                                entry["verdict"], [], mutations, entry.get("note", ""), pairs)
+        killed_by = [f"{m.target} {m.operator} ({m.status})" for m in mutations
+                     if kills(result, base, m.status)]
+        results.append(dataclasses.replace(result, killed_by=killed_by))
+    return results
+
+
+def updated_record(results: Sequence[MutationResult], declared: dict[str, dict],
+                   path: str | Path = RECORD) -> str:
+    """The record at ``path`` (JSON text) with the entries of ``results`` added or replaced
+    (:func:`record_entry`, keeping the diagnoses), the entries of claims not in ``declared`` (the
+    claims no longer declared) dropped, every other entry as it was; entries sorted by id. Its
+    summary, per-operator counts and score are those of the whole record
+    (:func:`results_of_record`), not of ``results`` alone."""
+    old = read_record(path)
+    claims = {claim_id: entry for claim_id, entry in old.items() if claim_id in declared}
+    claims.update({r.id: record_entry(r, old.get(r.id, {})) for r in results})
+    claims = dict(sorted(claims.items()))
+    replayed = results_of_record(claims, declared)
+    scored = _scored(claims[r.id] for r in replayed if r.verdict != "skipped")
+    return _record_text(claims, replayed, scored)
 
 
 def main(argv: list[str] | None = None) -> None:

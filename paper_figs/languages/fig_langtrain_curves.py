@@ -19,6 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+STEMS = ("fig_langtrain_{task}",)
+"""The files this figure writes, one per task of the language grid (``{task}``: read without
+importing the module, paper_figs/__init__.py)."""
 METRICS = (("invalid_mass", "invalid mass p(V \\ N(prefix))", True),
            ("kl", "KL(p* || p)", True), ("top1_invalid", "top-1 invalid rate", False))
 

@@ -13,6 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 
+STEMS = ("fig_langtrain_study_othello",)
+"""The stems of the files this figure writes (read without importing it: paper_figs/__init__.py)."""
+
+
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.paper_figs.languages import finished_grid
     from resharpen.paper_figs.languages.fig_langtrain_curves import figures_of

@@ -11,6 +11,8 @@ import numpy as np
 from resharpen.paper_figs import save, style
 from resharpen.theory.set_complement.formulas import readout_margins
 
+STEMS = ("sc_attn_out_over_sv",)
+"""The stems of the files this figure writes (read without importing it: paper_figs/__init__.py)."""
 VOCABS = (8, 16, 64, 256, 1024)
 STYLES = {8: dict(ls="-", marker="o"), 16: dict(ls="--", marker="s"), 64: dict(ls="-.", marker="^"),
           256: dict(ls=(0, (1, 1.5)), marker="D"), 1024: dict(ls=(0, (6, 2)), marker="v")}
@@ -42,4 +44,4 @@ def make(profile: str, outdir):
                  "U-shaped in s/v; v >= 64 coincide", fontsize=style.MIN_FONT)
     ax.tick_params(labelsize=style.MIN_FONT)
     style.legend_below(ax, handles, ncol=2)
-    return save(fig, outdir, "sc_attn_out_over_sv")
+    return save(fig, outdir, STEMS[0])

@@ -17,6 +17,8 @@ from resharpen.experiments.set_complement.report import theory_metrics
 from resharpen.paper_figs import save, style
 from resharpen.theory.set_complement.formulas import readout_margins
 
+STEMS = ("sc_invalid_mass",)
+"""The stems of the files this figure writes (read without importing it: paper_figs/__init__.py)."""
 VOCAB, LAM, BETA = 64, 64.0, 1.0
 TRAIN_LENGTH = VOCAB // 4
 FLOOR = 1e-4
@@ -63,4 +65,4 @@ def make(profile: str, outdir):
                  fontsize=style.MIN_FONT + 1)
     fig.tight_layout()
     style.legend_below(fig, keys, ncol=2, title="readout", title_fontsize=style.MIN_FONT)
-    return save(fig, outdir, "sc_invalid_mass")
+    return save(fig, outdir, STEMS[0])

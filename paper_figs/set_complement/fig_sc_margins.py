@@ -18,6 +18,8 @@ from resharpen.experiments.set_complement.evaluate import per_position_metrics
 from resharpen.paper_figs import save, style
 from resharpen.theory.set_complement.formulas import readout_margins
 
+STEMS = ("sc_margins",)
+"""The stems of the files this figure writes (read without importing it: paper_figs/__init__.py)."""
 VOCAB, LAM, BETA, GAIN = 64, 16.0, 1.0, 1.0
 LARGE_K = 256.0
 
@@ -65,4 +67,4 @@ def make(profile: str, outdir):
                  "none decays as 1/s; attn_out U-shaped; post falls 3x", fontsize=style.MIN_FONT)
     ax.tick_params(labelsize=style.MIN_FONT)
     style.legend_below(ax, handles)
-    return save(fig, outdir, "sc_margins")
+    return save(fig, outdir, STEMS[0])

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+STEMS = ("fig_train_grid_placements", "fig_train_grid_margins",
+         "fig_train_multi_layer_placements", "fig_train_multi_layer_margins")
+"""The files this figure writes: ``<prefix>_<figure>`` of each grid of GRIDS, for the figures
+placements and margins (a literal, read without importing the module: paper_figs/__init__.py)."""
 GRIDS = (("placements_grid", "fig_train_grid"), ("placements_multi_layer", "fig_train_multi_layer"))
 
 

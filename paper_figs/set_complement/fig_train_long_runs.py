@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+STEMS = ("fig_train_long_runs_averaging", "fig_train_long_runs_placements",
+         "fig_train_long_runs_v32_averaging", "fig_train_long_runs_v32_placements")
+"""The files this figure writes: ``fig_train_<sweep>_<figure>`` of each sweep (a literal, read
+without importing the module: paper_figs/__init__.py)."""
+
 
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.paper_figs.set_complement.sweep_figures import sweeps_figures

@@ -65,6 +65,66 @@ def test_outputs_list_every_module_and_every_grid_task():
     assert set(OUTPUTS) == set(FIGURES)
     grid = tomllib.loads((ROOT / "experiments/configs/languages/grid.toml").read_text())
     assert set(LANGUAGE_TASKS) == set(grid["search"]["task.name"]["grid"])
+    assert OUTPUTS["fig_langtrain_curves"] == tuple(f"fig_langtrain_{task}"
+                                                    for task in LANGUAGE_TASKS)
+    stems = [stem for name in FIGURES for stem in OUTPUTS[name]]
+    assert len(stems) == len(set(stems)), "two figure modules write one file"
+
+
+def test_a_new_figure_script_is_found_with_its_stems_and_no_list_edited(tmp_path):
+    """The figures are the files: a copy of paper_figs with two new scripts, one declaring its
+    stems (a ``{task}`` one among them) and one without (its own name), lists both beside the
+    package's figures, with no other file of the copy edited; a ``fig_*.py`` outside a slice
+    folder (no ``__init__.py``) is no figure."""
+    import shutil
+
+    from resharpen.paper_figs import FIGURES, declared_stems, discover_figures
+
+    root = tmp_path / "paper_figs"
+    shutil.copytree(FIGS, root, ignore=shutil.ignore_patterns("__pycache__"))
+    declared = root / "languages" / "fig_langtrain_new.py"
+    declared.write_text('"""A new figure. Claims shown: none."""\n'
+                        'STEMS = ("fig_langtrain_new", "fig_langtrain_new_{task}")\n'
+                        'def make(profile, outdir):\n    return []\n')
+    plain = root / "collapse" / "fig_collapse_new.py"
+    plain.write_text('"""Another. Claims shown: none."""\n')
+    (root / "not_a_slice").mkdir()
+    (root / "not_a_slice" / "fig_stray.py").write_text("")
+    assert discover_figures(root) == {**FIGURES, "fig_langtrain_new": "languages",
+                                      "fig_collapse_new": "collapse"}
+    assert declared_stems(declared, ("dyck1", "anbn")) == (
+        "fig_langtrain_new", "fig_langtrain_new_dyck1", "fig_langtrain_new_anbn")
+    assert declared_stems(plain, ("dyck1",)) == ("fig_collapse_new",)
+    edited = [p.relative_to(root) for p in root.rglob("*.py")
+              if (FIGS / p.relative_to(root)).is_file()
+              and p.read_bytes() != (FIGS / p.relative_to(root)).read_bytes()]
+    assert not edited
+
+
+def test_a_stems_declaration_that_is_not_a_literal_is_refused(tmp_path):
+    from resharpen.paper_figs import declared_stems
+
+    path = tmp_path / "fig_bad.py"
+    for text in ('STEMS = tuple("ab")\n', 'STEMS = ("a", 1)\n', 'STEMS = ()\n', 'STEMS = "a"\n'):
+        path.write_text(text)
+        with pytest.raises(ValueError, match="STEMS must be a literal tuple"):
+            declared_stems(path)
+
+
+def test_a_claim_naming_a_figure_without_a_script_is_refused():
+    """Every figure the declarations name is a discovered script, and a declaration naming a
+    figure that has no ``paper_figs/<slice>/fig_*.py`` is an error when it is read."""
+    from resharpen.experiments.ledger.declarations import all_declarations, check_entry
+    from resharpen.paper_figs import FIGURES
+
+    named = {f for entry in all_declarations().values() for f in entry.get("figures", [])}
+    assert named and named <= set(FIGURES), sorted(named - set(FIGURES))
+    entry = {"source": "s", "statement": "s", "kind": "numeric", "tolerance": "exact",
+             "cost": "fast", "quick": "PASS", "expected_from": "statement", "origin": "o",
+             "figures": ["fig_sc_margins", "fig_no_such_figure"]}
+    with pytest.raises(ValueError, match="'fig_no_such_figure' is not a script of paper_figs"):
+        check_entry("sc.example", entry, "claims.toml")
+    check_entry("sc.example", {**entry, "figures": ["fig_sc_margins"]}, "claims.toml")
 
 
 @pytest.mark.parametrize("only, chosen", [

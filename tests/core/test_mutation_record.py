@@ -7,9 +7,9 @@ record covers the registry by declared cost class; the ``slow`` test runs every 
 slow ones are recorded as skipped by their class). Either fails when a claim (or a (claim,
 function) pair) the record has killed now survives, is killed only by an exception or is
 untested, when no mutation perturbs it any more, or when a survivor has no diagnosis in the
-record. After a change that kills a survivor or adds one on purpose, rerun ``resharpen verify
---mutate --profile quick --json PATH`` (``--only ID`` for one claim) and update the claim's entry
-(``mutation.record_of``; a survivor needs its diagnosis; docs/ledger.md has the list)."""
+record. After a change that kills a survivor or adds one on purpose, rerun the claim with
+``make regenerate ARGS="--only ID"`` (``mutation.updated_record`` replaces its entry; a survivor
+needs its diagnosis; docs/ledger.md has the list)."""
 from __future__ import annotations
 
 import dataclasses
@@ -117,15 +117,6 @@ def test_pair_verdicts_are_recorded_and_compared(tmp_path):
     assert mutation.against_record([result], recorded) == []
 
 
-def _baseline(entry: dict) -> str:
-    """The unmutated status of a record entry: PASS unless its note names another."""
-    note = entry.get("note", "")
-    for status in ("FAIL", "INCONCLUSIVE"):
-        if f"unmutated check is {status}" in note:
-            return status
-    return "PASS"
-
-
 def _check_against_record(claims, costs) -> None:
     record = mutation.read_record()
     results = mutation.run_mutations(claims, "quick", costs=costs)
@@ -177,7 +168,7 @@ def test_the_record_covers_the_registry_by_declared_cost_class():
             # change, so a ladder operator after a status kill is "not run"
             killed_at = [i for i, op in enumerate(mutation.OPERATORS)
                          if statuses[op] not in ("-", "not run", "ERROR", "TIMEOUT")
-                         and mutation.kills(c, _baseline(entry), statuses[op])]
+                         and mutation.kills(c, mutation.unmutated_status(entry), statuses[op])]
             if killed_at and pair["verdict"] == "killed":
                 later = [op for op in list(mutation.OPERATORS)[killed_at[0] + 1:]
                          if op in mutation.LADDER]
