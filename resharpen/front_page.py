@@ -1,14 +1,17 @@
-"""The front page's generated parts: the README's verdict table and docs/run_times.md.
+"""The generated parts of the front page and the docs: the README's verdict table, the table of
+every claim that does not PASS in docs/ledger.md, and docs/run_times.md.
 
-Each block sits between two markers in README.md::
+Each block sits between two markers in its page::
 
     <!-- generated: verdicts (python -m resharpen.front_page --write) -->
     ...
     <!-- end: verdicts -->
 
-``verdicts`` is the index of the verdict pages (:mod:`resharpen.verdicts`). docs/run_times.md is
-``results/run_times.json``: the latest measurement of each long command with its date and the
-machine's load. tests/core/test_verdicts.py fails when either differs from its source.
+``verdicts`` (README.md) is the index of the verdict pages, ``non-pass`` (docs/ledger.md) the
+claims that do not PASS in the quick or the full record, with what each record says
+(:mod:`resharpen.verdicts`). docs/run_times.md is ``results/run_times.json``: the latest
+measurement of each long command with its date and the machine's load.
+tests/core/test_verdicts.py fails when any of them differs from its source.
 
     python -m resharpen.front_page --write
 """
@@ -22,6 +25,7 @@ from pathlib import Path
 from resharpen import verdicts
 
 README = verdicts.ROOT / "README.md"
+LEDGER_PAGE = verdicts.ROOT / "docs" / "ledger.md"
 RUN_TIMES = verdicts.ROOT / "results" / "run_times.json"
 RUN_TIMES_PAGE = verdicts.ROOT / "docs" / "run_times.md"
 
@@ -41,9 +45,15 @@ def run_times_page(path: Path = RUN_TIMES) -> str:
             "`python -m resharpen.front_page --write`; do not edit by hand.\n")
 
 
-def blocks() -> dict[str, str]:
-    """name -> the text each generated block of the README holds."""
-    return {"verdicts": verdicts.summary_table()}
+def blocks(page: Path = README) -> dict[str, str]:
+    """name -> the text each generated block of ``page`` holds."""
+    makers = {README: {"verdicts": verdicts.summary_table},
+              LEDGER_PAGE: {"non-pass": verdicts.non_pass_section}}[page]
+    return {name: make() for name, make in makers.items()}
+
+
+PAGES = (README, LEDGER_PAGE)
+"""The pages with generated blocks."""
 
 
 def _pattern(name: str) -> re.Pattern:
@@ -57,11 +67,11 @@ def current(text: str, name: str) -> str | None:
     return found.group(2).removesuffix("\n") if found else None
 
 
-def render(text: str) -> str:
-    """``text`` with every generated block replaced by its source's current text."""
-    for name, body in blocks().items():
+def render(text: str, page: Path = README) -> str:
+    """``text`` (of ``page``) with every generated block replaced by its source's current text."""
+    for name, body in blocks(page).items():
         if current(text, name) is None:
-            raise ValueError(f"README.md has no markers for the generated block {name!r}")
+            raise ValueError(f"{page.name} has no markers for the generated block {name!r}")
         text = _pattern(name).sub(lambda m: m.group(1) + body + "\n" + m.group(3), text)
     return text
 
@@ -69,6 +79,7 @@ def render(text: str) -> str:
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         raise SystemExit("usage: python -m resharpen.front_page --write")
-    README.write_text(render(README.read_text()))
+    for page in PAGES:
+        page.write_text(render(page.read_text(), page))
     RUN_TIMES_PAGE.write_text(run_times_page())
-    print(f"wrote {README} and {RUN_TIMES_PAGE}")
+    print(f"wrote {', '.join(str(p) for p in PAGES)} and {RUN_TIMES_PAGE}")
