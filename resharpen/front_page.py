@@ -1,19 +1,21 @@
-"""The front page's generated parts: the README's verdict table, the counts of its table of
-claim families, and docs/run_times.md.
+"""The generated parts of the front page and the docs: the README's verdict table and the counts
+of its table of claim families, the table of every claim that does not PASS in docs/ledger.md,
+and docs/run_times.md.
 
-Each block sits between two markers in README.md::
+Each block sits between two markers in its page::
 
     <!-- generated: verdicts (python -m resharpen.front_page --write) -->
     ...
     <!-- end: verdicts -->
 
-``verdicts`` is the index of the verdict pages (:mod:`resharpen.verdicts`). In the family table
-(the rows under ``| family |``, each naming its id prefixes in its first cell) the columns
-``claims``, ``PASS``, ``FAIL`` and ``INCONCLUSIVE`` and the total above it ("N claims, by
-family") are counted from the claims' declared quick statuses; the other cells are prose.
-docs/run_times.md is ``results/run_times.json``: the latest measurement of each long command
-with its date and the machine's load. tests/core/test_verdicts.py fails when any differs from
-its source.
+``verdicts`` (README.md) is the index of the verdict pages, ``non-pass`` (docs/ledger.md) the
+claims that do not PASS in the quick or the full record, with what each record says
+(:mod:`resharpen.verdicts`). In the README's family table (the rows under ``| family |``, each
+naming its id prefixes in its first cell) the columns ``claims``, ``PASS``, ``FAIL`` and
+``INCONCLUSIVE`` and the total above it ("N claims, by family") are counted from the claims'
+declared quick statuses; the other cells are prose. docs/run_times.md is
+``results/run_times.json``: the latest measurement of each long command with its date and the
+machine's load. tests/core/test_verdicts.py fails when any of them differs from its source.
 
     python -m resharpen.front_page --write
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 from resharpen import verdicts
 
 README = verdicts.ROOT / "README.md"
+LEDGER_PAGE = verdicts.ROOT / "docs" / "ledger.md"
 RUN_TIMES = verdicts.ROOT / "results" / "run_times.json"
 RUN_TIMES_PAGE = verdicts.ROOT / "docs" / "run_times.md"
 
@@ -46,9 +49,15 @@ def run_times_page(path: Path = RUN_TIMES) -> str:
             "`python -m resharpen.front_page --write`; do not edit by hand.\n")
 
 
-def blocks() -> dict[str, str]:
-    """name -> the text each generated block of the README holds."""
-    return {"verdicts": verdicts.summary_table()}
+def blocks(page: Path = README) -> dict[str, str]:
+    """name -> the text each generated block of ``page`` holds."""
+    makers = {README: {"verdicts": verdicts.summary_table},
+              LEDGER_PAGE: {"non-pass": verdicts.non_pass_section}}[page]
+    return {name: make() for name, make in makers.items()}
+
+
+PAGES = (README, LEDGER_PAGE)
+"""The pages with generated blocks."""
 
 
 def _pattern(name: str) -> re.Pattern:
@@ -105,19 +114,20 @@ def family_counts(text: str, declared: dict[str, dict] | None = None) -> str:
                   "\n".join(lines))
 
 
-def render(text: str) -> str:
-    """``text`` with every generated block replaced by its source's current text, and the
-    family table's counts (:func:`family_counts`)."""
-    for name, body in blocks().items():
+def render(text: str, page: Path = README) -> str:
+    """``text`` (of ``page``) with every generated block replaced by its source's current text,
+    and, in the README, the family table's counts (:func:`family_counts`)."""
+    for name, body in blocks(page).items():
         if current(text, name) is None:
-            raise ValueError(f"README.md has no markers for the generated block {name!r}")
+            raise ValueError(f"{page.name} has no markers for the generated block {name!r}")
         text = _pattern(name).sub(lambda m: m.group(1) + body + "\n" + m.group(3), text)
-    return family_counts(text)
+    return family_counts(text) if page == README else text
 
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
         raise SystemExit("usage: python -m resharpen.front_page --write")
-    README.write_text(render(README.read_text()))
+    for page in PAGES:
+        page.write_text(render(page.read_text(), page))
     RUN_TIMES_PAGE.write_text(run_times_page())
-    print(f"wrote {README} and {RUN_TIMES_PAGE}")
+    print(f"wrote {', '.join(str(p) for p in PAGES)} and {RUN_TIMES_PAGE}")

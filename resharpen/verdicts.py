@@ -159,6 +159,72 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
     return out
 
 
+NON_PASS_CHARS = 300
+"""A non-PASS record's measured value and reason are shown up to this many characters in the
+table of docs/ledger.md (the verdict page shows more, the ledger all)."""
+
+
+def _cut(text: object, limit: int) -> str:
+    """``text`` on one line, cut at the last space before ``limit`` characters (`` [...]``)."""
+    text = " ".join(str(text).split())
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " [...]"
+
+
+def why_not_decided(record: dict) -> str:
+    """The reason an INCONCLUSIVE record gives: the text after ``inconclusive:`` in its detail
+    (:func:`resharpen.experiments.ledger.runner` appends it there), or ""."""
+    detail = str(record.get("detail", ""))
+    return detail.rsplit("inconclusive: ", 1)[1] if "inconclusive: " in detail else ""
+
+
+def anchor(claim_id: str) -> str:
+    """The link to a claim's section of its verdict page, from docs/: its heading
+    ``### `id` `` has the anchor of the id without its dots."""
+    return f"verdicts/{paper_of(claim_id)}.md#{claim_id.replace('.', '').lower()}"
+
+
+def non_pass_section(declared: dict[str, dict] | None = None, quick: dict | None = None,
+                     full: dict | None = None) -> str:
+    """docs/ledger.md's table of every claim that does not PASS in the quick record or the full
+    record: its status in each, and from each non-PASS record the measured value against the
+    expected one and, when INCONCLUSIVE, the reason the record gives (each cut at
+    :data:`NON_PASS_CHARS`), with a link to the claim's verdict page; the sentence above it
+    counts them."""
+    declared = all_declarations() if declared is None else declared
+    quick = read_records(QUICK_LEDGER) if quick is None else quick
+    full = read_records(FULL_LEDGER) if full is None else full
+    ids = [i for i in declared
+           if any(r.get(i, {}).get("status", "PASS") != "PASS" for r in (quick, full))]
+    not_quick = sum(quick.get(i, {}).get("status", "PASS") != "PASS" for i in ids)
+    not_full = sum(full.get(i, {}).get("status", "PASS") != "PASS" for i in ids)
+    rows = [f"Of the {len(declared)} claims, {len(ids)} do not PASS in the records: {not_quick} "
+            f"in the quick record (`results/quick/ledger.json`) and {not_full} in the full-size "
+            f"record (`results/full/ledger.json`), which holds {len(full)} of the claims. For each record that does not PASS the table gives what it measured "
+            "against what was expected and, for an INCONCLUSIVE one, the reason the record "
+            "gives; the claim's verdict page has the rest (the test, its n and p).", "",
+            "<!-- quick column: checked against experiments/configs/ledger/quick.json -->",
+            "<!-- full column: checked against results/full/ledger.json -->",
+            "| claim | quick | full size | what the record says |", "|---|---|---|---|"]
+    for claim_id in ids:
+        said = []
+        for profile, record in (("quick", quick.get(claim_id)), ("full size", full.get(claim_id))):
+            if record is None or record["status"] == "PASS":
+                continue
+            text = (f"**{profile}**: measured {_cut(record['measured'], NON_PASS_CHARS)}; "
+                    f"expected {_cut(record['expected'], NON_PASS_CHARS)}")
+            reason = why_not_decided(record)
+            if reason:
+                text += f"; undecided because: {_cut(reason, NON_PASS_CHARS)}"
+            said.append(_cell(text))
+        decl = declared[claim_id]
+        rows.append(f"| `{claim_id}` ([page]({anchor(claim_id)})) | "
+                    f"{_verdict(quick.get(claim_id), decl['quick'])} | "
+                    f"{_verdict(full.get(claim_id), decl.get('full'))} | {'<br>'.join(said)} |")
+    return "\n".join(rows)
+
+
 def summary_table() -> str:
     """The index's table (for the README)."""
     text = pages()["README.md"]

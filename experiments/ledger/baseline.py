@@ -68,18 +68,6 @@ def read(path: str | Path, profile: str) -> dict[str, dict]:
     return claims
 
 
-def non_pass_table(baseline: dict[str, dict]) -> str:
-    """The Markdown table of every claim that does not PASS in ``baseline`` (:func:`read`):
-    claim, status and the baseline's reason, sorted by id (docs/ledger.md, "Every non-PASS
-    claim"; tests/core/test_baseline.py keeps that section equal to this)."""
-    rows = ["| claim | quick status | reason |", "|---|---|---|"]
-    for claim_id, entry in sorted(baseline.items()):
-        if entry["status"] != "PASS":
-            reason = " ".join(entry.get("reason", "").split()).replace("|", "\\|")
-            rows.append(f"| `{claim_id}` | {entry['status']} | {reason} |")
-    return "\n".join(rows)
-
-
 def differences(records: Sequence[Record], baseline: dict[str, dict],
                 complete: bool = True) -> list[str]:
     """One line per claim whose status differs from the baseline (and, when ``complete``, per

@@ -1,7 +1,6 @@
 """The ledger's statuses against a committed baseline, the baseline against the claims' declared
 statuses, and the INCONCLUSIVE status."""
 import json
-from pathlib import Path
 
 import pytest
 
@@ -89,42 +88,3 @@ def test_an_outcome_without_enough_data_is_inconclusive_not_fail():
     r = ledger.run_claim(c, "quick")
     assert r.status == "INCONCLUSIVE" and "2 < 5 seeds" in r.detail and "resharpen sweep" in r.detail
     assert json.loads(ledger.to_json([r], "quick"))["summary"]["INCONCLUSIVE"] == 1
-
-
-LEDGER_DOC = Path(__file__).resolve().parents[2] / "docs" / "ledger.md"
-NON_PASS_START = "<!-- non-pass table: python tests/core/test_baseline.py --write -->"
-NON_PASS_END = "<!-- end of the non-pass table -->"
-
-
-def test_the_docs_list_every_non_pass_claim_of_the_baseline():
-    """docs/ledger.md's table of every non-PASS claim is the committed quick baseline's (status
-    and reason), so it cannot go stale: regenerate it with ``python tests/core/test_baseline.py
-    --write`` after the baseline changes."""
-    table = baseline.non_pass_table(baseline.read(baseline.default_path("quick"), "quick"))
-    text = LEDGER_DOC.read_text()
-    assert NON_PASS_START in text and NON_PASS_END in text
-    assert text.split(NON_PASS_START, 1)[1].split(NON_PASS_END, 1)[0].strip() == table
-    count = table.count("\n| `")
-    assert f"The {count} claims that do not PASS" in text
-
-
-def test_the_non_pass_table_escapes_pipes_and_skips_passes():
-    table = baseline.non_pass_table({"a.b": {"status": "PASS", "reason": ""},
-                                     "c.d": {"status": "FAIL", "reason": "x | y\n z"}})
-    assert table.splitlines()[2:] == ["| `c.d` | FAIL | x \\| y z |"]
-
-
-if __name__ == "__main__":
-    import re
-    import sys
-
-    if sys.argv[1:] != ["--write"]:
-        raise SystemExit("usage: python tests/core/test_baseline.py --write  (regenerates the "
-                         "non-PASS table of docs/ledger.md from the quick baseline)")
-    table = baseline.non_pass_table(baseline.read(baseline.default_path("quick"), "quick"))
-    head, rest = LEDGER_DOC.read_text().split(NON_PASS_START, 1)
-    head = re.sub(r"The \d+ claims that do not PASS", f"The {table.count(chr(10) + '| `')} "
-                  "claims that do not PASS", head)
-    LEDGER_DOC.write_text(f"{head}{NON_PASS_START}\n{table}\n{NON_PASS_END}"
-                          f"{rest.split(NON_PASS_END, 1)[1]}")
-    print(f"wrote {LEDGER_DOC}")

@@ -22,6 +22,18 @@
   say "falls by" or write the difference the other way round. A table whose numbers are another
   command's output opts out through the marker ``<!-- numbers from: <the command> -->`` among
   the comment lines right above it, naming that command.
+* Every other mention of a claim's result: a sentence of the docs' prose, or a table row, that
+  names a declared claim (its full id) together with a status word (PASS, FAIL, INCONCLUSIVE) or
+  a p or an n (:func:`mentions`). Each status word must stand next to the claims it is about
+  (`` `id` FAIL``, ``(`id`, INCONCLUSIVE)``, `` `a` and `b` PASS``, or the start of a cell in
+  a row that names the claim first), and be that claim's status in the quick record or the full
+  one: the one the sentence names ("quick"; "full size", "full profile", "at full"), the one of
+  the cell's column, or else either. A status word about no claim it stands next to fails too
+  (write the claim's id next to it, or the verb in lower case where no claim's status is
+  meant). Every number of a mention with a p or an n (outside inline code, a link's target and
+  the tables that opt out) must be one that the records or declarations of the claims it
+  names hold, as in the rows above. A table row names its claim by the full id (a row that
+  names it by the end of its id only would escape these checks).
 """
 from __future__ import annotations
 
@@ -169,25 +181,77 @@ def record_numbers(claim_id: str, records: list[dict[str, dict]],
     return [value for text in texts for _, value, _ in numbers(text)]
 
 
-def claim_rows(text: str, claim_ids) -> list[tuple[str, str]]:
-    """(claim id, the row's other cells) for each table row whose first cell names a claim,
-    outside the tables opted out by a ``numbers from`` marker."""
-    rows, opted_out, comments = [], False, []
-    for line in text.splitlines():
+CLAIM_ID = re.compile(r"(?<![\w.])(?:%s)\.[\w.]*\w" % "|".join(
+    sorted({p for _, prefixes in verdicts.PAPERS.values() for p in prefixes}, key=len,
+           reverse=True)))
+"""A claim's id: one of the papers' id prefixes, a dot, the rest (declared ids only count)."""
+STATUS_WORD = re.compile(r"(?<![\w-])(PASS|FAIL|INCONCLUSIVE)(?:es|s|ed)?(?![\w-])")
+P_OR_N = re.compile(r"(?<![\w.])[pn]\s*(?:=|<|<=|\u2264)?\s*[-\u2212]?\.?\d")
+NEXT_TO = re.compile(r"(?:[\s`*|,:()]|\b(?:is|are|was|were|so|and|or|each|both|stays|remains|"
+                     r"quick|full|size|full-size|at)\b)*")
+"""What may stand between a claim's id and its status word (markup, "is", "and", a profile)."""
+FULL_WORDS = re.compile(r"\bfull(?:[- ]size| profile)\b|--profile full|\bat full\b", re.I)
+QUICK_WORDS = re.compile(r"\bquick\b", re.I)
+CODE_OR_TARGET = re.compile(r"`[^`]*`|\]\([^)]*\)")
+
+
+def units(text: str) -> list[dict]:
+    """The sentences of ``text``'s prose (paragraphs and list items joined over their lines,
+    split after ``.``, ``!`` or ``?``) and its table rows but the header (the row above a
+    ``|---|`` line), outside code blocks and comments: ``{"text", "header", "cells",
+    "opted_out"}`` (the last three for rows; ``opted_out`` when a ``numbers from`` marker is
+    among the comment lines right above the table)."""
+    out: list[dict] = []
+    paragraph: list[str] = []
+    header, opted_out, comments = None, False, []
+
+    def flush():
+        joined = " ".join(paragraph)
+        out.extend({"text": sentence} for sentence in
+                   re.split(r"(?<=[.!?])\s+(?=[A-Z*`(\[])", joined) if sentence)
+        paragraph.clear()
+
+    lines = re.sub(r"```.*?```", "", text, flags=re.S).splitlines()
+    for i, line in enumerate(lines):
         if line.startswith("<!--"):
             comments.append(line)
             continue
-        if not line.startswith("|"):
-            comments, opted_out = [], False
-            continue
-        if comments:
-            opted_out = any(c.startswith(NUMBERS_FROM) for c in comments)
+        if line.startswith("|"):
+            flush()
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if header is None:
+                opted_out = any(c.startswith(NUMBERS_FROM) for c in comments)
+                below = lines[i + 1] if i + 1 < len(lines) else ""
+                header = cells if re.fullmatch(r"\|[-:| ]*\|\s*", below) else []
+                if header:
+                    comments = []
+                    continue
+            if not all(set(c) <= set("-: ") for c in cells):
+                out.append({"text": line, "header": header, "cells": cells,
+                            "opted_out": opted_out})
             comments = []
-        cells = re.split(r"(?<!\\)\|", line.strip())[1:-1]
-        found = re.match(r"\s*`([^`]+)`", cells[0]) if cells else None
-        if found and found.group(1) in claim_ids and not opted_out:
-            rows.append((found.group(1), "|".join(cells[1:])))
-    return rows
+            continue
+        header, comments = None, []
+        if not line.strip() or re.match(r"\s*(?:[-*]|\d+\.|#+)\s", line):
+            flush()
+        if line.strip():
+            paragraph.append(line.strip())
+    flush()
+    return out
+
+
+def row_claim(cells: list[str], claim_ids) -> str | None:
+    """The claim a table row is about: the declared id its first cell starts with (`` `id` ``)."""
+    found = re.match(r"\s*\**`([^`]+)`", cells[0]) if cells else None
+    return found.group(1) if found and found.group(1) in claim_ids else None
+
+
+def claim_rows(text: str, claim_ids) -> list[tuple[str, str]]:
+    """(claim id, the row's other cells) for each table row whose first cell names a claim,
+    outside the tables opted out by a ``numbers from`` marker."""
+    return [(row_claim(unit["cells"], claim_ids), " | ".join(unit["cells"][1:]))
+            for unit in units(text) if "cells" in unit and not unit["opted_out"]
+            and row_claim(unit["cells"], claim_ids)]
 
 
 def unmatched_numbers(text: str, records: list[dict[str, dict]], declarations: dict) -> list[str]:
@@ -200,6 +264,107 @@ def unmatched_numbers(text: str, records: list[dict[str, dict]], declarations: d
             if not any(abs(value - v) <= half * (1 + 1e-9) for v in pool):
                 wrong.append(f"{claim_id}: {spelling}")
     return wrong
+
+
+def _profile(words: str) -> str | None:
+    """"quick" or "full" when ``words`` name one profile only, else None."""
+    full, quick = bool(FULL_WORDS.search(words)), bool(QUICK_WORDS.search(words))
+    return "full" if full and not quick else "quick" if quick and not full else None
+
+
+def _next_to(text: str, claim_ids) -> list[tuple[list[str], str]]:
+    """(the claims it stands next to, possibly none; the status) for each status word of
+    ``text``: the run of ids right before it (or else right after it), each separated from the
+    next by :data:`NEXT_TO` only."""
+    ids = [m for m in CLAIM_ID.finditer(text) if m.group(0) in claim_ids]
+    found = []
+    for word in STATUS_WORD.finditer(text):
+        before = [m for m in ids if m.end() <= word.start()]
+        named, edge = [], word.start()
+        for m in reversed(before):
+            if not NEXT_TO.fullmatch(text[m.end():edge]):
+                break
+            named.insert(0, m.group(0))
+            edge = m.start()
+        if not named:
+            after = [m for m in ids if m.start() >= word.end()]
+            if after and NEXT_TO.fullmatch(text[word.end():after[0].start()]):
+                named = [after[0].group(0)]
+        found.append((named, word.group(1)))
+    return found
+
+
+def status_words(unit: dict, claim_ids) -> list[tuple[list[str], str, str | None]]:
+    """(claims, status, profile or None) for each status word of a unit: in a row whose first
+    cell names claims, a cell that starts with a status word is theirs, in its column's profile;
+    any other status word is about the claims it stands next to, in the profile its sentence
+    (or column) names."""
+    if "cells" not in unit:
+        return [(named, status, _profile(unit["text"]))
+                for named, status in _next_to(unit["text"], claim_ids)]
+    first = [m.group(0) for m in CLAIM_ID.finditer(unit["cells"][0]) if m.group(0) in claim_ids]
+    found = [(named, status, None) for named, status in _next_to(unit["cells"][0], claim_ids)]
+    heads = unit["header"] or [""] * len(unit["cells"])
+    for head, cell in zip(heads[1:], unit["cells"][1:]):
+        profile = _profile(head) or ("full" if head.lower().startswith("full") else None)
+        words = _next_to(cell, claim_ids)
+        if first and words and STATUS_WORD.match(cell.lstrip("*` ")):
+            found.append((first, words[0][1], profile))
+            words = words[1:]
+        found += [(named, status, profile) for named, status in words]
+    return found
+
+
+def mentions(text: str, records: list[dict[str, dict]], declarations: dict
+             ) -> list[tuple[str, list[str]]]:
+    """(the unit, what is wrong with it) for each sentence or row of ``text`` that names a
+    declared claim with a status word, a p or an n; ``records`` are the quick and the full."""
+    claim_ids = set(declarations)
+    quick, full = records
+    found = []
+    for unit in units(text):
+        named = [m.group(0) for m in CLAIM_ID.finditer(unit["text"]) if m.group(0) in claim_ids]
+        words = status_words(unit, claim_ids)
+        with_p_or_n = bool(P_OR_N.search(unit["text"]))
+        if not named or not (words or with_p_or_n):
+            continue
+        wrong = []
+        for claims, status, profile in words:
+            if not claims:
+                wrong.append(f"{status} next to no claim")
+            for claim_id in claims:
+                held = {"quick": quick.get(claim_id, {}).get("status"),
+                        "full": full.get(claim_id, {}).get("status")}
+                allowed = {held[profile]} if profile else set(held.values())
+                if status not in allowed:
+                    wrong.append(f"{claim_id}: {status}" + (f" ({profile})" if profile else "")
+                                 + f", the records quick {held['quick']}, full "
+                                 f"{held['full'] or 'not run'}")
+        if (with_p_or_n and not unit.get("opted_out")
+                and not ("cells" in unit and row_claim(unit["cells"], claim_ids))):
+            body = " | ".join(unit["cells"][1:]) if "cells" in unit else unit["text"]
+            pool = [v for claim_id in set(named)
+                    for v in record_numbers(claim_id, records, declarations)]
+            wrong += [f"{spelling} in no record of {', '.join(sorted(set(named)))}"
+                      for spelling, value, half in numbers(CODE_OR_TARGET.sub(" ", body))
+                      if not any(abs(value - v) <= half * (1 + 1e-9) for v in pool)]
+        found.append((unit["text"], wrong))
+    return found
+
+
+def shortened_ids(text: str, claim_ids) -> list[str]:
+    """The first cells of table rows that name a claim by the end of its id only (`` `loss_floor` ``
+    for ``collapse.loss_floor``: the end of exactly one declared id, with a ``_`` or a ``.``),
+    which the checks of a claim's row would not see."""
+    found = []
+    for line in text.splitlines():
+        first = re.match(r"\|\s*`([^`]+)`", line)
+        if not first or first.group(1) in claim_ids or not re.search(r"[_.]", first.group(1)):
+            continue
+        tail = "." + first.group(1).lstrip(".")
+        if sum(claim_id.endswith(tail) for claim_id in claim_ids) == 1:
+            found.append(first.group(1))
+    return found
 
 
 def _records_and_declarations():
@@ -215,6 +380,45 @@ def test_every_number_in_a_claims_row_is_in_its_record():
     wrong = {name: found for name, found in wrong.items() if found}
     assert not wrong, "numbers the records do not hold: " + "; ".join(
         f"{name}: " + ", ".join(found) for name, found in wrong.items())
+
+
+def test_every_mention_of_a_claims_result_is_its_records():
+    records, declarations = _records_and_declarations()
+    wrong = {doc.name: [(unit[:120], problems) for unit, problems in
+                        mentions(doc.read_text(), records, declarations) if problems]
+             for doc in DOCS}
+    wrong = {name: found for name, found in wrong.items() if found}
+    assert not wrong, "mentions the records do not hold: " + "; ".join(
+        f"{name}: {unit!r}: {', '.join(problems)}" for name, found in wrong.items()
+        for unit, problems in found)
+
+
+def test_every_claims_row_names_it_by_its_full_id():
+    _, declarations = _records_and_declarations()
+    wrong = {doc.name: shortened_ids(doc.read_text(), declarations) for doc in DOCS}
+    assert not any(wrong.values()), f"rows naming a claim by the end of its id: {wrong}"
+    assert shortened_ids("| `loss_floor` | 1 |\n| `stack.x` | 2 |\n| `pre` | 3 |\n| `b.c` | 4 |",
+                         {"collapse.loss_floor", "dyn.stack.x", "fit.stack.x", "sc.pre",
+                          "fit.b.c"}) == ["loss_floor", "b.c"]
+
+
+def test_a_wrong_mention_is_caught():
+    records = [{"sc.b": {"status": "FAIL", "measured": "slope 0.47", "detail": "n = 8, p 0.004"},
+                "fit.d": {"status": "PASS"}, "dyn.f": {"status": "INCONCLUSIVE"}},
+               {"sc.b": {"status": "FAIL"}, "fit.d": {"status": "FAIL"}}]
+    declarations = {"sc.b": {}, "fit.d": {}, "dyn.f": {}}
+    doc = ("So `sc.b` FAILs (slope 0.47, n = 8, p 0.004), and `fit.d` is FAIL at full size.\n"
+           "At full size `fit.d` PASS. `dyn.f` and `fit.d` PASS. Quick: `fit.d` PASS (n = 9).\n"
+           "A biased sampler FAILs, says `dyn.f`. The `dyn.f` INCONCLUSIVE is known.\n\n"
+           "| claim | full | quick |\n|---|---|---|\n| `fit.d` | FAIL | FAIL: x |\n"
+           "| `dyn.f` | not run | INCONCLUSIVE, p 0.3 |\n\n"
+           "<!-- numbers from: resharpen verify -->\n| x | y |\n|---|---|\n"
+           "| the `dyn.f` row | INCONCLUSIVE at n = 3 |\n\n```\n`sc.b` PASS\n```\n")
+    assert [problems for _, problems in mentions(doc, records, declarations)] == [
+        [], ["fit.d: PASS (full), the records quick PASS, full FAIL"],
+        ["dyn.f: PASS, the records quick INCONCLUSIVE, full not run"],
+        ["9 in no record of fit.d"], ["FAIL next to no claim"], [],
+        ["fit.d: FAIL (quick), the records quick PASS, full FAIL"], [], []]
 
 
 def test_every_numbers_from_marker_names_a_command():

@@ -1,5 +1,5 @@
-"""The verdict pages and the README's generated parts are what the records give: a stale page
-or block fails here (regenerate with ``python -m resharpen.verdicts --write`` and
+"""The verdict pages and the generated parts of the README and docs/ledger.md are what the
+records give: a stale page or block fails here (regenerate with ``python -m resharpen.verdicts --write`` and
 ``python -m resharpen.front_page --write``)."""
 from __future__ import annotations
 
@@ -16,10 +16,38 @@ def test_the_committed_pages_are_current():
             f"docs/verdicts/{name} is stale: run `python -m resharpen.verdicts --write`")
 
 
-def test_the_readme_and_the_run_times_page_are_current():
-    text = front_page.README.read_text()
-    assert front_page.render(text) == text, "run `python -m resharpen.front_page --write`"
+def test_the_readme_the_ledger_page_and_the_run_times_page_are_current():
+    for page in front_page.PAGES:
+        text = page.read_text()
+        assert front_page.render(text, page) == text, (
+            f"{page.name} is stale: run `python -m resharpen.front_page --write`")
     assert front_page.RUN_TIMES_PAGE.read_text() == front_page.run_times_page()
+
+
+def test_the_non_pass_table_is_the_records():
+    """Planted records: a claim that does not PASS in either record gets a row with both
+    statuses, each non-PASS record's measured and expected values and an INCONCLUSIVE record's
+    reason (cut at a word), pipes escaped; a claim that PASSes in both has none."""
+    declared = {k: v for k, v in all_declarations().items() if k.startswith("collapse.")}
+    a, b, c = sorted(declared)[:3]
+    quick = {a: {"status": "INCONCLUSIVE", "measured": "n = 3", "expected": "x | y",
+                 "detail": "paired t, n=3 | inconclusive: 3 < 5 seeds; " + "word " * 100},
+             b: {"status": "PASS", "measured": "1", "expected": "1"},
+             c: {"status": "PASS", "measured": "1", "expected": "1"}}
+    full = {b: {"status": "FAIL", "measured": "0.2", "expected": "< 0.1", "detail": "d"}}
+    text = verdicts.non_pass_section(declared, quick, full)
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert [row.split("`")[1] for row in rows] == [a, b]
+    assert f"Of the {len(declared)} claims, 2 do not PASS in the records: 1 in the quick " \
+           "record" in text and "and 1 in the full-size record" in text
+    first = rows[0].split(" | ")
+    assert first[1:3] == ["INCONCLUSIVE", "not run" + (
+        f" (declared {declared[a]['full']})" if declared[a].get("full") else "")]
+    assert first[3].startswith("**quick**: measured n = 3; expected x \\| y; undecided because: "
+                               "3 < 5 seeds; word")
+    assert first[3].endswith("word [...] |") and len(first[3]) < verdicts.NON_PASS_CHARS + 120
+    assert rows[1].endswith("| PASS | FAIL | **full size**: measured 0.2; expected < 0.1 |")
+    assert f"(verdicts/2608.09417.md#{b.replace('.', '')})" in rows[1]
 
 
 def test_every_declared_claim_is_on_exactly_one_page():
