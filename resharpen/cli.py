@@ -506,13 +506,17 @@ def add_archive(sub) -> None:
     p = sub.add_parser("archive", help="pack a full-size sweep's finished runs into results/full, "
                                        "or restore them into out/ so the sweep resumes",
                        description="The archive keeps, for each finished run of a full-size "
-                                   "sweep, its config, summary and provenance (no weights). "
-                                   "'pack SWEEP_FOLDER' adds a sweep's finished runs to it; "
-                                   "'restore NAME' copies the archived runs of sweep NAME that "
-                                   "out/sweeps/NAME lacks back into it, so the same sweep "
-                                   "command trains only the rest; 'status' lists the archive.")
-    p.add_argument("action", choices=("pack", "restore", "status"),
-                   help="what to do: pack a sweep folder, restore a sweep by name, or list")
+                                   "sweep, its config, history, summary, provenance and "
+                                   "measured tables (no weights), gzip-compressed; the sweep "
+                                   "tables stay text. 'pack SWEEP_FOLDER' adds a sweep's "
+                                   "finished runs to it; 'restore NAME' copies the archived runs "
+                                   "of sweep NAME that out/sweeps/NAME lacks back into it as "
+                                   "plain files, so the same sweep command trains only the rest; "
+                                   "'status' lists the archive; 'repack' compresses the files an "
+                                   "older archive kept as text (the same content).")
+    p.add_argument("action", choices=("pack", "restore", "status", "repack"),
+                   help="what to do: pack a sweep folder, restore a sweep by name, list, or "
+                        "compress what an older archive kept as text")
     p.add_argument("target", nargs="?", metavar="SWEEP", type=PATH,
                    help="pack: the sweep folder (e.g. out/sweeps/langs); restore: the sweep's "
                         "name (e.g. langs)")
@@ -527,7 +531,8 @@ def run_archive(args) -> int:
     from resharpen.experiments.training.config import sweep_folder
 
     with bad_input():
-        unused = [what for what, value, used in (("SWEEP", args.target, args.action != "status"),
+        unused = [what for what, value, used in (("SWEEP", args.target,
+                                                  args.action in ("pack", "restore")),
                                                  ("--out", args.out, args.action == "restore"))
                   if value is not None and not used]
         if unused:
@@ -535,6 +540,11 @@ def run_archive(args) -> int:
         if args.action == "status":
             for name, count in archive.archived_sweeps().items():
                 print(f"{name}: {count} finished runs archived")
+            return 0
+        if args.action == "repack":
+            done = archive.repack()
+            print(f"{done['rewritten']} files of {done['sweeps']} archived sweeps rewritten "
+                  "in the archive's form (the same content)")
             return 0
         if not args.target:
             raise ValueError(f"archive {args.action} needs a SWEEP argument")

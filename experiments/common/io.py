@@ -461,13 +461,85 @@ few MB, a sweep table of 100,000 runs about 100 MB): a larger one is refused, be
 with one ValueError naming it, so ``--baseline /dev/zero`` cannot read until memory runs out."""
 
 
+COMPRESSED_SUFFIX = ".gz"
+"""The suffix of a file kept gzip-compressed where its plain form would be (``summary.json.gz``
+for ``summary.json``): the archive of full-size results keeps its run files so. Every reader
+reads either form (:func:`read_text_file`, through :func:`stored_file`); writers of live results
+write the plain form."""
+
+
+def compressed_path(path: str | os.PathLike) -> Path:
+    """The compressed form of ``path``: ``<path>.gz`` (:data:`COMPRESSED_SUFFIX`)."""
+    path = Path(path)
+    return path.with_name(path.name + COMPRESSED_SUFFIX)
+
+
+def stored_file(path: str | os.PathLike) -> Path:
+    """The file that holds the content of ``path``: ``path`` itself when anything is there (a
+    file, or a folder or link that its reader then refuses), else its compressed form
+    ``<path>.gz`` when that exists, else ``path`` (missing: the reader names it)."""
+    path = Path(path)
+    packed = compressed_path(path)
+    return packed if not os.path.lexists(path) and os.path.lexists(packed) else path
+
+
+def stored_exists(path: str | os.PathLike) -> bool:
+    """Whether ``path`` exists in either form, plain or compressed (:func:`stored_file`)."""
+    return _exists(stored_file(path))
+
+
+def compress_bytes(data: bytes) -> bytes:
+    """``data`` gzip-compressed, the same bytes for the same data (no time or name stored)."""
+    import gzip
+
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def decompress_bytes(data: bytes, path: Path, what: str, kind: str,
+                     max_bytes: int = MAX_READ_BYTES) -> bytes:
+    """The content of the gzip-compressed file ``path`` (its bytes ``data``), never more than
+    ``max_bytes`` + 1 bytes of it (a file that expands beyond ``max_bytes`` is refused, like a
+    plain one that large); ValueError naming the file when it is not gzip data."""
+    import gzip
+    import io as _io
+    import zlib
+
+    try:
+        with gzip.GzipFile(fileobj=_io.BytesIO(data)) as handle:
+            plain = handle.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ValueError(f"{what} {str(path)!r} is not a gzip-compressed {kind} (corrupt?): "
+                         f"{exc}") from None
+    if len(plain) > max_bytes:
+        raise ValueError(f"{what} {str(path)!r} expands to more than {max_bytes} bytes, more "
+                         f"than any {kind} the package writes; it is refused")
+    return plain
+
+
 def read_text_file(path: str | os.PathLike, what: str, kind: str,
                    max_bytes: int = MAX_READ_BYTES) -> str:
-    """The UTF-8 text of ``path``; FileNotFoundError when it is missing, ValueError naming the
+    """The UTF-8 text of ``path``, read from its compressed form ``<path>.gz`` when only that
+    exists (:func:`stored_file`); FileNotFoundError when neither exists, ValueError naming the
     file (``what``) when it is a folder, not a regular file (a device such as /dev/zero, a FIFO,
-    a socket), larger than ``max_bytes``, unreadable or not UTF-8 (``kind``: what it should
-    be). The file is opened without blocking (a FIFO with no writer) and never read beyond
-    ``max_bytes`` + 1 bytes."""
+    a socket), larger than ``max_bytes`` (compressed or expanded), unreadable, not gzip data
+    (the compressed form) or not UTF-8 (``kind``: what it should be)."""
+    path = Path(path)
+    source = stored_file(path)
+    data = read_bytes_file(source, what, kind, max_bytes)
+    if source != path:
+        data = decompress_bytes(data, source, what, kind, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {str(source)!r} is not UTF-8 text (corrupt?)") from None
+
+
+def read_bytes_file(path: str | os.PathLike, what: str, kind: str,
+                    max_bytes: int = MAX_READ_BYTES) -> bytes:
+    """The bytes of ``path``, as they are on disk; FileNotFoundError when it is missing,
+    ValueError naming the file (``what``) when it is a folder, not a regular file, larger than
+    ``max_bytes`` or unreadable (``kind``: what it should be). The file is opened without
+    blocking (a FIFO with no writer) and never read beyond ``max_bytes`` + 1 bytes."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -494,10 +566,7 @@ def read_text_file(path: str | os.PathLike, what: str, kind: str,
                              ) from None
     if len(data) > max_bytes:  # grew while being read
         raise ValueError(too_big)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (corrupt?)") from None
+    return data
 
 
 def read_json(path: str | os.PathLike, what: str = "file", shape: object = None,

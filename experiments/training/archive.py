@@ -3,36 +3,44 @@
 A full-size sweep takes hours (the language grid, 864 runs, about 9 hours on one core), so its
 results must outlive the session that made them and be checkable by a reader without
 retraining. The archive (``results/full/`` in the checkout) keeps, for every sweep packed into
-it, what the claims and figures read and nothing heavier::
+it, what the claims and figures read and nothing heavier; each file but the tables is kept
+gzip-compressed (``.gz``, :func:`archived_form`), and every reader reads either form
+(:func:`resharpen.experiments.common.io.read_text_file`)::
 
-    results/full/sweeps/<name>/sweep.json                  the sweep's identity (its planned runs)
-    results/full/sweeps/<name>/table.jsonl                 one row per finished run
-    results/full/sweeps/<name>/runs/<run>/config.json      the run's validated config
-    results/full/sweeps/<name>/runs/<run>/metrics.jsonl    its training history (logged steps)
-    results/full/sweeps/<name>/runs/<run>/summary.json     its final measurements (written last)
-    results/full/sweeps/<name>/runs/<run>/provenance.json  commit, machine, versions, time
-    results/full/sweeps/<name>/runs/<run>/measured_*.json  what analyses measured on its weights
+    results/full/sweeps/<name>/sweep.json.gz                  the sweep's identity (its planned runs)
+    results/full/sweeps/<name>/table.jsonl                    one row per finished run (text)
+    results/full/sweeps/<name>/runs/<run>/config.json.gz      the run's validated config
+    results/full/sweeps/<name>/runs/<run>/metrics.jsonl.gz    its training history (logged steps)
+    results/full/sweeps/<name>/runs/<run>/summary.json.gz     its final measurements (written last)
+    results/full/sweeps/<name>/runs/<run>/provenance.json.gz  commit, machine, versions, time
+    results/full/sweeps/<name>/runs/<run>/measured_*.json.gz  what analyses measured on its weights
 
 A study that is not a sweep of runs but writes one table of its own (the EMA-window protocol:
-``results.json``) is kept as that file::
+``results.json``) is kept as that file, as text::
 
-    results/full/sweeps/<name>/results.json                the study's result table
+    results/full/sweeps/<name>/results.json                   the study's result table
 
-Weights, per-length records and training histories stay in ``out/`` (megabytes per run).
+Weights and per-length records stay in ``out/`` (megabytes per run).
 
-:func:`pack` copies a sweep's finished runs from ``out/sweeps/<name>`` into the archive;
-:func:`restore` copies archived runs that ``out/`` lacks back into it, each marked with
-:data:`ARCHIVED_MARKER`, so that the same sweep command resumes from them: a run counts as
-finished when its ``summary.json`` exists (:mod:`resharpen.experiments.training.sweep`), so only
-the runs the archive lacks are trained. A restored run has no weights; reading them names the
-command that retrains it. Both only add files: neither replaces a file that exists.
+:func:`pack` copies a sweep's finished runs from ``out/sweeps/<name>`` into the archive,
+compressed; :func:`restore` copies archived runs that ``out/`` lacks back into it as plain files
+(what the trainers write), each marked with :data:`ARCHIVED_MARKER`, so that the same sweep
+command resumes from them: a run counts as finished when its ``summary.json`` exists
+(:mod:`resharpen.experiments.training.sweep`), so only the runs the archive lacks are trained. A
+restored run has no weights; reading them names the command that retrains it. Both only add
+runs: neither replaces a run file that exists. :func:`repack` rewrites an archive whose files
+were kept as text (before compression) in the compressed form, byte for byte the same content.
 """
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from resharpen.experiments.common.io import atomic_write_text, check_folder_files, read_json
+from resharpen.experiments.common.io import (COMPRESSED_SUFFIX, atomic_write_bytes,
+                                             atomic_write_text, check_folder_files,
+                                             compress_bytes, compressed_path, decompress_bytes,
+                                             read_bytes_file, read_json, read_text_file,
+                                             stored_file)
 from resharpen.experiments.common.names import check_name
 
 ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"
@@ -44,16 +52,57 @@ MEASURED_PATTERN = "measured_*.json"
 kept with the run so that the claims and figures read them without the weights."""
 STUDY_FILE = "results.json"
 """What the archive keeps of a sweep and of each finished run (summary.json last)."""
+TEXT_FILES = ("table.jsonl", STUDY_FILE)
+"""The files the archive keeps as text: the tables a reader opens first (and a diff shows);
+every other file is kept compressed (:func:`archived_form`)."""
 ARCHIVED_MARKER = "ARCHIVED"
 """A file in a run folder restored from the archive: its weights were not kept."""
 
 
-def _copy_new(source: Path, target: Path) -> bool:
-    """Copy ``source`` to ``target`` atomically unless ``target`` exists; True when copied."""
+def archived_form(path: Path) -> Path:
+    """Where the archive keeps file ``path``: itself for a table (:data:`TEXT_FILES`), else its
+    compressed form ``<path>.gz``."""
+    return path if path.name in TEXT_FILES else compressed_path(path)
+
+
+def _read(path: Path) -> str:
+    """The text of the run or sweep file ``path``, from either form (plain or compressed)."""
+    return read_text_file(path, "archive file", "run or sweep file")
+
+
+def _write_archived(path: Path, text: str) -> None:
+    """Write ``text`` as the archive's copy of file ``path`` (:func:`archived_form`), atomically;
+    a compressed copy is read back from the disk and must expand to ``text`` (ValueError
+    otherwise). Then remove the other form when an older archive left it (one copy of each
+    file)."""
+    kept = archived_form(path)
+    data = text.encode("utf-8")
+    atomic_write_bytes(kept, data if kept == path else compress_bytes(data))
+    if kept != path and decompress_bytes(read_bytes_file(kept, "archive file", "gzip file"),
+                                         kept, "archive file", "gzip file") != data:
+        raise ValueError(f"{kept} does not expand to the file it keeps")
+    other = path if kept != path else compressed_path(path)
+    if other.is_file():
+        other.unlink()
+
+
+def _pack_new(source: Path, target: Path) -> bool:
+    """Archive file ``source`` as ``target`` (:func:`_write_archived`) unless the archive has
+    ``target`` in either form; True when written."""
+    if stored_file(target).exists() or stored_file(target).is_symlink():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _write_archived(target, _read(source))
+    return True
+
+
+def _restore_new(source: Path, target: Path) -> bool:
+    """Write the content of archived file ``source`` (either form) to ``target`` as a plain
+    file, atomically, unless ``target`` exists; True when written."""
     if target.exists() or target.is_symlink():
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, source.read_text())
+    atomic_write_text(target, _read(source))
     return True
 
 
@@ -69,38 +118,52 @@ def archived_sweep(name: str, archive: str | Path = ARCHIVE_ROOT) -> Path | None
     """The archived sweep folder ``archive/sweeps/<name>`` when it holds a table (a sweep's
     ``table.jsonl`` or a study's ``results.json``), read in place by the figures; else None."""
     folder = Path(archive) / "sweeps" / check_name(name, "sweep name")
-    return folder if any((folder / f).is_file() for f in ("table.jsonl", STUDY_FILE)) else None
+    return folder if any(stored_file(folder / f).is_file() for f in TEXT_FILES) else None
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file in either form, plain or compressed."""
+    return stored_file(path).is_file()
 
 
 def run_files(run: Path) -> list[str]:
-    """The files of run folder ``run`` the archive keeps, ``summary.json`` (the mark of a
-    finished run) last."""
-    kept = [f for f in RUN_FILES if f != "summary.json" and (run / f).is_file()]
-    kept += sorted(p.name for p in run.glob(MEASURED_PATTERN) if p.is_file())
+    """The names (plain) of the files of run folder ``run`` the archive keeps, each present in
+    either form, ``summary.json`` (the mark of a finished run) last."""
+    kept = [f for f in RUN_FILES if f != "summary.json" and _is_file(run / f)]
+    names = {p.name.removesuffix(COMPRESSED_SUFFIX)
+             for p in run.glob(MEASURED_PATTERN + "*") if p.is_file()}
+    kept += sorted(n for n in names if n.endswith(".json") and _is_file(run / n))
     return kept + ["summary.json"]
 
 
 def finished_runs(root: Path) -> list[Path]:
-    """The run folders under ``root/runs`` that have a ``summary.json`` (finished), by name."""
+    """The run folders under ``root/runs`` that have a ``summary.json`` (finished, in either
+    form), by name."""
     runs = root / "runs"
-    return sorted(p for p in runs.iterdir() if (p / "summary.json").is_file()) \
+    return sorted(p for p in runs.iterdir() if _is_file(p / "summary.json")) \
         if runs.is_dir() else []
 
 
+def _sweep_file(folder: Path) -> bool:
+    """Whether ``folder`` holds a sweep's ``sweep.json`` (in either form)."""
+    return _is_file(folder / "sweep.json")
+
+
 def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
-    """Copy the finished runs of the sweep folder ``source`` (their :data:`RUN_FILES`) and the
-    sweep's :data:`SWEEP_FILES` into ``archive/sweeps/<name>``. Runs already archived are kept
-    as they are; the sweep's files are refreshed (they list every finished run). Returns
+    """Copy the finished runs of the sweep folder ``source`` (their :data:`RUN_FILES` and
+    measured tables) and the sweep's :data:`SWEEP_FILES` into ``archive/sweeps/<name>``, each in
+    the archive's form (:func:`archived_form`). Runs already archived are kept as they are; the
+    sweep's files are refreshed (they list every finished run). Returns
     ``{"sweep": name, "finished": n, "added": k}``."""
     source = Path(source)
     name = check_name(source.name, "sweep name")
     target = Path(archive) / "sweeps" / name
-    if not (source / "sweep.json").is_file() and (source / STUDY_FILE).is_file():
+    if not _sweep_file(source) and (source / STUDY_FILE).is_file():
         read_json(source / STUDY_FILE, "study result file")  # a corrupt one is refused
         target.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(target / STUDY_FILE, (source / STUDY_FILE).read_text())
+        _write_archived(target / STUDY_FILE, _read(source / STUDY_FILE))
         return {"sweep": name, "finished": 1, "added": 1}
-    if not (source / "sweep.json").is_file():
+    if not _sweep_file(source):
         raise ValueError(f"{source} is not a sweep folder (it has no sweep.json) and holds no "
                          f"study result ({STUDY_FILE})")
     read_json(source / "sweep.json", "sweep file")  # a corrupt sweep is refused before any copy
@@ -109,29 +172,30 @@ def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
     for run in runs:
         if (run / ARCHIVED_MARKER).exists():
             continue  # restored from the archive: it is there already
-        copied = [_copy_new(run / f, target / "runs" / run.name / f) for f in run_files(run)]
+        copied = [_pack_new(run / f, target / "runs" / run.name / f) for f in run_files(run)]
         added += bool(copied and copied[-1])
     target.mkdir(parents=True, exist_ok=True)
     for f in SWEEP_FILES:
-        if (source / f).is_file():
-            atomic_write_text(target / f, (source / f).read_text())
+        if _is_file(source / f):
+            _write_archived(target / f, _read(source / f))
     return {"sweep": name, "finished": len(runs), "added": added}
 
 
 def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
-    """Copy the archived runs of sweep ``name`` that ``out`` (a sweep folder) lacks into it,
-    each marked :data:`ARCHIVED_MARKER`, and the sweep's identity and table when ``out`` has
-    none (a sweep command that resumes rewrites the table). A run folder that exists in ``out``
-    is left alone; one that is not a folder, or a ``sweep.json`` or ``table.jsonl`` that is not
-    a regular file, is refused (ValueError) before anything is copied. Returns
+    """Copy the archived runs of sweep ``name`` that ``out`` (a sweep folder) lacks into it as
+    plain files (the archive's compressed ones expanded), each run marked
+    :data:`ARCHIVED_MARKER`, and the sweep's identity and table when ``out`` has none (a sweep
+    command that resumes rewrites the table). A run folder that exists in ``out`` is left alone;
+    one that is not a folder, or a ``sweep.json`` or ``table.jsonl`` that is not a regular file,
+    is refused (ValueError) before anything is copied. Returns
     ``{"sweep": name, "restored": k, "archived": n}``."""
     source = Path(archive) / "sweeps" / check_name(name, "sweep name")
     out = Path(out)
-    if not (source / "sweep.json").is_file() and (source / STUDY_FILE).is_file():
+    if not _sweep_file(source) and _is_file(source / STUDY_FILE):
         check_folder_files(out, (STUDY_FILE,), "study folder")  # before the copy
-        restored = _copy_new(source / STUDY_FILE, out / STUDY_FILE)
+        restored = _restore_new(source / STUDY_FILE, out / STUDY_FILE)
         return {"sweep": name, "restored": int(restored), "archived": 1}
-    if not (source / "sweep.json").is_file():
+    if not _sweep_file(source):
         raise ValueError(f"the archive has no sweep {name!r} (looked in {source})")
     runs = finished_runs(source)
     check_folder_files(out, SWEEP_FILES, "sweep folder")  # before the first copy
@@ -147,15 +211,41 @@ def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> d
         shutil.rmtree(staging, ignore_errors=True)  # ours: a restore killed before its rename
         staging.mkdir(parents=True)
         for f in run_files(run):
-            shutil.copyfile(run / f, staging / f)
+            (staging / f).write_text(_read(run / f), encoding="utf-8")
         (staging / ARCHIVED_MARKER).write_text(
-            "Restored from the archive (results/full): config and summary only, no weights.\n")
+            "Restored from the archive (results/full): its small files only, no weights.\n")
         staging.rename(folder)
         restored += 1
     for f in SWEEP_FILES:  # the identity, and the table the claims and figures read
-        if (source / f).is_file():
-            _copy_new(source / f, out / f)
+        if _is_file(source / f):
+            _restore_new(source / f, out / f)
     return {"sweep": name, "restored": restored, "archived": len(runs)}
+
+
+def _sweep_folder_files(folder: Path) -> list[Path]:
+    """The files (plain names) of archived sweep ``folder`` the archive keeps: its sweep files
+    and study table, then each finished run's files (:func:`run_files`, summary last)."""
+    files = [folder / f for f in (*SWEEP_FILES, STUDY_FILE) if _is_file(folder / f)]
+    return files + [run / f for run in finished_runs(folder) for f in run_files(run)]
+
+
+def repack(archive: str | Path = ARCHIVE_ROOT) -> dict:
+    """Rewrite every file of every archived sweep in the archive's form (:func:`archived_form`):
+    a file kept in the other form (a run file kept as text by an older archive) is rewritten
+    from what its readers read (the plain form where both exist), checked to read back the
+    same, then its other form removed; a file only in its form is left alone, so a second
+    repack changes nothing. Returns ``{"sweeps": n, "rewritten": files}``."""
+    root = Path(archive) / "sweeps"
+    sweeps = sorted(p for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    rewritten = 0
+    for sweep in sweeps:
+        for path in _sweep_folder_files(sweep):
+            other = path if archived_form(path) != path else compressed_path(path)
+            if not other.is_file():
+                continue
+            _write_archived(path, _read(path))  # checked to read back, then the other form removed
+            rewritten += 1
+    return {"sweeps": len(sweeps), "rewritten": rewritten}
 
 
 def archived_sweeps(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:

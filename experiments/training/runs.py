@@ -4,7 +4,9 @@ A run folder holds ``config.json`` (the validated config), ``metrics.jsonl`` (on
 step), ``per_length.json`` (the exact per-length evaluation of every weight set),
 ``weights_raw.safetensors``, ``weights_ema.safetensors`` and ``weights_bema.safetensors`` (the
 trained weights, each with the model config in its metadata; :meth:`Run.model` rebuilds the
-Transformer) and ``summary.json`` (written last: its presence marks the run finished).
+Transformer) and ``summary.json`` (written last: its presence marks the run finished). A run
+read in place in the archive of full-size results keeps its files compressed (``summary.json.gz``,
+:mod:`resharpen.experiments.training.archive`); every reader here reads either form.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from resharpen.experiments.common.io import (NUMBER, check_folder_files, check_writable_target,
-                                             read_json, read_jsonl)
+                                             read_json, read_jsonl, stored_exists, stored_file)
 from resharpen.experiments.training.schema import stored_config
 
 if TYPE_CHECKING:
@@ -201,7 +203,7 @@ def measured(folder: str | Path, name: str, compute):
     from resharpen.experiments.common.names import check_name
 
     path = Path(folder) / MEASURED_FILE.format(check_name(name, "measurement name"))
-    if path.is_file():
+    if stored_file(path).is_file():  # kept plain, or compressed in the archive
         return read_json(path, "measured run table")
     value = compute()
     atomic_write_json(path, value)
@@ -224,6 +226,7 @@ def load_run(folder: str | Path) -> Run:
     archived = is_archived(folder)  # from the archive: no per-length records, no weights
     per_length = {} if archived else _read_json(folder / "per_length.json", PER_LENGTH_SHAPE)
     metrics = folder / "metrics.jsonl"
-    history = read_jsonl(metrics, "run history", HISTORY_ROW_SHAPE) if metrics.exists() else []
+    history = (read_jsonl(metrics, "run history", HISTORY_ROW_SHAPE) if stored_exists(metrics)
+               else [])
     return Run(folder, config, summary, per_length, history)
 

@@ -30,7 +30,7 @@ from resharpen.experiments.common.io import (TEMP_MARK, atomic_write_json, atomi
                                            check_folder_files, check_within, dumps_jsonl,
                                            hold_lock, read_json,
                                            read_jsonl, remove_stale_staging,
-                                           remove_stale_temporaries)
+                                           remove_stale_temporaries, stored_exists)
 from resharpen.experiments.training.schema import stored_config
 from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, RUN_FILES,  # noqa: F401
                                                SUMMARY_SHAPE, WEIGHT_KINDS, WEIGHTS_FILE)
@@ -196,7 +196,7 @@ def load_runs(root: str | Path) -> list[dict]:
     for folder in sorted((Path(root) / "runs").glob("*")):
         if TEMP_MARK in folder.name:  # a run being staged (or a killed writer's): not a run
             continue
-        if (folder / "summary.json").exists():
+        if stored_exists(folder / "summary.json"):  # plain, or compressed in the archive
             runs.append({"folder": folder,
                          "config": stored_config(read_json(folder / "config.json", "run file",
                                                            RUN_CONFIG_SHAPE)),

@@ -25,9 +25,9 @@ def test_pack_then_restore_resumes_the_sweep_without_retraining(tmp_path, monkey
     done = archive.pack(first, store)
     assert done == {"sweep": "arch", "finished": 2, "added": 2}
     kept = sorted(p.relative_to(store).as_posix() for p in store.rglob("*") if p.is_file())
-    assert kept == [f"sweeps/arch/runs/dyck1-pre-s{seed}/{name}" for seed in (0, 1)
+    assert kept == [f"sweeps/arch/runs/dyck1-pre-s{seed}/{name}.gz" for seed in (0, 1)
                     for name in ("config.json", "metrics.jsonl", "provenance.json",
-                                 "summary.json")] + ["sweeps/arch/sweep.json",
+                                 "summary.json")] + ["sweeps/arch/sweep.json.gz",
                                                      "sweeps/arch/table.jsonl"]
     assert archive.pack(first, store)["added"] == 0  # packing again adds nothing
 
@@ -41,6 +41,9 @@ def test_pack_then_restore_resumes_the_sweep_without_retraining(tmp_path, monkey
     grid.run_grid(GRID, out=fresh, workers=1, progress=False)
     run = load_run(fresh / "runs" / "dyck1-pre-s0")
     assert run.summary == load_run(first / "runs" / "dyck1-pre-s0").summary
+    for name in ("config.json", "metrics.jsonl", "provenance.json", "summary.json"):
+        restored = fresh / "runs" / "dyck1-pre-s0" / name  # plain again, byte for byte
+        assert restored.read_bytes() == (first / "runs" / "dyck1-pre-s0" / name).read_bytes()
     with pytest.raises(ValueError, match="restored from the archive"):
         run.model("raw")
     assert archive.pack(fresh, store)["added"] == 0  # restored runs are not packed twice
@@ -97,3 +100,123 @@ def test_a_study_result_file_is_packed_and_restored_whole(tmp_path):
     (study / "results.json").write_text("not json")
     with pytest.raises(ValueError):
         archive.pack(study, tmp_path / "archive2")
+
+
+def _tree(root) -> dict:
+    """relative path -> bytes of every file under ``root``."""
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_packed_run_is_compressed_and_read_back_equal(tmp_path, monkeypatch):
+    """A run written as a trainer writes it, packed: every file of it is kept gzip-compressed
+    in the archive, and every reader (the run, the sweep's runs, its history, a measured
+    table) reads back from the archive, in place, exactly what it reads from the run; the
+    archive holds nothing in the plain form but the table."""
+    import gzip
+    import json
+
+    from resharpen.experiments.common.io import read_json, read_jsonl, stored_exists
+    from resharpen.experiments.training.runs import measured
+    from resharpen.experiments.training.sweep import load_runs, read_table
+
+    sweep = tmp_path / "out" / "sw"
+    run = sweep / "runs" / "sw-0"
+    run.mkdir(parents=True)
+    (sweep / "sweep.json").write_text('{"identity": {"name": "sw"}, "runs": 1}')
+    (sweep / "table.jsonl").write_text('{"run": "sw-0", "loss": 0.1}\n')
+    history = [{"step": s, "loss": 1 / (s + 3), "raw": {"id_kl": 0.1 ** s}} for s in range(50)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history))
+    (run / "config.json").write_text(json.dumps({"task": {"vocab": 32}, "name": "sw-0"}))
+    (run / "provenance.json").write_text('{"commit": "abc"}')
+    (run / "summary.json").write_text(json.dumps({"primary": "raw", "seconds": 1.5,
+                                                  "ladder": [0.1 * k for k in range(9)]},
+                                                 indent=2))
+    probe = measured(run, "probe", lambda: {"K": 1 / 3, "rows": [2 ** -40, 1e300]})
+    (run / "per_length.json").write_text("{}")  # not archived: a run read in place has none
+    store = tmp_path / "archive"
+    monkeypatch.setattr(archive, "ARCHIVE_ROOT", store)  # read in place as the archive's
+    archive.pack(sweep, store)
+    packed = store / "sweeps" / "sw"
+    files = sorted(p.relative_to(packed).as_posix() for p in packed.rglob("*") if p.is_file())
+    assert files == ["runs/sw-0/" + f + ".gz" for f in (
+        "config.json", "measured_probe.json", "metrics.jsonl", "provenance.json",
+        "summary.json")] + ["sweep.json.gz", "table.jsonl"]
+    for name in ("config.json", "metrics.jsonl", "summary.json", "measured_probe.json"):
+        kept = packed / "runs" / "sw-0" / f"{name}.gz"
+        assert gzip.decompress(kept.read_bytes()) == (run / name).read_bytes()
+        assert stored_exists(packed / "runs" / "sw-0" / name)
+    in_place = packed / "runs" / "sw-0"
+    assert load_run(in_place).history == load_run(run).history == history
+    assert load_run(in_place).summary == load_run(run).summary
+    assert load_run(in_place).config == load_run(run).config
+    assert [(r["config"], r["summary"]) for r in load_runs(packed)] == \
+        [(r["config"], r["summary"]) for r in load_runs(sweep)]
+    assert read_jsonl(in_place / "metrics.jsonl") == history
+    assert read_json(packed / "sweep.json") == read_json(sweep / "sweep.json")
+    assert read_table(packed) == read_table(sweep)
+    assert measured(in_place, "probe", lambda: 1 / 0) == probe  # read, not computed
+    assert archive.archived_sweeps(store) == {"sw": 1}
+    first = _tree(packed)
+    assert archive.pack(sweep, store)["added"] == 0  # packing again adds nothing,
+    assert _tree(packed) == first  # and the refreshed sweep files are the same bytes
+
+
+def test_repack_compresses_an_archive_kept_as_text_without_changing_a_byte(tmp_path):
+    """An archive whose files were kept as text (the older form) is rewritten compressed by
+    repack: every file expands to the bytes it had, nothing else is written, readers read
+    the same, a second repack rewrites nothing, and a restore gives the text files back."""
+    import gzip
+
+    from resharpen.experiments.common.io import read_jsonl
+
+    sweep = tmp_path / "out" / "sw"
+    run = sweep / "runs" / "sw-0"
+    run.mkdir(parents=True)
+    (sweep / "sweep.json").write_text('{"identity": {}, "runs": 1}')
+    (sweep / "table.jsonl").write_text('{"run": "sw-0"}\n')
+    for name, text in (("config.json", "{}"), ("provenance.json", '{"commit": "c"}'),
+                       ("metrics.jsonl", '{"step": 1, "loss": 0.30000000000000004}\n'),
+                       ("measured_report_raw.json", '{"K": 2.5}'),
+                       ("summary.json", '{"primary": "raw"}')):
+        (run / name).write_text(text)
+    old = tmp_path / "archive" / "sweeps" / "sw"  # what an older pack kept: plain copies
+    (old / "runs").mkdir(parents=True)
+    for name in ("sweep.json", "table.jsonl"):
+        (old / name).write_bytes((sweep / name).read_bytes())
+    (old / "runs" / "sw-0").mkdir()
+    for p in run.iterdir():
+        (old / "runs" / "sw-0" / p.name).write_bytes(p.read_bytes())
+    before = _tree(old)
+    history = read_jsonl(old / "runs" / "sw-0" / "metrics.jsonl")
+    assert archive.repack(tmp_path / "archive") == {"sweeps": 1, "rewritten": 6}
+    after = _tree(old)
+    assert sorted(after) == sorted(n if n == "table.jsonl" else n + ".gz" for n in before)
+    assert all((gzip.decompress(after[n + ".gz"]) if n != "table.jsonl" else after[n])
+               == data for n, data in before.items())
+    assert read_jsonl(old / "runs" / "sw-0" / "metrics.jsonl") == history
+    assert archive.repack(tmp_path / "archive") == {"sweeps": 1, "rewritten": 0}
+    assert _tree(old) == after
+    fresh = tmp_path / "fresh"
+    archive.restore("sw", fresh, tmp_path / "archive")
+    restored = _tree(fresh)
+    assert restored.pop("runs/sw-0/ARCHIVED")
+    assert restored == before
+
+
+def test_a_corrupt_or_oversized_compressed_file_is_one_error_naming_it(tmp_path):
+    """A compressed file that is not gzip data, or that expands beyond the read limit, is
+    refused with one ValueError naming it; a missing file is named in its plain form."""
+    import gzip
+
+    from resharpen.experiments.common.io import read_json
+
+    (tmp_path / "bad.json.gz").write_bytes(b"not gzip at all")
+    with pytest.raises(ValueError, match=r"bad\.json\.gz.*not a gzip-compressed"):
+        read_json(tmp_path / "bad.json")
+    (tmp_path / "big.json.gz").write_bytes(gzip.compress(b" " * 5000 + b"{}"))
+    with pytest.raises(ValueError, match=r"big\.json\.gz.*expands to more than 1000 bytes"):
+        read_json(tmp_path / "big.json", max_bytes=1000)
+    assert read_json(tmp_path / "big.json") == {}
+    with pytest.raises(FileNotFoundError, match=r"none\.json' does not exist"):
+        read_json(tmp_path / "none.json")

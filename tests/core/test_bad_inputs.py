@@ -961,6 +961,7 @@ CLI_CASES = [case(args, rf"argument {re.escape(args[-2]) if args[-2].startswith(
     case(["langs", "train", "dyck2", "--set", "task.name=dyck2"],
          r"--set task\.name=dyck2 has no effect"),
     case(["archive", "status", "s"], r"archive status takes no SWEEP: it has no effect there"),
+    case(["archive", "repack", "s"], r"archive repack takes no SWEEP: it has no effect there"),
     case(["archive", "pack", "s", "--out", "o"], r"archive pack takes no --out"),
     case(["dynamics", "trained", "--task"], r"argument --task: expected at least one argument"),
     case(["dynamics", "trained", "--depth"], r"argument --depth: expected at least one argument"),
