@@ -508,8 +508,9 @@ def add_archive(sub) -> None:
                        description="The archive keeps, for each finished run of a full-size "
                                    "sweep, its config, history, summary, provenance and "
                                    "measured tables (no weights), gzip-compressed; the sweep "
-                                   "tables stay text. 'pack SWEEP_FOLDER' adds a sweep's "
-                                   "finished runs to it; 'restore NAME' copies the archived runs "
+                                   "tables stay text; of a language grid, the per-length "
+                                   "curves its figures draw (not the per-length records). "
+                                   "'pack SWEEP_FOLDER' adds a sweep's finished runs to it; 'restore NAME' copies the archived runs "
                                    "of sweep NAME that out/sweeps/NAME lacks back into it as "
                                    "plain files, so the same sweep command trains only the rest; "
                                    "'status' lists the archive; 'repack' compresses the files an "
@@ -524,6 +525,15 @@ def add_archive(sub) -> None:
                    help="restore: the sweep folder to restore into "
                                                  "(default out/sweeps/NAME)")
     p.set_defaults(handler=run_archive)
+
+
+def archive_tables() -> dict:
+    """The sweep tables ``archive pack`` makes from the records the archive does not keep
+    (``tables`` of :func:`resharpen.experiments.training.archive.pack`): the language grids'
+    per-length curves, which their figures draw."""
+    from resharpen.experiments.languages.curves import TABLE_FILE, pack_table
+
+    return {TABLE_FILE: pack_table}
 
 
 def run_archive(args) -> int:
@@ -549,9 +559,10 @@ def run_archive(args) -> int:
         if not args.target:
             raise ValueError(f"archive {args.action} needs a SWEEP argument")
         if args.action == "pack":
-            done = archive.pack(args.target)
+            done = archive.pack(args.target, tables=archive_tables())
             print(f"{done['sweep']}: {done['added']} runs added to the archive "
-                  f"({done['finished']} finished in {args.target})")
+                  f"({done['finished']} finished in {args.target})"
+                  + "".join(f"; {table} written" for table in done["tables"]))
         else:
             done = archive.restore(args.target, args.out or sweep_folder(args.target))
             print(f"{done['sweep']}: {done['restored']} of {done['archived']} archived runs "

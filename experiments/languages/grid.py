@@ -45,9 +45,8 @@ import numpy as np
 from resharpen.experiments.training.backends import check_backend
 from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points, profiled_name,
                                                load_sweep, sample_configs, sweep_folder)
-from resharpen.experiments.common.io import (NUMBER, atomic_write_json, atomic_write_text,
-                                           check_shape, dumps_json, ensure_writable_dir,
-                                           read_json)
+from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text,
+                                           dumps_json, ensure_writable_dir)
 from resharpen.experiments.training.sweep import (REPORT_JSON, REPORT_MARKDOWN, execute,
                                                 load_runs, write_rows)
 from resharpen.experiments.training.runs import WEIGHT_KINDS
@@ -318,32 +317,6 @@ def report(root: str | Path) -> tuple[str, dict]:
     return text, data
 
 
-def per_length_curves(root: str | Path) -> dict:
-    """{task: {(norm, weights): {"length": array, "<metric>": (seeds, L) array}}} of a grid, over
-    the runs that have their per-length records (a run restored from the archive has none)."""
-    out: dict = {}
-    for run in load_runs(root):
-        c = run["config"]
-        path = run["folder"] / "per_length.json"
-        if not path.is_file():  # restored from the archive: no per-length records
-            continue
-        per = read_json(path, "run file", dict)  # {weights: [{length, metrics}]}
-        for weights, records in per.items():
-            check_shape(records, [{"length": NUMBER}], f"run file {str(path)!r}", weights)
-        for weights, records in per.items():
-            lines = out.setdefault(c["task"]["name"], {})
-            slot = lines.setdefault((c["model"]["norm"], weights),
-                                    {"train_len": c["task"]["train_len"]})
-            slot["length"] = np.array([r["length"] for r in records])
-            for metric in ("invalid_mass", "kl", "tv", "top1_invalid"):
-                slot.setdefault(metric, []).append([r[metric] for r in records])
-    for task in out.values():
-        for slot in task.values():
-            for metric in ("invalid_mass", "kl", "tv", "top1_invalid"):
-                slot[metric] = np.array(slot[metric], dtype=float)
-    return out
-
-
 def grid_file(profile: str) -> Path:
     """The grid TOML of the task-training grid (both profiles live in one file)."""
     return GRID_DIR / "grid.toml"
@@ -371,4 +344,4 @@ def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Pat
 
 
 __all__ = ["load_grid", "run_grid", "run_group", "table_rows", "summary_table", "paired_effects",
-           "report", "per_length_curves", "ensure_grid"]
+           "report", "ensure_grid"]

@@ -9,6 +9,7 @@ gzip-compressed (``.gz``, :func:`archived_form`), and every reader reads either 
 
     results/full/sweeps/<name>/sweep.json.gz                  the sweep's identity (its planned runs)
     results/full/sweeps/<name>/table.jsonl                    one row per finished run (text)
+    results/full/sweeps/<name>/measured_*.json.gz             tables made from the runs' records
     results/full/sweeps/<name>/runs/<run>/config.json.gz      the run's validated config
     results/full/sweeps/<name>/runs/<run>/metrics.jsonl.gz    its training history (logged steps)
     results/full/sweeps/<name>/runs/<run>/summary.json.gz     its final measurements (written last)
@@ -20,7 +21,11 @@ A study that is not a sweep of runs but writes one table of its own (the EMA-win
 
     results/full/sweeps/<name>/results.json                   the study's result table
 
-Weights and per-length records stay in ``out/`` (megabytes per run).
+Weights and per-length records stay in ``out/`` (megabytes per run). What a figure draws from
+the per-length records is kept per sweep instead, as a table made at pack time by the sweep's
+slice (``tables`` of :func:`pack`: the language grids' per-length curves,
+:mod:`resharpen.experiments.languages.curves`: about 20 KB per task and placement
+evaluated at 200 lengths, against 170 KB per run of per-length records).
 
 :func:`pack` copies a sweep's finished runs from ``out/sweeps/<name>`` into the archive,
 compressed; :func:`restore` copies archived runs that ``out/`` lacks back into it as plain files
@@ -33,14 +38,15 @@ were kept as text (before compression) in the compressed form, byte for byte the
 """
 from __future__ import annotations
 
+import fnmatch
 import shutil
 from pathlib import Path
 
 from resharpen.experiments.common.io import (COMPRESSED_SUFFIX, atomic_write_bytes,
                                              atomic_write_text, check_folder_files,
                                              compress_bytes, compressed_path, decompress_bytes,
-                                             read_bytes_file, read_json, read_text_file,
-                                             stored_file)
+                                             dumps_json, read_bytes_file, read_json,
+                                             read_text_file, stored_file)
 from resharpen.experiments.common.names import check_name
 
 ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"
@@ -49,7 +55,8 @@ SWEEP_FILES = ("sweep.json", "table.jsonl")
 RUN_FILES = ("config.json", "metrics.jsonl", "summary.json", "provenance.json")
 MEASURED_PATTERN = "measured_*.json"
 """The tables analyses measured on a run's weights (:func:`resharpen.experiments.training.runs.measured`),
-kept with the run so that the claims and figures read them without the weights."""
+kept with the run so that the claims and figures read them without the weights; in a sweep
+folder, the tables made from its runs' records at pack time (``tables`` of :func:`pack`)."""
 STUDY_FILE = "results.json"
 """What the archive keeps of a sweep and of each finished run (summary.json last)."""
 TEXT_FILES = ("table.jsonl", STUDY_FILE)
@@ -126,14 +133,19 @@ def _is_file(path: Path) -> bool:
     return stored_file(path).is_file()
 
 
+def measured_files(folder: Path) -> list[str]:
+    """The names (plain) of the measured tables (:data:`MEASURED_PATTERN`) in ``folder``, a
+    run's or a sweep's, each present in either form, sorted."""
+    names = {p.name.removesuffix(COMPRESSED_SUFFIX)
+             for p in folder.glob(MEASURED_PATTERN + "*") if p.is_file()}
+    return sorted(n for n in names if n.endswith(".json") and _is_file(folder / n))
+
+
 def run_files(run: Path) -> list[str]:
     """The names (plain) of the files of run folder ``run`` the archive keeps, each present in
     either form, ``summary.json`` (the mark of a finished run) last."""
     kept = [f for f in RUN_FILES if f != "summary.json" and _is_file(run / f)]
-    names = {p.name.removesuffix(COMPRESSED_SUFFIX)
-             for p in run.glob(MEASURED_PATTERN + "*") if p.is_file()}
-    kept += sorted(n for n in names if n.endswith(".json") and _is_file(run / n))
-    return kept + ["summary.json"]
+    return kept + measured_files(run) + ["summary.json"]
 
 
 def finished_runs(root: Path) -> list[Path]:
@@ -149,20 +161,27 @@ def _sweep_file(folder: Path) -> bool:
     return _is_file(folder / "sweep.json")
 
 
-def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
+def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT,
+         tables: dict | None = None) -> dict:
     """Copy the finished runs of the sweep folder ``source`` (their :data:`RUN_FILES` and
     measured tables) and the sweep's :data:`SWEEP_FILES` into ``archive/sweeps/<name>``, each in
     the archive's form (:func:`archived_form`). Runs already archived are kept as they are; the
-    sweep's files are refreshed (they list every finished run). Returns
-    ``{"sweep": name, "finished": n, "added": k}``."""
+    sweep's files are refreshed (they list every finished run). ``tables``: {file name
+    (``measured_<what>.json``): ``make(source, kept)``}, the sweep tables its slice makes from
+    records the archive does not keep; ``make`` is given the archive's current table (None when
+    it has none) and returns the new one, JSON-ready, written compressed (None: nothing
+    written). Returns ``{"sweep": name, "finished": n, "added": k, "tables": [written]}``."""
     source = Path(source)
+    for table in tables or {}:
+        if not fnmatch.fnmatchcase(table, MEASURED_PATTERN) or Path(table).name != table:
+            raise ValueError(f"a sweep table is named {MEASURED_PATTERN!r}, got {table!r}")
     name = check_name(source.name, "sweep name")
     target = Path(archive) / "sweeps" / name
     if not _sweep_file(source) and (source / STUDY_FILE).is_file():
         read_json(source / STUDY_FILE, "study result file")  # a corrupt one is refused
         target.mkdir(parents=True, exist_ok=True)
         _write_archived(target / STUDY_FILE, _read(source / STUDY_FILE))
-        return {"sweep": name, "finished": 1, "added": 1}
+        return {"sweep": name, "finished": 1, "added": 1, "tables": []}
     if not _sweep_file(source):
         raise ValueError(f"{source} is not a sweep folder (it has no sweep.json) and holds no "
                          f"study result ({STUDY_FILE})")
@@ -178,16 +197,24 @@ def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
     for f in SWEEP_FILES:
         if _is_file(source / f):
             _write_archived(target / f, _read(source / f))
-    return {"sweep": name, "finished": len(runs), "added": added}
+    written = []
+    for table, make in (tables or {}).items():
+        kept = read_json(target / table, "archived sweep table") \
+            if _is_file(target / table) else None
+        data = make(source, kept)
+        if data is not None:
+            _write_archived(target / table, dumps_json(data, indent=None) + "\n")
+            written.append(table)
+    return {"sweep": name, "finished": len(runs), "added": added, "tables": written}
 
 
 def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
     """Copy the archived runs of sweep ``name`` that ``out`` (a sweep folder) lacks into it as
     plain files (the archive's compressed ones expanded), each run marked
-    :data:`ARCHIVED_MARKER`, and the sweep's identity and table when ``out`` has none (a sweep
-    command that resumes rewrites the table). A run folder that exists in ``out`` is left alone;
-    one that is not a folder, or a ``sweep.json`` or ``table.jsonl`` that is not a regular file,
-    is refused (ValueError) before anything is copied. Returns
+    :data:`ARCHIVED_MARKER`, and the sweep's identity, table and measured tables that ``out``
+    lacks (a sweep command that resumes rewrites the table). A run folder that exists in
+    ``out`` is left alone; one that is not a folder, or a sweep file that is not a regular
+    file, is refused (ValueError) before anything is copied. Returns
     ``{"sweep": name, "restored": k, "archived": n}``."""
     source = Path(archive) / "sweeps" / check_name(name, "sweep name")
     out = Path(out)
@@ -198,7 +225,8 @@ def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> d
     if not _sweep_file(source):
         raise ValueError(f"the archive has no sweep {name!r} (looked in {source})")
     runs = finished_runs(source)
-    check_folder_files(out, SWEEP_FILES, "sweep folder")  # before the first copy
+    tables = measured_files(source)
+    check_folder_files(out, (*SWEEP_FILES, *tables), "sweep folder")  # before the first copy
     check_folder_files(out / "runs", (), "runs folder")
     for run in runs:
         check_folder_files(out / "runs" / run.name, (), "run folder")
@@ -216,16 +244,17 @@ def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> d
             "Restored from the archive (results/full): its small files only, no weights.\n")
         staging.rename(folder)
         restored += 1
-    for f in SWEEP_FILES:  # the identity, and the table the claims and figures read
+    for f in (*SWEEP_FILES, *tables):  # the identity, the tables the claims and figures read
         if _is_file(source / f):
             _restore_new(source / f, out / f)
     return {"sweep": name, "restored": restored, "archived": len(runs)}
 
 
 def _sweep_folder_files(folder: Path) -> list[Path]:
-    """The files (plain names) of archived sweep ``folder`` the archive keeps: its sweep files
-    and study table, then each finished run's files (:func:`run_files`, summary last)."""
-    files = [folder / f for f in (*SWEEP_FILES, STUDY_FILE) if _is_file(folder / f)]
+    """The files (plain names) of archived sweep ``folder`` the archive keeps: its sweep files,
+    tables and study table, then each finished run's files (:func:`run_files`, summary last)."""
+    files = [folder / f for f in (*SWEEP_FILES, *measured_files(folder), STUDY_FILE)
+             if _is_file(folder / f)]
     return files + [run / f for run in finished_runs(folder) for f in run_files(run)]
 
 

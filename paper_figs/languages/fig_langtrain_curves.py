@@ -10,10 +10,12 @@ placement (its colour), and in each panel three lines, raw / EMA / BEMA weights 
 each the mean over seeds, with a band from the smallest to the largest seed (raw weights); the
 dashed vertical line is L_train. The x-axis is the prefix length, the move index for Othello.
 
-Reads out/sweeps/langs (full profile: `resharpen langs run --profile full`), else (quick)
-out/sweeps/langs-quick when complete (`resharpen langs run --profile quick`, about 1 min on 2 cores),
-else the tiny grid the claims train (out/sweeps/langs-tiny). Never trains: with none of them on
-disk the figure is skipped with the command.
+Reads out/sweeps/langs (full profile: `resharpen langs run --profile full`), else the archive's
+copy (results/full/sweeps/langs), whose curve table holds exactly the statistics drawn
+(:mod:`resharpen.experiments.languages.curves`: the runs' per-length records are not archived);
+in the quick profile out/sweeps/langs-quick when complete (`resharpen langs run --profile
+quick`, about 1 min on 2 cores), else the tiny grid the claims train (out/sweeps/langs-tiny).
+Never trains: with none of them on disk the figure is skipped with the command.
 """
 from __future__ import annotations
 
@@ -30,10 +32,16 @@ def x_label(task: str) -> str:
     return "move index (moves played)" if task in ("othello", "othello6") else "prefix length n"
 
 
+def seeds(counts: set) -> str:
+    """The number of seeds behind the lines of one weight set: ``5``, or ``3 to 5`` when the
+    placements differ."""
+    return str(min(counts)) if len(counts) == 1 else f"{min(counts)} to {max(counts)}"
+
+
 def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
-    """The small multiples of one task: rows = metrics, columns = placements."""
+    """The small multiples of one task: rows = metrics, columns = placements. ``lines``:
+    {(norm, weights): line} of :func:`resharpen.experiments.languages.curves.figure_lines`."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
     from resharpen.paper_figs import style
 
@@ -48,16 +56,13 @@ def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
             slot = lines.get((norm, weights))
             if slot is None:
                 continue
-            for row, (metric, _, log) in enumerate(METRICS):
-                values = np.clip(slot[metric], 1e-8, None) if log else slot[metric]
-                with np.errstate(all="ignore"):
-                    mean = np.nanmean(values, axis=0)
-                    lo, hi = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+            for row, (metric, _, _) in enumerate(METRICS):
                 ax = axes[row, col]
-                ax.plot(slot["length"], mean, ls=ls, color=colour,
-                        label=f"{weights} (n={len(values)})")
-                if weights == "raw":
-                    ax.fill_between(slot["length"], lo, hi, color=colour, alpha=0.15, lw=0)
+                ax.plot(slot["length"], slot["mean"][metric], ls=ls, color=colour,
+                        label=f"{weights} (n={slot['n']})")
+                if "lo" in slot:  # the band: smallest to largest seed
+                    ax.fill_between(slot["length"], slot["lo"][metric], slot["hi"][metric],
+                                    color=colour, alpha=0.15, lw=0)
         axes[0, col].set_title(norm, fontsize=style.MIN_FONT + 1)
         axes[-1, col].set_xlabel(x_label(task))
     for row, (_, label, log) in enumerate(METRICS):
@@ -68,8 +73,10 @@ def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
                 ax.set_yscale("log")
     for ax in axes.ravel():
         ax.tick_params(labelsize=style.MIN_FONT)
-    counts = {w: len(slot["invalid_mass"]) for (n, w), slot in lines.items()}
-    keys = [style.key(f"{weights} weights: mean over seeds (n = {counts.get(weights, 0)})", ls=ls)
+    counts: dict = {}
+    for (_, weights), slot in lines.items():
+        counts.setdefault(weights, set()).add(slot["n"])
+    keys = [style.key(f"{weights} weights: mean over seeds (n = {seeds(counts[weights])})", ls=ls)
             for weights, ls in style.WEIGHT_STYLES.items() if weights in counts]
     keys += [style.key("band: min to max over seeds (raw weights)", lw=6, alpha=0.3,
                        color=style.MUTED),
@@ -81,15 +88,32 @@ def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
     return fig
 
 
+def grid_lines(root: Path) -> dict:
+    """{task: {(norm, weights): line}}, the curves of the grid folder ``root``: from its runs'
+    per-length records or, for runs without them (archived), from its curve table
+    (:func:`resharpen.experiments.languages.curves.grid_table`);
+    :class:`~resharpen.paper_figs.MissingResults` when some runs have neither."""
+    from resharpen.experiments.languages.curves import TABLE_FILE, figure_lines, grid_table
+    from resharpen.paper_figs import MissingResults
+
+    entries, uncovered = grid_table(root)
+    if uncovered:
+        raise MissingResults(
+            f"the runs of {', '.join(uncovered)} in {root} have no per-length records (restored "
+            f"from the archive) and its {TABLE_FILE} does not cover them",
+            f"resharpen archive pack out/sweeps/{Path(root).name}, in the checkout whose run "
+            "folders hold the records")
+    return figure_lines(entries)
+
+
 def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_",
                profile: str | None = None) -> list[Path]:
     """Write one figure per task of the grid folder ``root`` into ``outdir`` as
     ``<prefix><task>.png/.pdf`` (stamped when the grid is a quick or tiny one)."""
     from resharpen.experiments.common.io import ensure_writable_dir
-    from resharpen.experiments.languages.grid import per_length_curves
     from resharpen.paper_figs import check_figure_files, save
 
-    curves = per_length_curves(root)
+    curves = grid_lines(root)
     check_figure_files(outdir, [f"{prefix}{task}" for task in curves])  # before any figure
     ensure_writable_dir(outdir)
     quick = profile == "quick" or Path(root).name.endswith(("-quick", "-tiny"))

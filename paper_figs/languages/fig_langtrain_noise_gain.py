@@ -10,7 +10,8 @@ colours and markers. The noise hypothesis predicts lines falling from k = 1 to s
 title says how many runs per target were at matched fit.
 
 Reads the noise grid (``experiments/configs/languages/noise.toml``): out/sweeps/langs-noise
-(full) or out/sweeps/langs-noise-quick (quick, complete). Never trains: skipped with the command
+(full; else the archive's copy, results/full/sweeps/langs-noise: the runs' summaries are all it
+reads) or out/sweeps/langs-noise-quick (quick, complete). Never trains: skipped with the command
 when the grid is not on disk. Writes fig_langtrain_noise_gain.png/.pdf.
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@ trained on 20-move prefixes to the fit. Claims shown: langtrain.othello.ema_ood.
 
 Reads out/sweeps/othello (full profile: run `resharpen langs run --grid
 experiments/configs/languages/othello.toml --profile full` first, about 22 CPU hours: 24 runs
-of about 55 CPU minutes)
-or out/sweeps/othello-quick (quick profile: one seed, 2 layers, 200 steps). Never trains: skipped
+of about 55 CPU minutes; else the archive's copy, results/full/sweeps/othello, through its curve
+table, as fig_langtrain_curves) or out/sweeps/othello-quick (quick profile: one seed, 2 layers, 200 steps). Never trains: skipped
 with that command when the study is not on disk. Writes fig_langtrain_study_othello.png/.pdf.
 """
 from __future__ import annotations

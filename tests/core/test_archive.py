@@ -23,7 +23,7 @@ def test_pack_then_restore_resumes_the_sweep_without_retraining(tmp_path, monkey
     first = grid.run_grid(GRID, out=tmp_path / "session1" / "arch", workers=1, progress=False)
     store = tmp_path / "archive"
     done = archive.pack(first, store)
-    assert done == {"sweep": "arch", "finished": 2, "added": 2}
+    assert done == {"sweep": "arch", "finished": 2, "added": 2, "tables": []}
     kept = sorted(p.relative_to(store).as_posix() for p in store.rglob("*") if p.is_file())
     assert kept == [f"sweeps/arch/runs/dyck1-pre-s{seed}/{name}.gz" for seed in (0, 1)
                     for name in ("config.json", "metrics.jsonl", "provenance.json",
@@ -89,7 +89,7 @@ def test_a_study_result_file_is_packed_and_restored_whole(tmp_path):
     study.mkdir(parents=True)
     (study / "results.json").write_text('{"rows": [1, 2]}')
     done = archive.pack(study, tmp_path / "archive")
-    assert done == {"sweep": "window_study", "finished": 1, "added": 1}
+    assert done == {"sweep": "window_study", "finished": 1, "added": 1, "tables": []}
     assert archive.archived_sweeps(tmp_path / "archive") == {"window_study": 1}
     fresh = tmp_path / "fresh"
     assert archive.restore("window_study", fresh, tmp_path / "archive")["restored"] == 1
