@@ -49,7 +49,7 @@ def _sweep_rows(name: str = "random_search") -> tuple[list[dict], Path]:
     if (full / "table.jsonl").exists() and read_table(full):
         root = full
     else:
-        root = ensure_sweep("quick", runs_quick=12 if name == "random_search" else 10, name=name)
+        root = ensure_sweep("quick", name=name)
     raw_id = {run["config"]["name"]: run["summary"]["by_weights"]["raw"]["id_invalid_mass"]
               for run in load_runs(root)}
     rows = read_table(root)

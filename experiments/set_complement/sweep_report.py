@@ -319,14 +319,11 @@ def runs_with_data(root: str | Path) -> list[dict]:
     return runs
 
 
-QUICK_ENSEMBLE = 8  # the quick sweeps train runs that can share an ensemble in groups of 8
-
-
-def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search") -> Path:
+def ensure_sweep(profile: str, name: str = "random_search") -> Path:
     """The folder of sweep ``name`` (a file in configs/set_complement) for ``profile``: the full one
-    must exist (run it with ``resharpen sweep``); the quick one is run (or completed) here,
-    in well under a minute, with runs grouped into batched ensembles of up to
-    :data:`QUICK_ENSEMBLE`."""
+    must exist (run it with ``resharpen sweep``); the quick one is run (or completed) here, in
+    well under a minute, with the runs and ensembles of the file's quick profile, so that it is
+    the sweep ``resharpen sweep set_complement/NAME --profile quick`` makes and resumes."""
     from resharpen.experiments.training.config import CONFIG_DIR, sweep_folder
     from resharpen.experiments.set_complement.sweep import run_sweep
 
@@ -337,5 +334,5 @@ def ensure_sweep(profile: str, runs_quick: int = 12, name: str = "random_search"
             raise ValueError(f"no finished full sweep in {str(root)!r}; run: resharpen sweep "
                              f"{path} --workers 2")
         return root
-    return run_sweep(path, profile="quick", runs=runs_quick, workers=1, progress=True,
-                     ensemble=QUICK_ENSEMBLE, wait=True)  # parallel ledger workers: one trains
+    return run_sweep(path, profile="quick", workers=1, progress=True,
+                     wait=True)

@@ -121,3 +121,23 @@ def test_placements_sweep_grids_the_placement():
     assert set(counts.values()) == {len(full["configs"]) // 5} and min(counts.values()) >= MIN_N
     quick = plan(path, runs=10, profile="quick")  # what the quick ledger trains
     assert set(Counter(c["model"]["norm"] for c in quick["configs"]).values()) == {2}
+
+
+def test_a_claims_quick_sweep_is_the_one_the_command_line_makes(monkeypatch):
+    """The quick sweep a claim runs (train.lengthgen.degrades: random_search) is asked for with
+    the file's own quick runs and ensembles, as `resharpen sweep set_complement/random_search
+    --profile quick` asks for it: the two share one folder, so a different identity would make
+    the second refuse the folder (it did: the claim trained 12 runs in ensembles of 8, the
+    command 64 runs alone)."""
+    from resharpen.experiments.set_complement import sweep as sweep_module
+    from resharpen.experiments.set_complement.sweep import plan
+    from resharpen.experiments.set_complement.sweep_report import ensure_sweep
+    from resharpen.experiments.training.config import CONFIG_DIR
+
+    asked = {}
+    monkeypatch.setattr(sweep_module, "run_sweep", lambda path, **kw: asked.update(kw, path=path))
+    ensure_sweep("quick", name="random_search")
+    assert asked["path"] == CONFIG_DIR / "set_complement" / "random_search.toml"
+    assert asked.get("runs") is None and asked.get("ensemble") is None  # the file's, as the CLI's
+    settings = plan(asked["path"], None, "quick")["settings"]
+    assert (len(plan(asked["path"], None, "quick")["configs"]), settings["ensemble"]) == (12, 8)
