@@ -13,10 +13,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from resharpen.constructions.set_complement import tight
-from resharpen.experiments.model.schemes import get, names
+from resharpen.experiments.model.schemes import names
 from resharpen.experiments.set_complement.evaluate import per_position_metrics
 from resharpen.paper_figs import save, style
 from resharpen.theory.set_complement.formulas import readout_margins
+from resharpen.theory.set_complement.readouts import RESIDUAL_RULES
 
 STEMS = ("sc_margins",)
 """The stems of the files this figure writes (read without importing it: paper_figs/__init__.py)."""
@@ -41,8 +42,8 @@ def make(profile: str, outdir):
     fig, ax = plt.subplots(figsize=(style.COLUMN_WIDTH, 2.9))
     handles = []
     for norm in READOUTS:
-        label = (f"{norm}: {get(norm).label}" + (f", K = {LAM / BETA:g}" if norm == "post" else "")
-                 + " (theory)")
+        label = (f"{norm}: {RESIDUAL_RULES[norm]}" + (", lambda/s" if norm == "none" else "")
+                 + (f", K = {LAM / BETA:g}" if norm == "post" else "") + " (theory)")
         colour = style.placement_color(norm)
         theory, _ = readout_margins(norm, VOCAB, lengths, LAM, BETA, GAIN, VOCAB - 1)
         # attn_out drawn wide, so the K = 256 post curve (dashed, on top of it) shows both

@@ -11,3 +11,8 @@ READOUTS = ("none", "attn_out", "post", "pre")
 e_q + N((K/s) 1_t) (attn_out), N(e_q + (K/s) 1_t) (post), N(e_q + (K'/s) 1_t) (pre, N before
 attention). The trained schemes that read out through one of them say so in the scheme registry
 (``resharpen.experiments.model.schemes``, ``Scheme.construction``)."""
+
+RESIDUAL_RULES = {"none": "x + o", "attn_out": "x + N(o)", "post": "N(x + o)",
+                  "pre": "N(x) into attention"}
+"""Each readout's residual rule in the notation of the figures (x the token's embedding, o the
+attention output, N the norm)."""
