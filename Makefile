@@ -34,8 +34,11 @@ reproduce: $(STAMP)
 	if [ $$status -ne 0 ]; then echo "reproduce: figures and out/report.html written; a claim's status differs from the baseline (see above; out/ledger.md)"; fi; \
 	exit $$status
 
+# The suite in TEST_WORKERS processes (pytest-xdist; one per core of the 2-core machine it is
+# measured on); TEST_WORKERS=0 runs it in this process.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # ruff with the rule set of pyproject.toml ([tool.ruff]): pyflakes and pycodestyle's errors, no
 # formatting.
