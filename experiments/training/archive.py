@@ -1,6 +1,6 @@
 """The archive of full-size results: the small files of finished runs, kept in the repository.
 
-A full-size sweep takes hours (the language grid, 864 runs, about 9 hours on one core), so its
+A full-size sweep takes hours (the language grid, 792 runs, many hours on one core), so its
 results must outlive the session that made them and be checkable by a reader without
 retraining. The archive (``results/full/`` in the checkout) keeps, for every sweep packed into
 it, what the claims and figures read and nothing heavier; each file but the tables is kept

@@ -131,7 +131,7 @@ def test_the_full_record_equals_the_declared_full_statuses():
 
 
 @pytest.mark.xfail(strict=True, reason="the full profile is run in parts: the language grid "
-                   "(864 runs), the Othello study, the trained-dynamics and training claims "
+                   "(792 runs), the Othello study, the trained-dynamics and training claims "
                    "are not all recorded yet; the verdict pages say 'not run' for each")
 def test_every_claim_has_a_full_size_record():
     records = verdicts.read_records(verdicts.FULL_LEDGER)

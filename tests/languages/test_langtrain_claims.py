@@ -193,7 +193,7 @@ def test_a_part_of_the_full_grid_decides_nothing(monkeypatch, tmp_path):
     monkeypatch.setattr(grid, "load_runs", sweep.load_runs)
     record = run_claim(_REGISTRY["langtrain.postnorm.vs_pre.ood_invalid_mass"], "full")
     assert record.status == "INCONCLUSIVE", record
-    assert "8 of the full grid's 864 runs" in record.detail
+    assert "8 of the full grid's 792 runs" in record.detail
     assert "resharpen langs run --profile full" in record.detail
     trained = []
     monkeypatch.setattr(grid, "run_grid", lambda *a, **k: trained.append(a) or roots["langs-quick"])
