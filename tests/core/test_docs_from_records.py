@@ -18,10 +18,11 @@
   setting) is one that the claim's quick or full record (measured, expected, detail) or its
   declaration (source, statement, tolerance, origin) holds, to the precision it is written with:
   a number written to its last digit matches a record value that rounds to it there (0.47
-  matches 0.469, 2e-8 matches 1.9e-08, 20 matches 20); signs are not compared, since the docs
-  say "falls by" or write the difference the other way round. A table whose numbers are another
-  command's output opts out through the marker ``<!-- numbers from: <the command> -->`` among
-  the comment lines right above it, naming that command.
+  matches 0.469, 2e-8 matches 1.9e-08, 20 matches 20), a percentage also its fraction (0.26%
+  matches 0.0026); signs are not compared, since the docs say "falls by" or write the
+  difference the other way round (:func:`held`, the one matcher of every check here). A table
+  whose numbers are another command's output opts out through the marker ``<!-- numbers from:
+  <the command> -->`` among the comment lines right above it, naming that command.
 * Every other mention of a claim's result: a sentence of the docs' prose, or a table row, that
   names a declared claim (its full id) together with a status word (PASS, FAIL, INCONCLUSIVE) or
   a p or an n (:func:`mentions`). Each status word must stand next to the claims it is about
@@ -30,10 +31,21 @@
   one: the one the sentence names ("quick"; "full size", "full profile", "at full"), the one of
   the cell's column, or else either. A status word about no claim it stands next to fails too
   (write the claim's id next to it, or the verb in lower case where no claim's status is
-  meant). Every number of a mention with a p or an n (outside inline code, a link's target and
-  the tables that opt out) must be one that the records or declarations of the claims it
-  names hold, as in the rows above. A table row names its claim by the full id (a row that
-  names it by the end of its id only would escape these checks).
+  meant). Every number of a mention with a p or an n (outside inline code, a link's target,
+  references and the tables that opt out, as below) must be one that the records or
+  declarations of the claims it names hold, as in the rows above. A table row names its claim
+  by the full id (a row that names it by the end of its id only would escape these checks).
+* The measured values quoted in prose: in every other sentence, or table row but a claim's own,
+  that names declared claims by their full ids, every decimal number (written with a decimal
+  point or an exponent: 0.47, 2e-8, 0.26%) must be one that the records or declarations of the
+  claims it names hold, as above (:func:`quoted_numbers`). A sentence names the claims it is
+  about, so a value of another claim needs that claim's id in the sentence. Not checked, each
+  for its reason (:data:`NOT_MEASURED`): integers (sizes, steps, seeds, lengths, counts: mostly
+  settings); inline code and a link's target (a command, a config key, a file name); the
+  numbers of a theorem, section, equation or figure and arXiv ids (references, not values);
+  tables opted out by a ``numbers from`` marker. Sentences end at ``.``, ``!`` or ``?`` before
+  a capital or markup, or right after ``).`` (a sentence may start with a lower-case scheme
+  name: "none's margins ...").
 """
 from __future__ import annotations
 
@@ -58,7 +70,8 @@ FULL_TABLE = "<!-- full column: checked against results/full/ledger.json -->"
 COLUMN = {QUICK_TABLE: ("quick", "the baseline"), FULL_TABLE: ("full", "the full record")}
 STATUSES = ("PASS", "FAIL", "INCONCLUSIVE", "not run")
 NUMBERS_FROM = "<!-- numbers from:"
-NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(?![\w.]*\d)")
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?|\.\d+)(?:[eE]([-+]?\d+))?(?![\w.]*\d)"
+                    r"(\s?%)?")
 
 
 def _fast_and_slow() -> tuple[list[str], list[str]]:
@@ -161,14 +174,30 @@ def quick_status_mismatches(text: str, statuses: dict[str, dict]) -> list[str]:
 
 
 def numbers(text: str) -> list[tuple[str, float, float]]:
-    """Each number written in ``text``: its spelling, its magnitude and the half-width of the
-    interval of values that round to it at its last written digit."""
+    """Each number written in ``text``: its spelling (with its ``%``, if any), its magnitude
+    and the half-width of the interval of values that round to it at its last written digit."""
     found = []
     for match in NUMBER.finditer(text.replace("\u2212", "-")):
         mantissa, exponent = match.group(1), int(match.group(2) or 0)
         decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
-        found.append((match.group(0), float(match.group(0)), 0.5 * 10.0 ** (exponent - decimals)))
+        spelling = match.group(0).replace(" ", "")
+        found.append((spelling, float(spelling.rstrip("%")),
+                      0.5 * 10.0 ** (exponent - decimals)))
     return found
+
+
+def held(number: tuple[str, float, float], pool: list[float]) -> bool:
+    """Whether a number of the docs (:func:`numbers`) is one of ``pool``'s record values to the
+    precision it is written with, sign aside; a percentage is also held by its fraction."""
+    spelling, value, half = number
+    readings = [(value, half)] + ([(value / 100, half / 100)] if spelling.endswith("%") else [])
+    return any(abs(value - v) <= half * (1 + 1e-9) for value, half in readings for v in pool)
+
+
+def decimal(spelling: str) -> bool:
+    """Whether a number is written with a decimal point or an exponent (a measured value, as
+    prose writes them; an integer is mostly a setting)."""
+    return bool(re.search(r"[.eE]", spelling))
 
 
 def record_numbers(claim_id: str, records: list[dict[str, dict]],
@@ -193,14 +222,32 @@ NEXT_TO = re.compile(r"(?:[\s`*|,:()]|\b(?:is|are|was|were|so|and|or|each|both|s
 FULL_WORDS = re.compile(r"\bfull(?:[- ]size| profile)\b|--profile full|\bat full\b", re.I)
 QUICK_WORDS = re.compile(r"\bquick\b", re.I)
 CODE_OR_TARGET = re.compile(r"`[^`]*`|\]\([^)]*\)")
+REFERENCE = re.compile(
+    r"\b(?:Theorems?|Thms?|Lemmas?|Propositions?|Props?|Corollar(?:y|ies)|Definitions?|"
+    r"Sections?|Secs?|Appendix|App|Assumptions?|Remarks?|Eqs?|eqs?|Equations?|equations?|"
+    r"Figures?|Figs?|Tables?)\.?\s*\(?[A-Z]?\d+(?:\.\d+)*"
+    r"(?:\)?(?:\s*(?:,|and|or|-|\u2013)\s*)\(?[A-Z]?\d+(?:\.\d+)*)*|\u00a7\s*\d+(?:\.\d+)*"
+    r"|\b\d{4}\.\d{4,5}(?:v\d+)?\b")
+"""A reference: a theorem's, section's, equation's or figure's number, an arXiv id."""
+NOT_MEASURED = {
+    "an integer": "sizes, steps, seeds, lengths and counts, mostly settings (a sentence with a "
+                  "p or an n has each of its integers checked too)",
+    "inline code, a link's target": "a command, a config key, a file name: "
+                                    ":data:`CODE_OR_TARGET`",
+    "a reference": "a theorem's, section's, equation's or figure's number, an arXiv id: "
+                   ":data:`REFERENCE`",
+    "a table opted out": "another command's output, named by its ``numbers from`` marker",
+}
+"""What the check of the numbers quoted in prose skips, and why."""
 
 
 def units(text: str) -> list[dict]:
     """The sentences of ``text``'s prose (paragraphs and list items joined over their lines,
-    split after ``.``, ``!`` or ``?``) and its table rows but the header (the row above a
-    ``|---|`` line), outside code blocks and comments: ``{"text", "header", "cells",
-    "opted_out"}`` (the last three for rows; ``opted_out`` when a ``numbers from`` marker is
-    among the comment lines right above the table)."""
+    split after ``.``, ``!`` or ``?`` before a capital or markup, and after ``).``) and its
+    table rows but the header (the row above a ``|---|`` line), outside code blocks and
+    comments: ``{"text", "header", "cells", "opted_out"}`` (the last three for rows;
+    ``opted_out`` when a ``numbers from`` marker is among the comment lines right above the
+    table)."""
     out: list[dict] = []
     paragraph: list[str] = []
     header, opted_out, comments = None, False, []
@@ -208,7 +255,8 @@ def units(text: str) -> list[dict]:
     def flush():
         joined = " ".join(paragraph)
         out.extend({"text": sentence} for sentence in
-                   re.split(r"(?<=[.!?])\s+(?=[A-Z*`(\[])", joined) if sentence)
+                   re.split(r"(?<=[.!?])\s+(?=[A-Z*`(\[])|(?<=\)[.!?])\s+", joined)
+                   if sentence)
         paragraph.clear()
 
     lines = re.sub(r"```.*?```", "", text, flags=re.S).splitlines()
@@ -260,9 +308,8 @@ def unmatched_numbers(text: str, records: list[dict[str, dict]], declarations: d
     wrong = []
     for claim_id, cells in claim_rows(text, claim_ids):
         pool = record_numbers(claim_id, records, declarations)
-        for spelling, value, half in numbers(cells):
-            if not any(abs(value - v) <= half * (1 + 1e-9) for v in pool):
-                wrong.append(f"{claim_id}: {spelling}")
+        wrong += [f"{claim_id}: {number[0]}" for number in numbers(cells)
+                  if not held(number, pool)]
     return wrong
 
 
@@ -315,39 +362,49 @@ def status_words(unit: dict, claim_ids) -> list[tuple[list[str], str, str | None
     return found
 
 
+def quoted_numbers(unit: dict, claim_ids) -> list[tuple[str, float, float]]:
+    """The numbers of a sentence or row that its claims' records must hold: every one in a unit
+    with a p or an n, else the decimal ones (:func:`decimal`); none in a claim's own row
+    (:func:`unmatched_numbers` checks those) or a table opted out. Skipped: inline code, a
+    link's target, references (:data:`NOT_MEASURED`)."""
+    if unit.get("opted_out") or ("cells" in unit and row_claim(unit["cells"], claim_ids)):
+        return []
+    body = " | ".join(unit["cells"][1:]) if "cells" in unit else unit["text"]
+    every = bool(P_OR_N.search(unit["text"]))
+    return [number for number in numbers(REFERENCE.sub(" ", CODE_OR_TARGET.sub(" ", body)))
+            if every or decimal(number[0])]
+
+
 def mentions(text: str, records: list[dict[str, dict]], declarations: dict
              ) -> list[tuple[str, list[str]]]:
     """(the unit, what is wrong with it) for each sentence or row of ``text`` that names a
-    declared claim with a status word, a p or an n; ``records`` are the quick and the full."""
+    declared claim with a status word, a p, an n or a decimal number (:func:`quoted_numbers`);
+    ``records`` are the quick and the full."""
     claim_ids = set(declarations)
     quick, full = records
     found = []
     for unit in units(text):
         named = [m.group(0) for m in CLAIM_ID.finditer(unit["text"]) if m.group(0) in claim_ids]
-        words = status_words(unit, claim_ids)
-        with_p_or_n = bool(P_OR_N.search(unit["text"]))
-        if not named or not (words or with_p_or_n):
+        words = status_words(unit, claim_ids) if named else []
+        quoted = quoted_numbers(unit, claim_ids) if named else []
+        if not named or not (words or quoted or P_OR_N.search(unit["text"])):
             continue
         wrong = []
         for claims, status, profile in words:
             if not claims:
                 wrong.append(f"{status} next to no claim")
             for claim_id in claims:
-                held = {"quick": quick.get(claim_id, {}).get("status"),
-                        "full": full.get(claim_id, {}).get("status")}
-                allowed = {held[profile]} if profile else set(held.values())
+                recorded = {"quick": quick.get(claim_id, {}).get("status"),
+                            "full": full.get(claim_id, {}).get("status")}
+                allowed = {recorded[profile]} if profile else set(recorded.values())
                 if status not in allowed:
                     wrong.append(f"{claim_id}: {status}" + (f" ({profile})" if profile else "")
-                                 + f", the records quick {held['quick']}, full "
-                                 f"{held['full'] or 'not run'}")
-        if (with_p_or_n and not unit.get("opted_out")
-                and not ("cells" in unit and row_claim(unit["cells"], claim_ids))):
-            body = " | ".join(unit["cells"][1:]) if "cells" in unit else unit["text"]
-            pool = [v for claim_id in set(named)
-                    for v in record_numbers(claim_id, records, declarations)]
-            wrong += [f"{spelling} in no record of {', '.join(sorted(set(named)))}"
-                      for spelling, value, half in numbers(CODE_OR_TARGET.sub(" ", body))
-                      if not any(abs(value - v) <= half * (1 + 1e-9) for v in pool)]
+                                 + f", the records quick {recorded['quick']}, full "
+                                 f"{recorded['full'] or 'not run'}")
+        pool = [v for claim_id in set(named)
+                for v in record_numbers(claim_id, records, declarations)]
+        wrong += [f"{number[0]} in no record of {', '.join(sorted(set(named)))}"
+                  for number in quoted if not held(number, pool)]
         found.append((unit["text"], wrong))
     return found
 
@@ -419,6 +476,43 @@ def test_a_wrong_mention_is_caught():
         ["dyn.f: PASS, the records quick INCONCLUSIVE, full not run"],
         ["9 in no record of fit.d"], ["FAIL next to no claim"], [],
         ["fit.d: FAIL (quick), the records quick PASS, full FAIL"], [], []]
+
+
+def test_a_wrong_number_in_a_sentence_naming_a_claim_is_caught():
+    records = [{"fit.x": {"status": "FAIL", "measured": "a = 1.211 [1.204, 1.218]",
+                          "detail": "debiased 0.0026 (95% upper 0.0164)"}},
+               {"sc.y": {"status": "PASS", "measured": "deviates by 2.933"}}]
+    declarations = {"fit.x": {"tolerance": "|a - 1| < 0.1"}, "sc.y": {}, "dyn.z": {}}
+    doc = ("`fit.x` measures a = 1.211 [1.204, 1.218] at v = 32, \u22121.2 rounded, within the "
+           "margin 0.1 of 1; its distance is 0.26% (upper bound 1.64%).\n"
+           "`fit.x` measures a = 1.221 at v = 32, 0.5% from C_n. By Theorem 4.2 of arXiv "
+           "2510.08341, `fit.x` trains 1500 steps to a = 1.211 (`train.lr = 3e-3`, "
+           "[verdicts/2510.08341.md](verdicts/2510.08341.md#fitx)).\n"
+           "So `sc.y` deviates by 2.9, above `fit.x`'s 1.2 (`sc.y` and `fit.x`). none's margins "
+           "fall by 0.47. `fit.x` deviates by 2.9.\n\n"
+           "| what | value |\n|---|---|\n| the margin of `fit.x` | 1.3 at 1e-2 |\n\n"
+           "<!-- numbers from: resharpen report out/x -->\n| what | value |\n|---|---|\n"
+           "| the margin of `fit.x` | 1.3 |\n\n```\n`fit.x` measures 9.9\n```\n"
+           "`dyn.z` is a claim with no record, quoted as 0.7.\n")
+    assert [problems for _, problems in mentions(doc, records, declarations)] == [
+        [], ["1.221 in no record of fit.x", "0.5% in no record of fit.x"], [], [],
+        ["2.9 in no record of fit.x"], ["1.3 in no record of fit.x", "1e-2 in no record of fit.x"],
+        ["0.7 in no record of dyn.z"]]
+
+
+def test_the_prose_check_reads_the_docs_measured_values():
+    """It sees the values the docs' prose quotes, and a wrong one planted in a real sentence."""
+    records, declarations = _records_and_declarations()
+    quoted = [number[0] for doc in DOCS for unit in units(doc.read_text())
+              for number in quoted_numbers(unit, set(declarations))
+              if any(m.group(0) in declarations for m in CLAIM_ID.finditer(unit["text"]))]
+    assert len(quoted) > 50 and "1.211" in quoted, quoted
+    text = (ROOT / "docs" / "training.md").read_text()
+    sentence = "the exponent a = 1.211 [1.204, 1.218] at v = 32"
+    assert sentence in text
+    planted = text.replace(sentence, sentence.replace("1.211", "1.251"))
+    assert [problems for _, problems in mentions(planted, records, declarations) if problems] \
+        == [["1.251 in no record of fit.none.two_over_s"]]
 
 
 def test_every_numbers_from_marker_names_a_command():
