@@ -381,33 +381,14 @@ def check_norm_growth_exact(profile: str) -> Outcome:
 
 @claim("collapse.contraction_bound")
 def check_contraction_bound(profile: str) -> Outcome:
-    from resharpen.experiments.collapse.contraction import (bound_violations, collapsed_flows,
-                                                            tightness)
-    worst, parts, error, tight = -np.inf, [], 0.0, []
-    for label, r in collapsed_flows(profile).items():
-        per_sublayer, product = bound_violations(r)
-        worst = max(worst, per_sublayer, product)
-        error = max(error, r["sublayer_error"])
-        bound, ratio_tight, vacuous = tightness(r)
-        ratio = r["grad_x"][0] / r["grad_out"]
-        tight.append((label, ratio_tight, vacuous))
-        parts.append(f"{label}: ratio {ratio:.3g} vs prod c {bound:.3g}, tightness "
-                     f"{ratio_tight:.3g}{' (vacuous: prod c >= 1)' if vacuous else ''} "
-                     f"(measured-gain product {np.prod(r['factor']):.3g}), "
-                     f"{int(r['iterations'].max())} Lanczos products")
-    finite = all(np.isfinite(t) for _, t, _ in tight)
-    low = min(t for _, t, _ in tight)
-    return Outcome(measured=f"max violation {worst:.2g}; tightness "
-                            + ", ".join(f"{label} {t:.3g}{' vacuous' if v else ''}"
-                                        for label, t, v in tight),
-                   expected="violation <= 1e-9 (tightness >= 1)",
-                   passed=bool(worst <= 1e-9 and error <= 1e-12 and finite
-                               and low >= 1.0 / (1.0 + 1e-9)),
-                   detail="; ".join(parts) + f"; sublayer re-evaluation error {error:.1g}; "
-                          f"{sum(v for _, _, v in tight)} of {len(tight)} bounds vacuous "
-                          "(prod c >= 1: the bound allows the gradient to grow). The "
-                          "measured-gain product (Definition 3.5's a_k) is the bound made tight by "
-                          "construction; prod c uses the independent gain")
+    from resharpen.experiments.collapse.contraction import bound_outcome
+    return bound_outcome(profile)
+
+
+@claim("collapse.contraction_near_collapse")
+def check_contraction_near_collapse(profile: str) -> Outcome:
+    from resharpen.experiments.collapse.contraction import near_collapse_outcome
+    return near_collapse_outcome(profile)
 
 
 @claim("collapse.collapsed_zero_gradients")
