@@ -513,14 +513,20 @@ def add_archive(sub) -> None:
                                    "'pack SWEEP_FOLDER' adds a sweep's finished runs to it; 'restore NAME' copies the archived runs "
                                    "of sweep NAME that out/sweeps/NAME lacks back into it as "
                                    "plain files, so the same sweep command trains only the rest; "
+                                   "'pack-dyn [FOLDER]' adds the full-size trained-dynamics "
+                                   "set (default out/dyn_trained/full, its group files only) as "
+                                   "results/full/dyn_trained, which its claims and figures read "
+                                   "when out/ lacks a group; "
                                    "'status' lists the archive; 'repack' compresses the files an "
                                    "older archive kept as text (the same content).")
-    p.add_argument("action", choices=("pack", "restore", "status", "repack"),
-                   help="what to do: pack a sweep folder, restore a sweep by name, list, or "
-                        "compress what an older archive kept as text")
+    p.add_argument("action", choices=("pack", "restore", "pack-dyn", "status", "repack"),
+                   help="what to do: pack a sweep folder, restore a sweep by name, pack the "
+                        "full-size trained-dynamics set, list, or compress what an older "
+                        "archive kept as text")
     p.add_argument("target", nargs="?", metavar="SWEEP", type=PATH,
                    help="pack: the sweep folder (e.g. out/sweeps/langs); restore: the sweep's "
-                        "name (e.g. langs)")
+                        "name (e.g. langs); pack-dyn: the trained-dynamics cache folder "
+                        "(default out/dyn_trained/full)")
     p.add_argument("--out", metavar="DIR", type=PATH,
                    help="restore: the sweep folder to restore into "
                                                  "(default out/sweeps/NAME)")
@@ -542,7 +548,8 @@ def run_archive(args) -> int:
 
     with bad_input():
         unused = [what for what, value, used in (("SWEEP", args.target,
-                                                  args.action in ("pack", "restore")),
+                                                  args.action in ("pack", "restore",
+                                                                  "pack-dyn")),
                                                  ("--out", args.out, args.action == "restore"))
                   if value is not None and not used]
         if unused:
@@ -550,6 +557,16 @@ def run_archive(args) -> int:
         if args.action == "status":
             for name, count in archive.archived_sweeps().items():
                 print(f"{name}: {count} finished runs archived")
+            for name, count in archive.archived_caches().items():
+                print(f"{name}: {count} cached groups archived")
+            return 0
+        if args.action == "pack-dyn":
+            from resharpen.experiments.dynamics.trained import CACHE, OUT
+
+            source = args.target or OUT / "full"
+            done = archive.pack_cache(source, CACHE)
+            print(f"{done['cache']}: {done['added']} group files added to the archive, "
+                  f"{done['replaced']} replaced ({done['files']} in {source})")
             return 0
         if args.action == "repack":
             done = archive.repack()

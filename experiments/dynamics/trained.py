@@ -40,7 +40,10 @@ trained comparison). A group whose loss turns non-finite is recorded as diverged
 
 The set is cached per (task, scheme, depth) in ``out/dyn_trained/<profile>/`` (strict JSON,
 written atomically, keyed by the configs and :data:`VERSION`), so the claims share one
-trained set and a rerun trains nothing.
+trained set and a rerun trains nothing. The full-size set is also kept in the repository's
+archive (``results/full/dyn_trained/<group>.json.gz``, :data:`ARCHIVED`, packed by
+``resharpen archive pack-dyn``): at full size a group missing from ``out/`` is read from there
+(read only), so the claims decide and the figures draw in a fresh checkout without training.
 
 Layering: this module trains through the languages slice; the exception is declared in
 pyproject.toml's ``layers`` contract (``ignore_imports``), for this module only.
@@ -59,6 +62,7 @@ import torch
 
 from resharpen.experiments.common.profiles import PROFILES, pick
 from resharpen.experiments.model import schemes
+from resharpen.experiments.training.archive import cache_folder
 from resharpen.experiments.training.config import output_folder
 from resharpen.theory.dynamics.schemes import (FIRST_LAYER_FAST, FIRST_LAYER_SLOW,
                                                TERMINAL_FASTEST, TERMINAL_SLOWER)
@@ -69,7 +73,11 @@ SCHEMES = schemes.names(trained_dynamics=True)
 TASKS = ("tomita3", "dyck1")  # bounded (regular) and unbounded (counter)
 FIT_FRACTION = 0.09  # the fit: ID invalid mass <= 0.09 x the uniform prediction's (< 0.1 x)
 VERSION = 2  # bump when a measurement changes: the cache is keyed by it
-OUT = output_folder("dyn_trained")
+CACHE = "dyn_trained"
+OUT = output_folder(CACHE)
+ARCHIVED = cache_folder(CACHE)
+"""The archived full-size set (``results/full/dyn_trained``): read, never written, by
+:func:`trained_set` at full size for the groups ``out/`` lacks."""
 
 
 @dataclass(frozen=True)
@@ -322,14 +330,19 @@ def _key(sz: Sizes, configs: list[dict]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _cached(path: Path | None, key: str) -> list | None:
-    """The runs of a cached group file whose key matches, else None."""
-    from resharpen.experiments.common.io import read_json
+def _cached(path: Path | None, key: str, archived: Path | None = None) -> list | None:
+    """The runs of the cached group file ``path`` when its key matches, else of its archived
+    copy ``archived`` (either form, plain or ``.gz``; read only) when that key matches, else
+    None."""
+    from resharpen.experiments.common.io import read_json, stored_exists
 
-    if path is None or not path.exists():
-        return None
-    cached = read_json(path, "trained-set file")
-    return cached["runs"] if isinstance(cached, dict) and cached.get("key") == key else None
+    for source in (path, archived):
+        if source is None or not stored_exists(source):
+            continue
+        cached = read_json(source, "trained-set file")
+        if isinstance(cached, dict) and cached.get("key") == key:
+            return cached["runs"]
+    return None
 
 
 @contextmanager
@@ -347,11 +360,15 @@ def _group_lock(path: Path | None):
 
 def trained_set(profile: str = "quick", out: str | Path | None = OUT,
                 progress: bool = False, train: bool = True,
-                cached_only: bool = False, only: dict | None = None) -> list[dict]:
+                cached_only: bool = False, only: dict | None = None,
+                archive: str | Path | None = ARCHIVED) -> list[dict]:
     """Every run of the profile's set (tasks x schemes x depths x seeds), each
     {task, scheme, depth, seed, fit_reached, diverged, init, trained, ...}: loaded from
     ``out/<profile>/<task>_<scheme>_L<depth>.json`` when its key matches, else trained and
-    written there (``out`` None: nothing is read or written). The schemes outside the
+    written there (``out`` None: nothing is read or written). At full size, a group whose file
+    ``out`` lacks (or holds with another key) is read from ``archive/<same name>`` (the
+    archived set, :data:`ARCHIVED`; None: not read) when its key matches there; nothing is
+    ever written into ``archive``. The schemes outside the
     profile's ``trained_schemes``, and every scheme when ``train`` is False, are measured at
     init only (``..._init.json``): the init claims train nothing. ``cached_only``: LookupError
     naming the first group not on disk, instead of training it (the figures). ``only``
@@ -361,6 +378,7 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
 
     p = sizes(profile)
     folder = None if out is None else ensure_writable_dir(Path(out) / profile)
+    archived = None if folder is None or archive is None or profile != "full" else Path(archive)
     runs = []
     only = only or {}
     for task in TASKS:
@@ -373,13 +391,14 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
                 key = _key(p, group_configs(p, task, scheme, depth)) + ("" if trains else "i")
                 name = f"{task}_{scheme}_L{depth}{'' if trains else '_init'}.json"
                 path = None if folder is None else folder / name
-                group = _cached(path, key)
+                kept = None if archived is None else archived / name
+                group = _cached(path, key, kept)
                 if group is None:
                     if cached_only:
                         raise LookupError(f"no finished group {task} {scheme} L={depth} in "
                                           f"{folder}")
                     with _group_lock(path):  # ledger workers share the set: one trains it
-                        group = _cached(path, key)
+                        group = _cached(path, key, kept)
                         if group is None:
                             if progress:
                                 print(f"training {task} {scheme} L={depth} ...", flush=True)
@@ -500,7 +519,7 @@ def main(argv: list[str] | None = None) -> None:
             print(format_table(scheme_table(runs, task, depth)))
 
 
-__all__ = ["scheme_table", "format_table", "main", "SCHEMES", "TASKS", "sizes", "Sizes", "FIT_FRACTION", "mean_pairwise_cosine",
+__all__ = ["scheme_table", "format_table", "main", "SCHEMES", "TASKS", "ARCHIVED", "sizes", "Sizes", "FIT_FRACTION", "mean_pairwise_cosine",
            "t_sim", "angular_displacement", "value_gain", "norm_gains", "soft_loss", "measure",
            "group_configs", "measurement_batch", "train_group_measured", "trained_set",
            "select", "by_unit", "first_layer_displacement", "similarity_rise", "thm42_bound"]

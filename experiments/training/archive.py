@@ -21,6 +21,13 @@ A study that is not a sweep of runs but writes one table of its own (the EMA-win
 
     results/full/sweeps/<name>/results.json                   the study's result table
 
+A study cached per group rather than per run (the trained-dynamics set,
+:mod:`resharpen.experiments.dynamics.trained`: ``out/dyn_trained/full/<group>.json``) is kept
+as its cache files, compressed, read in place by that study's cache reader when ``out/`` lacks
+a group (:func:`pack_cache`, :func:`cache_folder`)::
+
+    results/full/<cache>/<group>.json.gz                      one cached group (e.g. dyn_trained)
+
 Weights and per-length records stay in ``out/`` (megabytes per run). What a figure draws from
 the per-length records is kept per sweep instead, as a table made at pack time by the sweep's
 slice (``tables`` of :func:`pack`: the language grids' per-length curves,
@@ -275,6 +282,51 @@ def repack(archive: str | Path = ARCHIVE_ROOT) -> dict:
             _write_archived(path, _read(path))  # checked to read back, then the other form removed
             rewritten += 1
     return {"sweeps": len(sweeps), "rewritten": rewritten}
+
+
+def cache_folder(name: str, archive: str | Path = ARCHIVE_ROOT) -> Path:
+    """``archive/<name>``: where the archive keeps the files of the full-size study cache
+    ``out/<name>/full`` (:func:`pack_cache`); its readers read them in place, never write."""
+    return Path(archive) / check_name(name, "cache name")
+
+
+def pack_cache(source: str | Path, name: str, archive: str | Path = ARCHIVE_ROOT) -> dict:
+    """Copy every JSON file of the study cache folder ``source`` (one strict JSON file per
+    cached group, e.g. ``out/dyn_trained/full``) into ``archive/<name>`` compressed
+    (:func:`archived_form`, each checked to expand to the file's bytes); lock files, temporary
+    files and anything else not ``*.json`` are left out. A file whose archived copy has the same
+    content is left alone; one whose content differs (the group was measured again) is
+    replaced: the cache's reader checks each file's key. A corrupt file is refused (ValueError)
+    before anything is copied. Returns ``{"cache": name, "files": n, "added": k,
+    "replaced": r}``."""
+    source = Path(source)
+    if not source.is_dir():
+        raise ValueError(f"{source} is not a folder (the cache to pack, e.g. out/{name}/full)")
+    target = cache_folder(name, archive)
+    files = sorted(p for p in source.glob("*.json") if p.is_file())
+    for path in files:
+        read_json(path, "cache file")  # a corrupt one is refused before the first copy
+    added = replaced = 0
+    for path in files:
+        text, kept = _read(path), target / path.name
+        if _is_file(kept):
+            if _read(kept) == text:
+                continue
+            replaced += 1
+        else:
+            added += 1
+        target.mkdir(parents=True, exist_ok=True)
+        _write_archived(kept, text)
+    return {"cache": name, "files": len(files), "added": added, "replaced": replaced}
+
+
+def archived_caches(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:
+    """name -> number of archived files, for every study cache in the archive (a folder of
+    ``archive`` other than ``sweeps``)."""
+    root = Path(archive)
+    return {p.name: len(list(p.glob("*.json" + COMPRESSED_SUFFIX)))
+            for p in sorted(root.iterdir()) if p.is_dir() and p.name != "sweeps"} \
+        if root.is_dir() else {}
 
 
 def archived_sweeps(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:

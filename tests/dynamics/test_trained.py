@@ -266,6 +266,76 @@ def test_the_init_set_is_cached_and_a_missing_group_is_reported(tmp_path):
     assert {r["init"]["n_tokens"] for r in runs} == {T.sizes("quick").train_len}
 
 
+def _snapshot(folder):
+    return {f.name: (f.read_bytes(), f.stat().st_mtime_ns) for f in sorted(folder.iterdir())}
+
+
+def test_a_group_out_lacks_is_read_from_the_archive_which_is_never_written(tmp_path,
+                                                                           monkeypatch):
+    """A full-size group packed (``archive pack-dyn``) and then missing from ``out/`` is read
+    from the archive, equal to the original, with nothing written there or to ``out/``; a group
+    in neither place trains as before and is written to ``out/`` only."""
+    import gzip
+
+    from resharpen.experiments.common.io import atomic_write_json
+    from resharpen.experiments.training import archive
+
+    p = T.sizes("full")
+    key = T._key(p, T.group_configs(p, "dyck1", "post", 8))
+    fake = [{"seed": 0, "fit_reached": True, "fit_step": 7, "steps": 7, "diverged": False,
+             "init": {"r": [1.0, 2.5]}, "trained": {"r": [1.0, 3.0]}}]
+    session = tmp_path / "session1" / "full"
+    session.mkdir(parents=True)
+    atomic_write_json(session / "dyck1_post_L8.json", {"key": key, "runs": fake})
+    (session / "dyck1_post_L8.json.lock").touch()
+    store = tmp_path / "archive"
+    assert archive.pack_cache(session, "dyn_trained", store) == {
+        "cache": "dyn_trained", "files": 1, "added": 1, "replaced": 0}
+    kept = archive.cache_folder("dyn_trained", store)
+    assert sorted(f.name for f in kept.iterdir()) == ["dyck1_post_L8.json.gz"]  # no lock
+    assert gzip.decompress((kept / "dyck1_post_L8.json.gz").read_bytes()) == \
+        (session / "dyck1_post_L8.json").read_bytes()
+    assert archive.pack_cache(session, "dyn_trained", store)["added"] == 0
+    assert archive.archived_caches(store) == {"dyn_trained": 1}
+    before = _snapshot(kept)
+
+    def train(sz, task, scheme, depth, trains):
+        assert (task, scheme, depth) == ("dyck1", "post", 24), "an archived group was trained"
+        return [{**fake[0], "seed": 1}]
+    monkeypatch.setattr(T, "train_group_measured", train)
+    fresh = tmp_path / "session2"
+    only = {"task": ("dyck1",), "scheme": ("post",), "depth": (8,)}
+    runs = T.trained_set("full", out=fresh, only=only, archive=kept)
+    assert runs == [{"task": "dyck1", "scheme": "post", "depth": 8, **r} for r in fake]
+    assert T.trained_set("full", out=fresh, only=only, archive=kept, cached_only=True) == runs
+    assert list((fresh / "full").iterdir()) == []  # read in place: nothing copied, no lock
+    with pytest.raises(LookupError, match="no finished group"):  # only full-size sets there
+        T.trained_set("quick", out=fresh, only={**only, "depth": (4,)}, archive=kept,
+                      cached_only=True)
+    deep = T.trained_set("full", out=fresh, only={**only, "depth": (24,)}, archive=kept)
+    assert [r["seed"] for r in deep] == [1]  # in neither place: trained, written to out/
+    assert sorted(f.name for f in (fresh / "full").iterdir()) == [
+        "dyck1_post_L24.json", "dyck1_post_L24.json.lock"]
+    assert _snapshot(kept) == before
+
+
+def test_the_archived_full_set_matches_the_current_keys():
+    """Every group of the full-size set is in the repository's archive
+    (results/full/dyn_trained) under the key the code computes now, so a fresh checkout decides
+    the dyn.trained claims without training; a measurement change (VERSION) must be followed by
+    ``resharpen dynamics trained --profile full`` and ``resharpen archive pack-dyn``."""
+    from resharpen.experiments.common.io import read_json
+
+    p = T.sizes("full")
+    for task in T.TASKS:
+        for scheme in T.SCHEMES:
+            for depth in p.depths:
+                key = T._key(p, T.group_configs(p, task, scheme, depth))
+                for suffix, mark in (("", ""), ("_init", "i")):
+                    path = T.ARCHIVED / f"{task}_{scheme}_L{depth}{suffix}.json"
+                    assert read_json(path)["key"] == key + mark, path
+
+
 @pytest.mark.parametrize("module", ["resharpen.paper_figs.dynamics.fig_dyn_trained",
                                     "resharpen.paper_figs.collapse.fig_collapse_trained"])
 def test_figures_never_train(module, monkeypatch, tmp_path):
