@@ -407,6 +407,15 @@ def check_collapsed_zero_gradients(profile: str) -> Outcome:
                           f"distinct tokens {spread:.2g}")
 
 
+def _unmet(run: dict) -> str:
+    """Which of the collapse statement's three conditions a post@hi run misses, with its value."""
+    loss_gap = abs(run["final_loss"] - run["l_freq_stream"])
+    return ", ".join([*([] if run["collapsed"] else ["the detector never fired"]),
+                      *([] if run["first_over_last_resid_grad"] < 1e-2 else
+                        [f"grad1/gradL {run['first_over_last_resid_grad']:.2g} >= 1e-2"]),
+                      *([] if loss_gap <= 0.1 else [f"|loss - L_freq| {loss_gap:.3f} > 0.1"])])
+
+
 SEPARATION = 0.1  # how far outside the detector's region a control must end (t_sim or loss)
 QUICK_ROUNDING_SPREAD = 0.1
 """How far float32 rounding alone has moved a chaotic Pre-Norm control (lr 3e-2) from the
@@ -439,7 +448,8 @@ def check_training_collapse(profile: str) -> Outcome:
     needed = SEPARATION + pick(profile, quick=QUICK_ROUNDING_SPREAD, full=0.0)
     margin = {(arm, seed): control_separation(runs[(arm, seed)])
               for arm in ("post@lo", "pre@hi") for seed in seeds}
-    contradicted = [f"post@hi s{seed} did not collapse" for seed in seeds if not collapses[seed]]
+    contradicted = [f"post@hi s{seed} did not collapse ({_unmet(runs[('post@hi', seed)])})"
+                    for seed in seeds if not collapses[seed]]
     contradicted += [f"{arm} s{seed} collapsed" for (arm, seed) in margin
                      if runs[(arm, seed)]["collapsed"]]
     close = [f"{arm} s{seed} ends {value:+.3f} from the region"

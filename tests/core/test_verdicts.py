@@ -130,9 +130,9 @@ def test_the_full_record_equals_the_declared_full_statuses():
     assert not unrecorded, f"declared full statuses without a full record: {unrecorded}"
 
 
-@pytest.mark.xfail(strict=True, reason="the full profile is run in parts: the language grid "
-                   "(792 runs), the Othello study, the trained-dynamics and training claims "
-                   "are not all recorded yet; the verdict pages say 'not run' for each")
+@pytest.mark.xfail(strict=True, reason="the full profile is run in parts: the 9 langtrain "
+                   "claims of the language grid (792 runs), the noise grid and the Othello study "
+                   "are not recorded yet; the verdict pages say 'not run' for each")
 def test_every_claim_has_a_full_size_record():
     records = verdicts.read_records(verdicts.FULL_LEDGER)
     missing = sorted(set(all_declarations()) - set(records))
