@@ -277,24 +277,44 @@ def contraction_condition(n: int = 32, d: int = 32, depth: int = 12, multiplier:
 
     The block contracts every gradient exactly when ``gain`` < 1; the theorem says this is when
     ||y|| > a sqrt d."""
+    rows = []
+    for i, s, x_k, maps in collapsed_post_blocks(n, d, depth, multiplier, mlp, seed, betas,
+                                                 range(depth) if layers is None else layers):
+        for beta, amplified, whole in maps:
+            with torch.no_grad():
+                y_norm = float(amplified(x_k).norm(dim=-1).max())
+            a, _ = sublayer_gain(amplified, x_k, seed=seed + 2 * i)
+            gain, _ = jacobian_norm(whole, x_k, seed=seed + 2 * i + 1)
+            rows.append({"layer": i, "sublayer": s, "beta": beta, "y_norm": y_norm,
+                         "a": a, "gain": gain})
+    return rows
+
+
+def collapsed_post_blocks(n: int, d: int, depth: int, multiplier: float, mlp: str | None,
+                          seed: int, betas, layers):
+    """The Post-Norm sublayer blocks of the stack of :func:`gradient_flow` fed an exactly
+    collapsed input: for each layer of ``layers`` and each sublayer, (layer, sublayer, X_k the
+    sublayer's collapsed residual input, [(beta, f_beta, B_beta) for each of ``betas``]), with
+    f_beta(X) = X + f(X) + beta (X u) u^T (u the unit direction of X_k's rows: beta amplifies the
+    collapsed direction; beta = 0 is the random sublayer) and B_beta = N_out o f_beta through the
+    model's own norm module."""
     cfg = StackConfig(n=n, d=d, depth=depth, norm="post", mlp=mlp, multiplier=multiplier,
                       t0=0.5, seed=seed)
     model = build_stack(cfg)
     sublayers = ("attn", "mlp") if mlp else ("attn",)
     residual_in = {"attn": "hook_resid_pre", "mlp": "hook_resid_mid"}
-    x = _collapsed_input(n, d, seed)
     with torch.no_grad(), model.capture("blocks.*.hook_resid_*") as cache:
-        h = x
+        h = _collapsed_input(n, d, seed)
         for block in model.blocks:
             h, _ = block(h)
-    rows = []
-    for i in (range(depth) if layers is None else layers):
+    for i in layers:
         block = model.blocks[i]
         for s in sublayers:
             x_k = cache[f"blocks.{i}.{residual_in[s]}"].detach()
             unit = x_k[0, 0] / x_k[0, 0].norm()
             inner = _sublayer_function(block, s)
             norm_out = block.attn_norm_out if s == "attn" else block.mlp_norm_out
+            maps = []
             for beta in betas:
                 def amplified(z, inner=inner, beta=beta, unit=unit):
                     return inner(z) + beta * (z @ unit)[..., None] * unit
@@ -302,13 +322,8 @@ def contraction_condition(n: int = 32, d: int = 32, depth: int = 12, multiplier:
                 def whole(z, amplified=amplified, norm_out=norm_out):
                     return norm_out(amplified(z))
 
-                with torch.no_grad():
-                    y_norm = float(amplified(x_k).norm(dim=-1).max())
-                a, _ = sublayer_gain(amplified, x_k, seed=seed + 2 * i)
-                gain, _ = jacobian_norm(whole, x_k, seed=seed + 2 * i + 1)
-                rows.append({"layer": i, "sublayer": s, "beta": beta, "y_norm": y_norm,
-                             "a": a, "gain": gain})
-    return rows
+                maps.append((beta, amplified, whole))
+            yield i, s, x_k, maps
 
 
 def _sublayer_function(block, sublayer: str) -> Callable[[torch.Tensor], torch.Tensor]:

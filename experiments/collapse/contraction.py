@@ -113,49 +113,29 @@ def near_collapse_rows(n: int = 32, d: int = 32, depth: int = 4, multiplier: flo
     output, by autograd)."""
     import torch
 
-    from resharpen.experiments.collapse.stack import StackConfig, build_stack, t_sim_torch
-    cfg = StackConfig(n=n, d=d, depth=depth, norm="post", mlp=mlp, multiplier=multiplier,
-                      t0=0.5, seed=seed)
-    model = build_stack(cfg)
-    sublayers = ("attn", "mlp") if mlp else ("attn",)
-    residual_in = {"attn": "hook_resid_pre", "mlp": "hook_resid_mid"}
-    with torch.no_grad(), model.capture("blocks.*.hook_resid_*") as cache:
-        h = back._collapsed_input(n, d, seed)
-        for block in model.blocks:
-            h, _ = block(h)
+    from resharpen.experiments.collapse.stack import t_sim_torch
     gen = torch.Generator().manual_seed(seed + 13)
     readout = torch.randn(d, d, generator=gen, dtype=torch.float64)
     rows = []
-    for i in layers:
-        block = model.blocks[i]
-        for s in sublayers:
-            x0 = cache[f"blocks.{i}.{residual_in[s]}"].detach()
-            unit = x0[0, 0] / x0[0, 0].norm()
-            z = torch.randn(x0.shape, generator=gen, dtype=x0.dtype) / np.sqrt(d)
-            inner = back._sublayer_function(block, s)
-            norm_out = block.attn_norm_out if s == "attn" else block.mlp_norm_out
-            for beta in betas:
-                def amplified(v, inner=inner, beta=beta, unit=unit):
-                    return inner(v) + beta * (v @ unit)[..., None] * unit
-
-                def whole(v, amplified=amplified, norm_out=norm_out):
-                    return norm_out(amplified(v))
-
-                for eps in epsilons:
-                    x = x0 + eps * x0.norm(dim=-1, keepdim=True) * z
-                    with torch.no_grad():
-                        y = amplified(x)
-                    a, _ = back.sublayer_gain(amplified, x, seed=seed + 2 * i)
-                    gain, _ = back.jacobian_norm(whole, x, seed=seed + 2 * i + 1)
-                    xg = x.clone().requires_grad_(True)
-                    out = whole(xg)
-                    upstream = torch.autograd.grad(torch.tanh(out @ readout).pow(2).sum(), out,
-                                                   retain_graph=True)[0]
-                    (back_g,) = torch.autograd.grad(out, xg, upstream)
-                    rows.append({"layer": i, "sublayer": s, "beta": beta, "eps": eps,
-                                 "t_sim": float(t_sim_torch(x[0])), "t_sim_y": float(t_sim_torch(y[0])),
-                                 "y_rows": y[0].norm(dim=-1).numpy(), "a": a, "gain": gain,
-                                 "real_gain": float(back_g.norm() / upstream.norm())})
+    for i, s, x0, maps in back.collapsed_post_blocks(n, d, depth, multiplier, mlp, seed, betas,
+                                                     layers):
+        z = torch.randn(x0.shape, generator=gen, dtype=x0.dtype) / np.sqrt(d)
+        for beta, amplified, whole in maps:
+            for eps in epsilons:
+                x = x0 + eps * x0.norm(dim=-1, keepdim=True) * z
+                with torch.no_grad():
+                    y = amplified(x)
+                a, _ = back.sublayer_gain(amplified, x, seed=seed + 2 * i)
+                gain, _ = back.jacobian_norm(whole, x, seed=seed + 2 * i + 1)
+                xg = x.clone().requires_grad_(True)
+                out = whole(xg)
+                upstream = torch.autograd.grad(torch.tanh(out @ readout).pow(2).sum(), out,
+                                               retain_graph=True)[0]
+                (back_g,) = torch.autograd.grad(out, xg, upstream)
+                rows.append({"layer": i, "sublayer": s, "beta": beta, "eps": eps,
+                             "t_sim": float(t_sim_torch(x[0])), "t_sim_y": float(t_sim_torch(y[0])),
+                             "y_rows": y[0].norm(dim=-1).numpy(), "a": a, "gain": gain,
+                             "real_gain": float(back_g.norm() / upstream.norm())})
     return rows
 
 
