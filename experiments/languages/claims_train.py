@@ -130,16 +130,30 @@ def check_eval_exact_and_uniform(profile: str) -> Outcome:
                           f"{count} sequences each")
 
 
-def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
-    """The CPU Othello study (``out/sweeps/othello``, configs/languages/othello.toml) when it has
-    finished runs, else the grid's Othello runs."""
-    from resharpen.experiments.training.sweep import load_runs
-    from resharpen.experiments.languages.grid import default_root, table_rows
+OTHELLO_RUN = "resharpen langs run --grid languages/othello --profile full --workers 2"
 
-    study = default_root("othello")
-    if study.exists() and load_runs(study):
-        return table_rows(study), study, "Othello study (6 x 6 board, 6 x 128, to the fit)"
-    return grid_rows(profile)
+
+def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
+    """The full profile's Othello data: the CPU Othello study (``out/sweeps/othello``,
+    configs/languages/othello.toml) once every one of its runs has finished (a part of it
+    decides nothing: :class:`~resharpen.experiments.ledger.registry.MissingData` with the
+    counts and the command that resumes it). The quick profile reads its own grid, which has no
+    Othello runs, and never the full study."""
+    from resharpen.experiments.ledger.registry import MissingData
+    from resharpen.experiments.training.sweep import load_runs
+    from resharpen.experiments.languages.grid import (GRID_DIR, default_root, load_grid,
+                                                      table_rows)
+
+    if profile != "full":
+        return grid_rows(profile)
+    planned = load_grid(GRID_DIR / "othello.toml", "full")
+    study = default_root(planned["name"])
+    finished = len(load_runs(study)) if study.exists() else 0
+    if finished < len(planned["configs"]):
+        raise MissingData(f"{finished} of the Othello study's {len(planned['configs'])} runs "
+                          f"are finished in {str(study)!r}; the rest: {OTHELLO_RUN} (it "
+                          "resumes run by run, about 55 CPU minutes a run)")
+    return table_rows(study), study, "Othello study (6 x 6 board, 6 x 128, to the fit)"
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -230,7 +244,7 @@ FAMILY = {
 def claim_data() -> dict[str, str]:
     """The grid each experiment claim of this module decides on: the grid claims share one grid
     by design (one family, Holm-adjusted together); the Othello claim reads the Othello study
-    (else the grid's Othello runs). tests/core/test_claim_data.py checks that distinct names are
+    (the full profile; the quick grid has no Othello runs). tests/core/test_claim_data.py checks that distinct names are
     distinct data."""
     return {**{claim_id: "othello" if claim_id == "langtrain.othello.ema_ood" else "langs"
                for claim_id in FAMILY},
@@ -295,8 +309,7 @@ def averaging_effect(profile: str, weights: str, othello_only: bool) -> Outcome:
     if othello_only and not any(r["task"] in OTHELLO for r in rows):
         return Outcome(measured="no Othello runs", expected="< 0", passed=False,
                        detail=f"{which} ({root}) has no Othello runs",
-                       inconclusive="no Othello runs; run `resharpen langs run --grid "
-                                    "experiments/configs/languages/othello.toml --profile full`")
+                       inconclusive=f"no Othello runs; run `{OTHELLO_RUN}`")
     return decide(claim_id, profile, extra=per_task(rows, weights, tasks) + " | "
                   + averaged_note(rows, weights))
 

@@ -235,3 +235,24 @@ def test_both_controls_and_both_post_norms_are_trained_on_every_task_of_the_grid
         assert f"set_complement: post - {control}: paired t (scipy.stats.ttest_rel), n={n}" \
             in record.detail
         assert "- none" not in record.detail and "Welch" not in record.detail
+
+
+def test_othello_claim_reads_the_full_study_only_when_every_run_has_finished(tmp_path,
+                                                                            monkeypatch):
+    """The full profile decides the Othello claim on the whole study or not at all (a part of
+    it is INCONCLUSIVE with the run count); the quick profile never reads the full study."""
+    import resharpen.experiments.languages.claims_train as module
+    import resharpen.experiments.languages.grid as grid_module
+
+    study = tmp_path / "othello"
+    (study / "runs" / "othello6-pre-s0").mkdir(parents=True)
+    monkeypatch.setattr(grid_module, "default_root", lambda name: tmp_path / name)
+    monkeypatch.setattr("resharpen.experiments.training.sweep.load_runs",
+                        lambda root: [{"name": "othello6-pre-s0"}] if root == study else [])
+    out = run_claim(CLAIMS["langtrain.othello.ema_ood"], "full")
+    assert out.status == "INCONCLUSIVE"
+    assert "1 of the Othello study's 8 runs" in out.detail
+    assert "resharpen langs run --grid languages/othello --profile full" in out.detail
+    quick = object()
+    monkeypatch.setattr(module, "grid_rows", lambda profile: quick)
+    assert module.othello_rows("quick") is quick
