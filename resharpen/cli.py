@@ -146,11 +146,7 @@ def run_verify(args) -> int:
     for r in bad:
         print(f"{r.status} {r.id}: {r.detail}", file=sys.stderr)
     if args.write_baseline:
-        old = {}
-        if baselines.default_path(args.profile).exists():
-            old = {k: v.get("reason", "") for k, v in
-                   baselines.read(baselines.default_path(args.profile), args.profile).items()}
-        print(f"baseline written: {baselines.write(args.write_baseline, records, args.profile, old)}",
+        print(f"baseline written: {baselines.write(args.write_baseline, records, args.profile)}",
               file=sys.stderr)
     if expected is not None:
         changed = baselines.differences(records, expected, complete=not args.only)

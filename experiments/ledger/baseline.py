@@ -101,17 +101,22 @@ def against_declarations(baseline: dict[str, dict], claims: Iterable[Claim]) -> 
     return lines
 
 
-def entries(records: Sequence[Record], reasons: dict[str, str] | None = None) -> dict[str, dict]:
-    """The baseline entries ``{id: {"status", "reason"}}`` of ``records``: the reason of a
-    non-PASS claim is taken from ``reasons`` (the earlier baseline's) or else the first line of
-    its detail; "" for a PASS."""
-    reasons = reasons or {}
-    claims = {}
-    for r in sorted(records, key=lambda r: r.id):
-        reason = "" if r.status == "PASS" else (reasons.get(r.id) or r.detail.splitlines()[0][:200]
-                                                if r.detail else reasons.get(r.id, ""))
-        claims[r.id] = {"status": r.status, "reason": reason}
-    return claims
+def reason(record: Record) -> str:
+    """Why a non-PASS claim is not PASS, from its record alone (what it measured against what
+    it expected), so that a baseline entry never carries a number its record does not; "" for
+    a PASS."""
+    if record.status == "PASS":
+        return ""
+    return f"measured {record.measured}; expected {record.expected}"[:REASON_CHARS]
+
+
+REASON_CHARS = 300
+
+
+def entries(records: Sequence[Record]) -> dict[str, dict]:
+    """The baseline entries ``{id: {"status", "reason"}}`` of ``records`` (:func:`reason`)."""
+    return {r.id: {"status": r.status, "reason": reason(r)}
+            for r in sorted(records, key=lambda r: r.id)}
 
 
 def _write_claims(path: str | Path, claims: dict[str, dict], profile: str) -> Path:
@@ -120,21 +125,18 @@ def _write_claims(path: str | Path, claims: dict[str, dict], profile: str) -> Pa
     return atomic_write_text(path, text)
 
 
-def write(path: str | Path, records: Sequence[Record], profile: str,
-          reasons: dict[str, str] | None = None) -> Path:
+def write(path: str | Path, records: Sequence[Record], profile: str) -> Path:
     """Write the statuses of ``records`` as the baseline (:func:`entries`)."""
-    return _write_claims(path, entries(records, reasons), profile)
+    return _write_claims(path, entries(records), profile)
 
 
 def update(path: str | Path, records: Sequence[Record], profile: str,
            keep: Iterable[str]) -> Path:
     """Rewrite the baseline at ``path`` with the entries of ``records`` added or replaced
-    (:func:`entries`; an old reason is kept where the status is unchanged) and the entries of
+    (:func:`entries`) and the entries of
     ids not in ``keep`` (the claims no longer declared) dropped; every other entry as it was."""
     old = read(path, profile)
     kept = set(keep)
     claims = {claim_id: entry for claim_id, entry in old.items() if claim_id in kept}
-    statuses = {r.id: r.status for r in records}
-    reasons = {k: v.get("reason", "") for k, v in old.items() if v["status"] == statuses.get(k)}
-    claims.update(entries(records, reasons))
+    claims.update(entries(records))
     return _write_claims(path, claims, profile)
