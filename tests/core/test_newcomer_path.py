@@ -122,14 +122,12 @@ def test_version(tmp_path):
 
 
 PROBE = """
-import json, sys, time
+import json, sys
 from resharpen.cli import main
-start = time.perf_counter()
 status = main(sys.argv[1:])
-seconds = time.perf_counter() - start
 heavy = sorted(m for m in ("torch", "sympy", "resharpen.experiments.set_complement.claims",
                            "resharpen.experiments.dynamics.claims") if m in sys.modules)
-print(json.dumps({"status": status, "seconds": seconds, "heavy": heavy}))
+print(json.dumps({"status": status, "heavy": heavy}))
 """
 
 
@@ -142,14 +140,13 @@ print(json.dumps({"status": status, "seconds": seconds, "heavy": heavy}))
 ])
 def test_did_you_mean_at_once(args, suggestion, tmp_path):
     """A misspelt claim pattern or config name is answered with the closest known one, from the
-    claim index (no claims module, no torch, no sympy imported), in well under 2 s."""
+    claim index: no claims module, no torch, no sympy imported, which is what keeps it quick
+    (benchmarks/bench_cli.py times it; no wall-clock bound is asserted here)."""
     done = subprocess.run([sys.executable, "-c", PROBE, *args], cwd=tmp_path, text=True,
                           capture_output=True, timeout=120)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["status"] == 2 and suggestion in done.stderr, done.stderr
     assert result["heavy"] == [], result
-    print(f"{' '.join(args)}: {result['seconds']:.2f} s")
-    assert result["seconds"] < 2.0, result
 
 
 @pytest.mark.parametrize("claim_id", ["sc.metrics.closed_forms",
