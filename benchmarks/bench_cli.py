@@ -50,8 +50,8 @@ def main() -> None:
     args = parser.parse_args()
     python = [sys.executable]
     baseline = median_seconds(python + ["-c", "pass"], args.repeats)
-    print(f"{"command":50s} {'median s':>9s} {'/ budget':>9s}")
-    print(f"{"python -c pass (interpreter)":50s} {baseline:9.3f} {baseline / BUDGET:9.2f}")
+    print(f"{'command':50s} {'median s':>9s} {'/ budget':>9s}")
+    print(f"{'python -c pass (interpreter)':50s} {baseline:9.3f} {baseline / BUDGET:9.2f}")
     worst = 0.0
     for cmd in [[]] + [[c] for c in commands()]:
         seconds = median_seconds(python + ["-m", "resharpen", *cmd, "--help"], args.repeats)
