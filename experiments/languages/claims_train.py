@@ -152,7 +152,8 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
     if finished < len(planned["configs"]):
         raise MissingData(f"{finished} of the Othello study's {len(planned['configs'])} runs "
                           f"are finished in {str(study)!r}; the rest: {OTHELLO_RUN} (it "
-                          "resumes run by run, about 55 CPU minutes a run)")
+                          "resumes run by run, about 55 CPU minutes a run)",
+                          measured=f"{finished} of {len(planned['configs'])} runs finished")
     return table_rows(study), study, "Othello study (6 x 6 board, 6 x 128, to the fit)"
 
 
@@ -376,10 +377,12 @@ NOISE_FAMILY = {"langtrain.noise.ema_gain_falls_with_k": "ema",
 NOISE_RUN = "resharpen langs run --grid languages/noise --profile {profile} --workers 2"
 
 
-def noise_grid(profile: str) -> tuple[list[dict], Path] | tuple[int, int]:
+def noise_grid(profile: str) -> tuple[list[dict], Path]:
     """(rows, folder) of the noise grid of ``profile``: ``out/sweeps/langs-noise`` (full: only
-    when every run has finished, else (finished, planned) run counts; a part of the grid decides
-    nothing) or ``langs-noise-quick``, trained here when incomplete."""
+    when every run has finished, else :class:`~resharpen.experiments.ledger.registry.MissingData`
+    with the run counts; a part of the grid decides nothing) or ``langs-noise-quick``, trained
+    here when incomplete."""
+    from resharpen.experiments.ledger.registry import MissingData
     from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.languages.grid import GRID_DIR, default_root, load_grid, run_grid
     from resharpen.experiments.languages.noise import grid_rows as noise_rows
@@ -392,7 +395,10 @@ def noise_grid(profile: str) -> tuple[list[dict], Path] | tuple[int, int]:
     root = default_root(planned["name"])
     finished = len(load_runs(root)) if root.exists() else 0
     if profile == "full" and finished < len(planned["configs"]):
-        return finished, len(planned["configs"])
+        raise MissingData(f"{finished} of the full noise grid's {len(planned['configs'])} runs "
+                          f"are finished in {str(root)!r}; the rest: "
+                          f"`{NOISE_RUN.format(profile='full')}` (it resumes run by run)",
+                          measured=f"{finished} of {len(planned['configs'])} runs finished")
     if profile != "full" and finished < len(planned["configs"]):
         root = run_grid(path, profile=profile, workers=2, progress=False, wait=True)
     _CACHE[key] = (noise_rows(root), root)
@@ -409,14 +415,6 @@ def noise_decide(claim_id: str, profile: str) -> Outcome:
     weights = NOISE_FAMILY[claim_id]
     expected = f"slope of the {weights} gain on 1/k > 0 on every task, Holm-adjusted p < {ALPHA}"
     data = noise_grid(profile)
-    if isinstance(data[0], int):
-        finished, planned = data
-        return Outcome(f"{finished} of {planned} runs finished", expected, passed=False,
-                       detail=f"the full noise grid out/sweeps/langs-noise has {finished} of its "
-                              f"{planned} runs; a part of the grid decides nothing",
-                       inconclusive=f"{finished} of the noise grid's {planned} runs; the rest: "
-                                    f"`{NOISE_RUN.format(profile='full')}` (it resumes run by "
-                                    "run)")
     rows, root = data
     tests = stats.family([(c, label, result) for c, w in NOISE_FAMILY.items()
                           for label, result in trend_tests(w)(rows)])

@@ -51,8 +51,13 @@ raised."""
 class MissingData(LookupError):
     """Raised by a check, however deep, whose data is not there yet (a full-size grid that is
     only partly trained): the ledger records the claim INCONCLUSIVE with this message, which says
-    how much data there is and names the command that makes the rest. Not for a bug: any
+    how much data there is and names the command that makes the rest, and ``measured`` (what
+    the record's measured column shows, e.g. "28 of 792 runs finished"). Not for a bug: any
     other exception is an ERROR."""
+
+    def __init__(self, message: str, measured: str = "no data"):
+        super().__init__(message)
+        self.measured = measured
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,7 @@ def test_a_part_of_the_full_grid_decides_nothing(monkeypatch, tmp_path):
                         lambda root: [{"config": {}}] * (8 if root == roots["langs"] else 0))
     monkeypatch.setattr(grid, "load_runs", sweep.load_runs)
     record = run_claim(_REGISTRY["langtrain.postnorm.vs_pre.ood_invalid_mass"], "full")
-    assert record.status == "INCONCLUSIVE", record
+    assert (record.status, record.measured) == ("INCONCLUSIVE", "8 of 792 runs finished"), record
     assert "8 of the full grid's 792 runs" in record.detail
     assert "resharpen langs run --profile full" in record.detail
     trained = []
@@ -250,7 +250,7 @@ def test_othello_claim_reads_the_full_study_only_when_every_run_has_finished(tmp
     monkeypatch.setattr("resharpen.experiments.training.sweep.load_runs",
                         lambda root: [{"name": "othello6-pre-s0"}] if root == study else [])
     out = run_claim(CLAIMS["langtrain.othello.ema_ood"], "full")
-    assert out.status == "INCONCLUSIVE"
+    assert (out.status, out.measured) == ("INCONCLUSIVE", "1 of 8 runs finished")
     assert "1 of the Othello study's 8 runs" in out.detail
     assert "resharpen langs run --grid languages/othello --profile full" in out.detail
     quick = object()

@@ -150,10 +150,12 @@ def test_the_claims_read_the_grid_and_say_what_they_decided_on(monkeypatch, tmp_
     assert out.status == "PASS"
     assert "anbn: ema gain slope on 1/k" in out.detail and "k = 1, 4, soft" in out.detail
     assert "family: 4 tests of the 2 langtrain.noise claims" in out.detail
-    monkeypatch.setattr(module, "noise_grid", lambda profile: (23, 96))
-    out = run_claim(claims["langtrain.noise.bema_gain_falls_with_k"], "full")
-    assert out.status == "INCONCLUSIVE" and "--profile full" in out.detail
-    assert "23 of the noise grid's 96 runs" in out.detail
+
+
+def claims_by_id():
+    from resharpen.claims import all_claims
+
+    return {c.id: c for c in all_claims()}
 
 
 def test_the_full_noise_grid_decides_only_when_every_run_has_finished(tmp_path, monkeypatch):
@@ -161,6 +163,7 @@ def test_the_full_noise_grid_decides_only_when_every_run_has_finished(tmp_path, 
     never read as rows: the full profile does not decide on a part of its grid."""
     import resharpen.experiments.languages.claims_train as module
     import resharpen.experiments.languages.grid as grid
+    from resharpen.experiments.ledger import run_claim
 
     run = tmp_path / "langs-noise" / "runs" / "dyck2-pre-k1-s0"
     run.mkdir(parents=True)
@@ -168,7 +171,9 @@ def test_the_full_noise_grid_decides_only_when_every_run_has_finished(tmp_path, 
     monkeypatch.setattr("resharpen.experiments.training.sweep.load_runs",
                         lambda root: [{"name": "dyck2-pre-k1-s0"}])
     module._CACHE.pop(("noise", "full"), None)
-    assert module.noise_grid("full") == (1, 96)
+    out = run_claim(claims_by_id()["langtrain.noise.bema_gain_falls_with_k"], "full")
+    assert (out.status, out.measured) == ("INCONCLUSIVE", "1 of 96 runs finished")
+    assert "1 of the full noise grid's 96 runs" in out.detail and "--profile full" in out.detail
 
 
 def test_the_figure_draws_one_panel_per_task_from_the_rows(tmp_path):
