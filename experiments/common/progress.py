@@ -50,14 +50,17 @@ class Progress:
     terminal (there the bar of :func:`bar` shows the same), at most one per ``min_interval``
     seconds: the first and the last (done = total) always, the others when that much time has
     passed since the previous line (a trainer that records every step writes a line every few
-    seconds, not hundreds)."""
+    seconds, not hundreds). A ``heartbeat`` is silent for short work: its first line comes
+    ``min_interval`` seconds after the start, and its last only after an earlier one (a grid's
+    run in a worker: a log hears from a long run every few minutes, from a short one never)."""
 
     def __init__(self, desc: str, total: int, unit: str = "step", enabled: bool = True,
-                 min_interval: float = 5.0):
+                 min_interval: float = 5.0, heartbeat: bool = False):
         self.desc, self.total, self.unit = desc, total, unit
         self.enabled = enabled and not on_terminal()
         self.start = time.perf_counter()
-        self.min_interval, self.last = min_interval, None
+        self.heartbeat = heartbeat
+        self.min_interval, self.last = min_interval, (self.start if heartbeat else None)
 
     def eta(self, done: int) -> str:
         if done <= 0:
@@ -72,6 +75,8 @@ class Progress:
         if not self.enabled or (self.last is not None and done < self.total
                                 and now - self.last < self.min_interval):
             return
+        if self.heartbeat and done >= self.total and self.last == self.start:
+            return  # short work: no line at all
         self.last = now
         parts = [f"{self.unit} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%)"]
         for name, value in fields.items():

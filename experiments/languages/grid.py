@@ -112,12 +112,17 @@ def distinct_runs(configs: list[dict]) -> list[dict]:
     return out
 
 
+RUN_HEARTBEAT_SECONDS = 300.0
+"""A grid run that lasts longer than this writes a progress line to the log this often (step,
+loss, ID invalid mass, ETA): the Othello study's runs take about an hour."""
+
+
 def run_group(configs: list[dict]) -> list[dict]:
     """Train grid runs that share an ensemble (in a worker), or one run alone; return their
     serializable results (:func:`resharpen.experiments.training.next_token.train_group`)."""
     from resharpen.experiments.training.next_token import train_group
 
-    return train_group(configs)
+    return train_group(configs, heartbeat=RUN_HEARTBEAT_SECONDS)
 
 
 def default_root(name: str) -> Path:

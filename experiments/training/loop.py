@@ -307,7 +307,8 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
                 stop: Callable[[int, dict], bool] | None = None, ignore: int | None = None,
                 after_backward: Callable[[], None] | None = None,
                 raise_on_nonfinite: bool = False, smoothing: float = 0.02,
-                names: list[str] | None = None, progress: bool = True) -> Fitted:
+                names: list[str] | None = None, progress: bool = True,
+                heartbeat: float | None = None) -> Fitted:
     """The training loop of every trainer: train the ``state.size`` members of ``state`` (one
     model, :class:`TrainingState`, or K stacked,
     :class:`resharpen.experiments.training.engine.EnsembleState`) for up to ``train.steps`` steps.
@@ -321,7 +322,8 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
     records no more rows; the loop ends when every member has ended or at the cap.
     ``raise_on_nonfinite``: a ValueError naming the run and step when a live member's loss is
     not finite. ``progress``: a bar on a terminal, a line per record step otherwise
-    (:mod:`resharpen.experiments.common.progress`)."""
+    (:mod:`resharpen.experiments.common.progress`); without it, ``heartbeat`` seconds: a line
+    at most that often once the run has lasted that long, in a log (not on a terminal)."""
     from resharpen.experiments.common.progress import Progress, bar as progress_bar, fit_of
 
     k, steps = state.size, train["steps"]
@@ -332,7 +334,8 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
     desc = (f"train {names[0]}".strip() if k == 1 else f"ensemble of {k}")
     state.model.train()
     bar = progress_bar(range(1, steps + 1), desc=desc, unit="step", enabled=progress)
-    lines = Progress(desc, steps, enabled=progress)
+    lines = Progress(desc, steps, enabled=progress) if progress or heartbeat is None else \
+        Progress(desc, steps, min_interval=heartbeat, heartbeat=True)
     for step in bar:
         values = state.train_step(next_batch(step), step, train["grad_clip"], ignore,
                                   after_backward)

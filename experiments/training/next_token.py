@@ -196,24 +196,27 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
     return {**result, "model": state.model, "averaged": state.weights()}
 
 
-def train_group(configs: list[dict], *, progress: bool = False,
+def train_group(configs: list[dict], *, progress: bool = False, heartbeat: float | None = None,
                 eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:
     """Train runs that share an ensemble (:func:`resharpen.experiments.training.sweep.group_key`:
     one task, model shape and schedule; seeds, lr, weight decay, EMA and init scale free) as
     one batched computation (:mod:`resharpen.experiments.training.engine`), a run alone as one
     model; return each run's {config, per_length, summary, history, weights}: what
     :func:`train` gives for it alone, up to float32 rounding (each member draws its data from
-    its own run's generator)."""
+    its own run's generator). ``heartbeat``: in a log, a progress line at most that many
+    seconds apart once a run has lasted that long (:func:`~resharpen.experiments.training.loop.fit_members`)."""
     first = configs[0]
     if len(configs) > 1 and not stacking_pays(
             model_config(first, build_task(first).size, first["task"]["eval_len"]),
             first["train"]["batch_size"], first["task"]["train_len"]):
         return [result for config in configs
-                for result in train_group([config], progress=progress, eval_data=eval_data)]
-    return _train_members(configs, progress=progress, eval_data=eval_data)[0]
+                for result in train_group([config], progress=progress, heartbeat=heartbeat,
+                                          eval_data=eval_data)]
+    return _train_members(configs, progress=progress, heartbeat=heartbeat,
+                          eval_data=eval_data)[0]
 
 
-def _train_members(configs: list[dict], *, progress: bool = True,
+def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: float | None = None,
                    log: Callable[[dict], None] | None = None,
                    eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list, object]:
     from resharpen.experiments.training.sweep import check_shared
@@ -277,7 +280,8 @@ def _train_members(configs: list[dict], *, progress: bool = True,
 
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
                          stop=stop, ignore=pad, raise_on_nonfinite=True, smoothing=0.05,
-                         names=[c["name"] for c in configs], progress=progress)
+                         names=[c["name"] for c in configs], progress=progress,
+                         heartbeat=heartbeat)
     results = []
     for i, (config, history, weights) in enumerate(zip(configs, fitted.histories,
                                                        fitted.weights)):

@@ -64,3 +64,42 @@ def test_per_item_names_each_finished_item_off_a_terminal(capsys, monkeypatch):
         done("c.d")
     err = capsys.readouterr().err
     assert "verify: claim 1/2 (50%), a.b PASS" in err and "claim 2/2 (100%), c.d PASS" in err
+
+
+def test_a_heartbeat_is_silent_for_short_work_and_beats_for_long_work(capsys, monkeypatch):
+    """A heartbeat (a grid's run in a worker) writes its first line only once the work has
+    lasted ``min_interval`` seconds, then one per interval, and its last line only after an
+    earlier one: a short run writes nothing. The clock is planted, so no test waits."""
+    clock = [1000.0]
+    monkeypatch.setattr(progress, "on_terminal", lambda: False)
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
+    short = progress.Progress("train short", 100, min_interval=300.0, heartbeat=True)
+    for step in range(1, 101):
+        clock[0] += 1.0
+        short.line(step, loss=1.0)
+    assert capsys.readouterr().err == ""
+    long = progress.Progress("train long", 100, min_interval=300.0, heartbeat=True)
+    for step in range(1, 101):
+        clock[0] += 10.0  # 1000 s in all: beats at 300, 600 and 900 s, then the last line
+        long.line(step, loss=1.0)
+    steps = [re.search(r"step (\d+)/100", line).group(1)
+             for line in capsys.readouterr().err.splitlines()]
+    assert steps == ["30", "60", "90", "100"]
+
+
+def test_a_grid_run_in_a_worker_beats_in_its_log(capsys, monkeypatch):
+    """The language grid's runs train with a heartbeat (no bar in a worker): a run longer than
+    RUN_HEARTBEAT_SECONDS writes a line with its step and ID invalid mass."""
+    import copy
+
+    import resharpen.experiments.languages.grid as grid
+    from resharpen.experiments.languages.grid import load_grid
+
+    config = copy.deepcopy(load_grid("languages/grid", "quick")["configs"][0])
+    config["train"]["steps"] = 50
+    config["train"]["log_every"] = 25
+    monkeypatch.setattr(progress, "on_terminal", lambda: False)
+    monkeypatch.setattr(grid, "RUN_HEARTBEAT_SECONDS", 0.0)
+    grid.run_group([config])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("train")]
+    assert err and all("ID invalid mass" in line for line in err), err
