@@ -150,13 +150,32 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
                 "statement gives its verdict in the quick profile (minutes on 2 CPU cores) and "
                 "at full size, what was measured against what was expected, how the data "
                 "decided it, and how to reproduce it.", "",
-                f"Quick: {counts(quick, ids)}. Full size: {counts(full, ids)}.", ""]
+                f"Quick: {counts(quick, ids)}. Full size: {counts(full, ids)}.", "",
+                *glance(ids, declared, quick, full), "", "## The statements", ""]
         for claim_id in ids:
             body += [entry(claim_id, declared[claim_id], quick.get(claim_id), full.get(claim_id)),
                      ""]
         out[f"{paper}.md"] = "\n".join(body).rstrip("\n") + "\n"
     out["README.md"] = "\n".join(index) + "\n"
     return out
+
+
+GLANCE_CHARS = 110
+"""A statement is shown up to this many characters in a page's table at a glance."""
+
+
+def glance(ids: list[str], declared: dict[str, dict], quick: dict, full: dict) -> list[str]:
+    """A paper page's table at a glance: one row per statement, in the page's order, with its
+    id linked to its section below, the statement cut at :data:`GLANCE_CHARS`, and its quick
+    and full-size verdicts (:func:`_verdict`)."""
+    rows = ["## At a glance", "", "| claim | statement | quick | full size |", "|---|---|---|---|"]
+    for claim_id in ids:
+        decl = declared[claim_id]
+        rows.append(f"| [`{claim_id}`](#{claim_id.replace('.', '').lower()}) | "
+                    f"{_cell(_cut(decl['statement'], GLANCE_CHARS))} | "
+                    f"{_verdict(quick.get(claim_id), decl['quick'])} | "
+                    f"{_verdict(full.get(claim_id), decl.get('full'))} |")
+    return rows
 
 
 NON_PASS_CHARS = 300

@@ -70,6 +70,13 @@ def test_a_page_shows_the_records_it_is_given():
     assert "Quick: 1 PASS, 1 FAIL. Full size: not run." in page
     assert "quick **FAIL**" in page and "paired t, n = 8, p = 0.004" in page
     assert "- **Measured (quick)**: 0.123; expected: < 0.1" in page
+    table = page.split("## At a glance")[1].split("## The statements")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| [`")]
+    assert [row.split("`")[1] for row in rows] == list(declared)  # every one, in page order
+    row = next(r for r in rows if f"[`{some[0]}`]" in r)
+    assert row.endswith("| FAIL | not run (declared " + declared[some[0]]["full"] + ") |") \
+        if declared[some[0]].get("full") else row.endswith("| FAIL | not run |")
+    assert f"(#{some[0].replace('.', '')})" in row and f"### `{some[0]}`" in page
 
 
 def test_a_claim_of_no_paper_is_refused():
