@@ -438,7 +438,10 @@ def noise_decide(claim_id: str, profile: str) -> Outcome:
         + [f"family: {sum(len(t) for t in tests.values())} tests of the "
            f"{len(NOISE_FAMILY)} langtrain.noise claims, Holm at alpha {ALPHA}"])
     passed, unsure = stats.verdict(mine, ALPHA)
-    if unsure:
+    if unsure and profile == "full":
+        unsure += (f"; the full grid's {len(seeds)} seeds per task do not decide it: more seeds "
+                   "(a longer train.seed grid in noise.toml) would, if there is an effect")
+    elif unsure:
         unsure += (f"; more seeds whose three targets all reach the fit decide (the full grid: "
                    f"`{NOISE_RUN.format(profile='full')}`, 8 seeds, 3000 steps)")
     return Outcome(measured or "no test", expected, passed=passed, detail=detail,
