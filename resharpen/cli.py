@@ -552,7 +552,10 @@ def run_archive(args) -> int:
             raise ValueError(f"archive {args.action} takes no {unused[0]}: it has no effect there")
         if args.action == "status":
             for name, count in archive.archived_sweeps().items():
-                print(f"{name}: {count} finished runs archived")
+                planned = archive.planned_runs(name)
+                runs = "run" if count == 1 else "runs"
+                print(f"{name}: {count} finished {runs} archived"
+                      + (f" of the {planned} it plans" if planned is not None else ""))
             for name, count in archive.archived_caches().items():
                 print(f"{name}: {count} cached groups archived")
             return 0

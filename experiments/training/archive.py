@@ -334,3 +334,17 @@ def archived_sweeps(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:
     root = Path(archive) / "sweeps"
     return {p.name: len(finished_runs(p)) or int((p / STUDY_FILE).is_file())
             for p in sorted(root.iterdir()) if p.is_dir()} if root.is_dir() else {}
+
+
+def planned_runs(name: str, archive: str | Path = ARCHIVE_ROOT) -> int | None:
+    """How many runs the archived sweep ``name`` plans, when its identity lists them (a
+    language grid's ``configs``); None when it does not say (a sampled sweep's identity holds
+    its search space, a study has no sweep file)."""
+    folder = Path(archive) / "sweeps" / name
+    if not _is_file(folder / "sweep.json"):
+        return None
+    from resharpen.experiments.training.sweep import read_sweep_file
+
+    identity = read_sweep_file(folder)["identity"]
+    configs = identity.get("configs") if isinstance(identity, dict) else None
+    return len(configs) if isinstance(configs, list) else None

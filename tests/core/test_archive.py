@@ -91,6 +91,7 @@ def test_a_study_result_file_is_packed_and_restored_whole(tmp_path):
     done = archive.pack(study, tmp_path / "archive")
     assert done == {"sweep": "window_study", "finished": 1, "added": 1, "tables": []}
     assert archive.archived_sweeps(tmp_path / "archive") == {"window_study": 1}
+    assert archive.planned_runs("window_study", tmp_path / "archive") is None  # no sweep file
     fresh = tmp_path / "fresh"
     assert archive.restore("window_study", fresh, tmp_path / "archive")["restored"] == 1
     assert (fresh / "results.json").read_text() == '{"rows": [1, 2]}'
@@ -220,3 +221,31 @@ def test_a_corrupt_or_oversized_compressed_file_is_one_error_naming_it(tmp_path)
     assert read_json(tmp_path / "big.json") == {}
     with pytest.raises(FileNotFoundError, match=r"none\.json' does not exist"):
         read_json(tmp_path / "none.json")
+
+
+def test_the_status_counts_a_grids_archived_runs_against_the_runs_it_plans(tmp_path, capsys,
+                                                                        monkeypatch):
+    """A language grid's identity lists its run configs: `archive status` says how many of them
+    the archive holds (planted: 2 of 3), and a sweep whose identity does not list them only its
+    count."""
+    import gzip
+    import json
+
+    from resharpen.cli import main
+
+    store = tmp_path / "archive"
+    grid = store / "sweeps" / "grid"
+    for run in ("a", "b"):
+        (grid / "runs" / run).mkdir(parents=True)
+        with gzip.open(grid / "runs" / run / "summary.json.gz", "wt") as f:
+            f.write("{}")
+    with gzip.open(grid / "sweep.json.gz", "wt") as f:
+        json.dump({"identity": {"name": "grid", "profile": "full",
+                                "configs": [{"n": 1}, {"n": 2}, {"n": 3}]}}, f)
+    assert archive.planned_runs("grid", store) == 3
+    monkeypatch.setattr(archive, "ARCHIVE_ROOT", store)
+    monkeypatch.setattr(archive.archived_sweeps, "__defaults__", (store,))
+    monkeypatch.setattr(archive.archived_caches, "__defaults__", (store,))
+    monkeypatch.setattr(archive.planned_runs, "__defaults__", (store,))
+    assert main(["archive", "status"]) == 0
+    assert capsys.readouterr().out == "grid: 2 finished runs archived of the 3 it plans\n"
