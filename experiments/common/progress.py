@@ -7,7 +7,8 @@ writes one line to stderr at each evaluation instead:
     train fit_noise_v32-0003: step 200/2000 (10%), loss 2.3141, ID invalid mass 1.20e-02, ETA 0:00:41
 
 The ETA is the elapsed time scaled by the remaining fraction of steps,
-eta = elapsed (total - done) / done, from the moment the first step started.
+eta = elapsed (total - done) / (done - initial), from the moment the first step started
+(``initial``: the items done before it, such as the runs a resumed sweep skips).
 """
 from __future__ import annotations
 
@@ -55,17 +56,20 @@ class Progress:
     run in a worker: a log hears from a long run every few minutes, from a short one never)."""
 
     def __init__(self, desc: str, total: int, unit: str = "step", enabled: bool = True,
-                 min_interval: float = 5.0, heartbeat: bool = False):
-        self.desc, self.total, self.unit = desc, total, unit
+                 min_interval: float = 5.0, heartbeat: bool = False, initial: int = 0):
+        self.desc, self.total, self.unit, self.initial = desc, total, unit, initial
         self.enabled = enabled and not on_terminal()
         self.start = time.perf_counter()
         self.heartbeat = heartbeat
         self.min_interval, self.last = min_interval, (self.start if heartbeat else None)
 
     def eta(self, done: int) -> str:
-        if done <= 0:
+        """The remaining time at the pace of this process: the elapsed time scaled by the
+        remaining items over the items done since the start (``initial`` were done before it,
+        e.g. the finished runs a resumed sweep skips)."""
+        if done - self.initial <= 0:
             return "?"
-        seconds = (time.perf_counter() - self.start) * (self.total - done) / done
+        seconds = (time.perf_counter() - self.start) * (self.total - done) / (done - self.initial)
         return str(datetime.timedelta(seconds=round(seconds)))
 
     def line(self, done: int, **fields: Any) -> None:

@@ -168,7 +168,7 @@ def _run(root, identity, configs, run_fn, write_table_fn, finished, pending, mar
                                             **(marker or {})})
     bar = progress_bar(total=len(configs), initial=len(finished), desc=desc, unit="run",
                        enabled=progress, leave=True)
-    lines = Progress(desc, len(configs), unit="run", enabled=progress)
+    lines = Progress(desc, len(configs), unit="run", enabled=progress, initial=len(finished))
     done = len(finished)
     try:
         tasks = [([configs[i] for i in group],) for group in pending]

@@ -103,3 +103,14 @@ def test_a_grid_run_in_a_worker_beats_in_its_log(capsys, monkeypatch):
     grid.run_group([config])
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("train")]
     assert err and all("ID invalid mass" in line for line in err), err
+
+
+def test_the_eta_of_a_resumed_sweep_counts_only_the_work_done_since_it_started(monkeypatch):
+    """A sweep resumed with 700 of 800 runs already finished that finishes 10 more in 100 s has
+    90 runs left at 10 s each: 900 s, not the 13 s that counting the skipped runs would give."""
+    clock = [0.0]
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
+    lines = progress.Progress("grid", 800, unit="run", initial=700)
+    clock[0] = 100.0
+    assert lines.eta(710) == "0:15:00"
+    assert progress.Progress("grid", 800, unit="run", initial=700).eta(700) == "?"
