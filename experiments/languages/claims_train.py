@@ -257,17 +257,23 @@ def _data(claim_id: str, profile: str) -> tuple[list[dict], Path, str]:
         grid_rows(profile)
 
 
-GRIDS_THAT_DECIDE = ("more seeds: `resharpen langs run --profile full`, or the paper grid "
-                     "`resharpen langs run --grid languages/paper`")
+def what_decides(claim_id: str, profile: str) -> str:
+    """The runs that would decide a claim its data left undecided: at the quick profile the
+    full grid (a profile decides only on its own grid), at full size more seeds of the grid or
+    of the Othello study than its 8."""
+    if profile != "full":
+        return ("the full grid, 8 seeds of 11 tasks: `resharpen langs run --profile full`, then "
+                "`resharpen verify --profile full`")
+    where = "othello.toml" if claim_id == "langtrain.othello.ema_ood" else "grid.toml"
+    return f"more seeds than the 8 of the full size: a longer train.seed grid in {where}"
 
 
-def decide(claim_id: str, profile: str, extra: str = "",
-           grids: str = GRIDS_THAT_DECIDE) -> Outcome:
+def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
     """The outcome of ``claim_id`` from its tests, Holm-adjusted with the tests of every claim
     that reads the same grid (each direction): PASS when each shows the effect at adjusted
     p < ALPHA; FAIL when one shows the opposite effect at that level; INCONCLUSIVE on the tiny
-    grid, when a test cannot decide or when neither direction is shown; ``grids`` names the
-    runs that would decide."""
+    grid, when a test cannot decide or when neither direction is shown, naming the runs that
+    would decide (:func:`what_decides`)."""
     rows, root, which = _data(claim_id, profile)
     members = [c for c in FAMILY if _data(c, profile)[1] == root]
     tests = stats.family([(c, label, result) for c in members
@@ -282,7 +288,8 @@ def decide(claim_id: str, profile: str, extra: str = "",
                            f"this grid, Holm at alpha {ALPHA}"])
     passed, unsure = stats.verdict(mine, ALPHA)
     if unsure:
-        unsure += f"; more runs that learn the task in distribution decide ({grids})"
+        unsure += (f"; more runs that learn the task in distribution decide "
+                   f"({what_decides(claim_id, profile)})")
     return Outcome(measured, f"< 0 at Holm-adjusted p < {ALPHA}", passed=passed, detail=detail,
                    inconclusive=unsure)
 
@@ -338,9 +345,7 @@ def postnorm_effect(claim_id: str, profile: str, control: str, pooled: bool) -> 
              fit_note(rows, tuple(CONTROLS) + POST_NORMS), mean_differences(rows, control)]
     if control == "pre_nofinal" and not pooled:
         extra.append(final_norm_reference(rows))
-    grids = (GRIDS_THAT_DECIDE if control == "pre" else
-             "more seeds of a grid that trains pre_nofinal: `resharpen langs run --profile full`")
-    return decide(claim_id, profile, extra=" | ".join(extra), grids=grids)
+    return decide(claim_id, profile, extra=" | ".join(extra))
 
 
 @claim("langtrain.postnorm.vs_nofinal.ood_invalid_mass")

@@ -96,7 +96,7 @@ def test_a_missing_control_or_too_few_runs_at_the_fit_are_inconclusive_with_why(
         missing = status(f"{VS_NOFINAL}.{suffix}")
         assert missing.status == "INCONCLUSIVE", suffix
         assert "the grid has no pre_nofinal runs" in missing.detail and "0 < 5" in missing.detail
-        assert "a grid that trains pre_nofinal" in missing.detail
+        assert "resharpen langs run --profile full" in missing.detail
         assert status(f"{VS_PRE}.{suffix}").status == "PASS"
     rows = planted(norms=("pre", "pre_nofinal", "post", "attn_out"), post=-0.05, seeds=5)
     for r in rows:
