@@ -153,7 +153,8 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
         raise MissingData(f"{finished} of the Othello study's {len(planned['configs'])} runs "
                           f"are finished in {str(study)!r}; the rest: {OTHELLO_RUN} (it "
                           "resumes run by run, about 55 CPU minutes a run)",
-                          measured=f"{finished} of {len(planned['configs'])} runs finished")
+                          measured=f"{finished} of {len(planned['configs'])} runs finished",
+                          expected=f"all {len(planned['configs'])} runs finished")
     return table_rows(study), study, "Othello study (6 x 6 board, 6 x 128, to the fit)"
 
 
@@ -403,7 +404,8 @@ def noise_grid(profile: str) -> tuple[list[dict], Path]:
         raise MissingData(f"{finished} of the full noise grid's {len(planned['configs'])} runs "
                           f"are finished in {str(root)!r}; the rest: "
                           f"`{NOISE_RUN.format(profile='full')}` (it resumes run by run)",
-                          measured=f"{finished} of {len(planned['configs'])} runs finished")
+                          measured=f"{finished} of {len(planned['configs'])} runs finished",
+                          expected=f"all {len(planned['configs'])} runs finished")
     if profile != "full" and finished < len(planned["configs"]):
         root = run_grid(path, profile=profile, workers=2, progress=False, wait=True)
     _CACHE[key] = (noise_rows(root), root)

@@ -344,7 +344,8 @@ def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Pat
                           f"finished in {str(root)!r}; the rest: resharpen langs run --profile "
                           "full (it resumes run by run; `resharpen archive restore langs` first "
                           "brings back the archived ones)",
-                          measured=f"{finished} of {len(planned['configs'])} runs finished")
+                          measured=f"{finished} of {len(planned['configs'])} runs finished",
+                          expected=f"all {len(planned['configs'])} runs finished")
     return run_grid(grid_file(profile), profile=profile, workers=workers, progress=progress,
                     wait=True)  # verify's parallel workers: one trains, the others wait
 

@@ -51,13 +51,13 @@ raised."""
 class MissingData(LookupError):
     """Raised by a check, however deep, whose data is not there yet (a full-size grid that is
     only partly trained): the ledger records the claim INCONCLUSIVE with this message, which says
-    how much data there is and names the command that makes the rest, and ``measured`` (what
-    the record's measured column shows, e.g. "28 of 792 runs finished"). Not for a bug: any
-    other exception is an ERROR."""
+    how much data there is and names the command that makes the rest, and what the record's
+    measured and expected columns show (e.g. "28 of 792 runs finished" against "all 792 runs
+    finished"). Not for a bug: any other exception is an ERROR."""
 
-    def __init__(self, message: str, measured: str = "no data"):
+    def __init__(self, message: str, measured: str = "no data", expected: str = "-"):
         super().__init__(message)
-        self.measured = measured
+        self.measured, self.expected = measured, expected
 
 
 @dataclass(frozen=True)

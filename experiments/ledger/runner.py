@@ -40,7 +40,7 @@ def run_claim(c: Claim, profile: str) -> Record:
             detail = f"{detail} | inconclusive: {outcome.inconclusive}" if detail else \
                 f"inconclusive: {outcome.inconclusive}"
     except MissingData as exc:  # the data is not there yet: too little to decide
-        status, measured, expected = "INCONCLUSIVE", exc.measured, "-"
+        status, measured, expected = "INCONCLUSIVE", exc.measured, exc.expected
         detail = f"inconclusive: {exc}"
     except Exception as exc:  # the ledger reports broken checks rather than dying
         status, measured, expected = "ERROR", "-", "-"

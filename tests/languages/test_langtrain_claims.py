@@ -250,7 +250,8 @@ def test_othello_claim_reads_the_full_study_only_when_every_run_has_finished(tmp
     monkeypatch.setattr("resharpen.experiments.training.sweep.load_runs",
                         lambda root: [{"name": "othello6-pre-s0"}] if root == study else [])
     out = run_claim(CLAIMS["langtrain.othello.ema_ood"], "full")
-    assert (out.status, out.measured) == ("INCONCLUSIVE", "1 of 8 runs finished")
+    assert (out.status, out.measured, out.expected) == (
+        "INCONCLUSIVE", "1 of 8 runs finished", "all 8 runs finished")
     assert "1 of the Othello study's 8 runs" in out.detail
     assert "resharpen langs run --grid languages/othello --profile full" in out.detail
     quick = object()
