@@ -576,7 +576,8 @@ def run_archive(args) -> int:
             raise ValueError(f"archive {args.action} needs a SWEEP argument")
         if args.action == "pack":
             done = archive.pack(args.target, tables=archive_tables())
-            print(f"{done['sweep']}: {done['added']} runs added to the archive "
+            print(f"{done['sweep']}: {done['added']} run{'' if done['added'] == 1 else 's'} "
+                  "added to the archive "
                   f"({done['finished']} finished in {args.target})"
                   + "".join(f"; {table} written" for table in done["tables"]))
         else:
