@@ -139,22 +139,16 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
     decides nothing: :class:`~resharpen.experiments.ledger.registry.MissingData` with the
     counts and the command that resumes it). The quick profile reads its own grid, which has no
     Othello runs, and never the full study."""
-    from resharpen.experiments.ledger.registry import MissingData
-    from resharpen.experiments.training.sweep import load_runs
-    from resharpen.experiments.languages.grid import (GRID_DIR, default_root, load_grid,
+    from resharpen.experiments.languages.grid import (GRID_DIR, default_root,
+                                                      finished_runs_or_missing, load_grid,
                                                       table_rows)
 
     if profile != "full":
         return grid_rows(profile)
     planned = load_grid(GRID_DIR / "othello.toml", "full")
     study = default_root(planned["name"])
-    finished = len(load_runs(study)) if study.exists() else 0
-    if finished < len(planned["configs"]):
-        raise MissingData(f"{finished} of the Othello study's {len(planned['configs'])} runs "
-                          f"are finished in {str(study)!r}; the rest: {OTHELLO_RUN} (it "
-                          "resumes run by run, about 55 CPU minutes a run)",
-                          measured=f"{finished} of {len(planned['configs'])} runs finished",
-                          expected=f"all {len(planned['configs'])} runs finished")
+    finished_runs_or_missing(planned, study, "the Othello study",
+                             f"{OTHELLO_RUN} (it resumes run by run, about 55 CPU minutes a run)")
     return table_rows(study), study, "Othello study (6 x 6 board, 6 x 128, to the fit)"
 
 
@@ -246,8 +240,8 @@ FAMILY = {
 def claim_data() -> dict[str, str]:
     """The grid each experiment claim of this module decides on: the grid claims share one grid
     by design (one family, Holm-adjusted together); the Othello claim reads the Othello study
-    (the full profile; the quick grid has no Othello runs). tests/core/test_claim_data.py checks that distinct names are
-    distinct data."""
+    (the full profile; the quick grid has no Othello runs). tests/core/test_claim_data.py checks
+    that distinct names are distinct data."""
     return {**{claim_id: "othello" if claim_id == "langtrain.othello.ema_ood" else "langs"
                for claim_id in FAMILY},
             **{claim_id: "noise" for claim_id in NOISE_FAMILY}}
@@ -388,9 +382,10 @@ def noise_grid(profile: str) -> tuple[list[dict], Path]:
     when every run has finished, else :class:`~resharpen.experiments.ledger.registry.MissingData`
     with the run counts; a part of the grid decides nothing) or ``langs-noise-quick``, trained
     here when incomplete."""
-    from resharpen.experiments.ledger.registry import MissingData
     from resharpen.experiments.training.sweep import load_runs
-    from resharpen.experiments.languages.grid import GRID_DIR, default_root, load_grid, run_grid
+    from resharpen.experiments.languages.grid import (GRID_DIR, default_root,
+                                                      finished_runs_or_missing, load_grid,
+                                                      run_grid)
     from resharpen.experiments.languages.noise import grid_rows as noise_rows
 
     key = ("noise", profile)
@@ -399,14 +394,10 @@ def noise_grid(profile: str) -> tuple[list[dict], Path]:
     path = GRID_DIR / "noise.toml"
     planned = load_grid(path, profile)
     root = default_root(planned["name"])
-    finished = len(load_runs(root)) if root.exists() else 0
-    if profile == "full" and finished < len(planned["configs"]):
-        raise MissingData(f"{finished} of the full noise grid's {len(planned['configs'])} runs "
-                          f"are finished in {str(root)!r}; the rest: "
-                          f"`{NOISE_RUN.format(profile='full')}` (it resumes run by run)",
-                          measured=f"{finished} of {len(planned['configs'])} runs finished",
-                          expected=f"all {len(planned['configs'])} runs finished")
-    if profile != "full" and finished < len(planned["configs"]):
+    if profile == "full":
+        finished_runs_or_missing(planned, root, "the full noise grid",
+                                 f"`{NOISE_RUN.format(profile='full')}` (it resumes run by run)")
+    elif (len(load_runs(root)) if root.exists() else 0) < len(planned["configs"]):
         root = run_grid(path, profile=profile, workers=2, progress=False, wait=True)
     _CACHE[key] = (noise_rows(root), root)
     return _CACHE[key]

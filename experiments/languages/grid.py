@@ -327,28 +327,40 @@ def grid_file(profile: str) -> Path:
     return GRID_DIR / "grid.toml"
 
 
-def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Path:
-    """The grid folder of ``profile`` with every run finished: the full one must have been run
-    (``resharpen langs run --profile full``, resumable; a part of it decides nothing, so an
-    unfinished one raises :class:`~resharpen.experiments.ledger.registry.MissingData`, which a
-    claim records as INCONCLUSIVE with the counts); the quick one is run (or completed) here."""
+def finished_runs_or_missing(planned: dict, root: Path, what: str, command: str) -> int:
+    """How many of the ``planned`` grid's runs have finished in ``root``, when that is all of
+    them; else :class:`~resharpen.experiments.ledger.registry.MissingData` (a part of a
+    full-size grid decides nothing), which a claim records as INCONCLUSIVE with the counts
+    ("33 of 792 runs finished") and ``command``, which trains the rest. ``what`` names the grid
+    in the message ("the full grid")."""
     from resharpen.experiments.ledger.registry import MissingData
 
+    finished, total = (len(load_runs(root)) if root.exists() else 0), len(planned["configs"])
+    if finished < total:
+        raise MissingData(f"{finished} of {what}'s {total} runs are finished in "
+                          f"{str(root)!r}; the rest: {command}",
+                          measured=f"{finished} of {total} runs finished",
+                          expected=f"all {total} runs finished")
+    return finished
+
+
+def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Path:
+    """The grid folder of ``profile`` with every run finished: the full one must have been run
+    (``resharpen langs run --profile full``, resumable; a part of it decides nothing:
+    :func:`finished_runs_or_missing`); the quick one is run (or completed) here."""
     planned = load_grid(grid_file(profile), profile)
     root = default_root(planned["name"])
-    finished = len(load_runs(root)) if root.exists() else 0
-    if finished >= len(planned["configs"]):
-        return root
     if profile == "full":
-        raise MissingData(f"{finished} of the full grid's {len(planned['configs'])} runs are "
-                          f"finished in {str(root)!r}; the rest: resharpen langs run --profile "
-                          "full (it resumes run by run; `resharpen archive restore langs` first "
-                          "brings back the archived ones)",
-                          measured=f"{finished} of {len(planned['configs'])} runs finished",
-                          expected=f"all {len(planned['configs'])} runs finished")
+        finished_runs_or_missing(planned, root, "the full grid",
+                                 "resharpen langs run --profile full (it resumes run by run; "
+                                 "`resharpen archive restore langs` first brings back the "
+                                 "archived ones)")
+        return root
+    if root.exists() and len(load_runs(root)) >= len(planned["configs"]):
+        return root
     return run_grid(grid_file(profile), profile=profile, workers=workers, progress=progress,
                     wait=True)  # verify's parallel workers: one trains, the others wait
 
 
 __all__ = ["load_grid", "run_grid", "run_group", "table_rows", "summary_table", "paired_effects",
-           "report", "ensure_grid"]
+           "report", "ensure_grid", "finished_runs_or_missing"]

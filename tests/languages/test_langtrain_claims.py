@@ -247,7 +247,7 @@ def test_othello_claim_reads_the_full_study_only_when_every_run_has_finished(tmp
     study = tmp_path / "othello"
     (study / "runs" / "othello6-pre-s0").mkdir(parents=True)
     monkeypatch.setattr(grid_module, "default_root", lambda name: tmp_path / name)
-    monkeypatch.setattr("resharpen.experiments.training.sweep.load_runs",
+    monkeypatch.setattr(grid_module, "load_runs",
                         lambda root: [{"name": "othello6-pre-s0"}] if root == study else [])
     out = run_claim(CLAIMS["langtrain.othello.ema_ood"], "full")
     assert (out.status, out.measured, out.expected) == (
