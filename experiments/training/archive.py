@@ -46,6 +46,7 @@ were kept as text (before compression) in the compressed form, byte for byte the
 from __future__ import annotations
 
 import fnmatch
+import json
 import shutil
 from pathlib import Path
 
@@ -343,8 +344,7 @@ def planned_runs(name: str, archive: str | Path = ARCHIVE_ROOT) -> int | None:
     folder = Path(archive) / "sweeps" / name
     if not _is_file(folder / "sweep.json"):
         return None
-    from resharpen.experiments.training.sweep import read_sweep_file
-
-    identity = read_sweep_file(folder)["identity"]
+    marker = json.loads(_read(folder / "sweep.json"))
+    identity = marker.get("identity") if isinstance(marker, dict) else None
     configs = identity.get("configs") if isinstance(identity, dict) else None
     return len(configs) if isinstance(configs, list) else None
