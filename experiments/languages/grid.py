@@ -195,11 +195,18 @@ def write_table(root: Path) -> list[dict]:
 
 
 def _stats(values: list[float]) -> dict:
+    """Mean, sample std (None below 2 values: undefined, never shown), max and n of the
+    finite values."""
     arr = np.array([v for v in values if v == v], dtype=float)
     if not len(arr):
-        return {"mean": math.nan, "std": math.nan, "max": math.nan, "n": 0}
-    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else 0.0,
+        return {"mean": math.nan, "std": None, "max": math.nan, "n": 0}
+    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if len(arr) > 1 else None,
             "max": float(arr.max()), "n": int(len(arr))}
+
+
+def _spread(mean: float, std: float | None, digits: str = ".3g", std_digits: str = ".2g") -> str:
+    """``mean ± std`` over two or more values; the value alone for one, which has no spread."""
+    return f"{mean:{digits}}" + ("" if std is None else f" ± {std:{std_digits}}")
 
 
 def summary_table(rows: list[dict]) -> list[dict]:
@@ -261,7 +268,8 @@ def overview_lines(rows: list[dict], metric: str = "ood_invalid_mass") -> list[s
         for weights in ("ema", "bema"):
             e = effects.get((task, f"{weights} - raw"))
             cells.append("–" if e is None or not e["n"] else
-                         f"{e['mean']:+.3g} ± {e['std']:.2g} ({e['negative']}/{e['n']} lower)")
+                         f"{_spread(e['mean'], e['std'], '+.3g')} "
+                         f"({e['negative']}/{e['n']} lower)")
         lines.append(f"| {task} | " + " | ".join(cells) + " |")
     return lines
 
@@ -270,16 +278,18 @@ def _effect(task: str, comparison: str, diffs: list[float]) -> dict:
     arr = np.array([d for d in diffs if d == d], dtype=float)
     return {"task": task, "comparison": comparison, "n": int(len(arr)),
             "mean": float(arr.mean()) if len(arr) else math.nan,
-            "std": float(arr.std(ddof=1)) if len(arr) > 1 else math.nan,
+            "std": float(arr.std(ddof=1)) if len(arr) > 1 else None,
             "negative": int((arr < 0).sum())}
 
 
 def _fmt(stat: dict, integer: bool = False) -> str:
     if not stat["n"]:
         return "–"
+    if stat["n"] == 1:
+        return f"{stat['mean']:{'.0f' if integer else '.3g'}} (one seed)"
     if integer:
-        return f"{stat['mean']:.1f} ± {stat['std']:.1f} (max {stat['max']:.0f})"
-    return f"{stat['mean']:.3g} ± {stat['std']:.2g} (max {stat['max']:.3g})"
+        return f"{_spread(stat['mean'], stat['std'], '.1f', '.1f')} (max {stat['max']:.0f})"
+    return f"{_spread(stat['mean'], stat['std'])} (max {stat['max']:.3g})"
 
 
 def report(root: str | Path) -> tuple[str, dict]:
@@ -292,7 +302,8 @@ def report(root: str | Path) -> tuple[str, dict]:
     table = summary_table(rows)
     effects = paired_effects(rows)
     lines = [f"# Task-training grid `{root.name}`", "",
-             f"{len({r['run'] for r in rows})} finished runs; cells are mean ± sample std "
+             f"{len({r['run'] for r in rows})} finished "
+             f"run{'' if len({r['run'] for r in rows}) == 1 else 's'}; cells are mean ± sample std "
              "(max) over seeds; ID = lengths 1..L_train, OOD = L_train+1..L_eval; lower is "
              "better except LG score (largest n with mean invalid mass <= threshold at every "
              "length 1..n).", "", "## Overview: OOD invalid mass", ""] + overview_lines(rows) + [""]
@@ -313,8 +324,9 @@ def report(root: str | Path) -> tuple[str, dict]:
               "(raw weights); negative = the first is better.", "",
               "| task | comparison | n | mean diff | std | negative |", "|---|---|---|---|---|---|"]
     for e in effects:
+        std = "–" if e["std"] is None else f"{e['std']:.2g}"
         lines.append(f"| {e['task']} | {e['comparison']} | {e['n']} | {e['mean']:+.3g} | "
-                     f"{e['std']:.2g} | {e['negative']}/{e['n']} |")
+                     f"{std} | {e['negative']}/{e['n']} |")
     text = "\n".join(lines) + "\n"
     data = {"summary": table, "effects": effects}
     atomic_write_text(root / REPORT_MARKDOWN, text)

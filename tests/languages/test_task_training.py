@@ -323,6 +323,23 @@ def test_summary_table_and_paired_effects_statistics():
     assert cells[4].startswith("+0.01 ± ") and cells[4].endswith("(0/6 lower)")
 
 
+def test_one_seed_has_no_spread_and_prints_no_nan():
+    """A grid with one finished run per cell (a study that has just started) reports its values
+    with "(one seed)" and no ± column: a sample std of one value is undefined, never nan or 0,
+    and stays null in the JSON."""
+    rows = [{"run": "x-pre-s0", "task": "x", "norm": "pre", "seed": 0, "weights": weights,
+             "seconds": 1.0, "id_invalid_mass": value, "ood_invalid_mass": value,
+             "ood_tv": value, "ood_kl": value, "ood_top1_invalid": 0.0, "lg_score": 3}
+            for weights, value in (("raw", 0.15), ("ema", 0.145), ("bema", 0.223))]
+    (entry,) = [e for e in summary_table(rows) if e["weights"] == "raw"]
+    assert entry["ood_invalid_mass"]["std"] is None
+    assert all(e["std"] is None for e in paired_effects(rows))
+    _, _, line = overview_lines(rows)
+    assert "nan" not in line and "±" not in line, line
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1:] == ["0.15 (one seed)", "-0.005 (1/1 lower)", "+0.073 (0/1 lower)"]
+
+
 def test_cli_train_and_errors(tmp_path, capsys):
     from resharpen.cli import main
 
