@@ -12,8 +12,8 @@ difference of the OOD invalid mass (mean over lengths L_train+1..L_eval): within
 EMA/BEMA vs raw, at the same task and seed for placements (raw weights), one test per task
 (the tasks' OOD masses are on different scales; a pooled claim divides each task's mass by its
 control arm's, ``langtrain.postnorm.*.pooled_log_ratio``), over the runs that learned their
-task in distribution only (raw ID invalid mass <= :data:`LEARNED_ID`; the others are listed in
-the detail: a length-generalization effect of a model that has not learned the training lengths
+task in distribution only (raw ID invalid mass <= :data:`LEARNED_ID` and ID total variation to
+the exact legal-next distribution <= :data:`LEARNED_TV`; the others are listed in the detail: a length-generalization effect of a model that has not learned the training lengths
 says nothing about the theory). Each Post-Norm comparison has two controls, as two claims
 (:mod:`.postnorm_controls`): ``vs_nofinal`` against ``pre_nofinal``, the no-resharpening
 control (does a norm before the readout help at all?), and ``vs_pre`` against ``pre``, the
@@ -37,8 +37,8 @@ from resharpen.experiments.training.sweep import describe_runs
 from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.ledger.stats import ALPHA
 from resharpen.experiments.languages.postnorm_controls import (
-    CONTROLS, LEARNED_ID, METRIC, POST_NORMS, fit_note, final_norm_reference, learned,
-    matched_bar, mean_differences, per_task_tests, pooled_tests)
+    CONTROLS, LEARNED_ID, LEARNED_TV, METRIC, POST_NORMS, at_matched_fit, fit_note,
+    final_norm_reference, learned, matched_bar, mean_differences, per_task_tests, pooled_tests)
 
 PAPER = "arXiv 2510.08341"
 _CACHE: dict = {}
@@ -74,13 +74,15 @@ def grid_rows(profile: str) -> tuple[list[dict], Path, str]:
 
 
 def grid_shape(configs: list[dict]) -> str:
-    """'T tasks x S schemes x N seeds, soft target, trained to ID invalid mass <= F' of a
-    grid's run configs (F: the fits, when they differ by task)."""
+    """'T tasks x S schemes x N seeds, soft target, trained to ID invalid mass <= F [and ID
+    total variation <= V]' of a grid's run configs (F: the fits, when they differ by task)."""
     fits = sorted({c["fit"]["until_id_invalid_mass"] for c in configs})
+    tvs = sorted({c["fit"].get("until_id_tv", 0.0) for c in configs} - {0.0})
     return (f"{len({c['task']['name'] for c in configs})} tasks x "
             f"{len({c['model']['norm'] for c in configs})} schemes x "
             f"{len({c['train']['seed'] for c in configs})} seeds, soft target, trained to "
-            f"ID invalid mass <= {' / '.join(f'{f:g}' for f in fits)}")
+            f"ID invalid mass <= {' / '.join(f'{f:g}' for f in fits)}"
+            + (f" and ID total variation <= {' / '.join(f'{t:g}' for t in tvs)}" if tvs else ""))
 
 
 @claim("langtrain.eval.exact_and_uniform")
@@ -170,10 +172,11 @@ def unlearned_note(rows: list[dict]) -> str:
     for r in rows:
         if r["weights"] == "raw" and r["run"] not in kept:
             out.setdefault(r["task"], []).append(r.get("id_invalid_mass", math.nan))
+    bars = f"raw ID invalid mass <= {LEARNED_ID}, ID total variation <= {LEARNED_TV}"
     if not out:
-        return f"every run learned its task in distribution (raw ID invalid mass <= {LEARNED_ID})"
+        return f"every run learned its task in distribution ({bars})"
     parts = [f"{task} {len(v)} (ID {min(v):.2g}-{max(v):.2g})" for task, v in sorted(out.items())]
-    return (f"left out, not learned in distribution (raw ID invalid mass > {LEARNED_ID}): "
+    return (f"left out, not learned in distribution (not both {bars}): "
             f"{sum(map(len, out.values()))} of {len({r['run'] for r in rows})} runs: "
             + ", ".join(parts))
 
@@ -201,12 +204,13 @@ def averaged_tests(weights: str, othello_only: bool = False):
 
 def averaged_fitted(rows: list[dict], weights: str) -> set[str]:
     """The runs whose ``weights`` (ema | bema) reached the run's own fit too
-    (:func:`matched_bar`): an averaged model compared out of distribution with its raw weights
-    must fit the training lengths as well as they do (matched fit; the OOD mass of these tasks
-    rises with the ID mass, so a looser bar for the average would compare two fits). A run
-    stopped at its raw fit before the average's window has passed leaves its average behind."""
-    return {r["run"] for r in rows
-            if r["weights"] == weights and r.get("id_invalid_mass", math.inf) <= matched_bar(r)}
+    (:func:`at_matched_fit`: its ID invalid mass and total variation bars): an averaged model
+    compared out of distribution with its raw weights must fit the training lengths as well as
+    they do (matched fit; the OOD mass of these tasks rises with the ID mass, so a looser bar for
+    the average would compare two fits, and an average that only avoids illegal tokens by
+    predicting a few always-legal ones has not learned the task). A run stopped at its raw fit
+    before the average's window has passed leaves its average behind."""
+    return {r["run"] for r in rows if r["weights"] == weights and at_matched_fit(r)}
 
 
 def averaged_note(rows: list[dict], weights: str) -> str:
@@ -218,8 +222,10 @@ def averaged_note(rows: list[dict], weights: str) -> str:
         return ""
     ids = [r["id_invalid_mass"] for r in mine]
     bars = sorted({f"{matched_bar(r):g}" for r in mine})
+    tvs = sorted({f"{r.get('fit_tv_target') or LEARNED_TV:g}" for r in mine})
     return (f"{weights} weights that reached their run's fit too (ID invalid mass <= "
-            f"{', '.join(bars)}, the run's stated fit: matched fit): {len(kept)} of "
+            f"{', '.join(bars)} and ID total variation <= {', '.join(tvs)}, the run's stated "
+            f"fit: matched fit): {len(kept)} of "
             f"{len(runs)} runs (their ID mass: mean {float(np.mean(ids)):.3g}, max "
             f"{max(ids):.3g}; the raw weights stop at the grid's fit, and an average whose "
             "window is not well inside the run lags behind)")

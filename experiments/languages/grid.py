@@ -170,7 +170,7 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
 def table_rows(root: str | Path) -> list[dict]:
     """One row per finished run and weight set: task, norm, seed, weights, target, the run's
     stated fit (``fit_target``: its ``fit.until_id_invalid_mass``, 0 when it trains without a
-    stopping fit), the summaries. In a grid over training targets (the noise grid) ``norm`` names the arm,
+    stopping fit; ``fit_tv_target``: its ``fit.until_id_tv``, 0 without one), the summaries. In a grid over training targets (the noise grid) ``norm`` names the arm,
     ``<norm>/<target>`` (``pre/k1``), so the report's tables keep the targets apart."""
     rows = []
     runs = load_runs(root)
@@ -183,7 +183,8 @@ def table_rows(root: str | Path) -> list[dict]:
             row = {"run": c["name"], "task": c["task"]["name"], "norm": norm, "target": tag,
                    "seed": c["train"]["seed"], "weights": weights,
                    "train_len": c["task"]["train_len"], "eval_len": c["task"]["eval_len"],
-                   "fit_target": c.get("fit", {}).get("until_id_invalid_mass", 0.0)}
+                   "fit_target": c.get("fit", {}).get("until_id_invalid_mass", 0.0),
+                   "fit_tv_target": c.get("fit", {}).get("until_id_tv", 0.0)}
             row.update(s["by_weights"][weights])
             row["seconds"] = round(s["seconds"], 3)
             rows.append(row)
@@ -363,10 +364,13 @@ def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Pat
     planned = load_grid(grid_file(profile), profile)
     root = default_root(planned["name"])
     if profile == "full":
+        from resharpen.experiments.training.archive import archived_sweep
+
+        restore = ("; `resharpen archive restore langs` first brings back the archived ones"
+                   if archived_sweep(planned["name"]) else "")
         finished_runs_or_missing(planned, root, "the full grid",
-                                 "resharpen langs run --profile full (it resumes run by run; "
-                                 "`resharpen archive restore langs` first brings back the "
-                                 "archived ones)")
+                                 f"resharpen langs run --profile full (it resumes run by run"
+                                 f"{restore})")
         return root
     if root.exists() and len(load_runs(root)) >= len(planned["configs"]):
         return root

@@ -14,7 +14,8 @@ For a run and an average w (ema | bema) the **gain** is
 > 0 when the average puts less mass on illegal tokens past the training length (paired within
 the run: one trajectory). It is counted only at **matched fit**: the raw and the averaged
 weights both end with an ID invalid mass (mean over lengths 1..L_train) at or below the task's
-stated fit ``fit.until_id_invalid_mass`` (:func:`matched`).
+stated fit ``fit.until_id_invalid_mass`` and an ID total variation to the exact legal-next
+distribution of at most ``LEARNED_TV`` = 0.1 (:func:`matched`).
 
 The noise hypothesis (averaging helps because it cancels the noise of the iterate) predicts
 that g_w is largest at k = 1 and shrinks toward soft. Its test, per task and average
@@ -63,6 +64,7 @@ def run_row(config: dict, summary: dict) -> dict:
            "seconds": summary.get("seconds", math.nan)}
     for weights, s in summary["by_weights"].items():
         row[f"{weights}.id"] = s["id_invalid_mass"]
+        row[f"{weights}.id_tv"] = s["id_tv"]
         row[f"{weights}.ood"] = s["ood_invalid_mass"]
     return row
 
@@ -74,10 +76,19 @@ def grid_rows(root: str | Path) -> list[dict]:
     return [run_row(run["config"], run["summary"]) for run in load_runs(root)]
 
 
+def at_fit(row: dict, weights: str) -> bool:
+    """Whether ``weights`` end at or below the run's stated fit (ID invalid mass) with an ID
+    total variation <= ``LEARNED_TV``."""
+    from resharpen.experiments.languages.postnorm_controls import LEARNED_TV
+
+    return row[f"{weights}.id"] <= row["level"] and row[f"{weights}.id_tv"] <= LEARNED_TV
+
+
 def matched(row: dict, weights: str) -> bool:
     """Whether the raw weights and ``weights`` both end at or below the run's stated fit (ID
-    invalid mass): the matched fit a gain is counted at."""
-    return row["raw.id"] <= row["level"] and row[f"{weights}.id"] <= row["level"]
+    invalid mass) with an ID total variation <= ``LEARNED_TV`` (not a model that avoids illegal
+    tokens by predicting a few always-legal ones): the matched fit a gain is counted at."""
+    return at_fit(row, "raw") and at_fit(row, weights)
 
 
 def gain(row: dict, weights: str) -> float:
@@ -154,13 +165,12 @@ def fit_note(rows: list[dict]) -> str:
                 continue
             steps = [r["fit_step"] for r in arm if r["fit_step"] is not None]
             when = f"steps {min(steps)}-{max(steps)}" if steps else "never"
-            ends = "/".join(str(sum(r[f"{w}.id"] <= r["level"] for r in arm))
-                            for w in ("raw", "ema", "bema"))
+            ends = "/".join(str(sum(at_fit(r, w) for r in arm)) for w in ("raw", "ema", "bema"))
             parts.append(f"{task} {tag}: {len(steps)}/{len(arm)} reached fit {arm[0]['level']:g}"
                          f" ({when} of {max(r['steps'] for r in arm)}); at the end raw/EMA/BEMA "
-                         f"{ends} at the fit")
+                         f"{ends} at the fit (ID invalid mass and total variation)")
     return "; ".join(parts)
 
 
 __all__ = ["AVERAGES", "TARGETS", "noise_level", "run_row", "grid_rows", "matched", "gain",
-           "slope", "seed_slopes", "trend_tests", "gain_table", "fit_note"]
+           "slope", "seed_slopes", "trend_tests", "gain_table", "fit_note", "at_fit"]

@@ -32,15 +32,21 @@ Stopping rule (``fit.until_id_invalid_mass`` = m > 0, ``train.steps`` the cap): 
 step (every ``train.log_every`` steps) the raw weights' mean invalid mass over the prefix lengths
 1..train_len of the evaluation sequences (:func:`fit_measure`) is measured exactly; the run ends
 at the first step where it is <= m, and the summary records ``fit_target``, ``fit_reached``,
-``fit_step`` and ``steps_trained``. With ``fit.stop = false`` the same measure is recorded at
+``fit_step`` and ``steps_trained``. With ``fit.until_id_tv`` = tau > 0 the fit also asks that
+the weights' mean total variation distance to the exact legal-next distribution over the same
+lengths be <= tau (recorded as ``fit_id_tv``; the summary adds ``fit_tv_target``): invalid mass
+alone is met by a degenerate model that puts its mass on a few always-legal tokens (an early
+BEMA extrapolation on Dyck predicts opening brackets only: ID invalid mass 0.002 at TV 0.33),
+which has not learned the task. With ``fit.stop = false`` the same measure is recorded at
 every record step but the run trains to ``train.steps`` (a fixed budget; ``fit_step`` is then
 when the raw weights first reached m, if they did). With ``fit.averages = "own_fit"`` each
 weight set is kept at its own first record step whose ID invalid mass is <= m (the EMA and BEMA
 measures recorded as ``fit_id_invalid_mass_ema`` / ``_bema`` until they reach it) and the run
 ends when all three have (or at the cap, where a weight set that never reached m is kept as it
-is); the summary's ``fit_steps`` holds each one's step (None: not reached), so an average is
-compared with the raw weights at a matched fit, not at the raw weights' fit step, when the
-average still lags behind. The config refuses an m that is not below a tenth of a
+is; with ``fit.averages_patience`` = q > 0 the run ends at the latest at the first record step
+>= q times the raw weights' fit step); the summary's ``fit_steps`` holds each one's step (None:
+not reached), so an average is compared with the raw weights at a matched fit, not at the raw
+weights' fit step, when the average still lags behind. The config refuses an m that is not below a tenth of a
 uniform prediction's ID invalid mass on the task (``config.uniform_id_invalid_mass``). In an
 ensemble each member ends at its own fit.
 
@@ -166,21 +172,34 @@ def summarize(records: list[dict], train_len: int, threshold: float) -> dict:
 
 
 def fit_measure(module: torch.nn.Module, seqs: np.ndarray, legal: np.ndarray,
-                train_len: int) -> float:
-    """The stopping rule's measure: the mean over prefix lengths 1..train_len of the exact mean
-    invalid mass of ``module`` on the evaluation sequences cut at train_len (a causal model's
-    outputs there do not depend on the rest)."""
-    records = evaluate(module, seqs[:, :train_len], legal[:, :train_len])
-    return float(np.mean([r["invalid_mass"] for r in records if r["count"]]))
+                train_len: int) -> tuple[float, float]:
+    """The stopping rule's measures: (invalid mass, total variation), each the mean over prefix
+    lengths 1..train_len of the exact mean over the evaluation sequences cut at train_len (a
+    causal model's outputs there do not depend on the rest)."""
+    records = [r for r in evaluate(module, seqs[:, :train_len], legal[:, :train_len])
+               if r["count"]]
+    return (float(np.mean([r["invalid_mass"] for r in records])),
+            float(np.mean([r["tv"] for r in records])))
 
 
-def fit_summary(until: float, history: list[dict]) -> dict:
-    """{fit_target, fit_reached, fit_step (the first record step meeting the rule, or None),
-    steps_trained} under the stopping rule; {} when it is off."""
+def meets_fit(fit: dict, mass: float, tv: float) -> bool:
+    """Whether weights with ID invalid mass ``mass`` and ID total variation ``tv`` are at the
+    stated fit: mass <= ``fit.until_id_invalid_mass`` and, when ``fit.until_id_tv`` is set,
+    tv <= it."""
+    tau = fit.get("until_id_tv", 0.0)
+    return mass <= fit["until_id_invalid_mass"] and (not tau or tv <= tau)
+
+
+def fit_summary(fit: dict, history: list[dict]) -> dict:
+    """{fit_target, [fit_tv_target,] fit_reached, fit_step (the first record step meeting the
+    rule, or None), steps_trained} under the stopping rule; {} when it is off."""
+    until = fit["until_id_invalid_mass"]
     if not until:
         return {}
-    reached = [row["step"] for row in history if row["fit_id_invalid_mass"] <= until]
-    return {"fit_target": until, "fit_reached": bool(reached),
+    reached = [row["step"] for row in history
+               if meets_fit(fit, row["fit_id_invalid_mass"], row.get("fit_id_tv", 0.0))]
+    tv = {"fit_tv_target": fit["until_id_tv"]} if fit.get("until_id_tv") else {}
+    return {"fit_target": until, **tv, "fit_reached": bool(reached),
             "fit_step": reached[0] if reached else None,
             "steps_trained": history[-1]["step"] if history else 0}
 
@@ -243,7 +262,8 @@ def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: flo
                           labels)
 
     seqs, legal = eval_data if eval_data is not None else eval_sequences(first, task)
-    until = first["fit"]["until_id_invalid_mass"]
+    fit = first["fit"]
+    until, tv_fit = fit["until_id_invalid_mass"], bool(fit.get("until_id_tv"))
     ends = stops_at_fit(first)  # else the fit is only recorded (fit.stop = false)
     own = ends and averages_at_own_fit(first)
     kept: list[dict] = [{} for _ in configs]  # member -> {weights kind: copy at its own fit}
@@ -255,28 +275,36 @@ def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: flo
         row = {"step": step, "loss": loss, "loss_smoothed": smoothed, "lr": state.lr(i)}
         if until:
             weights = state.member_weights(i)
-            row["fit_id_invalid_mass"] = fit_measure(weights["raw"], seqs, legal,
-                                                     t["train_len"])
+            raw = fit_measure(weights["raw"], seqs, legal, t["train_len"])
+            row["fit_id_invalid_mass"] = raw[0]
+            if tv_fit:
+                row["fit_id_tv"] = raw[1]
             if own:
                 kinds[i] = len(weights)
                 for kind, module in weights.items():
                     if kind in fit_steps[i]:
                         continue
-                    mass = row["fit_id_invalid_mass"] if kind == "raw" else fit_measure(
+                    mass, tv = raw if kind == "raw" else fit_measure(
                         module, seqs, legal, t["train_len"])
                     if kind != "raw":
                         row[f"fit_id_invalid_mass_{kind}"] = mass
-                    if mass <= until:
+                        if tv_fit:
+                            row[f"fit_id_tv_{kind}"] = tv
+                    if meets_fit(fit, mass, tv):
                         fit_steps[i][kind] = step
                         kept[i][kind] = copy.deepcopy(state.snapshot(i)[kind])
         if log is not None:
             log(row)
         return row
 
+    patience = fit.get("averages_patience", 0.0)
+
     def stop(i: int, row: dict) -> bool:
         if own:
-            return len(fit_steps[i]) == kinds[i]
-        return ends and row["fit_id_invalid_mass"] <= until
+            raw_step = fit_steps[i].get("raw")
+            return len(fit_steps[i]) == kinds[i] or (
+                bool(patience) and raw_step is not None and row["step"] >= patience * raw_step)
+        return ends and meets_fit(fit, row["fit_id_invalid_mass"], row.get("fit_id_tv", 0.0))
 
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
                          stop=stop, ignore=pad, raise_on_nonfinite=True, smoothing=0.05,
@@ -296,7 +324,7 @@ def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: flo
                    "seed": config["train"]["seed"], "by_weights": summaries,
                    "final_loss": history[-1]["loss_smoothed"],
                    "seconds": (time.perf_counter() - start) / k,
-                   **fit_summary(until, history), **own_fit,
+                   **fit_summary(fit, history), **own_fit,
                    **({} if k == 1 else {"ensemble": k})}
         results.append({"config": config, "per_length": per_length, "summary": summary,
                         "history": history, "weights": weight_sets(weights)})
@@ -304,6 +332,6 @@ def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: flo
 
 
 __all__ = ["METRICS", "SCHEMA", "make_config", "position_metrics", "target_sets", "fit_measure",
-           "fit_summary",
+           "meets_fit", "fit_summary",
            "next_token_targets", "eval_sequences",
            "evaluate", "summarize", "train", "train_group"]

@@ -42,6 +42,16 @@ SCHEMA = Schema({
         # cap), so an average is compared with the raw weights at a matched fit; left out of the
         # normalized config at its default (see make_config)
         "averages": Field(str, "raw_fit", choices=("raw_fit", "own_fit")),
+        # the fit's second condition: the mean ID total variation distance to the exact
+        # legal-next distribution must be <= this too (0 = invalid mass alone), so that a model
+        # that avoids illegal tokens by predicting a few always-legal ones is not at the fit;
+        # left out of the normalized config at its default (see make_config)
+        "until_id_tv": Field(float, 0.0, 0.0, 1.0, hi_open=True),
+        # with averages = "own_fit": how long to wait for an average, in multiples of the raw
+        # weights' fit step; a run whose raw weights fit at step s ends at the first record step
+        # >= patience * s even where an average has not reached its own fit (kept as it ends,
+        # not at the fit). 0 = wait to train.steps; left out at its default (see make_config)
+        "averages_patience": Field(float, 0.0, 0.0, None),
     },
     "eval": {
         "count": Field(int, 128, 1, 10**6),
@@ -80,6 +90,18 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
     elif not target:
         raise ValueError("fit.stop = false records the fit without stopping: it needs "
                          "fit.until_id_invalid_mass > 0 (the level recorded)")
+    if not config["fit"]["until_id_tv"]:  # left out at its default, as fit.stop
+        del config["fit"]["until_id_tv"]
+    elif not target:
+        raise ValueError("fit.until_id_tv is the fit's second condition: it needs "
+                         "fit.until_id_invalid_mass > 0")
+    patience = config["fit"]["averages_patience"]
+    if not patience:  # left out at its default, as fit.stop
+        del config["fit"]["averages_patience"]
+    elif patience < 1 or config["fit"]["averages"] != "own_fit":
+        raise ValueError(f"fit.averages_patience = {patience:g} waits for the averages after "
+                         "the raw weights' fit: it needs fit.averages = 'own_fit' and a value "
+                         ">= 1 (0 waits to train.steps)")
     if config["fit"]["averages"] == "raw_fit":  # left out at its default, as fit.stop
         del config["fit"]["averages"]
     elif not stops_at_fit(config):

@@ -20,7 +20,7 @@ def planted(tasks=("dyck2", "anbn", "othello"), norms=("pre", "post", "attn_out"
     rng = np.random.default_rng(1)
     rows = []
     for task in tasks:
-        sign, fit = (-10.0, 0.5) if task in unlearned else (1.0, 0.001)
+        sign, fit, tv = (-10.0, 0.5, 0.6) if task in unlearned else (1.0, 0.001, 0.02)
         for norm in norms:
             for seed in range(seeds):
                 effect = sign * post if norm in ("post", "attn_out") else 0.0
@@ -31,7 +31,7 @@ def planted(tasks=("dyck2", "anbn", "othello"), norms=("pre", "post", "attn_out"
                                        ("bema", raw + 0.05 + 0.002 * rng.normal())):
                     rows.append({"run": run, "task": task, "norm": norm, "seed": seed,
                                  "weights": weights, "ood_invalid_mass": value,
-                                 "id_invalid_mass": fit})
+                                 "id_invalid_mass": fit, "id_tv": tv})
     return rows
 
 
@@ -173,6 +173,29 @@ def test_averages_count_only_where_they_reached_their_runs_own_fit(grid):
     assert status("langtrain.ema.ood_invalid_mass").status == "FAIL"
 
 
+def test_a_degenerate_average_that_only_avoids_illegal_tokens_is_not_at_the_fit(grid):
+    """An average can meet the invalid-mass fit by predicting a few always-legal tokens (BEMA's
+    early extrapolation on Dyck: ID invalid mass 0.002 at total variation 0.33 to the exact
+    legal-next distribution). Planted so, with a far lower OOD invalid mass than its raw
+    weights, it would decide the BEMA claim in its favour; the total-variation bar (the run's
+    fit_tv_target 0.1, else LEARNED_TV) leaves it out, and a raw model like it is not learned."""
+    rows = planted(seeds=5)
+    for r in rows:
+        if r["task"] == "anbn" and r["weights"] == "bema":
+            r["id_invalid_mass"], r["id_tv"], r["ood_invalid_mass"] = 0.002, 0.33, 0.001
+    grid([{**r, "fit_target": 0.01, "fit_tv_target": 0.1} for r in rows])
+    bema = status("langtrain.bema.ood_invalid_mass")
+    assert "anbn: no learned run" in bema.detail and "total variation <= 0.1" in bema.detail
+    assert bema.status != "PASS"
+    for r in rows:
+        if r["task"] == "anbn" and r["weights"] == "raw":
+            r["id_tv"] = 0.33
+    grid(rows)
+    ema = status("langtrain.ema.ood_invalid_mass")
+    assert "anbn 15 (ID" in ema.detail and "not both raw ID invalid mass <= 0.05, ID total " \
+        "variation <= 0.1" in ema.detail
+
+
 def test_a_part_of_the_full_grid_decides_nothing(monkeypatch, tmp_path):
     """The full profile decides on the whole full grid only: with 8 of its runs finished the
     claims are INCONCLUSIVE, saying how many runs there are and the command that makes the
@@ -225,7 +248,7 @@ def test_both_controls_and_both_post_norms_are_trained_on_every_task_of_the_grid
             rows.append({"run": c["name"], "task": c["task"]["name"], "norm": c["model"]["norm"],
                          "seed": c["train"]["seed"], "weights": weights,
                          "ood_invalid_mass": 0.3 + 0.01 * rng.normal(),
-                         "id_invalid_mass": 0.001,
+                         "id_invalid_mass": 0.001, "id_tv": 0.02,
                          "fit_target": c["fit"]["until_id_invalid_mass"]})
     grid(rows)
     n = len({c["train"]["seed"] for c in configs})

@@ -86,10 +86,13 @@ def test_a_recorded_fit_trains_on_to_the_budget():
 
 
 # ----------------------------------------------------------------------------- the claims
-def planted(trend: float, tasks=("anbn", "dyck2"), seeds=8, unfitted=0, spread=0.05):
+def planted(trend: float, tasks=("anbn", "dyck2"), seeds=8, unfitted=0, spread=0.05,
+            degenerate=0):
     """Noise-grid rows: raw OOD invalid mass 0.1 at every run; the EMA's and BEMA's OOD mass
     raw * exp(-(0.1 + trend * x + noise)) at label noise x (1, 1/4, 0), so the gain is
-    0.1 + trend * x + noise; the first ``unfitted`` seeds' k = 4 runs end above the fit."""
+    0.1 + trend * x + noise; the first ``unfitted`` seeds' k = 4 runs end above the fit, and the
+    first ``degenerate`` seeds' soft-target averages meet the invalid-mass fit only by predicting
+    a few always-legal tokens (ID total variation 0.33)."""
     rng = np.random.default_rng(3)
     rows = []
     for task in tasks:
@@ -98,11 +101,12 @@ def planted(trend: float, tasks=("anbn", "dyck2"), seeds=8, unfitted=0, spread=0
                 row = {"run": f"{task}-pre-{tag}-s{seed}", "task": task, "seed": seed,
                        "target": tag, "noise": x, "level": 0.02, "fit_reached": True,
                        "fit_step": 100, "steps": 600, "window": 100.0, "seconds": 1.0,
-                       "raw.id": 0.005, "raw.ood": 0.1}
+                       "raw.id": 0.005, "raw.ood": 0.1, "raw.id_tv": 0.02}
                 for w in ("ema", "bema"):
                     g = 0.1 + trend * x + spread * rng.normal()
                     row[f"{w}.ood"] = 0.1 * math.exp(-g)
                     row[f"{w}.id"] = 0.05 if tag == "k4" and seed < unfitted else 0.004
+                    row[f"{w}.id_tv"] = 0.33 if tag == "soft" and seed < degenerate else 0.03
                 rows.append(row)
     return rows
 
@@ -132,6 +136,11 @@ def test_planted_trends_pass_fail_or_stay_inconclusive():
                                                          "bema": "INCONCLUSIVE"}
     # four of eight seeds have a k = 4 run off the fit: 4 < stats.MIN_N seeds decide
     statuses, tests = decide(planted(trend=0.5, unfitted=4))
+    assert statuses == {"ema": "INCONCLUSIVE", "bema": "INCONCLUSIVE"}
+    assert "4 < 5 pairs" in stats.decision(tests["ema"])[1]
+    # four seeds' soft-target averages are degenerate (invalid mass at the fit, TV 0.33): they
+    # are not at matched fit either
+    statuses, tests = decide(planted(trend=0.5, degenerate=4))
     assert statuses == {"ema": "INCONCLUSIVE", "bema": "INCONCLUSIVE"}
     assert "4 < 5 pairs" in stats.decision(tests["ema"])[1]
 

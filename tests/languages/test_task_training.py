@@ -486,6 +486,67 @@ def test_averages_at_their_own_fit_keep_the_raw_run_and_match_the_fit():
         make_config({"task": {"name": "dyck1"}, "fit": {"averages": "own_fit"}})
 
 
+def test_the_fit_asks_for_total_variation_too_when_it_states_it():
+    """fit.until_id_tv: weights are at the fit when their ID invalid mass AND their ID total
+    variation to the exact legal-next distribution are within the bars (meets_fit), the
+    history records the raw and averaged TV, and every kept average meets both; a TV bar needs
+    an invalid-mass fit, and at its default it is left out of the config (identities)."""
+    from resharpen.experiments.training.next_token import meets_fit
+
+    fit = {"until_id_invalid_mass": 0.01, "until_id_tv": 0.1}
+    assert meets_fit(fit, 0.005, 0.05) and not meets_fit(fit, 0.002, 0.33)
+    assert not meets_fit(fit, 0.02, 0.05) and meets_fit({"until_id_invalid_mass": 0.01}, 0.002, 0.33)
+
+    def config(tv: float) -> dict:
+        return make_config({"task": {"name": "dyck1", "train_len": 8, "eval_len": 12},
+                            "model": {"d_model": 16, "n_layers": 1, "n_heads": 2},
+                            "train": {"seed": 0, "lr": 1e-2, "steps": 400, "warmup": 5,
+                                      "log_every": 20, "target": "soft", "ema_decay": 0.95},
+                            "fit": {"until_id_invalid_mass": 0.02, "until_id_tv": tv,
+                                    "averages": "own_fit"},
+                            "eval": {"count": 32}})
+
+    assert "until_id_tv" not in config(0.0)["fit"]
+    run = train(config(0.1), progress=False)
+    s = run["summary"]
+    assert s["fit_tv_target"] == 0.1 and s["fit_reached"]
+    for kind, step in s["fit_steps"].items():
+        if step is not None:
+            assert s["by_weights"][kind]["id_invalid_mass"] <= 0.02
+            assert s["by_weights"][kind]["id_tv"] <= 0.1
+    row = next(r for r in run["history"] if r["step"] == s["fit_step"])
+    assert row["fit_id_tv"] <= 0.1 and "fit_id_tv_ema" in run["history"][0]
+    unreachable = train(config(1e-6), progress=False)["summary"]  # TV 1e-6: never in 400 steps
+    assert not unreachable["fit_reached"] and unreachable["steps_trained"] == 400
+    with pytest.raises(ValueError, match="fit.until_id_tv is the fit's second condition"):
+        make_config({"task": {"name": "dyck1"}, "fit": {"until_id_tv": 0.1}})
+
+
+def test_averages_patience_ends_a_run_that_waits_for_an_average_too_long():
+    """fit.averages_patience = q: the raw weights reach the fit at step s and the EMA does not
+    catch up in time (decay 0.999: a 1000-step window), so the run ends at the first record step >= q * s, keeping that average as it ends (fit step
+    None); without patience it trains to the cap. Refused without own_fit or below 1."""
+    def config(patience: float) -> dict:
+        return make_config({"task": {"name": "dyck1", "train_len": 8, "eval_len": 12},
+                            "model": {"d_model": 16, "n_layers": 1, "n_heads": 2},
+                            "train": {"seed": 0, "lr": 1e-2, "steps": 400, "warmup": 5,
+                                      "log_every": 20, "target": "soft", "ema_decay": 0.999},
+                            "fit": {"until_id_invalid_mass": 0.02, "averages": "own_fit",
+                                    "averages_patience": patience},
+                            "eval": {"count": 32}})
+
+    waited = train(config(2.0), progress=False)["summary"]
+    s = waited["fit_steps"]["raw"]
+    assert s is not None and waited["fit_steps"]["ema"] is None
+    assert waited["steps_trained"] == min(400, -(-2 * s // 20) * 20)
+    assert train(config(0.0), progress=False)["summary"]["steps_trained"] == 400
+    assert "averages_patience" not in config(0.0)["fit"]
+    for bad in ({"averages_patience": 0.5, "averages": "own_fit"}, {"averages_patience": 2.0}):
+        with pytest.raises(ValueError, match="fit.averages_patience"):
+            make_config({"task": {"name": "dyck1"},
+                         "fit": {"until_id_invalid_mass": 0.02, **bad}})
+
+
 def test_a_group_where_stacking_does_not_pay_trains_one_run_at_a_time():
     from resharpen.experiments.training.next_token import train_group
 
