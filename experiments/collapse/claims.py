@@ -462,8 +462,8 @@ def check_training_collapse(profile: str) -> Outcome:
         [("collapse", f"post@hi > {arm}", t) for arm, t in tests.items()])["collapse"])
     spec = configs[("post@hi", seeds[0])]
     rows = "; ".join(
-        f"{arm} (lr {lr:g}): collapsed in {sum(runs[(arm, s)]['collapsed'] for s in seeds)}/"
-        f"{len(seeds)} seeds, final loss "
+        f"{arm} (lr {lr:g}): the detector fires in "
+        f"{sum(runs[(arm, s)]['collapsed'] for s in seeds)}/{len(seeds)} seeds, final loss "
         f"{np.mean([runs[(arm, s)]['final_loss'] for s in seeds]):.3f}, t_sim "
         f"{np.mean(final_t[arm]):.3f}, grad1/gradL median "
         f"{np.median([runs[(arm, s)]['first_over_last_resid_grad'] for s in seeds]):.2g}"
@@ -482,8 +482,9 @@ def check_training_collapse(profile: str) -> Outcome:
     undecided = "" if contradicted else (
         f"{', '.join(close)}: within {needed:g} of the detector's threshold; train longer {full}"
         if close else f"{unshown}; more seeds {full}" if status == stats.INCONCLUSIVE else "")
-    return Outcome(measured=f"post@hi collapses in {sum(collapses.values())}/{len(seeds)} seeds; "
-                            f"controls collapse in "
+    return Outcome(measured=f"post@hi shows all three signs of collapse in "
+                            f"{sum(collapses.values())}/{len(seeds)} seeds; the detector fires "
+                            f"on the controls in "
                             f"{sum(runs[k]['collapsed'] for k in margin)}/{len(margin)} runs",
                    expected=f"{len(seeds)}/{len(seeds)}; 0/{len(margin)}",
                    passed=bool(not contradicted and not close and status == stats.PASS),
