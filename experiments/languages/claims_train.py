@@ -171,11 +171,14 @@ def unlearned_note(rows: list[dict]) -> str:
     out = {}
     for r in rows:
         if r["weights"] == "raw" and r["run"] not in kept:
-            out.setdefault(r["task"], []).append(r.get("id_invalid_mass", math.nan))
+            out.setdefault(r["task"], []).append((r.get("id_invalid_mass", math.nan),
+                                                  r.get("id_tv", math.nan)))
     bars = f"raw ID invalid mass <= {LEARNED_ID}, ID total variation <= {LEARNED_TV}"
     if not out:
         return f"every run learned its task in distribution ({bars})"
-    parts = [f"{task} {len(v)} (ID {min(v):.2g}-{max(v):.2g})" for task, v in sorted(out.items())]
+    parts = [f"{task} {len(v)} (ID {min(m for m, _ in v):.2g}-{max(m for m, _ in v):.2g}, "
+             f"TV {min(t for _, t in v):.2g}-{max(t for _, t in v):.2g})"
+             for task, v in sorted(out.items())]
     return (f"left out, not learned in distribution (not both {bars}): "
             f"{sum(map(len, out.values()))} of {len({r['run'] for r in rows})} runs: "
             + ", ".join(parts))

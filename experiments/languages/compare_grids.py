@@ -2,7 +2,8 @@
 whatever differs between them (positions, width, a training setting) on a metric, paired by seed.
 
 For every (task, scheme) present in both grids, with the runs of seed s in grid A and grid B
-both learned in distribution (raw ID invalid mass <= ``learned``) and both finite:
+both learned in distribution (raw ID invalid mass <= ``learned`` and ID total variation <=
+``LEARNED_TV``, the langtrain claims' bars) and both finite:
 
     d_s = m_B(task, scheme, s) - m_A(task, scheme, s),
 
@@ -20,8 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from resharpen.experiments.languages.postnorm_controls import LEARNED_TV
+
 LEARNED = 0.05
-"""The learned-in-distribution bar of the comparisons (the langtrain claims' ``LEARNED_ID``)."""
+"""The learned-in-distribution bar of the comparisons on the ID invalid mass (the langtrain
+claims' ``LEARNED_ID``; their total-variation bar ``LEARNED_TV`` applies too)."""
 
 
 def compare_grids(root_a: str | Path, root_b: str | Path, metric: str = "ood_invalid_mass",
@@ -50,6 +54,7 @@ def compare_grids(root_a: str | Path, root_b: str | Path, metric: str = "ood_inv
         pairs = [(a[key], b[key]) for key in shared if key[:2] == (task, norm)]
         kept = [(ra, rb) for ra, rb in pairs
                 if max(ra["learned_id"], rb["learned_id"]) <= learned
+                and max(ra["learned_tv"], rb["learned_tv"]) <= LEARNED_TV
                 and math.isfinite(ra[metric]) and math.isfinite(rb[metric])]
         result = stats.compare({i: rb[metric] for i, (_, rb) in enumerate(kept)},
                                {i: ra[metric] for i, (ra, _) in enumerate(kept)}, "two-sided")
@@ -67,10 +72,13 @@ def compare_grids(root_a: str | Path, root_b: str | Path, metric: str = "ood_inv
 
 
 def _by_key(rows: list[dict], weights: str) -> dict[tuple, dict]:
-    """{(task, norm, seed): the row of ``weights``, with ``learned_id`` its run's raw ID mass}."""
-    raw = {r["run"]: r.get("id_invalid_mass", math.inf) for r in rows if r["weights"] == "raw"}
-    return {(r["task"], r["norm"], r["seed"]): {**r, "learned_id": raw.get(r["run"], math.inf)}
-            for r in rows if r["weights"] == weights}
+    """{(task, norm, seed): the row of ``weights``, with ``learned_id`` and ``learned_tv`` its
+    run's raw ID invalid mass and ID total variation}."""
+    raw = {r["run"]: r for r in rows if r["weights"] == "raw"}
+    return {(r["task"], r["norm"], r["seed"]): {
+        **r, "learned_id": raw.get(r["run"], {}).get("id_invalid_mass", math.inf),
+        "learned_tv": raw.get(r["run"], {}).get("id_tv", math.inf)}
+        for r in rows if r["weights"] == weights}
 
 
 def _mean(values: list[float]) -> float:

@@ -37,6 +37,7 @@ rerun skips finished runs and refuses a folder that holds another grid.
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -117,12 +118,18 @@ RUN_HEARTBEAT_SECONDS = 300.0
 loss, ID invalid mass, ETA): the Othello study's runs take about an hour."""
 
 
-def run_group(configs: list[dict]) -> list[dict]:
+def run_group(configs: list[dict], checkpoints: str | None = None) -> list[dict]:
     """Train grid runs that share an ensemble (in a worker), or one run alone; return their
-    serializable results (:func:`resharpen.experiments.training.next_token.train_group`)."""
+    serializable results (:func:`resharpen.experiments.training.next_token.train_group`).
+    ``checkpoints``: the folder of the runs' mid-run checkpoints (a run trained alone resumes
+    from its own: :mod:`resharpen.experiments.training.checkpoint`)."""
     from resharpen.experiments.training.next_token import train_group
 
-    return train_group(configs, heartbeat=RUN_HEARTBEAT_SECONDS)
+    return train_group(configs, heartbeat=RUN_HEARTBEAT_SECONDS, checkpoints=checkpoints)
+
+
+CHECKPOINTS = "checkpoints"
+"""The folder in a grid folder where its runs keep their mid-run checkpoints."""
 
 
 def default_root(name: str) -> Path:
@@ -159,7 +166,8 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
 
     with undo_on_failure(target, remove_written=False):
         root = ensure_writable_dir(target)
-        execute(root, identity, selected, run_group, lambda: write_table(root), ensemble=size,
+        run = functools.partial(run_group, checkpoints=str(root / CHECKPOINTS))
+        execute(root, identity, selected, run, lambda: write_table(root), ensemble=size,
                 marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend,
                 workers=workers, address=address, progress=progress, kind="grid",
                 desc=f"grid {planned['name']}", wait=wait)

@@ -128,6 +128,17 @@ class BEMA:
     def state_dict(self) -> dict:
         return self._averaged.state_dict()
 
+    def resume_state(self) -> dict:
+        """Everything :meth:`update` reads besides the model: the averaged weights, theta_0, the
+        inner EMA and the last step (a mid-run checkpoint, :mod:`.checkpoint`)."""
+        return {"averaged": self._averaged.state_dict(), "theta0": self._theta0,
+                "ema": self._ema, "last_t": self.last_t}
+
+    def load_resume_state(self, saved: dict) -> None:
+        self._averaged.load_state_dict(saved["averaged"])
+        self._theta0, self._ema, self.last_t = saved["theta0"], saved["ema"], saved["last_t"]
+        self._source = None  # the tensor lists are taken again at the next update
+
 
 class EMA:
     """Plain EMA through ``torch.optim.swa_utils.AveragedModel`` (buffers averaged too)."""
@@ -149,6 +160,13 @@ class EMA:
     def state_dict(self) -> dict:
         return self._averaged.module.state_dict()
 
+    def resume_state(self) -> dict:
+        """The averaged weights and the count of averaged steps (a mid-run checkpoint)."""
+        return {"averaged": self._averaged.state_dict()}
+
+    def load_resume_state(self, saved: dict) -> None:
+        self._averaged.load_state_dict(saved["averaged"])
+
 
 class Raw:
     """No averaging: ``module()`` is the model itself."""
@@ -164,6 +182,13 @@ class Raw:
 
     def state_dict(self) -> dict:
         return self._model.state_dict()
+
+    def resume_state(self) -> dict:
+        """Nothing: the raw weights are the model's, which a checkpoint holds itself."""
+        return {}
+
+    def load_resume_state(self, saved: dict) -> None:
+        pass
 
 
 def make_averager(kind: str, model: nn.Module, *, decay: float = 0.999,

@@ -233,6 +233,21 @@ class TrainingState:
         for averager in self.averagers.values():
             averager.update(self.model, step)
 
+    def resume_state(self) -> dict:
+        """Everything the next step depends on (a mid-run checkpoint,
+        :mod:`resharpen.experiments.training.checkpoint`): the model, AdamW's state, the
+        schedule's step and the averagers' state."""
+        return {"model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+                "schedule": self.schedule.state_dict(),
+                "averagers": {kind: a.resume_state() for kind, a in self.averagers.items()}}
+
+    def load_resume_state(self, saved: dict) -> None:
+        self.model.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.schedule.load_state_dict(saved["schedule"])
+        for kind, averager in self.averagers.items():
+            averager.load_resume_state(saved["averagers"][kind])
+
 
 def training_state(model: nn.Module, train: dict, weights: tuple[str, ...] = WEIGHTS
                    ) -> TrainingState:
@@ -308,7 +323,7 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
                 after_backward: Callable[[], None] | None = None,
                 raise_on_nonfinite: bool = False, smoothing: float = 0.02,
                 names: list[str] | None = None, progress: bool = True,
-                heartbeat: float | None = None) -> Fitted:
+                heartbeat: float | None = None, checkpoint=None) -> Fitted:
     """The training loop of every trainer: train the ``state.size`` members of ``state`` (one
     model, :class:`TrainingState`, or K stacked,
     :class:`resharpen.experiments.training.engine.EnsembleState`) for up to ``train.steps`` steps.
@@ -323,19 +338,36 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
     ``raise_on_nonfinite``: a ValueError naming the run and step when a live member's loss is
     not finite. ``progress``: a bar on a terminal, a line per record step otherwise
     (:mod:`resharpen.experiments.common.progress`); without it, ``heartbeat`` seconds: a line
-    at most that often once the run has lasted that long, in a log (not on a terminal)."""
+    at most that often once the run has lasted that long, in a log (not on a terminal).
+    ``checkpoint`` (one model only, a :class:`~resharpen.experiments.training.checkpoint.Checkpoint`):
+    the loop starts from the run's saved checkpoint when there is one, and saves one at a
+    record step at most every ``checkpoint.every`` seconds."""
+    import time
+
     from resharpen.experiments.common.progress import Progress, bar as progress_bar, fit_of
 
     k, steps = state.size, train["steps"]
+    if checkpoint is not None and k != 1:
+        raise ValueError("a mid-run checkpoint is kept for one model, not an ensemble")
     names = names or [""] * k
     histories: list[list[dict]] = [[] for _ in range(k)]
     ended: dict[int, dict] = {}
     smoothed = [float("nan")] * k
+    first = 1
+    saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None:  # the run continues after its last checkpoint
+        state.load_resume_state(saved["state"])
+        histories, smoothed, first = saved["histories"], saved["smoothed"], saved["step"] + 1
+        state.smoothed_loss = smoothed[0]
+        checkpoint.set_extra(saved["extra"])
+    last_save = time.perf_counter()
     desc = (f"train {names[0]}".strip() if k == 1 else f"ensemble of {k}")
     state.model.train()
-    bar = progress_bar(range(1, steps + 1), desc=desc, unit="step", enabled=progress)
-    lines = Progress(desc, steps, enabled=progress) if progress or heartbeat is None else \
-        Progress(desc, steps, min_interval=heartbeat, heartbeat=True)
+    bar = progress_bar(range(first, steps + 1), desc=desc, unit="step", total=steps,
+                       initial=first - 1, enabled=progress)
+    lines = Progress(desc, steps, enabled=progress, initial=first - 1) \
+        if progress or heartbeat is None else \
+        Progress(desc, steps, min_interval=heartbeat, heartbeat=True, initial=first - 1)
     for step in bar:
         values = state.train_step(next_batch(step), step, train["grad_clip"], ignore,
                                   after_backward)
@@ -362,13 +394,18 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
             fits = [fit_of(h[-1]) for h in histories if h]
             fits = [f for f in fits if f is not None]
             if k == 1:
-                lines.line(step, loss=smoothed[0], **{"ID invalid mass": fits[0] if fits else None})
+                tv = histories[0][-1].get("fit_id_tv") if histories[0] else None
+                lines.line(step, loss=smoothed[0],
+                           **{"ID invalid mass": fits[0] if fits else None, "ID TV": tv})
             else:
                 lines.line(step, **{"mean loss": _mean(smoothed, ended),
                                     "worst ID fit": max(fits) if fits else None,
                                     "ended": f"{len(ended)}/{k}"})
             if len(ended) == k:
                 break
+            if checkpoint is not None and time.perf_counter() - last_save >= checkpoint.every:
+                checkpoint.save(step, state.resume_state(), histories, smoothed)
+                last_save = time.perf_counter()
     bar.close()
     return Fitted(histories, [ended[i] if i in ended else state.member_weights(i)
                               for i in range(k)])

@@ -39,11 +39,11 @@ alone is met by a degenerate model that puts its mass on a few always-legal toke
 BEMA extrapolation on Dyck predicts opening brackets only: ID invalid mass 0.002 at TV 0.33),
 which has not learned the task. With ``fit.stop = false`` the same measure is recorded at
 every record step but the run trains to ``train.steps`` (a fixed budget; ``fit_step`` is then
-when the raw weights first reached m, if they did). With ``fit.averages = "own_fit"`` each
-weight set is kept at its own first record step whose ID invalid mass is <= m (the EMA and BEMA
-measures recorded as ``fit_id_invalid_mass_ema`` / ``_bema`` until they reach it) and the run
-ends when all three have (or at the cap, where a weight set that never reached m is kept as it
-is; with ``fit.averages_patience`` = q > 0 the run ends at the latest at the first record step
+when the raw weights first reached the fit, if they did). With ``fit.averages = "own_fit"``
+each weight set is kept at its own first record step at the fit (ID invalid mass <= m, and TV
+<= tau when set; the EMA and BEMA measures recorded as ``fit_id_invalid_mass_ema`` / ``_bema``
+and ``fit_id_tv_ema`` / ``_bema`` until they reach it) and the run ends when all three have (or
+at the cap, where a weight set that never reached the fit is kept as it is; with ``fit.averages_patience`` = q > 0 the run ends at the latest at the first record step
 >= q times the raw weights' fit step); the summary's ``fit_steps`` holds each one's step (None:
 not reached), so an average is compared with the raw weights at a matched fit, not at the raw
 weights' fit step, when the average still lags behind. The config refuses an m that is not below a tenth of a
@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import copy
 import time
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -216,31 +217,37 @@ def train(config: dict, *, progress: bool = True, log: Callable[[dict], None] | 
 
 
 def train_group(configs: list[dict], *, progress: bool = False, heartbeat: float | None = None,
-                eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> list[dict]:
+                eval_data: tuple[np.ndarray, np.ndarray] | None = None,
+                checkpoints: str | Path | None = None) -> list[dict]:
     """Train runs that share an ensemble (:func:`resharpen.experiments.training.sweep.group_key`:
     one task, model shape and schedule; seeds, lr, weight decay, EMA and init scale free) as
     one batched computation (:mod:`resharpen.experiments.training.engine`), a run alone as one
     model; return each run's {config, per_length, summary, history, weights}: what
     :func:`train` gives for it alone, up to float32 rounding (each member draws its data from
     its own run's generator). ``heartbeat``: in a log, a progress line at most that many
-    seconds apart once a run has lasted that long (:func:`~resharpen.experiments.training.loop.fit_members`)."""
+    seconds apart once a run has lasted that long (:func:`~resharpen.experiments.training.loop.fit_members`).
+    ``checkpoints``: a folder where each run trained alone keeps a mid-run checkpoint
+    (:mod:`resharpen.experiments.training.checkpoint`) and from which it resumes."""
     first = configs[0]
     if len(configs) > 1 and not stacking_pays(
             model_config(first, build_task(first).size, first["task"]["eval_len"]),
             first["train"]["batch_size"], first["task"]["train_len"]):
         return [result for config in configs
                 for result in train_group([config], progress=progress, heartbeat=heartbeat,
-                                          eval_data=eval_data)]
+                                          eval_data=eval_data, checkpoints=checkpoints)]
     return _train_members(configs, progress=progress, heartbeat=heartbeat,
-                          eval_data=eval_data)[0]
+                          eval_data=eval_data,
+                          checkpoints=checkpoints if len(configs) == 1 else None)[0]
 
 
 def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: float | None = None,
                    log: Callable[[dict], None] | None = None,
-                   eval_data: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list, object]:
+                   eval_data: tuple[np.ndarray, np.ndarray] | None = None,
+                   checkpoints: str | Path | None = None) -> tuple[list, object]:
     from resharpen.experiments.training.sweep import check_shared
 
     start = time.perf_counter()
+    before = [0.0]  # the run time of the sessions before a checkpoint it resumes from
     check_shared(configs)
     k, first = len(configs), configs[0]
     t, tr = first["task"], first["train"]
@@ -306,10 +313,15 @@ def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: flo
                 bool(patience) and raw_step is not None and row["step"] >= patience * raw_step)
         return ends and meets_fit(fit, row["fit_id_invalid_mass"], row.get("fit_id_tv", 0.0))
 
+    checkpoint = None
+    if checkpoints is not None:
+        checkpoint = _checkpoint(checkpoints, first, state, streams, labels, kept, fit_steps,
+                                 kinds, lambda: before[0] + time.perf_counter() - start,
+                                 before.__setitem__)
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
                          stop=stop, ignore=pad, raise_on_nonfinite=True, smoothing=0.05,
                          names=[c["name"] for c in configs], progress=progress,
-                         heartbeat=heartbeat)
+                         heartbeat=heartbeat, checkpoint=checkpoint)
     results = []
     for i, (config, history, weights) in enumerate(zip(configs, fitted.histories,
                                                        fitted.weights)):
@@ -323,12 +335,44 @@ def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: flo
         summary = {"task": t["name"], "norm": config["model"]["norm"],
                    "seed": config["train"]["seed"], "by_weights": summaries,
                    "final_loss": history[-1]["loss_smoothed"],
-                   "seconds": (time.perf_counter() - start) / k,
+                   "seconds": (before[0] + time.perf_counter() - start) / k,
                    **fit_summary(fit, history), **own_fit,
                    **({} if k == 1 else {"ensemble": k})}
         results.append({"config": config, "per_length": per_length, "summary": summary,
                         "history": history, "weights": weight_sets(weights)})
+    if checkpoint is not None:
+        checkpoint.remove()
     return results, state
+
+
+def _checkpoint(folder, config: dict, state, streams, labels, kept: list[dict],
+                fit_steps: list[dict], kinds: list[int], elapsed: Callable[[], float],
+                set_before: Callable[[int, float], None]):
+    """The mid-run checkpoint of one run (:mod:`resharpen.experiments.training.checkpoint`):
+    besides the training state, its data generators, the weights its own-fit rule has kept, and
+    the run time so far."""
+    from resharpen.experiments.training.checkpoint import Checkpoint
+
+    def get_extra() -> dict:
+        return {"streams": [g.bit_generator.state for g in streams.generators],
+                "labels": None if labels is None else labels.get_state(),
+                "kept": {kind: module.state_dict() for kind, module in kept[0].items()},
+                "fit_steps": dict(fit_steps[0]), "kinds": kinds[0], "elapsed": elapsed()}
+
+    def set_extra(extra: dict) -> None:
+        for generator, saved in zip(streams.generators, extra["streams"]):
+            generator.bit_generator.state = saved
+        if labels is not None:
+            labels.set_state(extra["labels"])
+        weights = state.snapshot(0)
+        for kind, saved in extra["kept"].items():
+            kept[0][kind] = copy.deepcopy(weights[kind])
+            kept[0][kind].load_state_dict(saved)
+        fit_steps[0].update(extra["fit_steps"])
+        kinds[0] = extra["kinds"]
+        set_before(0, extra["elapsed"])
+
+    return Checkpoint(Path(folder), config, get_extra, set_extra)
 
 
 __all__ = ["METRICS", "SCHEMA", "make_config", "position_metrics", "target_sets", "fit_measure",

@@ -28,18 +28,17 @@ SCHEMA = Schema({
         ema_decay=0.99, bema_update_freq=1, bema_ema_power=0.5, bema_bias_power=0.2,
         bema_lag=10.0, bema_update_after=0, bema_multiplier=1.0, threads=1, log_every=50,
         target="sampled", labels_per_position=1),
-    # the stopping rule (FIT_FIELDS), checked on the raw weights' mean ID invalid mass on the
-    # evaluation set at every record step; it must be below a tenth of a uniform prediction's
-    # (uniform_id_invalid_mass)
+    # the stopping rule (FIT_FIELDS), checked on the raw weights' mean ID invalid mass (and, with
+    # until_id_tv, their mean ID total variation) on the evaluation set at every record step; the
+    # invalid-mass bar must be below a tenth of a uniform prediction's (uniform_id_invalid_mass)
     "fit": pick_fields(FIT_FIELDS, until_id_invalid_mass=0.0) | {
         # false: measure and record the fit at every record step but train to train.steps (a
         # fixed budget, e.g. the noise grid: averaging windows well inside every run); left out
         # of the normalized config at its default (see make_config)
         "stop": Field(bool, True, choices=(False, True)),
         # where the EMA and BEMA weights are kept: "raw_fit", the raw weights' fit step (the run
-        # ends there); "own_fit", each average at the first record step where its own ID invalid
-        # mass is <= until_id_invalid_mass (the run trains on until all three reached it or the
-        # cap), so an average is compared with the raw weights at a matched fit; left out of the
+        # ends there); "own_fit", each average at the first record step where it meets the fit
+        # itself (the run trains on until all three have, or the cap, or averages_patience), so an average is compared with the raw weights at a matched fit; left out of the
         # normalized config at its default (see make_config)
         "averages": Field(str, "raw_fit", choices=("raw_fit", "own_fit")),
         # the fit's second condition: the mean ID total variation distance to the exact
@@ -50,7 +49,8 @@ SCHEMA = Schema({
         # with averages = "own_fit": how long to wait for an average, in multiples of the raw
         # weights' fit step; a run whose raw weights fit at step s ends at the first record step
         # >= patience * s even where an average has not reached its own fit (kept as it ends,
-        # not at the fit). 0 = wait to train.steps; left out at its default (see make_config)
+        # not at the fit). 0 = wait to train.steps; left out at its default and where averages
+        # are kept at the raw fit (no effect there; see make_config)
         "averages_patience": Field(float, 0.0, 0.0, None),
     },
     "eval": {
@@ -96,12 +96,12 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
         raise ValueError("fit.until_id_tv is the fit's second condition: it needs "
                          "fit.until_id_invalid_mass > 0")
     patience = config["fit"]["averages_patience"]
-    if not patience:  # left out at its default, as fit.stop
-        del config["fit"]["averages_patience"]
-    elif patience < 1 or config["fit"]["averages"] != "own_fit":
+    if patience and patience < 1:
         raise ValueError(f"fit.averages_patience = {patience:g} waits for the averages after "
-                         "the raw weights' fit: it needs fit.averages = 'own_fit' and a value "
-                         ">= 1 (0 waits to train.steps)")
+                         "the raw weights' fit, in multiples of its step: it must be >= 1 (0 "
+                         "waits to train.steps)")
+    if not patience or config["fit"]["averages"] != "own_fit":  # no effect: left out
+        del config["fit"]["averages_patience"]
     if config["fit"]["averages"] == "raw_fit":  # left out at its default, as fit.stop
         del config["fit"]["averages"]
     elif not stops_at_fit(config):

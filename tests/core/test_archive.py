@@ -37,7 +37,7 @@ def test_pack_then_restore_resumes_the_sweep_without_retraining(tmp_path, monkey
                                                      "archived": 2}
     assert archive.restore("arch", fresh, store)["restored"] == 0
     monkeypatch.setattr(grid, "run_group",
-                        lambda c: (_ for _ in ()).throw(AssertionError(c[0]["name"])))
+                        lambda c, **kw: (_ for _ in ()).throw(AssertionError(c[0]["name"])))
     grid.run_grid(GRID, out=fresh, workers=1, progress=False)
     run = load_run(fresh / "runs" / "dyck1-pre-s0")
     assert run.summary == load_run(first / "runs" / "dyck1-pre-s0").summary

@@ -39,7 +39,7 @@ def fake_sc_group(configs: list[dict]) -> list[dict]:
     return [{"config": c, "history": [], "summary": summary} for c in configs]
 
 
-def fake_grid_group(configs: list[dict]) -> list[dict]:
+def fake_grid_group(configs: list[dict], checkpoints: str | None = None) -> list[dict]:
     """A language run in no time: the summary keys the grid's table reads."""
     from resharpen.experiments.training.runs import WEIGHT_KINDS
 

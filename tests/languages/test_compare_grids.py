@@ -18,7 +18,7 @@ def planted(shift_post=0.0, seeds=8, unlearned_seed=None, tasks=("dyck1", "anbn"
                 for weights in ("raw", "ema", "bema"):
                     rows.append({"run": run, "task": task, "norm": norm, "seed": seed,
                                  "weights": weights, "ood_invalid_mass": value,
-                                 "id_invalid_mass": fit})
+                                 "id_invalid_mass": fit, "id_tv": 0.02})
     return rows
 
 

@@ -183,17 +183,21 @@ def test_a_degenerate_average_that_only_avoids_illegal_tokens_is_not_at_the_fit(
     for r in rows:
         if r["task"] == "anbn" and r["weights"] == "bema":
             r["id_invalid_mass"], r["id_tv"], r["ood_invalid_mass"] = 0.002, 0.33, 0.001
-    grid([{**r, "fit_target": 0.01, "fit_tv_target": 0.1} for r in rows])
+    grid([{**r, "fit_target": 0.01, "fit_tv_target": 0.3} for r in rows])
     bema = status("langtrain.bema.ood_invalid_mass")
-    assert "anbn: no learned run" in bema.detail and "total variation <= 0.1" in bema.detail
-    assert bema.status != "PASS"
+    assert "anbn: no learned run" in bema.detail and "total variation <= 0.3" in bema.detail
+    grid([{**r, "fit_target": 0.01, "fit_tv_target": 0.4} for r in rows])  # the run's own bar
+    bema = status("langtrain.bema.ood_invalid_mass")  # lets them in: they decide anbn
+    assert "anbn: bema - raw: paired t (scipy.stats.ttest_rel), n=15" in bema.detail
+    grid(rows)  # no stated TV bar: LEARNED_TV (0.1) leaves them out
+    assert "anbn: no learned run" in status("langtrain.bema.ood_invalid_mass").detail
     for r in rows:
         if r["task"] == "anbn" and r["weights"] == "raw":
             r["id_tv"] = 0.33
     grid(rows)
     ema = status("langtrain.ema.ood_invalid_mass")
-    assert "anbn 15 (ID" in ema.detail and "not both raw ID invalid mass <= 0.05, ID total " \
-        "variation <= 0.1" in ema.detail
+    assert "anbn 15 (ID 0.001-0.001, TV 0.33-0.33)" in ema.detail
+    assert "not both raw ID invalid mass <= 0.05, ID total variation <= 0.1" in ema.detail
 
 
 def test_a_part_of_the_full_grid_decides_nothing(monkeypatch, tmp_path):
