@@ -585,7 +585,7 @@ CASES = [
          {**GRID_DIR, "g/report.json": FIFO}, id="langs report report.json a FIFO"),
     case(["report", "s"], r"sweep folder: the file 's/report\.md' is a FIFO",
          {**SC_REPORTABLE, "s/report.md": FIFO}, id="report report.md a FIFO"),
-    case(["archive", "restore", "langs", "--out", "o"],
+    case(["archive", "restore", "langs-noise", "--out", "o"],
          r"sweep folder: the file 'o/sweep\.json' is a FIFO", {"o/sweep.json": FIFO},
          id="archive restore sweep.json a FIFO"),
     case(["battery", "--scheme", "pre", "--out", "b"],
