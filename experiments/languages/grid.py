@@ -56,8 +56,10 @@ from resharpen.experiments.training.next_token_config import SCHEMA, make_config
 from resharpen.experiments.tasks.registry import TASKS
 
 GRID_DIR = CONFIG_DIR / "languages"
-REPORT_METRICS = ("id_invalid_mass", "ood_invalid_mass", "ood_tv", "ood_kl",
+REPORT_METRICS = ("id_invalid_mass", "id_tv", "ood_invalid_mass", "ood_tv", "ood_kl",
                   "ood_top1_invalid", "lg_score")
+"""The report's columns: the fit's two measures (ID invalid mass and total variation), then the
+out-of-distribution metrics."""
 
 
 def load_grid(path: str | Path | dict, profile: str = "full") -> dict:
@@ -228,7 +230,7 @@ def summary_table(rows: list[dict]) -> list[dict]:
         entry = {"task": task, "norm": norm, "weights": weights, "seeds": len(members),
                  "seconds": float(np.mean([m["seconds"] for m in members]))}
         for key in REPORT_METRICS:
-            entry[key] = _stats([m[key] for m in members])
+            entry[key] = _stats([m.get(key, math.nan) for m in members])  # NaN: not recorded
         out.append(entry)
     order = {w: i for i, w in enumerate(WEIGHT_KINDS)}
     out.sort(key=lambda e: (e["task"], e["norm"], order[e["weights"]]))
@@ -321,8 +323,8 @@ def report(root: str | Path) -> tuple[str, dict]:
         seconds = sum(r["seconds"] for r in rows if r["task"] == task and r["weights"] == "raw")
         lines += [f"## {task} (L_train = {first['train_len']}, L_eval = {first['eval_len']}; "
                   f"run time {seconds:.0f} s, training + evaluation, summed over runs)", "",
-                  "| norm | weights | seeds | ID invalid | OOD invalid | OOD TV | OOD KL | "
-                  "OOD top-1 invalid | LG score |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| norm | weights | seeds | ID invalid | ID TV | OOD invalid | OOD TV | OOD KL | "
+                  "OOD top-1 invalid | LG score |", "|---|---|---|---|---|---|---|---|---|---|"]
         for e in (e for e in table if e["task"] == task):
             cells = [_fmt(e[k], k == "lg_score") for k in REPORT_METRICS]
             lines.append(f"| {e['norm']} | {e['weights']} | {e['seeds']} | " + " | ".join(cells)
