@@ -47,7 +47,8 @@ from resharpen.experiments.training.backends import check_backend
 from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points, profiled_name,
                                                load_sweep, sample_configs, sweep_folder)
 from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text,
-                                           dumps_json, ensure_writable_dir)
+                                           check_within, dumps_json, ensure_writable_dir)
+from resharpen.experiments.training.checkpoint import remove_checkpoint
 from resharpen.experiments.training.sweep import (REPORT_JSON, REPORT_MARKDOWN, execute,
                                                 load_runs, write_rows)
 from resharpen.experiments.training.runs import WEIGHT_KINDS
@@ -134,6 +135,16 @@ CHECKPOINTS = "checkpoints"
 """The folder in a grid folder where its runs keep their mid-run checkpoints."""
 
 
+def checkpoint_folder(root: Path, backend: str, address: str | None) -> Path | None:
+    """Where a grid's runs keep their mid-run checkpoints: ``root/checkpoints`` as an absolute
+    path inside ``root`` (:func:`~resharpen.experiments.common.io.check_within`: a link there
+    leading elsewhere is refused), read and written by the workers of this machine; None on a
+    Ray cluster named by an address, whose workers may not share this disk."""
+    if backend == "ray" and address:
+        return None
+    return check_within(root, Path(root).resolve() / CHECKPOINTS)
+
+
 def default_root(name: str) -> Path:
     """The default folder of grid ``name``: ``out/sweeps/<name>``."""
     return sweep_folder(name)
@@ -168,8 +179,13 @@ def run_grid(path: str | Path | dict, *, out: str | Path | None = None, workers:
 
     with undo_on_failure(target, remove_written=False):
         root = ensure_writable_dir(target)
-        run = functools.partial(run_group, checkpoints=str(root / CHECKPOINTS))
+        checkpoints = checkpoint_folder(root, backend, address)
+        run, saved = run_group, None
+        if checkpoints is not None:
+            run = functools.partial(run_group, checkpoints=str(checkpoints))
+            saved = functools.partial(remove_checkpoint, checkpoints)
         execute(root, identity, selected, run, lambda: write_table(root), ensemble=size,
+                after_save=saved,
                 marker={"kind": "task_grid", "runs": len(planned["configs"])}, backend=backend,
                 workers=workers, address=address, progress=progress, kind="grid",
                 desc=f"grid {planned['name']}", wait=wait)

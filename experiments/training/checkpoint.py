@@ -4,7 +4,8 @@ command runs again, from its last checkpoint instead of from step 1.
 
 A checkpoint is one file, ``<folder>/<run name>.pt``, written atomically (a temporary file, then
 a rename) at a record step at most every :data:`CHECKPOINT_SECONDS` seconds of training, and
-removed when the run has finished. It holds everything the next steps depend on, so that a
+removed by the sweep once the finished run is saved (:func:`remove_checkpoint`), so that a run
+trained but not yet saved when the process died resumes from it rather than from step 1. It holds everything the next steps depend on, so that a
 resumed run is the run that was never stopped, step for step and bit for bit on one machine
 (``tests/core/test_checkpoint.py``):
 
@@ -14,27 +15,31 @@ resumed run is the run that was never stopped, step for step and bit for bit on 
 * the loop's history rows and its last step;
 * the trainer's own state (``extra``): the data generators' states, the weights an own-fit run
   has kept, the run time so far;
-* the run's config, which must equal the config of the run that reads it: a checkpoint of
-  another config is not used (and is replaced by the run's own).
+* the run's config and the checkpoint format (:data:`FORMAT`), which must equal those of the
+  run that reads it.
 
-It is read with ``torch.load(weights_only=True)``: tensors and plain Python values only, no
-code, so a planted file cannot execute anything. An unreadable or foreign file is ignored and
-the run starts from step 1; a file this package did not write is never deleted (only
-``<run name>.pt`` files of a run this package trains, and its own temporary files).
+It is read with ``torch.load(weights_only=True)`` (torch >= 2.10): tensors and plain Python
+values only, no code, so a planted file cannot execute anything. An unreadable file, another
+config's or format's, or one whose tensors do not fit the run (:func:`fits`) is not used: the
+run says so in one line on stderr and starts from step 1, and its first checkpoint replaces the
+file. A resumed run lists the steps it resumed from in its summary (``resumed_from``). Nothing
+but ``<run name>.pt`` files of the runs a sweep trains, and this package's temporary files, is
+ever deleted.
 """
 from __future__ import annotations
 
 import io
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-
-import torch
 
 from resharpen.experiments.common.io import atomic_write_bytes, remove_stale_temporaries
 
 CHECKPOINT_SECONDS = 300.0
 """The most training time between two checkpoints of a run (at record steps)."""
+FORMAT = 1
+"""The checkpoint layout's version: a file of another version is not used."""
 
 
 @dataclass
@@ -59,30 +64,71 @@ class Checkpoint:
         return Path(self.folder) / f"{self.config['name']}.pt"
 
     def load(self) -> dict | None:
-        """The saved checkpoint of this run's config, or None (none, unreadable, or another
-        config's). Removes the temporary files a killed save left."""
+        """The saved checkpoint of this run's config and :data:`FORMAT`, or None (none, or not
+        usable: said on stderr). Removes the temporary files a killed save left."""
         remove_stale_temporaries(self.folder, [self.path.name])
-        if not self.path.is_file():
+        if not self.path.is_file() or self.path.is_symlink():
             return None
+        import torch
+
         try:
             data = torch.load(self.path, weights_only=True)
-        except Exception:  # noqa: BLE001 - a truncated or foreign file: start afresh
-            return None
-        if not isinstance(data, dict) or data.get("config") != self.config:
-            return None
+        except Exception as exc:  # noqa: BLE001 - a truncated or foreign file: start afresh
+            return self._unused(f"it cannot be read ({type(exc).__name__})")
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            return self._unused(f"it is not of checkpoint format {FORMAT}")
+        if data.get("config") != self.config:
+            return self._unused("it was written for another config")
         return data
+
+    def _unused(self, why: str) -> None:
+        print(f"checkpoint {str(self.path)!r} is not used: {why}; the run starts from step 1",
+              file=sys.stderr)
+        return None
 
     def save(self, step: int, state: dict, histories: list, smoothed: list) -> None:
         """Write the checkpoint after step ``step`` (atomically)."""
+        import torch
+
         buffer = io.BytesIO()
-        torch.save({"config": self.config, "step": step, "state": state,
+        torch.save({"format": FORMAT, "config": self.config, "step": step, "state": state,
                     "histories": histories, "smoothed": smoothed,
                     "extra": self.get_extra()}, buffer)
         atomic_write_bytes(self.path, buffer.getvalue())
 
-    def remove(self) -> None:
-        """Remove the run's checkpoint (the run has finished)."""
-        self.path.unlink(missing_ok=True)
+    def fits(self, saved: dict, current: dict) -> bool:
+        """Whether a saved training state fits the run's current one: the model's tensors (the
+        same names and shapes, :func:`same_layout`) and the same weight sets; else said on
+        stderr."""
+        if (isinstance(saved, dict) and same_layout(saved.get("model"), current["model"])
+                and isinstance(saved.get("averagers"), dict)
+                and saved["averagers"].keys() == current["averagers"].keys()):
+            return True
+        self._unused("its tensors do not fit this run's model (written by other code)")
+        return False
 
 
-__all__ = ["CHECKPOINT_SECONDS", "Checkpoint"]
+def same_layout(a, b) -> bool:
+    """Whether two nested dicts / lists / tensors have the same keys, lengths and tensor shapes
+    (other values may differ)."""
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
+                and all(same_layout(a[k], b[k]) for k in a))
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))
+                and len(a) == len(b) and all(same_layout(x, y) for x, y in zip(a, b)))
+    return True
+
+
+def remove_checkpoint(folder: str | Path, name: str) -> None:
+    """Remove run ``name``'s checkpoint from ``folder`` (the run is finished and saved)."""
+    path = Path(folder) / f"{name}.pt"
+    if path.is_file() and not path.is_symlink():
+        path.unlink()
+
+
+__all__ = ["CHECKPOINT_SECONDS", "FORMAT", "Checkpoint", "same_layout", "remove_checkpoint"]

@@ -355,11 +355,18 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
     smoothed = [float("nan")] * k
     first = 1
     saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None and not checkpoint.fits(saved["state"], state.resume_state()):
+        saved = None
     if saved is not None:  # the run continues after its last checkpoint
-        state.load_resume_state(saved["state"])
+        try:
+            state.load_resume_state(saved["state"])
+            checkpoint.set_extra({**saved["extra"], "at_step": saved["step"]})
+        except (KeyError, RuntimeError, TypeError, ValueError) as exc:
+            raise ValueError(f"checkpoint {str(checkpoint.path)!r} does not fit this run "
+                             f"({type(exc).__name__}: {exc}); remove it to train the run from "
+                             "step 1") from None
         histories, smoothed, first = saved["histories"], saved["smoothed"], saved["step"] + 1
         state.smoothed_loss = smoothed[0]
-        checkpoint.set_extra(saved["extra"])
     last_save = time.perf_counter()
     desc = (f"train {names[0]}".strip() if k == 1 else f"ensemble of {k}")
     state.model.train()

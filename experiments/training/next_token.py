@@ -313,11 +313,11 @@ def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: flo
                 bool(patience) and raw_step is not None and row["step"] >= patience * raw_step)
         return ends and meets_fit(fit, row["fit_id_invalid_mass"], row.get("fit_id_tv", 0.0))
 
-    checkpoint = None
+    checkpoint, resumed = None, []
     if checkpoints is not None:
         checkpoint = _checkpoint(checkpoints, first, state, streams, labels, kept, fit_steps,
                                  kinds, lambda: before[0] + time.perf_counter() - start,
-                                 before.__setitem__)
+                                 before.__setitem__, resumed)
     fitted = fit_members(state, tr, next_batch, every=tr["log_every"], record=record,
                          stop=stop, ignore=pad, raise_on_nonfinite=True, smoothing=0.05,
                          names=[c["name"] for c in configs], progress=progress,
@@ -337,27 +337,27 @@ def _train_members(configs: list[dict], *, progress: bool = True, heartbeat: flo
                    "final_loss": history[-1]["loss_smoothed"],
                    "seconds": (before[0] + time.perf_counter() - start) / k,
                    **fit_summary(fit, history), **own_fit,
+                   **({"resumed_from": list(resumed)} if resumed else {}),
                    **({} if k == 1 else {"ensemble": k})}
         results.append({"config": config, "per_length": per_length, "summary": summary,
                         "history": history, "weights": weight_sets(weights)})
-    if checkpoint is not None:
-        checkpoint.remove()
     return results, state
 
 
 def _checkpoint(folder, config: dict, state, streams, labels, kept: list[dict],
                 fit_steps: list[dict], kinds: list[int], elapsed: Callable[[], float],
-                set_before: Callable[[int, float], None]):
+                set_before: Callable[[int, float], None], resumed: list[int]):
     """The mid-run checkpoint of one run (:mod:`resharpen.experiments.training.checkpoint`):
-    besides the training state, its data generators, the weights its own-fit rule has kept, and
-    the run time so far."""
+    besides the training state, its data generators, the weights its own-fit rule has kept, the
+    run time so far and the steps it has resumed from (``resumed``, filled on a resume)."""
     from resharpen.experiments.training.checkpoint import Checkpoint
 
     def get_extra() -> dict:
         return {"streams": [g.bit_generator.state for g in streams.generators],
                 "labels": None if labels is None else labels.get_state(),
                 "kept": {kind: module.state_dict() for kind, module in kept[0].items()},
-                "fit_steps": dict(fit_steps[0]), "kinds": kinds[0], "elapsed": elapsed()}
+                "fit_steps": dict(fit_steps[0]), "kinds": kinds[0], "elapsed": elapsed(),
+                "resumed_from": list(resumed)}
 
     def set_extra(extra: dict) -> None:
         for generator, saved in zip(streams.generators, extra["streams"]):
@@ -371,6 +371,7 @@ def _checkpoint(folder, config: dict, state, streams, labels, kept: list[dict],
         fit_steps[0].update(extra["fit_steps"])
         kinds[0] = extra["kinds"]
         set_before(0, extra["elapsed"])
+        resumed[:] = [*extra["resumed_from"], extra["at_step"]]
 
     return Checkpoint(Path(folder), config, get_extra, set_extra)
 

@@ -23,6 +23,7 @@ import io
 import json
 import threading
 from pathlib import Path
+from typing import Callable
 
 from resharpen.experiments.training.backends import check_backend, run_tasks
 from resharpen.experiments.common.cli_args import UsageError, bad_input
@@ -91,7 +92,7 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
             ensemble: int = 1, marker: dict | None = None,
             backend: str = "local", workers: int = 2, address: str | None = None,
             progress: bool = True, kind: str = "sweep", desc: str = "sweep",
-            wait: bool = False) -> None:
+            wait: bool = False, after_save: Callable[[str], None] | None = None) -> None:
     """Run every config of a sweep folder that has no ``summary.json`` yet, on ``backend``.
 
     ``run_fn(list of configs) -> list of results`` runs one task: the runs of one ensemble.
@@ -109,7 +110,8 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     the files it writes: :data:`SWEEP_FILES` in ``root``, the run files in each planned run's
     folder; nothing else, nowhere else); writes ``sweep.json``,
     then each finished run (:func:`resharpen.experiments.training.loop.save_run`) and the table as results come
-    back (only this driver writes, every file atomically)."""
+    back (only this driver writes, every file atomically); ``after_save(run name)`` runs once
+    a run is saved (a grid removes the run's mid-run checkpoint there)."""
     with bad_input():
         check_backend(backend, address)
     identity = json.loads(json.dumps(identity))
@@ -117,7 +119,7 @@ def execute(root: Path, identity: dict, configs: list[dict], run_fn, write_table
     with _locked(root, kind, wait):  # again under the lock: another process may have run
         finished, pending = _plan_resume(root, identity, configs, ensemble, kind)
         _run(root, identity, configs, run_fn, write_table_fn, finished, pending, marker,
-             backend, workers, address, progress, desc)
+             backend, workers, address, progress, desc, after_save)
 
 
 def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
@@ -156,7 +158,7 @@ def _plan_resume(root: Path, identity: dict, configs: list[dict], ensemble: int,
 
 
 def _run(root, identity, configs, run_fn, write_table_fn, finished, pending, marker, backend,
-         workers, address, progress, desc) -> None:
+         workers, address, progress, desc, after_save=None) -> None:
     from resharpen.experiments.common.progress import Progress, bar as progress_bar
     from resharpen.experiments.training.loop import save_run  # torch: only once runs are due
 
@@ -178,6 +180,8 @@ def _run(root, identity, configs, run_fn, write_table_fn, finished, pending, mar
                 if index not in finished:
                     save_run(result, root / "runs" / configs[index]["name"],
                              profile=identity.get("profile"))
+                    if after_save is not None:
+                        after_save(configs[index]["name"])
                     bar.update(1)
                     done += 1
                     saved.append(configs[index]["name"])
