@@ -42,6 +42,7 @@ one back.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -342,8 +343,6 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
     ``checkpoint`` (one model only, a :class:`~resharpen.experiments.training.checkpoint.Checkpoint`):
     the loop starts from the run's saved checkpoint when there is one, and saves one at a
     record step at most every ``checkpoint.every`` seconds."""
-    import time
-
     from resharpen.experiments.common.progress import Progress, bar as progress_bar, fit_of
 
     k, steps = state.size, train["steps"]
@@ -354,19 +353,9 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
     ended: dict[int, dict] = {}
     smoothed = [float("nan")] * k
     first = 1
-    saved = checkpoint.load() if checkpoint is not None else None
-    if saved is not None and not checkpoint.fits(saved["state"], state.resume_state()):
-        saved = None
-    if saved is not None:  # the run continues after its last checkpoint
-        try:
-            state.load_resume_state(saved["state"])
-            checkpoint.set_extra({**saved["extra"], "at_step": saved["step"]})
-        except (KeyError, RuntimeError, TypeError, ValueError) as exc:
-            raise ValueError(f"checkpoint {str(checkpoint.path)!r} does not fit this run "
-                             f"({type(exc).__name__}: {exc}); remove it to train the run from "
-                             "step 1") from None
-        histories, smoothed, first = saved["histories"], saved["smoothed"], saved["step"] + 1
-        state.smoothed_loss = smoothed[0]
+    resumed = _resume(state, checkpoint) if checkpoint is not None else None
+    if resumed is not None:  # the run continues after its last checkpoint
+        histories, smoothed, first = resumed
     last_save = time.perf_counter()
     desc = (f"train {names[0]}".strip() if k == 1 else f"ensemble of {k}")
     state.model.train()
@@ -416,6 +405,24 @@ def fit_members(state, train: dict, next_batch: Callable[[int], torch.Tensor], *
     bar.close()
     return Fitted(histories, [ended[i] if i in ended else state.member_weights(i)
                               for i in range(k)])
+
+
+def _resume(state, checkpoint) -> tuple[list, list, int] | None:
+    """Load the run's checkpoint into ``state`` and the trainer's own state (``set_extra``);
+    return (histories, smoothed losses, the next step), or None when there is no checkpoint it
+    can use (:meth:`~resharpen.experiments.training.checkpoint.Checkpoint.load`, ``fits``)."""
+    saved = checkpoint.load()
+    if saved is None or not checkpoint.fits(saved["state"], state.resume_state()):
+        return None
+    try:
+        state.load_resume_state(saved["state"])
+        checkpoint.set_extra({**saved["extra"], "at_step": saved["step"]})
+    except (KeyError, RuntimeError, TypeError, ValueError) as exc:
+        raise ValueError(f"checkpoint {str(checkpoint.path)!r} does not fit this run "
+                         f"({type(exc).__name__}: {exc}); remove it to train the run from "
+                         "step 1") from None
+    state.smoothed_loss = saved["smoothed"][0]
+    return saved["histories"], saved["smoothed"], saved["step"] + 1
 
 
 def _mean(values: list[float], skip: dict) -> float:
