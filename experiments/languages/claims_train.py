@@ -19,7 +19,8 @@ says nothing about the theory). Each Post-Norm comparison has two controls, as t
 control (does a norm before the readout help at all?), and ``vs_pre`` against ``pre``, the
 practice baseline whose final norm resharpens too (does Post-Norm beat what practitioners
 use?). Each claim names its test (paired t, Wilcoxon beside it), n, p and its Holm-adjusted p
-over the claims that read the same grid, with three outcomes
+over the claims that answer the same question (:data:`QUESTIONS`: the averages, the placements,
+Othello), with three outcomes
 (:func:`resharpen.experiments.ledger.stats.decision`): PASS when the effect is shown at adjusted
 p < 0.05, FAIL when the opposite effect is shown at that level, INCONCLUSIVE otherwise (too few
 pairs, a control not trained or not at the fit, or neither direction shown), with what would
@@ -52,25 +53,29 @@ def effect_text(t) -> str:
         return f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g})"
     return f"{t.label} not tested (n={t.result.n})"
 
-def grid_rows(profile: str) -> tuple[list[dict], Path, str]:
-    """(table rows, folder, which grid) of the profile's own grid: in the full profile the full
-    grid (``out/sweeps/langs``, trained here where runs are missing: it resumes run by run, so
-    a stopped ``verify --profile full`` continues where it stopped), in the quick profile the
+def grid_rows(profile: str, norms: tuple[str, ...] | None = None
+              ) -> tuple[list[dict], Path, str]:
+    """(table rows, folder, which grid) of the profile's own grid, the rows of the schemes
+    ``norms`` only when given (the runs a question reads, :data:`QUESTION_NORMS`): in the full
+    profile the full grid (``out/sweeps/langs``) once every run of those schemes has finished
+    (it resumes run by run and trains the schemes in the grid's order); in the quick profile the
     quick grid (trained here when missing, minutes). A profile never decides on another's grid,
-    and the full profile never on a part of its grid."""
+    and the full profile never on a part of the runs it reads."""
     from resharpen.experiments.languages.grid import (ensure_grid, grid_file, load_grid,
                                                       table_rows)
 
-    if profile in _CACHE:
-        return _CACHE[profile]
+    if (profile, norms) in _CACHE:
+        return _CACHE[profile, norms]
     if profile == "full":
-        root = ensure_grid("full")
-        which = "full grid (" + grid_shape(load_grid(grid_file("full"), "full")["configs"]) + ")"
+        root = ensure_grid("full", norms=norms)
     else:
         root = ensure_grid("quick", progress=False)
-        which = "quick grid (" + grid_shape(load_grid(grid_file("quick"), "quick")["configs"]) + ")"
-    _CACHE[profile] = (table_rows(root), root, which)
-    return _CACHE[profile]
+    configs = [c for c in load_grid(grid_file(profile), profile)["configs"]
+               if norms is None or c["model"]["norm"] in norms]
+    which = f"{profile} grid ({grid_shape(configs)})"
+    rows = [r for r in table_rows(root) if norms is None or r.get("norm") in norms]
+    _CACHE[profile, norms] = (rows, root, which)
+    return _CACHE[profile, norms]
 
 
 def grid_shape(configs: list[dict]) -> str:
@@ -157,9 +162,9 @@ def othello_rows(profile: str) -> tuple[list[dict], Path, str]:
 # ----------------------------------------------------------------------------- statistics
 # The effects are paired (resharpen.experiments.ledger.stats): EMA/BEMA against the raw weights of
 # the same run, and a placement against the control at the same task and seed (raw weights),
-# every grid running each task with the same seeds for every placement. The claims that read
-# one grid form one family of tests, Holm-adjusted together; each decides at adjusted
-# p < ALPHA. The tiny grid, fewer than stats.MIN_N pairs, or a standard error that is not
+# every grid running each task with the same seeds for every placement. The claims that answer
+# one question on one grid form one family of tests (QUESTIONS), Holm-adjusted together; each
+# decides at adjusted p < ALPHA. The tiny grid, fewer than stats.MIN_N pairs, or a standard error that is not
 # finite make a claim INCONCLUSIVE, with the command that decides.
 # The placement comparisons and the run filters (learned, at the stated fit) live in
 # resharpen.experiments.languages.postnorm_controls.
@@ -245,20 +250,47 @@ FAMILY = {
 }
 """The experiment claims on the task-training grids and how each computes its tests."""
 
+QUESTIONS = {
+    "averages": ("langtrain.ema.ood_invalid_mass", "langtrain.bema.ood_invalid_mass"),
+    "placements": ("langtrain.postnorm.vs_nofinal.ood_invalid_mass",
+                   "langtrain.postnorm.vs_pre.ood_invalid_mass",
+                   "langtrain.postnorm.vs_nofinal.pooled_log_ratio",
+                   "langtrain.postnorm.vs_pre.pooled_log_ratio"),
+    "othello": ("langtrain.othello.ema_ood",),
+}
+"""The Holm families: the claims that answer one question, on the runs that question reads.
+Do weight averages length-generalize better than the raw weights (every scheme's runs)? Does a
+Post-Norm placement beat its controls (the runs of the two placements and the two controls
+only)? The Othello claim reads its own study. Each family's tests are Holm-adjusted together,
+so a claim's verdict does not wait on runs, or move with tests, that answer another question.
+(The grid's claims were one family of seven until the full grid was first run; the two families
+were set before any of its placement comparisons had been computed.)"""
+
+QUESTION_NORMS = {"placements": tuple(CONTROLS) + POST_NORMS}
+"""The schemes a question reads (the others read every scheme of the grid): the placement
+comparisons read the two controls and the two Post-Norm placements, which the full grid trains
+first, so they decide once those 352 runs have finished."""
+
+
+def question(claim_id: str) -> str:
+    """The question (the Holm family, :data:`QUESTIONS`) of a grid claim."""
+    return next(q for q, members in QUESTIONS.items() if claim_id in members)
+
 
 def claim_data() -> dict[str, str]:
     """The grid each experiment claim of this module decides on: the grid claims share one grid
-    by design (one family, Holm-adjusted together); the Othello claim reads the Othello study
-    (the full profile; the quick grid has no Othello runs). tests/core/test_claim_data.py checks
-    that distinct names are distinct data."""
+    (two families on it, :data:`QUESTIONS`); the Othello claim reads the Othello study (the full
+    profile; the quick grid has no Othello runs). tests/core/test_claim_data.py checks that
+    distinct names are distinct data."""
     return {**{claim_id: "othello" if claim_id == "langtrain.othello.ema_ood" else "langs"
                for claim_id in FAMILY},
             **{claim_id: "noise" for claim_id in NOISE_FAMILY}}
 
 
 def _data(claim_id: str, profile: str) -> tuple[list[dict], Path, str]:
-    return othello_rows(profile) if claim_id == "langtrain.othello.ema_ood" else \
-        grid_rows(profile)
+    if claim_id == "langtrain.othello.ema_ood":
+        return othello_rows(profile)
+    return grid_rows(profile, QUESTION_NORMS.get(question(claim_id)))
 
 
 def what_decides(claim_id: str, profile: str) -> str:
@@ -274,12 +306,12 @@ def what_decides(claim_id: str, profile: str) -> str:
 
 def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
     """The outcome of ``claim_id`` from its tests, Holm-adjusted with the tests of every claim
-    that reads the same grid (each direction): PASS when each shows the effect at adjusted
+    of its question (:data:`QUESTIONS`; each direction): PASS when each shows the effect at adjusted
     p < ALPHA; FAIL when one shows the opposite effect at that level; INCONCLUSIVE on the tiny
     grid, when a test cannot decide or when neither direction is shown, naming the runs that
     would decide (:func:`what_decides`)."""
     rows, root, which = _data(claim_id, profile)
-    members = [c for c in FAMILY if _data(c, profile)[1] == root]
+    members = QUESTIONS[question(claim_id)]
     tests = stats.family([(c, label, result) for c in members
                           for label, result in FAMILY[c](_data(c, profile)[0])])
     mine = tests.get(claim_id, [])
@@ -288,8 +320,9 @@ def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
     detail = " | ".join([f"{which}, {root}", describe_runs(root), unlearned_note(rows)]
                         + [t.describe() for t in mine]
                         + ([extra] if extra else [])
-                        + [f"family: {size} tests of the {len(members)} langtrain claims on "
-                           f"this grid, Holm at alpha {ALPHA}"])
+                        + [f"family: {size} tests of the {len(members)} langtrain claims of "
+                           f"the {question(claim_id)} question on this grid, Holm at alpha "
+                           f"{ALPHA}"])
     passed, unsure = stats.verdict(mine, ALPHA)
     if unsure:
         unsure += (f"; more runs that learn the task in distribution decide "
@@ -344,7 +377,7 @@ def check_othello_ema_ood(profile: str) -> Outcome:
 def postnorm_effect(claim_id: str, profile: str, control: str, pooled: bool) -> Outcome:
     """Whether post and attn_out have lower OOD invalid mass than ``control`` (one of
     :data:`CONTROLS`, whose question the detail states), paired by seed at matched fit."""
-    rows, _, _ = grid_rows(profile)
+    rows, _, _ = _data(claim_id, profile)
     extra = [f"control {control}: {CONTROLS[control]}",
              fit_note(rows, tuple(CONTROLS) + POST_NORMS), mean_differences(rows, control)]
     if control == "pre_nofinal" and not pooled:

@@ -366,27 +366,37 @@ def grid_file(profile: str) -> Path:
     return GRID_DIR / "grid.toml"
 
 
-def finished_runs_or_missing(planned: dict, root: Path, what: str, command: str) -> int:
-    """How many of the ``planned`` grid's runs have finished in ``root``, when that is all of
-    them; else :class:`~resharpen.experiments.ledger.registry.MissingData` (a part of a
-    full-size grid decides nothing), which a claim records as INCONCLUSIVE with the counts
-    ("33 of 792 runs finished") and ``command``, which trains the rest. ``what`` names the grid
-    in the message ("the full grid")."""
+def finished_runs_or_missing(planned: dict, root: Path, what: str, command: str,
+                             norms: tuple[str, ...] | None = None) -> int:
+    """How many of the ``planned`` grid's runs (those of the schemes ``norms`` only, when given)
+    have finished in ``root``, when that is all of them; else
+    :class:`~resharpen.experiments.ledger.registry.MissingData` (a part of a full-size grid
+    decides nothing), which a claim records as INCONCLUSIVE with the counts ("33 of 792 runs
+    finished") and ``command``, which trains the rest. ``what`` names the grid in the message
+    ("the full grid"). A run counts by its name, so a folder that holds other runs too is
+    counted right."""
     from resharpen.experiments.ledger.registry import MissingData
 
-    finished, total = (len(load_runs(root)) if root.exists() else 0), len(planned["configs"])
+    names = {c["name"] for c in planned["configs"]
+             if norms is None or c["model"]["norm"] in norms}
+    done = {Path(run["folder"]).name for run in load_runs(root)} if root.exists() else set()
+    finished, total = len(names & done), len(names)
     if finished < total:
-        raise MissingData(f"{finished} of {what}'s {total} runs are finished in "
+        schemes = f" of {', '.join(norms)}" if norms is not None else ""
+        raise MissingData(f"{finished} of {what}'s {total} runs{schemes} are finished in "
                           f"{str(root)!r}; the rest: {command}",
                           measured=f"{finished} of {total} runs finished",
                           expected=f"all {total} runs finished")
     return finished
 
 
-def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Path:
-    """The grid folder of ``profile`` with every run finished: the full one must have been run
-    (``resharpen langs run --profile full``, resumable; a part of it decides nothing:
-    :func:`finished_runs_or_missing`); the quick one is run (or completed) here."""
+def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True,
+                norms: tuple[str, ...] | None = None) -> Path:
+    """The grid folder of ``profile`` with every run finished (every run of the schemes
+    ``norms``, when given: the runs a claim reads): the full one must have been run
+    (``resharpen langs run --profile full``, resumable, and it trains the schemes in the grid's
+    order; a part of it decides nothing: :func:`finished_runs_or_missing`); the quick one is run
+    (or completed) here."""
     planned = load_grid(grid_file(profile), profile)
     root = default_root(planned["name"])
     if profile == "full":
@@ -396,7 +406,7 @@ def ensure_grid(profile: str, *, workers: int = 2, progress: bool = True) -> Pat
                    if archived_sweep(planned["name"]) else "")
         finished_runs_or_missing(planned, root, "the full grid",
                                  f"resharpen langs run --profile full (it resumes run by run"
-                                 f"{restore})")
+                                 f"{restore})", norms=norms)
         return root
     if root.exists() and len(load_runs(root)) >= len(planned["configs"]):
         return root

@@ -40,9 +40,10 @@ def grid(monkeypatch):
     import resharpen.experiments.languages.claims_train as module
 
     def use(rows, which="quick grid"):
-        data = (rows, module.Path("out/sweeps/langs-quick"), which)
-        monkeypatch.setattr(module, "grid_rows", lambda profile: data)
-        monkeypatch.setattr(module, "othello_rows", lambda profile: data)
+        root = module.Path("out/sweeps/langs-quick")
+        monkeypatch.setattr(module, "grid_rows", lambda profile, norms=None: (
+            [r for r in rows if norms is None or r["norm"] in norms], root, which))
+        monkeypatch.setattr(module, "othello_rows", lambda profile: (rows, root, which))
     return use
 
 
@@ -58,8 +59,12 @@ def test_averaged_weights_are_paired_within_runs_per_task_and_decided_after_holm
     assert "n=9" in ema.detail  # one test per task: 3 placements x 3 seeds
     assert bema.status == "FAIL"  # BEMA is planted worse (+0.05): the opposite, shown
     assert othello.status == "PASS" and "othello: ema - raw" in othello.detail
-    # 3 + 3 EMA/BEMA tests, 3 x 2 placement tests and 2 pooled per control, 1 Othello
-    assert "family: 23 tests of the 7 langtrain claims" in ema.detail
+    # one family per question: 3 EMA and 3 BEMA tests; the Othello claim's 1 test alone
+    assert "family: 6 tests of the 2 langtrain claims of the averages question" in ema.detail
+    assert "family: 1 tests of the 1 langtrain claims of the othello question" in othello.detail
+    placement = status(f"{VS_PRE}.ood_invalid_mass")  # 3 tasks x 2 placements, + 2 pooled, x 2
+    assert "family: 16 tests of the 4 langtrain claims of the placements question" \
+        in placement.detail
     assert "Holm-adjusted p=" in othello.detail
 
 
@@ -201,10 +206,12 @@ def test_a_degenerate_average_that_only_avoids_illegal_tokens_is_not_at_the_fit(
 
 
 def test_a_part_of_the_full_grid_decides_nothing(monkeypatch, tmp_path):
-    """The full profile decides on the whole full grid only: with 8 of its runs finished the
-    claims are INCONCLUSIVE, saying how many runs there are and the command that makes the
-    rest; the quick profile never reads the full grid."""
-    import resharpen.experiments.training.sweep as sweep
+    """The full profile decides a claim on every run it reads, never on a part: with 8 runs
+    finished the placement claims (which read the 352 runs of pre, pre_nofinal, post and
+    attn_out) and the averaging claims (all 792) are INCONCLUSIVE with their own counts and the
+    command that makes the rest; once the 352 placement runs have finished, the placement
+    claims decide while the averaging claims still wait. The quick profile never reads the full
+    grid."""
     import resharpen.experiments.languages.claims_train as module
     import resharpen.experiments.languages.grid as grid
     from resharpen.experiments.ledger.registry import _REGISTRY
@@ -213,15 +220,38 @@ def test_a_part_of_the_full_grid_decides_nothing(monkeypatch, tmp_path):
     roots = {"langs": tmp_path / "langs", "langs-quick": tmp_path / "langs-quick"}
     for root in roots.values():
         root.mkdir()
+    planned = grid.load_grid(grid.grid_file("full"), "full")["configs"]
+    placement_runs = [c for c in planned if c["model"]["norm"] in module.QUESTION_NORMS[
+        "placements"]]
+    finished = planned[:8]
     monkeypatch.setattr(module, "_CACHE", {})
     monkeypatch.setattr(grid, "default_root", lambda name: roots[name])
-    monkeypatch.setattr(sweep, "load_runs",
-                        lambda root: [{"config": {}}] * (8 if root == roots["langs"] else 0))
-    monkeypatch.setattr(grid, "load_runs", sweep.load_runs)
+    monkeypatch.setattr(grid, "load_runs", lambda root: [
+        {"folder": root / "runs" / c["name"]} for c in finished] if root == roots["langs"]
+        else [])
     record = run_claim(_REGISTRY["langtrain.postnorm.vs_pre.ood_invalid_mass"], "full")
-    assert (record.status, record.measured) == ("INCONCLUSIVE", "8 of 792 runs finished"), record
-    assert "8 of the full grid's 792 runs" in record.detail
+    assert (record.status, record.measured) == ("INCONCLUSIVE", "8 of 352 runs finished"), record
+    assert "8 of the full grid's 352 runs of pre_nofinal, pre, post, attn_out" in record.detail
     assert "resharpen langs run --profile full" in record.detail
+    ema = run_claim(_REGISTRY["langtrain.ema.ood_invalid_mass"], "full")
+    assert (ema.status, ema.measured) == ("INCONCLUSIVE", "8 of 792 runs finished"), ema
+
+    finished = placement_runs + [c for c in planned if c["model"]["norm"] == "none"][:3]
+    monkeypatch.setattr(module, "_CACHE", {})
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(grid, "table_rows", lambda root: [
+        {"run": c["name"], "task": c["task"]["name"], "norm": c["model"]["norm"],
+         "seed": c["train"]["seed"], "weights": w, "ood_invalid_mass": 0.3 + 0.01 * rng.normal(),
+         "id_invalid_mass": 0.001, "id_tv": 0.02,
+         "fit_target": c["fit"]["until_id_invalid_mass"]}
+        for c in finished for w in ("raw", "ema", "bema")])
+    decided = run_claim(_REGISTRY["langtrain.postnorm.vs_pre.ood_invalid_mass"], "full")
+    assert "runs finished" not in decided.measured and decided.status != "ERROR", decided
+    assert "- none" not in decided.detail, "the placement claims read their four schemes only"
+    assert "full grid (11 tasks x 4 schemes x 8 seeds" in decided.detail
+    ema = run_claim(_REGISTRY["langtrain.ema.ood_invalid_mass"], "full")
+    assert (ema.status, ema.measured) == ("INCONCLUSIVE", "355 of 792 runs finished"), ema
+
     trained = []
     monkeypatch.setattr(grid, "run_grid", lambda *a, **k: trained.append(a) or roots["langs-quick"])
     monkeypatch.setattr(grid, "table_rows", lambda root: [{"root": root}])
@@ -274,13 +304,13 @@ def test_othello_claim_reads_the_full_study_only_when_every_run_has_finished(tmp
     study = tmp_path / "othello"
     (study / "runs" / "othello6-pre-s0").mkdir(parents=True)
     monkeypatch.setattr(grid_module, "default_root", lambda name: tmp_path / name)
-    monkeypatch.setattr(grid_module, "load_runs",
-                        lambda root: [{"name": "othello6-pre-s0"}] if root == study else [])
+    monkeypatch.setattr(grid_module, "load_runs", lambda root: [
+        {"folder": study / "runs" / "othello6-pre-s0"}] if root == study else [])
     out = run_claim(CLAIMS["langtrain.othello.ema_ood"], "full")
     assert (out.status, out.measured, out.expected) == (
         "INCONCLUSIVE", "1 of 8 runs finished", "all 8 runs finished")
     assert "1 of the Othello study's 8 runs" in out.detail
     assert "resharpen langs run --grid languages/othello --profile full" in out.detail
     quick = object()
-    monkeypatch.setattr(module, "grid_rows", lambda profile: quick)
+    monkeypatch.setattr(module, "grid_rows", lambda profile, norms=None: quick)
     assert module.othello_rows("quick") is quick

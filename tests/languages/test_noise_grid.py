@@ -177,7 +177,7 @@ def test_the_full_noise_grid_decides_only_when_every_run_has_finished(tmp_path, 
     run = tmp_path / "langs-noise" / "runs" / "dyck2-pre-k1-s0"
     run.mkdir(parents=True)
     monkeypatch.setattr(grid, "default_root", lambda name: tmp_path / "langs-noise")
-    monkeypatch.setattr(grid, "load_runs", lambda root: [{"name": "dyck2-pre-k1-s0"}])
+    monkeypatch.setattr(grid, "load_runs", lambda root: [{"folder": run}])
     module._CACHE.pop(("noise", "full"), None)
     out = run_claim(claims_by_id()["langtrain.noise.bema_gain_falls_with_k"], "full")
     assert (out.status, out.measured) == ("INCONCLUSIVE", "1 of 96 runs finished")
