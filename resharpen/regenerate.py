@@ -50,6 +50,8 @@ WRITERS: tuple[tuple[str, tuple[str, ...]], ...] = (
      ("tests/core/test_baseline.py", "--write")),
     ("docs: the passages quoted from the mutation record",
      ("tests/core/test_docs_from_records.py", "--write")),
+    ("docs/othello_search.md: the Othello study's table (from its archive)",
+     ("tests/languages/test_othello_study_table.py", "--write")),
     ("docs/verdicts/ (from the declarations and the quick and full records)",
      ("-m", "resharpen.verdicts", "--write")),
     ("README.md: the verdict table and the family counts; docs/run_times.md",
