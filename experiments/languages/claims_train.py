@@ -39,7 +39,8 @@ from resharpen.experiments.common.profiles import pick
 from resharpen.experiments.ledger.stats import ALPHA
 from resharpen.experiments.languages.postnorm_controls import (
     CONTROLS, LEARNED_ID, LEARNED_TV, METRIC, POST_NORMS, at_matched_fit, fit_note,
-    final_norm_reference, learned, matched_bar, mean_differences, per_task_tests, pooled_tests)
+    final_norm_reference, learned, matched_bar, mean_differences, per_task_tests, pooled_tests,
+    tasks_of)
 
 PAPER = "arXiv 2510.08341"
 _CACHE: dict = {}
@@ -73,7 +74,8 @@ def grid_rows(profile: str, norms: tuple[str, ...] | None = None
     configs = [c for c in load_grid(grid_file(profile), profile)["configs"]
                if norms is None or c["model"]["norm"] in norms]
     which = f"{profile} grid ({grid_shape(configs)})"
-    rows = [r for r in table_rows(root) if norms is None or r.get("norm") in norms]
+    planned = {c["name"] for c in configs}
+    rows = [r for r in table_rows(root) if r["run"] in planned]
     _CACHE[profile, norms] = (rows, root, which)
     return _CACHE[profile, norms]
 
@@ -194,13 +196,15 @@ OTHELLO = ("othello", "othello6")
 
 def averaged_tests(weights: str, othello_only: bool = False):
     """rows -> per task, the paired test (within each learned run) of ``weights`` (ema | bema)
-    against raw: one test per task (tasks are on different scales; Holm across them)."""
+    against raw: one test per task (tasks are on different scales; Holm across them), on the
+    tasks with a learned run (:func:`postnorm_controls.tasks_of`: a task no run learned is
+    outside the premise, listed in the detail)."""
     def tests(rows: list[dict]) -> list[tuple[str, object]]:
         rows = [r for r in learned(rows) if r["task"] in OTHELLO or not othello_only]
         by = {(r["run"], r["weights"]): r[METRIC] for r in rows}
         fitted = averaged_fitted(rows, weights)
         out = []
-        for task in sorted({r["task"] for r in rows}):
+        for task in tasks_of(rows):
             runs = sorted({r["run"] for r in rows if r["task"] == task and r["run"] in fitted})
             out.append((f"{task}: {weights} - raw",
                         stats.compare({run: by[(run, weights)] for run in runs},

@@ -137,9 +137,12 @@ def log_ratio_by_seed(rows: list[dict], norm: str, control: str) -> stats.Compar
 
 
 def tasks_of(rows: list[dict]) -> list[str]:
-    """The tasks with a run that learned in distribution (the others cannot decide)."""
+    """The tasks with a run that learned in distribution, among the runs a claim reads (the
+    schemes it compares). A task none of them learned is outside the claims' premise (length
+    generalization of models that fit the training lengths): it is not tested, and the claim's
+    detail lists its runs as not learned. A task with some learned runs, but too few to pair,
+    is tested and leaves the claim INCONCLUSIVE."""
     return sorted({r["task"] for r in learned(rows) if r["weights"] == "raw"})
-
 
 def per_task_tests(control: str):
     """rows -> per task and Post-Norm placement, the paired test against ``control``."""

@@ -1,8 +1,9 @@
 """No two experiment claims are decided on identical data unless they say so.
 
 Every experiment claim of train.* and langtrain.* names the sweep or grid it decides on
-(``claim_data()`` of its module). Claims naming the same one say that they share its runs (one
-family, Holm-adjusted together). Claims naming different ones must get different runs: the
+(``claim_data()`` of its module). Claims naming the same one say that they share its runs (and
+are Holm-adjusted together, or, on the task grid, per question:
+``languages.claims_train.QUESTIONS``). Claims naming different ones must get different runs: the
 planned run configs (names aside) of every pair of named sweeps differ, in both profiles. This
 is what caught ``long_runs_v32-quick`` being row for row ``long_runs-quick`` (a base's
 ``[profile.quick]`` overriding the child's own ``vocab = 32``). Nothing is trained here.
