@@ -106,14 +106,25 @@ def entry(claim_id: str, decl: dict, quick: dict | None, full: dict | None) -> s
     lines.append(f"- **Expected value from**: the {decl['expected_from']}: {decl['origin']}")
     figures = decl.get("figures", [])
     if figures:
-        shown = ", ".join(f"`{f}` ([PNG](../figures/{f}.png))"
-                          if (ROOT / "docs" / "figures" / f"{f}.png").is_file() else f"`{f}`"
-                          for f in figures)
+        shown = ", ".join(figure_text(f) for f in figures)
         lines.append(f"- **Figures**: {shown}; `resharpen figs --only {figures[0]}`")
     lines.append(f"- **Reproduce**: `resharpen verify --only {claim_id}` (quick), "
                  f"`resharpen verify --only {claim_id} --profile full` (full size); "
                  f"`resharpen verify --where {claim_id}` shows the code")
     return "\n".join(lines)
+
+
+def figure_text(name: str) -> str:
+    """```name``` and a link to each committed copy of the files it writes (its output stems,
+    ``paper_figs.OUTPUTS``: ``docs/figures/<stem>.png``), labelled by stem when it writes
+    several."""
+    from resharpen.paper_figs import OUTPUTS
+
+    stems = [stem for stem in OUTPUTS.get(name, (name,))
+             if (ROOT / "docs" / "figures" / f"{stem}.png").is_file()]
+    links = ", ".join(f"[{'PNG' if len(stems) == 1 else stem}](../figures/{stem}.png)"
+                      for stem in stems)
+    return f"`{name}` ({links})" if links else f"`{name}`"
 
 
 def counts(records: dict[str, dict], ids: list[str]) -> str:

@@ -1,12 +1,13 @@
-"""The CPU Othello study (6 x 6 board): invalid mass and KL(p* || p) after every move 1..32, per
-norm placement (column, colour) and raw / EMA / BEMA weights (line style), mean over seeds;
-trained on 20-move prefixes to the fit. Claims shown: langtrain.othello.ema_ood.
+"""The CPU Othello study (6 x 6 board): invalid mass and KL(p* || p) after every move 1..32, for
+the raw / EMA / BEMA weights (line style) of its Pre-LN runs, mean over seeds; trained on
+20-move prefixes to the fit. Claims shown: langtrain.othello.ema_ood.
 
 Reads out/sweeps/othello (full profile: run `resharpen langs run --grid
-experiments/configs/languages/othello.toml --profile full` first, about 22 CPU hours: 24 runs
-of about 55 CPU minutes; else the archive's copy, results/full/sweeps/othello, through its curve
-table, as fig_langtrain_curves) or out/sweeps/othello-quick (quick profile: one seed, 2 layers, 200 steps). Never trains: skipped
-with that command when the study is not on disk. Writes fig_langtrain_study_othello.png/.pdf.
+experiments/configs/languages/othello.toml --profile full` first, 8 runs of about an hour of CPU
+each; else the archive's copy, results/full/sweeps/othello, through its curve table, as
+fig_langtrain_curves) or out/sweeps/othello-quick (quick profile: one seed, 2 layers, 200
+steps). Never trains: skipped with that command when the study is not on disk. Writes
+fig_langtrain_study_othello.png/.pdf.
 """
 from __future__ import annotations
 
