@@ -7,14 +7,14 @@ experiments/configs/languages/othello.toml --profile full` first, 8 runs of abou
 each; else the archive's copy, results/full/sweeps/othello, through its curve table, as
 fig_langtrain_curves) or out/sweeps/othello-quick (quick profile: one seed, 2 layers, 200
 steps). Never trains: skipped with that command when the study is not on disk. Writes
-fig_langtrain_study_othello.png/.pdf.
+fig_langtrain_study_othello6.png/.pdf.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 
-STEMS = ("fig_langtrain_study_othello",)
+STEMS = ("fig_langtrain_study_othello6",)
 """The stems of the files this figure writes (read without importing it: paper_figs/__init__.py)."""
 
 

@@ -132,7 +132,7 @@ def test_a_claim_naming_a_figure_without_a_script_is_refused():
     (["fig_sc_margins"], ["fig_sc_margins"]),
     (["sc_attn_out_over_sv"], ["fig_sc_attn_out_sv"]),
     (["fig_langtrain_dyck2"], ["fig_langtrain_curves"]),
-    (["fig_langtrain_study_othello"], ["fig_langtrain_othello_study"]),
+    (["fig_langtrain_study_othello6"], ["fig_langtrain_othello_study"]),
     (["fig_train_grid_*"], ["fig_train_grids"]),
     (["sc_*"], ["fig_sc_attn_out_sv", "fig_sc_invalid_mass", "fig_sc_margins"]),
 ])
