@@ -321,7 +321,8 @@ def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
     mine = tests.get(claim_id, [])
     size = sum(len(t) for t in tests.values())
     measured = "; ".join(effect_text(t) for t in mine)
-    detail = " | ".join([f"{which}, {root}", describe_runs(root), unlearned_note(rows)]
+    detail = " | ".join([f"{which}, {root}", describe_runs(root, {r["run"] for r in rows}),
+                         unlearned_note(rows)]
                         + [t.describe() for t in mine]
                         + ([extra] if extra else [])
                         + [f"family: {size} tests of the {len(members)} langtrain claims of "

@@ -337,13 +337,15 @@ def _values(values: list) -> str:
     return ", ".join(map(str, distinct))
 
 
-def describe_runs(root: str | Path) -> str:
-    """One line: what the finished runs under ``root`` are (above)."""
+def describe_runs(root: str | Path, names: set[str] | None = None) -> str:
+    """One line: what the finished runs under ``root`` are (above), of the runs named ``names``
+    only when given (the runs a claim reads)."""
     root = Path(root)
     identity = {}
     if (root / "sweep.json").exists():
         identity = read_sweep_file(root)["identity"]
-    configs = [run["config"] for run in load_runs(root)]
+    configs = [run["config"] for run in load_runs(root)
+               if names is None or Path(run["folder"]).name in names]
     parts = [f"ran {root.name}", f"profile {identity.get('profile', 'unknown')}",
              f"{len(configs)} finished runs"]
     if configs:
