@@ -508,7 +508,9 @@ def add_archive(sub) -> None:
                                    "curves its figures draw (not the per-length records). "
                                    "'pack SWEEP_FOLDER' adds a sweep's finished runs to it; 'restore NAME' copies the archived runs "
                                    "of sweep NAME that out/sweeps/NAME lacks back into it as "
-                                   "plain files, so the same sweep command trains only the rest; "
+                                   "plain files, so the same sweep command trains only the rest "
+                                   "and the full-size claims read them without training; "
+                                   "'restore' without a name restores every archived sweep; "
                                    "'pack-dyn [FOLDER]' adds the full-size trained-dynamics "
                                    "set (default out/dyn_trained/full, its group files only) as "
                                    "results/full/dyn_trained, which its claims and figures read "
@@ -521,7 +523,7 @@ def add_archive(sub) -> None:
                         "archive kept as text")
     p.add_argument("target", nargs="?", metavar="SWEEP", type=PATH,
                    help="pack: the sweep folder (e.g. out/sweeps/langs); restore: the sweep's "
-                        "name (e.g. langs); pack-dyn: the trained-dynamics cache folder "
+                        "name (e.g. langs; none: every archived sweep); pack-dyn: the trained-dynamics cache folder "
                         "(default out/dyn_trained/full)")
     p.add_argument("--out", metavar="DIR", type=PATH,
                    help="restore: the sweep folder to restore into "
@@ -550,6 +552,16 @@ def run_archive(args) -> int:
                   if value is not None and not used]
         if unused:
             raise ValueError(f"archive {args.action} takes no {unused[0]}: it has no effect there")
+        if args.action == "restore" and not args.target:
+            if args.out is not None:
+                raise ValueError("archive restore --out needs a SWEEP name: every archived sweep "
+                                 "goes to its own folder out/sweeps/NAME")
+            for name in archive.archived_sweeps():
+                done = archive.restore(name, sweep_folder(name))
+                print(f"{name}: {done['restored']} of {done['archived']} archived runs restored")
+            print("the full-size claims now read these runs (resharpen verify --profile full); "
+                  "a sweep's own command trains only the runs the archive lacks")
+            return 0
         if args.action == "status":
             for name, count in archive.archived_sweeps().items():
                 planned = archive.planned_runs(name)

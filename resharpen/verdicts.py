@@ -50,13 +50,30 @@ DETAIL_CHARS = 600
 """The ledger's detail is shown up to this many characters (the full text is in the ledger)."""
 
 
-def paper_of(claim_id: str) -> str:
-    """The arXiv id of the paper a claim belongs to, by its id prefix."""
+def paper_of(claim_id: str, source: str = "") -> str:
+    """The arXiv id of the paper a claim belongs to: the one of :data:`PAPERS` its declared
+    ``source`` names (a ``dyn.trained`` claim testing arXiv 2608.09417's theorem belongs to that
+    paper, as in the HTML report: :func:`resharpen.html_report.paper_of`), else the paper of
+    its id prefix."""
+    from resharpen.html_report import paper_of as named_paper
+
+    named = named_paper(source)
+    if named in PAPERS:
+        return named
     prefix = claim_id.split(".", 1)[0]
     for paper, (_, prefixes) in PAPERS.items():
         if prefix in prefixes:
             return paper
     raise ValueError(f"claim {claim_id!r} belongs to no paper of {sorted(PAPERS)}")
+
+
+def supporting(claim_id: str, source: str) -> bool:
+    """Whether a claim is a supporting check rather than one of a paper's statements: its
+    source is a known sequence, a package round trip, a published count, prior work or a
+    regression (:func:`resharpen.html_report.claim_paper` gives "other")."""
+    from resharpen.html_report import claim_paper
+
+    return claim_paper({"id": claim_id, "source": source}) == "other"
 
 
 def read_records(path: Path) -> dict[str, dict]:
@@ -91,7 +108,10 @@ def entry(claim_id: str, decl: dict, quick: dict | None, full: dict | None) -> s
     lines = [f"### `{claim_id}`", "", f"> {decl['statement']}", "",
              f"- **Verdict**: quick **{_verdict(quick, decl['quick'])}**, full size "
              f"**{_verdict(full, decl.get('full'))}**",
-             f"- **Source**: {decl['source']}; tolerance: {decl['tolerance']}"]
+             f"- **Source**: {decl['source']}"
+             + (" (a supporting check, not a statement of the paper)"
+                if supporting(claim_id, decl["source"]) else "")
+             + f"; tolerance: {decl['tolerance']}"]
     for profile, record in (("quick", quick), ("full", full)):
         if record is None:
             continue
@@ -106,25 +126,47 @@ def entry(claim_id: str, decl: dict, quick: dict | None, full: dict | None) -> s
     lines.append(f"- **Expected value from**: the {decl['expected_from']}: {decl['origin']}")
     figures = decl.get("figures", [])
     if figures:
-        shown = ", ".join(figure_text(f) for f in figures)
-        lines.append(f"- **Figures**: {shown}; `resharpen figs --only {figures[0]}`")
-    lines.append(f"- **Reproduce**: `resharpen verify --only {claim_id}` (quick), "
-                 f"`resharpen verify --only {claim_id} --profile full` (full size); "
+        lines.append("- **Figures**: " + "; ".join(figure_text(f) for f in figures))
+    lines.append(f"- **Reproduce**: `resharpen verify --only {claim_id}` (quick); "
+                 f"`resharpen archive restore`, then `resharpen verify --only {claim_id} "
+                 "--profile full` (full size: the restored runs are read, not retrained); "
                  f"`resharpen verify --where {claim_id}` shows the code")
     return "\n".join(lines)
 
 
 def figure_text(name: str) -> str:
-    """```name``` and a link to each committed copy of the files it writes (its output stems,
-    ``paper_figs.OUTPUTS``: ``docs/figures/<stem>.png``), labelled by stem when it writes
-    several."""
+    """```name```, a link to each committed copy of the files it writes (its output stems,
+    ``paper_figs.OUTPUTS``: ``docs/figures/<stem>.png``) labelled with the data it was drawn
+    from (:func:`copy_label`), and the command that draws the figure at that profile."""
     from resharpen.paper_figs import OUTPUTS
 
-    stems = [stem for stem in OUTPUTS.get(name, (name,))
-             if (ROOT / "docs" / "figures" / f"{stem}.png").is_file()]
-    links = ", ".join(f"[{'PNG' if len(stems) == 1 else stem}](../figures/{stem}.png)"
-                      for stem in stems)
-    return f"`{name}` ({links})" if links else f"`{name}`"
+    copies = [(stem, ROOT / "docs" / "figures" / f"{stem}.png")
+              for stem in OUTPUTS.get(name, (name,))]
+    copies = [(stem, path) for stem, path in copies if path.is_file()]
+    labels = [copy_label(path) for _, path in copies]
+    links = ", ".join(f"[{stem if len(copies) > 1 else 'PNG'}](../figures/{stem}.png) ({label})"
+                      for (stem, _), label in zip(copies, labels))
+    full = any(label.startswith("full size") for label in labels)
+    command = f"`resharpen figs --only {name}{' --profile full' if full else ''}`"
+    return f"`{name}` {links}; {command}" if links else f"`{name}`; {command}"
+
+
+def copy_label(png: Path) -> str:
+    """What a committed figure copy was drawn from, read from its provenance (the PNG text chunk
+    ``paper_figs.PROVENANCE_KEY``): ``full size, commit 1a2b3c4`` / ``quick profile, ...`` /
+    ``no profile (analytic, or drawn by a report), ...``, or ``provenance not recorded``."""
+    from PIL import Image
+
+    from resharpen.paper_figs import PROVENANCE_KEY
+
+    with Image.open(png) as image:
+        text = image.info.get(PROVENANCE_KEY["png"])
+    if not text:
+        return "provenance not recorded"
+    record = json.loads(text)
+    profile = {"full": "full size", "quick": "quick profile"}.get(
+        record.get("profile"), "no profile (analytic, or drawn by a report)")
+    return f"{profile}, {_run_text(record)}"
 
 
 def counts(records: dict[str, dict], ids: list[str]) -> str:
@@ -144,23 +186,30 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
     full = read_records(FULL_LEDGER) if full is None else full
     by_paper: dict[str, list[str]] = {paper: [] for paper in PAPERS}
     for claim_id in declared:
-        by_paper[paper_of(claim_id)].append(claim_id)
+        by_paper[paper_of(claim_id, declared[claim_id]['source'])].append(claim_id)
+    for paper, ids in by_paper.items():  # a claim of another slice testing this paper: last
+        ids.sort(key=lambda i: i.split(".", 1)[0] not in PAPERS[paper][1])
     out = {}
     index = ["# Verdicts by paper", "",
              "Generated by `python -m resharpen.verdicts --write` from the claim declarations, "
              "the quick ledger (`results/quick/ledger.json`, written by `make reproduce`) and "
              "the full-size ledger (`results/full/ledger.json`). Do not edit by hand.", "",
-             "| paper | claims | quick | full size |", "|---|---|---|---|"]
+             "| paper | claims | quick | full size | full size, the paper's own statements |",
+             "|---|---|---|---|---|"]
     for paper, ids in by_paper.items():
         title = PAPERS[paper][0]
+        own = [i for i in ids if not supporting(i, declared[i]["source"])]
         index.append(f"| [arXiv {paper}, {title}]({paper}.md) | {len(ids)} | "
-                     f"{counts(quick, ids)} | {counts(full, ids)} |")
+                     f"{counts(quick, ids)} | {counts(full, ids)} | {len(own)}: "
+                     f"{counts(full, own)} |")
         body = [f"# arXiv {paper}: {title}", "",
                 "What the package concludes about this paper's statements, generated from the "
                 "records (`python -m resharpen.verdicts --write`; do not edit by hand). Each "
                 "statement gives its verdict in the quick profile (minutes on 2 CPU cores) and "
                 "at full size, what was measured against what was expected, how the data "
-                "decided it, and how to reproduce it.", "",
+                "decided it, and how to reproduce it. Supporting checks (known sequences, "
+                "published counts, package round trips, regressions) are among them and are "
+                "marked so.", "",
                 f"Quick: {counts(quick, ids)}. Full size: {counts(full, ids)}.", "",
                 *glance(ids, declared, quick, full), "", "## The statements", ""]
         for claim_id in ids:
@@ -209,10 +258,10 @@ def why_not_decided(record: dict) -> str:
     return detail.rsplit("inconclusive: ", 1)[1] if "inconclusive: " in detail else ""
 
 
-def anchor(claim_id: str) -> str:
-    """The link to a claim's section of its verdict page, from docs/: its heading
-    ``### `id` `` has the anchor of the id without its dots."""
-    return f"verdicts/{paper_of(claim_id)}.md#{claim_id.replace('.', '').lower()}"
+def anchor(claim_id: str, source: str = "") -> str:
+    """The link to a claim's section of its verdict page (:func:`paper_of`), from docs/: its
+    heading ``### `id` `` has the anchor of the id without its dots."""
+    return f"verdicts/{paper_of(claim_id, source)}.md#{claim_id.replace('.', '').lower()}"
 
 
 def non_pass_section(declared: dict[str, dict] | None = None, quick: dict | None = None,
@@ -249,7 +298,7 @@ def non_pass_section(declared: dict[str, dict] | None = None, quick: dict | None
                 text += f"; undecided because: {_cut(reason, NON_PASS_CHARS)}"
             said.append(_cell(text))
         decl = declared[claim_id]
-        rows.append(f"| `{claim_id}` ([page]({anchor(claim_id)})) | "
+        rows.append(f"| `{claim_id}` ([page]({anchor(claim_id, decl['source'])})) | "
                     f"{_verdict(quick.get(claim_id), decl['quick'])} | "
                     f"{_verdict(full.get(claim_id), decl.get('full'))} | {'<br>'.join(said)} |")
     return "\n".join(rows)

@@ -37,17 +37,19 @@ from resharpen.experiments.common.profiles import pick
 PAPER = "arXiv 2510.08341"
 
 
-def _sweep_rows(name: str = "random_search") -> tuple[list[dict], Path]:
-    """The table rows of sweep ``name`` (the full one when finished, else the quick one, run
-    here), each with its raw weights' ID invalid mass (:data:`RAW_ID`, from the run's
-    summary.json: the table has the primary weights' only)."""
+def _sweep_rows(profile: str, name: str = "random_search") -> tuple[list[dict], Path] | None:
+    """The table rows of sweep ``name`` at ``profile``, each with its raw weights' ID invalid
+    mass (:data:`RAW_ID`, from the run's summary.json: the table has the primary weights' only):
+    the quick sweep is run (or completed) here; the full one is read when it has finished, else
+    None (it is never replaced by the quick one)."""
     from resharpen.experiments.training.config import sweep_folder
     from resharpen.experiments.training.sweep import load_runs, read_table
     from resharpen.experiments.set_complement.sweep_report import ensure_sweep
 
-    full = sweep_folder(name)
-    if (full / "table.jsonl").exists() and read_table(full):
-        root = full
+    if profile == "full":
+        root = sweep_folder(name)
+        if not (root / "table.jsonl").exists() or not read_table(root):
+            return None
     else:
         root = ensure_sweep("quick", name=name)
     raw_id = {run["config"]["name"]: run["summary"]["by_weights"]["raw"]["id_invalid_mass"]
@@ -227,7 +229,14 @@ def check_noise_trace(profile: str) -> Outcome:
 def check_lengthgen_degrades(profile: str) -> Outcome:
     import json
 
-    rows, root = _sweep_rows()
+    found = _sweep_rows(profile)
+    if found is None:
+        return Outcome(measured="no full-size sweep", expected="< 1", passed=False,
+                       inconclusive="the full random_search sweep (64 runs at v = 64) has not "
+                                    "finished in out/sweeps/random_search; run `resharpen sweep "
+                                    "set_complement/random_search --workers 2`, or `resharpen "
+                                    "archive restore random_search` to read the archived one")
+    rows, root = found
     base = json.loads((root / "sweep.json").read_text())["identity"]["base"]["task"]
     v, length = base["vocab"], base["train_len"]
     chance = float(np.mean([s / v for s in range(length + 1, v)]))

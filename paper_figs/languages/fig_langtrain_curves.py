@@ -120,7 +120,7 @@ def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_",
     written: list[Path] = []
     for task, lines in sorted(curves.items()):
         fig = task_figure(task, lines, Path(root).name, "quick" if quick else profile)
-        written.extend(save(fig, outdir, f"{prefix}{task}", "quick" if quick else None))
+        written.extend(save(fig, outdir, f"{prefix}{task}", "quick" if quick else profile))
     return written
 
 

@@ -83,7 +83,7 @@ def figure_of(root: Path, outdir: Path, profile: str | None = None) -> list[Path
     from resharpen.experiments.training.config import folder_profile
     quick = profile == "quick" or folder_profile(root) == "quick"
     fig = noise_figure(grid_rows(root), Path(root).name, "quick" if quick else profile)
-    return save(fig, outdir, STEM, "quick" if quick else None)
+    return save(fig, outdir, STEM, "quick" if quick else profile)
 
 
 def make(profile: str, outdir: Path) -> list[Path]:

@@ -249,3 +249,36 @@ def test_the_status_counts_a_grids_archived_runs_against_the_runs_it_plans(tmp_p
     monkeypatch.setattr(archive.planned_runs, "__defaults__", (store,))
     assert main(["archive", "status"]) == 0
     assert capsys.readouterr().out == "grid: 2 finished runs archived of the 3 it plans\n"
+
+
+def test_restore_without_a_name_brings_back_every_archived_sweep(tmp_path, capsys, monkeypatch):
+    """`archive restore` with no SWEEP restores each archived sweep into out/sweeps/NAME (two
+    planted sweeps, 2 and 1 runs), a second call restores nothing, and --out without a name is
+    refused before anything is written."""
+    import gzip
+
+    from resharpen.cli import main
+
+    store = tmp_path / "archive"
+    for sweep, runs in (("one", ("a", "b")), ("two", ("c",))):
+        for run in runs:
+            (store / "sweeps" / sweep / "runs" / run).mkdir(parents=True)
+            with gzip.open(store / "sweeps" / sweep / "runs" / run / "summary.json.gz",
+                           "wt") as f:
+                f.write("{}")
+        with gzip.open(store / "sweeps" / sweep / "sweep.json.gz", "wt") as f:
+            f.write('{"identity": {"name": "%s"}}' % sweep)
+    monkeypatch.setattr(archive.archived_sweeps, "__defaults__", (store,))
+    monkeypatch.setattr(archive.restore, "__defaults__", (store,))
+    monkeypatch.chdir(tmp_path)
+    assert main(["archive", "restore", "--out", "elsewhere"]) == 2
+    assert "needs a SWEEP name" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "elsewhere").exists()
+    assert main(["archive", "restore"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["one: 2 of 2 archived runs restored", "two: 1 of 1 archived runs restored"]
+    assert sorted(p.name for p in (tmp_path / "out" / "sweeps" / "one" / "runs").iterdir()) \
+        == ["a", "b"]
+    assert (tmp_path / "out" / "sweeps" / "two" / "runs" / "c" / "summary.json").is_file()
+    assert main(["archive", "restore"]) == 0
+    assert "one: 0 of 2 archived runs restored" in capsys.readouterr().out

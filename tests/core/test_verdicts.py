@@ -175,3 +175,56 @@ def test_declaring_full_statuses_edits_only_the_full_line(tmp_path, monkeypatch)
     assert decl_file.read_text() == ('["a.one"]\nquick = "PASS"\nfull = "INCONCLUSIVE"\n'
                                      'origin = "x"\n\n'
                                      '["a.two"]\nquick = "FAIL"\nfull = "PASS"\norigin = "y"\n')
+
+
+def test_a_claim_is_filed_under_the_paper_its_source_names():
+    """A dyn.trained claim that tests arXiv 2608.09417's theorem goes on that paper's page; a
+    claim whose source names none of the three papers goes by its id prefix."""
+    assert verdicts.paper_of("dyn.trained.x", "arXiv 2608.09417 (re-derived); Thm 3.6") \
+        == "2608.09417"
+    assert verdicts.paper_of("dyn.x", "known sequence") == "2510.22026"
+    assert verdicts.paper_of("collapse.x", "arXiv 1234.56789 (prior work)") == "2608.09417"
+
+
+def test_a_committed_figure_copy_is_labelled_with_the_data_it_was_drawn_from(tmp_path):
+    """The label of a figure copy comes from the provenance in its PNG: full size, quick, no
+    profile, or none recorded (an older copy)."""
+    import json
+
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    from resharpen.paper_figs import PROVENANCE_KEY
+
+    def png(name, record):
+        info = PngInfo()
+        if record is not None:
+            info.add_text(PROVENANCE_KEY["png"], json.dumps(record))
+        path = tmp_path / f"{name}.png"
+        Image.new("RGB", (2, 2)).save(path, pnginfo=info)
+        return path
+
+    stamp = {"commit": "0123456789abcdef", "dirty": False, "created": "2026-01-02T03:04:05"}
+    assert verdicts.copy_label(png("f", {**stamp, "profile": "full"})) \
+        == "full size, commit 0123456, 2026-01-02"
+    assert verdicts.copy_label(png("q", {**stamp, "profile": "quick", "dirty": True})) \
+        == "quick profile, commit 0123456 (with uncommitted changes), 2026-01-02"
+    assert verdicts.copy_label(png("n", {**stamp, "profile": None})).startswith("no profile")
+    assert verdicts.copy_label(png("o", None)) == "provenance not recorded"
+
+
+def test_a_supporting_check_is_marked_on_its_page_and_not_counted_as_a_statement():
+    """A claim whose source is a published count is marked a supporting check, and the index
+    counts the paper's own statements apart from it."""
+    declared = {
+        "lang.x.counts": {"statement": "s", "source": "published counts (OEIS)", "quick": "PASS",
+                          "tolerance": "exact", "expected_from": "paper", "origin": "o"},
+        "sc.y": {"statement": "s", "source": "arXiv 2510.08341, Lemma", "quick": "PASS",
+                 "tolerance": "exact", "expected_from": "paper", "origin": "o"},
+    }
+    records = {i: {"id": i, "status": "PASS", "measured": 1, "expected": 1} for i in declared}
+    out = verdicts.pages(declared, records, records)
+    page = out["2510.08341.md"]
+    assert "(a supporting check, not a statement of the paper)" in page.split("### `sc.y`")[0]
+    assert "(a supporting check" not in page.split("### `sc.y`")[1]
+    assert "| 2 | 2 PASS | 2 PASS | 1: 1 PASS |" in out["README.md"]
