@@ -2,7 +2,7 @@
 
     python -m resharpen.experiments.set_complement.full_fit_profile [--workers 2] [--dry-run]
 
-The twelve ``fit.*`` claims read, in their full profile, eight full sweeps of
+The ``fit.*`` claims read, in their full profile, eight full sweeps of
 ``experiments/configs/set_complement/`` and the EMA-window protocol (:data:`TRAININGS`); a claim
 whose data is missing is INCONCLUSIVE and names the command that makes it. This module runs those
 commands, each with one worker, ``--workers`` of them at a time (a slot takes the next command as
