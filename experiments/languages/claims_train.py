@@ -50,10 +50,15 @@ _CACHE: dict = {}
 
 def effect_text(t) -> str:
     """One planned test's effect for a claim's measured value: the mean difference with its
-    Holm-adjusted p, or, when the test could not run, how many it had (never a nan)."""
+    Holm-adjusted p in the claimed direction and, when the opposite direction is shown (what
+    FAILs a claim), the opposite's adjusted p; or, when the test could not run, how many it had
+    (never a nan)."""
     if math.isfinite(t.result.mean_diff) and math.isfinite(t.adjusted_p):
-        return f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g})"
+        opposite = (f", opposite shown: Holm p {t.adjusted_opposite:.2g}"
+                    if t.adjusted_opposite < stats.ALPHA else "")
+        return f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g}{opposite})"
     return f"{t.label} not tested (n={t.result.n})"
+
 
 def grid_rows(profile: str, norms: tuple[str, ...] | None = None
               ) -> tuple[list[dict], Path, str]:
