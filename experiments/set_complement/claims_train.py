@@ -1,5 +1,5 @@
 """Ledger claims ``train.*``, about training: BEMA's limits, batched ensembles, gradient noise,
-and length generalization over the random-search sweep.
+and length generalization of models trained to a fit.
 
 The effects of Post-Norm, dropout, EMA/BEMA and the dispersion exponent on models trained with
 sampled labels are not claims: in the quick sweeps at most 2 of 12 sampled-label runs learn the
@@ -9,19 +9,12 @@ experiments/configs/set_complement/<placements|random_search|long_runs...>.toml`
 with ``resharpen report``), and the same questions are decided on models trained to a stated fit
 with the soft target (the ``fit.*`` claims, :mod:`.claims_fit`).
 
-The experiment claim reads the full sweep ``out/sweeps/random_search`` when it has finished
-runs (``resharpen sweep experiments/configs/set_complement/random_search.toml``), otherwise they
-run (once, then reuse) the quick-profile sweep ``out/sweeps/random_search-quick``. Each names its
-test (paired t with Wilcoxon where the arms share seeds or runs, Welch with its degrees of
-freedom where they do not, Spearman for a trend), the n, the p-value and the Holm-adjusted
-p-value over its family (the tests of every claim that reads the same sweep), and which sweep
-it read. Only the runs that learned the task in distribution decide (raw ID invalid mass <=
-:data:`LEARNED_ID`; the others are counted in the detail): a length-generalization effect of a
-model near chance in distribution says nothing about the theory. A claim has three outcomes
-(:func:`resharpen.experiments.ledger.stats.decision`): PASS when its effect is shown at
-Holm-adjusted p < 0.05, FAIL when the opposite effect is shown at the same level, else
-INCONCLUSIVE (too few learned runs, fewer than stats.MIN_N per arm, or neither direction shown),
-with the command that would decide.
+The length-generalization claim reads the placement sweeps trained to the fit
+(:func:`.fit_data.placement_data`: full v = 32 and v = 64, read when finished; quick v = 16, run
+here once), and only their runs that learned the task in distribution decide (raw ID invalid
+mass <= :data:`LEARNED_ID`; the others are counted in the detail): a length-generalization
+effect of a model near chance in distribution says nothing about the theory. It is INCONCLUSIVE
+with fewer than ``stats.MIN_N`` such runs in a sweep, naming the command that would decide.
 """
 from __future__ import annotations
 
@@ -37,27 +30,17 @@ from resharpen.experiments.common.profiles import pick
 PAPER = "arXiv 2510.08341"
 
 
-def _sweep_rows(profile: str, name: str = "random_search") -> tuple[list[dict], Path] | None:
-    """The table rows of sweep ``name`` at ``profile``, each with its raw weights' ID invalid
-    mass (:data:`RAW_ID`, from the run's summary.json: the table has the primary weights' only):
-    the quick sweep is run (or completed) here; the full one is read when it has finished, else
-    None (it is never replaced by the quick one)."""
-    from resharpen.experiments.training.config import sweep_folder
+def _rows(root: Path) -> list[dict]:
+    """The table rows of the sweep in ``root``, each with its raw weights' ID invalid mass
+    (:data:`RAW_ID`, from the run's summary.json: the table has the primary weights' only)."""
     from resharpen.experiments.training.sweep import load_runs, read_table
-    from resharpen.experiments.set_complement.sweep_report import ensure_sweep
 
-    if profile == "full":
-        root = sweep_folder(name)
-        if not (root / "table.jsonl").exists() or not read_table(root):
-            return None
-    else:
-        root = ensure_sweep("quick", name=name)
     raw_id = {run["config"]["name"]: run["summary"]["by_weights"]["raw"]["id_invalid_mass"]
               for run in load_runs(root)}
     rows = read_table(root)
     for row in rows:
         row.setdefault(RAW_ID, raw_id.get(row["run"], float("nan")))
-    return rows, root
+    return rows
 
 
 RAW_ID = "raw.id_invalid_mass"
@@ -227,29 +210,45 @@ def check_noise_trace(profile: str) -> Outcome:
 # ----------------------------------------------------------------------------- length generalization
 @claim("train.lengthgen.degrades")
 def check_lengthgen_degrades(profile: str) -> Outcome:
+    """Every learned run of the placement sweeps (raw weights): its OOD invalid mass over
+    s = L_train+1..v-1 below the uninformative prediction's mean s/v there (the ratio < 1), and
+    above its own ID invalid mass over s = 1..L_train."""
     import json
 
-    found = _sweep_rows(profile)
-    if found is None:
-        return Outcome(measured="no full-size sweep", expected="< 1", passed=False,
-                       inconclusive="the full random_search sweep (64 runs at v = 64) has not "
-                                    "finished in out/sweeps/random_search; run `resharpen sweep "
-                                    "set_complement/random_search --workers 2`, or `resharpen "
-                                    "archive restore random_search` to read the archived one")
-    rows, root = found
-    base = json.loads((root / "sweep.json").read_text())["identity"]["base"]["task"]
-    v, length = base["vocab"], base["train_len"]
-    chance = float(np.mean([s / v for s in range(length + 1, v)]))
-    ratio = float(np.mean([r["ood_invalid_mass"] for r in rows])) / chance
-    degrade = all(r["ood_invalid_mass"] > r["id_invalid_mass"] for r in rows)
-    return Outcome(measured=round(ratio, 4), expected="< 1", passed=bool(ratio < 1 and degrade),
-                   detail=f"OOD invalid mass / uninformative s/v = {ratio:.3f}; OOD > ID in "
-                          f"{'every' if degrade else 'not every'} run; n={len(rows)}; "
-                          f"{describe_runs(root)}; {root}")
+    from resharpen.experiments.ledger import stats
+    from resharpen.experiments.set_complement.fit_data import missing, placement_sweeps, sweep_root
+
+    expected = "< 1 in every learned run, and OOD > ID"
+    parts, worst, passed, short = [], 0.0, True, []
+    for name in placement_sweeps(profile):
+        root = sweep_root(name, profile)
+        if root is None:
+            return missing(name, expected)
+        rows = _rows(root)
+        base = json.loads((root / "sweep.json").read_text())["identity"]["base"]["task"]
+        v = base["vocab"]
+        length = base["train_len"] or v // 4
+        chance = float(np.mean([s / v for s in range(length + 1, v)]))
+        mine = learned(rows)
+        ratios = [r["raw.ood_invalid_mass"] / chance for r in mine]
+        degrade = sum(r["raw.ood_invalid_mass"] > r[RAW_ID] for r in mine)
+        if len(mine) < stats.MIN_N:
+            short.append(f"{name}: {len(mine)} of {len(rows)} runs learned")
+        else:
+            worst = max(worst, max(ratios))
+            passed = passed and max(ratios) < 1 and degrade == len(mine)
+        parts.append(f"v = {v}, L_train {length}: OOD / uninformative s/v ({chance:.3f}) "
+                     f"{min(ratios, default=float('nan')):.3f}-{max(ratios, default=float('nan')):.3f}"
+                     f" over the {len(mine)} of {len(rows)} runs that learned (raw ID <= "
+                     f"{LEARNED_ID}); OOD > ID in {degrade} of them; {describe_runs(root)}; {root}")
+    return Outcome(measured=f"largest OOD / uninformative ratio {worst:.3f}", expected=expected,
+                   passed=passed and not short, detail="; ".join(parts),
+                   inconclusive="" if not short else
+                   f"fewer than {stats.MIN_N} learned runs: {', '.join(short)}")
 
 
 def claim_data() -> dict[str, str]:
     """The sweep each experiment claim of this module decides on. Claims that name one sweep
     share its runs by design (a family, Holm-adjusted together); distinct names must be distinct
     data (tests/core/test_claim_data.py plans both profiles' runs and compares them)."""
-    return {"train.lengthgen.degrades": "random_search"}
+    return {"train.lengthgen.degrades": "fit_placements_v32"}

@@ -124,7 +124,7 @@ def test_placements_sweep_grids_the_placement():
 
 
 def test_a_claims_quick_sweep_is_the_one_the_command_line_makes(monkeypatch):
-    """The quick sweep a claim runs (train.lengthgen.degrades: random_search) is asked for with
+    """The quick sweep the figures read (random_search; ensure_sweep) is asked for with
     the file's own quick runs and ensembles, as `resharpen sweep set_complement/random_search
     --profile quick` asks for it: the two share one folder, so a different identity would make
     the second refuse the folder (it did: the claim trained 12 runs in ensembles of 8, the
