@@ -83,3 +83,17 @@ def test_paper_size_post_norm_recursion_runs_ahead():
     pred = recursion(cfg.n, cfg.depth, r["t0"], cfg.s)["t"][1:]
     assert np.mean(pred[24:] - r["t_block"][24:]) > 0
     assert np.max(np.abs(r["t_block"] - pred)) < 0.15
+
+
+def test_the_block_similarity_carries_its_standard_error_over_the_draws():
+    """t_block_se is the sample sd of the draws' t_block over sqrt(samples): rebuilt here from
+    each draw run alone (one sample at that draw's seed offset is the same stack)."""
+    from resharpen.experiments.collapse.stack import _simulate_one
+
+    cfg = StackConfig(n=16, d=16, depth=3, samples=3, seed=5)
+    result = simulate(cfg)
+    draws = np.asarray([_simulate_one(cfg, i, False, None)["t_block"] for i in range(3)])
+    np.testing.assert_allclose(result["t_block"], draws.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(result["t_block_se"], draws.std(0, ddof=1) / np.sqrt(3),
+                               rtol=1e-12)
+    assert np.all(np.isnan(simulate(StackConfig(n=16, d=16, depth=3, samples=1))["t_block_se"]))
