@@ -556,11 +556,17 @@ def run_archive(args) -> int:
             if args.out is not None:
                 raise ValueError("archive restore --out needs a SWEEP name: every archived sweep "
                                  "goes to its own folder out/sweeps/NAME")
-            for name in archive.archived_sweeps():
+            names = list(archive.archived_sweeps())
+            if not names:
+                raise ValueError(f"the archive ({archive.ARCHIVE_ROOT}) holds no sweep")
+            for name in names:  # every check before the first copy
+                archive.check_restore(name, sweep_folder(name))
+            for name in names:
                 done = archive.restore(name, sweep_folder(name))
                 print(f"{name}: {done['restored']} of {done['archived']} archived runs restored")
-            print("the full-size claims now read these runs (resharpen verify --profile full); "
-                  "a sweep's own command trains only the runs the archive lacks")
+            print("runs out/sweeps already held are kept as they were (a sweep's table there is "
+                  "not replaced); resharpen verify --profile full reads out/sweeps, and a sweep's "
+                  "own command trains only the runs neither holds")
             return 0
         if args.action == "status":
             for name, count in archive.archived_sweeps().items():

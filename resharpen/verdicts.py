@@ -127,9 +127,11 @@ def entry(claim_id: str, decl: dict, quick: dict | None, full: dict | None) -> s
     figures = decl.get("figures", [])
     if figures:
         lines.append("- **Figures**: " + "; ".join(figure_text(f) for f in figures))
-    lines.append(f"- **Reproduce**: `resharpen verify --only {claim_id}` (quick); "
-                 f"`resharpen archive restore`, then `resharpen verify --only {claim_id} "
-                 "--profile full` (full size: the restored runs are read, not retrained); "
+    restore = ("`resharpen archive restore` (which brings back the archived full-size runs, so "
+               "a claim reads the runs it finds there instead of training them), then "
+               if decl.get("kind") == "experiment" else "")
+    lines.append(f"- **Reproduce**: `resharpen verify --only {claim_id}` (quick); {restore}"
+                 f"`resharpen verify --only {claim_id} --profile full` (full size); "
                  f"`resharpen verify --where {claim_id}` shows the code")
     return "\n".join(lines)
 
@@ -161,9 +163,12 @@ def copy_label(png: Path) -> str:
 
     with Image.open(png) as image:
         text = image.info.get(PROVENANCE_KEY["png"])
-    if not text:
+    try:
+        record = json.loads(text) if text else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
         return "provenance not recorded"
-    record = json.loads(text)
     profile = {"full": "full size", "quick": "quick profile"}.get(
         record.get("profile"), "no profile (analytic, or drawn by a report)")
     return f"{profile}, {_run_text(record)}"
@@ -208,8 +213,8 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
                 "statement gives its verdict in the quick profile (minutes on 2 CPU cores) and "
                 "at full size, what was measured against what was expected, how the data "
                 "decided it, and how to reproduce it. Supporting checks (known sequences, "
-                "published counts, package round trips, regressions) are among them and are "
-                "marked so.", "",
+                "published counts, checks of prior work, package round trips, regressions) are "
+                "among them and are marked so.", "",
                 f"Quick: {counts(quick, ids)}. Full size: {counts(full, ids)}.", "",
                 *glance(ids, declared, quick, full), "", "## The statements", ""]
         for claim_id in ids:

@@ -30,44 +30,11 @@ from resharpen.experiments.common.profiles import pick
 PAPER = "arXiv 2510.08341"
 
 
-def _rows(root: Path) -> list[dict]:
-    """The table rows of the sweep in ``root``, each with its raw weights' ID invalid mass
-    (:data:`RAW_ID`, from the run's summary.json: the table has the primary weights' only)."""
-    from resharpen.experiments.training.sweep import load_runs, read_table
-
-    raw_id = {run["config"]["name"]: run["summary"]["by_weights"]["raw"]["id_invalid_mass"]
-              for run in load_runs(root)}
-    rows = read_table(root)
-    for row in rows:
-        row.setdefault(RAW_ID, raw_id.get(row["run"], float("nan")))
-    return rows
-
-
-RAW_ID = "raw.id_invalid_mass"
 LEARNED_ID = 0.05
 """A run has learned the task in distribution when its raw weights' invalid mass over the
 training lengths 1..L_train is <= this: base.toml's ``eval.threshold`` (the bar of the LG score),
 the same bar as the language grids' (``langtrain``'s LEARNED_ID), fixed before these claims were
-rerun. Only such runs decide the sweep claims (:func:`learned`)."""
-
-
-def learned(rows: list[dict]) -> list[dict]:
-    """The rows of the runs whose raw weights learned the task in distribution."""
-    return [r for r in rows if float(r.get(RAW_ID, float("nan"))) <= LEARNED_ID]
-
-
-def learned_note(rows: list[dict]) -> str:
-    """How many runs the fit rule kept, and the ID range of the ones it left out."""
-    kept = learned(rows)
-    ids = {id(r) for r in kept}
-    out = np.array([r.get(RAW_ID, np.nan) for r in rows if id(r) not in ids], dtype=float)
-    text = (f"{len(kept)} of {len(rows)} runs learned the task in distribution (raw ID invalid "
-            f"mass <= {LEARNED_ID})")
-    if out.size:
-        text += (f"; left out {out.size} (raw ID invalid mass {np.nanmin(out):.3g}-"
-                 f"{np.nanmax(out):.3g})" if np.isfinite(out).any() else
-                 f"; left out {out.size} (raw ID invalid mass unknown)")
-    return text
+rerun. Only such runs decide the length-generalization claim."""
 
 
 @claim("train.bema.limits")
@@ -210,40 +177,54 @@ def check_noise_trace(profile: str) -> Outcome:
 # ----------------------------------------------------------------------------- length generalization
 @claim("train.lengthgen.degrades")
 def check_lengthgen_degrades(profile: str) -> Outcome:
-    """Every learned run of the placement sweeps (raw weights): its OOD invalid mass over
-    s = L_train+1..v-1 below the uninformative prediction's mean s/v there (the ratio < 1), and
-    above its own ID invalid mass over s = 1..L_train."""
-    import json
+    from resharpen.experiments.set_complement.fit_data import missing, placement_data
 
+    data, absent = placement_data(profile)
+    if absent is not None:
+        return missing(absent, LENGTHGEN_EXPECTED)
+    return lengthgen_outcome([(name, describe_runs(root), reports)
+                              for name, root, reports in data])
+
+
+LENGTHGEN_EXPECTED = "< 1 in every learned run, and OOD > ID"
+
+
+def lengthgen_outcome(sweeps: list[tuple[str, str, list[dict]]]) -> Outcome:
+    """The length-generalization claim on ``(sweep name, what its runs were, raw-weight reports)``
+    (:func:`.fit_report.run_report`): in every learned run (raw ID invalid mass <=
+    :data:`LEARNED_ID`) the mean OOD invalid mass over s = L_train+1..v-1 is below the
+    uninformative prediction's mean s/v over the same lengths (ratio < 1) and above the run's own
+    mean ID invalid mass over s = 1..L_train. One learned run that breaks either FAILs it, in any
+    sweep; otherwise fewer than ``stats.MIN_N`` learned runs in a sweep leave it INCONCLUSIVE."""
     from resharpen.experiments.ledger import stats
-    from resharpen.experiments.set_complement.fit_data import missing, placement_sweeps, sweep_root
 
-    expected = "< 1 in every learned run, and OOD > ID"
-    parts, worst, passed, short = [], 0.0, True, []
-    for name in placement_sweeps(profile):
-        root = sweep_root(name, profile)
-        if root is None:
-            return missing(name, expected)
-        rows = _rows(root)
-        base = json.loads((root / "sweep.json").read_text())["identity"]["base"]["task"]
-        v = base["vocab"]
-        length = base["train_len"] or v // 4
-        chance = float(np.mean([s / v for s in range(length + 1, v)]))
-        mine = learned(rows)
-        ratios = [r["raw.ood_invalid_mass"] / chance for r in mine]
-        degrade = sum(r["raw.ood_invalid_mass"] > r[RAW_ID] for r in mine)
+    parts, ratios, broken, short = [], [], [], []
+    for name, runs_text, reports in sweeps:
+        mine = [r for r in reports if r["id_invalid_mass"] <= LEARNED_ID]
         if len(mine) < stats.MIN_N:
-            short.append(f"{name}: {len(mine)} of {len(rows)} runs learned")
-        else:
-            worst = max(worst, max(ratios))
-            passed = passed and max(ratios) < 1 and degrade == len(mine)
-        parts.append(f"v = {v}, L_train {length}: OOD / uninformative s/v ({chance:.3f}) "
-                     f"{min(ratios, default=float('nan')):.3f}-{max(ratios, default=float('nan')):.3f}"
-                     f" over the {len(mine)} of {len(rows)} runs that learned (raw ID <= "
-                     f"{LEARNED_ID}); OOD > ID in {degrade} of them; {describe_runs(root)}; {root}")
-    return Outcome(measured=f"largest OOD / uninformative ratio {worst:.3f}", expected=expected,
-                   passed=passed and not short, detail="; ".join(parts),
-                   inconclusive="" if not short else
+            short.append(f"{name}: {len(mine)} of {len(reports)} runs learned")
+        if not mine:
+            parts.append(f"{name}: no run learned the task in distribution; {runs_text}")
+            continue
+        v, length = mine[0]["vocab"], mine[0]["train_len"]
+        chance = float(np.mean([s / v for s in range(length + 1, v)]))
+        mine_ratios = [r["ood_invalid_mass"] / chance for r in mine]
+        ratios += mine_ratios
+        broken += [f"{name} {Path(r['run']).name}: ratio {x:.3f}, OOD {r['ood_invalid_mass']:.3g}"
+                   f" vs ID {r['id_invalid_mass']:.3g}" for r, x in zip(mine, mine_ratios)
+                   if not (x < 1 and r["ood_invalid_mass"] > r["id_invalid_mass"])]
+        degrade = sum(r["ood_invalid_mass"] > r["id_invalid_mass"] for r in mine)
+        parts.append(f"v = {v}, L_train {length}: mean OOD invalid mass / the uninformative "
+                     f"mean s/v ({chance:.3f}) {min(mine_ratios):.3f}-{max(mine_ratios):.3f} "
+                     f"over the {len(mine)} of {len(reports)} runs that learned (raw ID <= "
+                     f"{LEARNED_ID}); OOD > ID in {degrade} of them; {runs_text}")
+    if broken:
+        parts.append("broken in: " + "; ".join(broken))
+    measured = (f"largest OOD / uninformative ratio {max(ratios):.3f} over {len(ratios)} learned "
+                "runs" if ratios else "no learned run")
+    return Outcome(measured=measured, expected=LENGTHGEN_EXPECTED,
+                   passed=bool(ratios) and not broken and not short, detail="; ".join(parts),
+                   inconclusive="" if broken or not short else
                    f"fewer than {stats.MIN_N} learned runs: {', '.join(short)}")
 
 

@@ -41,10 +41,19 @@ ALL_FULL = "`python -m resharpen.experiments.set_complement.full_fit_profile`"
 
 
 def missing(name: str, expected: str) -> Outcome:
+    """The outcome of a claim whose full sweep ``name`` is not in out/: INCONCLUSIVE, naming
+    ``resharpen archive restore NAME`` when the archive holds it, else the command that trains
+    it."""
+    from resharpen.experiments.training.archive import archived_sweeps
+
+    if name in archived_sweeps():
+        how = (f"`resharpen archive restore {name}` brings back its archived runs (no "
+               "training); `resharpen archive restore` every archived sweep")
+    else:
+        how = (f"run `resharpen sweep experiments/configs/set_complement/{name}.toml --workers 2` "
+               f"(every full fit.* training: {ALL_FULL})")
     return Outcome("no data", expected, passed=False,
-                   inconclusive=f"no finished full sweep {name}; run `resharpen sweep "
-                                f"experiments/configs/set_complement/{name}.toml --workers 2` "
-                                f"(every full fit.* training: {ALL_FULL})")
+                   inconclusive=f"no finished full sweep {name} in out/sweeps; {how}")
 
 
 def placement_sweeps(profile: str) -> tuple[str, ...]:

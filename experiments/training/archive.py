@@ -216,6 +216,28 @@ def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT,
     return {"sweep": name, "finished": len(runs), "added": added, "tables": written}
 
 
+def check_restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT
+                  ) -> tuple[Path, list[Path] | None, tuple[str, ...]]:
+    """What :func:`restore` checks before it copies anything: ValueError unless the archive
+    holds sweep (or study) ``name`` and every file and folder of ``out`` it would write is
+    absent or of the right kind. Returns (the archived folder, its finished runs or None for a
+    study, its measured tables)."""
+    source = Path(archive) / "sweeps" / check_name(name, "sweep name")
+    out = Path(out)
+    if not _sweep_file(source) and _is_file(source / STUDY_FILE):
+        check_folder_files(out, (STUDY_FILE,), "study folder")
+        return source, None, ()
+    if not _sweep_file(source):
+        raise ValueError(f"the archive has no sweep {name!r} (looked in {source})")
+    runs = finished_runs(source)
+    tables = measured_files(source)
+    check_folder_files(out, (*SWEEP_FILES, *tables), "sweep folder")
+    check_folder_files(out / "runs", (), "runs folder")
+    for run in runs:
+        check_folder_files(out / "runs" / run.name, (), "run folder")
+    return source, runs, tables
+
+
 def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> dict:
     """Copy the archived runs of sweep ``name`` that ``out`` (a sweep folder) lacks into it as
     plain files (the archive's compressed ones expanded), each run marked
@@ -224,20 +246,11 @@ def restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT) -> d
     ``out`` is left alone; one that is not a folder, or a sweep file that is not a regular
     file, is refused (ValueError) before anything is copied. Returns
     ``{"sweep": name, "restored": k, "archived": n}``."""
-    source = Path(archive) / "sweeps" / check_name(name, "sweep name")
+    source, runs, tables = check_restore(name, out, archive)
     out = Path(out)
-    if not _sweep_file(source) and _is_file(source / STUDY_FILE):
-        check_folder_files(out, (STUDY_FILE,), "study folder")  # before the copy
+    if runs is None:  # a study: its one result file
         restored = _restore_new(source / STUDY_FILE, out / STUDY_FILE)
         return {"sweep": name, "restored": int(restored), "archived": 1}
-    if not _sweep_file(source):
-        raise ValueError(f"the archive has no sweep {name!r} (looked in {source})")
-    runs = finished_runs(source)
-    tables = measured_files(source)
-    check_folder_files(out, (*SWEEP_FILES, *tables), "sweep folder")  # before the first copy
-    check_folder_files(out / "runs", (), "runs folder")
-    for run in runs:
-        check_folder_files(out / "runs" / run.name, (), "run folder")
     restored = 0
     for run in runs:
         folder = out / "runs" / run.name

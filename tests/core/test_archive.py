@@ -270,10 +270,18 @@ def test_restore_without_a_name_brings_back_every_archived_sweep(tmp_path, capsy
             f.write('{"identity": {"name": "%s"}}' % sweep)
     monkeypatch.setattr(archive.archived_sweeps, "__defaults__", (store,))
     monkeypatch.setattr(archive.restore, "__defaults__", (store,))
+    monkeypatch.setattr(archive.check_restore, "__defaults__", (store,))
     monkeypatch.chdir(tmp_path)
     assert main(["archive", "restore", "--out", "elsewhere"]) == 2
     assert "needs a SWEEP name" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() and not (tmp_path / "elsewhere").exists()
+    blocked = tmp_path / "out" / "sweeps" / "two" / "runs" / "c"  # a file where a run goes
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("not a run folder")
+    assert main(["archive", "restore"]) == 2  # refused before sweep "one" is written
+    assert "run folder" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "sweeps" / "one").exists()
+    blocked.unlink()
     assert main(["archive", "restore"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["one: 2 of 2 archived runs restored", "two: 1 of 1 archived runs restored"]
@@ -282,3 +290,6 @@ def test_restore_without_a_name_brings_back_every_archived_sweep(tmp_path, capsy
     assert (tmp_path / "out" / "sweeps" / "two" / "runs" / "c" / "summary.json").is_file()
     assert main(["archive", "restore"]) == 0
     assert "one: 0 of 2 archived runs restored" in capsys.readouterr().out
+    monkeypatch.setattr(archive.archived_sweeps, "__defaults__", (tmp_path / "empty",))
+    assert main(["archive", "restore"]) == 2
+    assert "holds no sweep" in capsys.readouterr().err

@@ -228,3 +228,12 @@ def test_a_supporting_check_is_marked_on_its_page_and_not_counted_as_a_statement
     assert "(a supporting check, not a statement of the paper)" in page.split("### `sc.y`")[0]
     assert "(a supporting check" not in page.split("### `sc.y`")[1]
     assert "| 2 | 2 PASS | 2 PASS | 1: 1 PASS |" in out["README.md"]
+
+
+def test_only_an_experiment_claims_full_size_command_starts_with_the_archive():
+    decl = {"statement": "s", "source": "arXiv 2510.08341", "quick": "PASS", "tolerance": "t",
+            "expected_from": "paper", "origin": "o"}
+    experiment = verdicts.entry("fit.x", {**decl, "kind": "experiment"}, None, None)
+    analytic = verdicts.entry("sc.x", {**decl, "kind": "symbolic"}, None, None)
+    assert "`resharpen archive restore`" in experiment
+    assert "archive restore" not in analytic and "--profile full` (full size)" in analytic

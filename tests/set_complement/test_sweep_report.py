@@ -123,7 +123,7 @@ def test_placements_sweep_grids_the_placement():
     assert set(Counter(c["model"]["norm"] for c in quick["configs"]).values()) == {2}
 
 
-def test_a_claims_quick_sweep_is_the_one_the_command_line_makes(monkeypatch):
+def test_the_figures_quick_sweep_is_the_one_the_command_line_makes(monkeypatch):
     """The quick sweep the figures read (random_search; ensure_sweep) is asked for with
     the file's own quick runs and ensembles, as `resharpen sweep set_complement/random_search
     --profile quick` asks for it: the two share one folder, so a different identity would make
