@@ -53,9 +53,9 @@ DETAIL_CHARS = 600
 def paper_of(claim_id: str, source: str = "") -> str:
     """The arXiv id of the paper a claim belongs to: the one of :data:`PAPERS` its declared
     ``source`` names (a ``dyn.trained`` claim testing arXiv 2608.09417's theorem belongs to that
-    paper, as in the HTML report: :func:`resharpen.html_report.paper_of`), else the paper of
+    paper, as in the HTML report: :func:`resharpen.papers.paper_of`), else the paper of
     its id prefix."""
-    from resharpen.html_report import paper_of as named_paper
+    from resharpen.papers import paper_of as named_paper
 
     named = named_paper(source)
     if named in PAPERS:
@@ -70,8 +70,8 @@ def paper_of(claim_id: str, source: str = "") -> str:
 def supporting(claim_id: str, source: str) -> bool:
     """Whether a claim is a supporting check rather than one of a paper's statements: its
     source is a known sequence, a package round trip, a published count, prior work or a
-    regression (:func:`resharpen.html_report.claim_paper` gives "other")."""
-    from resharpen.html_report import claim_paper
+    regression (:func:`resharpen.papers.claim_paper` gives "other")."""
+    from resharpen.papers import claim_paper
 
     return claim_paper({"id": claim_id, "source": source}) == "other"
 
@@ -169,8 +169,13 @@ def copy_label(png: Path) -> str:
         record = None
     if not isinstance(record, dict):
         return "provenance not recorded"
-    profile = {"full": "full size", "quick": "quick profile"}.get(
-        record.get("profile"), "no profile (analytic, or drawn by a report)")
+    drawn = record.get("profile")
+    if drawn == "full":
+        profile = "full size"
+    elif drawn == "quick":
+        profile = "quick profile"
+    else:
+        profile = "no profile (analytic, or drawn by a report)"
     return f"{profile}, {_run_text(record)}"
 
 

@@ -46,12 +46,11 @@ def missing(name: str, expected: str) -> Outcome:
     it."""
     from resharpen.experiments.training.archive import archived_sweeps
 
-    if name in archived_sweeps():
-        how = (f"`resharpen archive restore {name}` brings back its archived runs (no "
-               "training); `resharpen archive restore` every archived sweep")
-    else:
-        how = (f"run `resharpen sweep experiments/configs/set_complement/{name}.toml --workers 2` "
-               f"(every full fit.* training: {ALL_FULL})")
+    train = (f"`resharpen sweep experiments/configs/set_complement/{name}.toml --workers 2` "
+             f"trains it (every full fit.* training: {ALL_FULL})")
+    how = (f"`resharpen archive restore {name}` brings back its archived runs without training "
+           f"(`resharpen archive restore`: every archived sweep), or {train}"
+           if name in archived_sweeps() else train)
     return Outcome("no data", expected, passed=False,
                    inconclusive=f"no finished full sweep {name} in out/sweeps; {how}")
 

@@ -57,13 +57,13 @@ def test_length_generalization_is_decided_on_every_learned_run():
 
 
 def test_a_missing_full_sweep_names_the_archive_when_it_holds_the_sweep():
-    """fit_placements_v32 is in the committed archive: restoring it is the command; a sweep the
-    archive lacks names the training command."""
+    """fit_placements_v32 is in the committed archive: restoring it comes first, then the command
+    that trains it; a sweep the archive lacks names the training command only."""
     from resharpen.experiments.set_complement.fit_data import missing
 
-    held = missing("fit_placements_v32", "x")
-    assert held.inconclusive and "resharpen archive restore fit_placements_v32" in held.inconclusive
-    assert "resharpen sweep" not in held.inconclusive
-    lacking = missing("fit_not_archived", "x")
-    assert "resharpen sweep experiments/configs/set_complement/fit_not_archived.toml" \
-        in lacking.inconclusive
+    held = missing("fit_placements_v32", "x").inconclusive
+    assert held.index("resharpen archive restore fit_placements_v32") \
+        < held.index("resharpen sweep experiments/configs/set_complement/fit_placements_v32.toml")
+    lacking = missing("fit_not_archived", "x").inconclusive
+    assert "archive restore" not in lacking
+    assert "resharpen sweep experiments/configs/set_complement/fit_not_archived.toml" in lacking
