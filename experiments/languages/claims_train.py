@@ -29,6 +29,7 @@ decide.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,8 +41,8 @@ from resharpen.experiments.ledger.stats import ALPHA
 from resharpen.experiments.languages.averages import (
     OTHELLO, averaged_note, averaged_tests, per_task, unlearned_note)
 from resharpen.experiments.languages.postnorm_controls import (
-    CONTROLS, POST_NORMS, fit_note,
-    final_norm_reference, mean_differences, per_task_tests, pooled_tests)
+    CONTROLS, POST_NORMS, compared_tasks, fit_note, final_norm_reference, mean_differences,
+    outside_note, per_task_tests, pooled_tests, tasks_of)
 
 PAPER = "arXiv 2510.08341"
 _CACHE: dict = {}
@@ -305,11 +306,17 @@ def postnorm_effect(claim_id: str, profile: str, control: str, pooled: bool) -> 
     """Whether post and attn_out have lower OOD invalid mass than ``control`` (one of
     :data:`CONTROLS`, whose question the detail states), paired by seed at matched fit."""
     rows, _, _ = _data(claim_id, profile)
-    extra = [f"control {control}: {CONTROLS[control]}",
+    outside = outside_note(rows, control)
+    extra = [f"control {control}: {CONTROLS[control]}", *([outside] if outside else []),
              fit_note(rows, tuple(CONTROLS) + POST_NORMS), mean_differences(rows, control)]
     if control == "pre_nofinal" and not pooled:
         extra.append(final_norm_reference(rows))
-    return decide(claim_id, profile, extra=" | ".join(extra))
+    outcome = decide(claim_id, profile, extra=" | ".join(extra))
+    left_out = [t for t in tasks_of(rows) if t not in compared_tasks(rows, control)]
+    if not left_out:
+        return outcome
+    return replace(outcome, measured=f"{outcome.measured}; not compared, the control at the fit "
+                                     f"in fewer than {stats.MIN_N} runs: {', '.join(left_out)}")
 
 
 @claim("langtrain.postnorm.vs_nofinal.ood_invalid_mass")

@@ -144,20 +144,68 @@ def tasks_of(rows: list[dict]) -> list[str]:
     is tested and leaves the claim INCONCLUSIVE."""
     return sorted({r["task"] for r in learned(rows) if r["weights"] == "raw"})
 
+def control_fits(rows: list[dict], control: str, task: str) -> bool:
+    """Whether ``control`` can be compared at matched fit on ``task`` (:func:`compared_tasks`):
+    False when the grid trained at least ``stats.MIN_N`` runs of it there and fewer than
+    ``stats.MIN_N`` of them reached their stated fit (the control does not fit the task); True
+    otherwise, including a control with fewer runs than that or none (too little data, which
+    the comparison's test reports)."""
+    runs = sum(r["norm"] == control and r["task"] == task and r["weights"] == "raw"
+               for r in rows)
+    fitted = sum(r["norm"] == control and r["task"] == task for r in at_fit(rows))
+    return runs < stats.MIN_N or fitted >= stats.MIN_N
+
+
+def compared_tasks(rows: list[dict], control: str) -> list[str]:
+    """The tasks a comparison against ``control`` tests: those of :func:`tasks_of` where the
+    control does not fail to fit (:func:`control_fits`: of at least ``stats.MIN_N`` runs, fewer
+    than that many reached their stated fit).
+
+    The rule is asymmetric on purpose. Without a control at the fit there is nothing to compare
+    a placement with at matched fit, and a control that does not fit is no evidence against a
+    Post-Norm placement, so such a task is outside the comparison's premise; the claim names it
+    with both arms' fit counts (:func:`outside_note`). A task where the control fits and a
+    Post-Norm placement does not stays in: its test cannot decide, and the claim stays
+    INCONCLUSIVE, so a placement's failure to fit is never hidden."""
+    return [task for task in tasks_of(rows) if control_fits(rows, control, task)]
+
+
+def outside_note(rows: list[dict], control: str) -> str:
+    """The tasks a comparison against ``control`` leaves out because the control reached the fit
+    in fewer than ``stats.MIN_N`` of its runs (:func:`control_fits`), with each compared arm's
+    fit count there ("" if none)."""
+    outside = [task for task in tasks_of(rows) if not control_fits(rows, control, task)]
+    if not outside:
+        return ""
+    counts = "; ".join(f"{task}: " + ", ".join(_counts(rows, n, task) for n in
+                                                (control, *POST_NORMS)) for task in outside)
+    return (f"not compared (the control {control} reached the fit in fewer than {stats.MIN_N} "
+            f"runs, so no matched-fit comparison is possible there): {counts}")
+
+
+def _compared_rows(rows: list[dict], control: str) -> list[dict]:
+    """The rows of the tasks :func:`compared_tasks` keeps."""
+    keep = set(compared_tasks(rows, control))
+    return [r for r in rows if r["task"] in keep]
+
+
 def per_task_tests(control: str):
-    """rows -> per task and Post-Norm placement, the paired test against ``control``."""
+    """rows -> per task of :func:`compared_tasks` and Post-Norm placement, the paired test
+    against ``control``."""
     def tests(rows: list[dict]) -> list[tuple[str, object]]:
         return [(f"{task}: {norm} - {control}", paired_by_seed(rows, norm, control, task))
-                for task in tasks_of(rows) for norm in POST_NORMS]
+                for task in compared_tasks(rows, control) for norm in POST_NORMS]
 
     return tests
 
 
 def pooled_tests(control: str):
-    """rows -> per Post-Norm placement, the pooled log-ratio test against ``control``."""
+    """rows -> per Post-Norm placement, the pooled log-ratio test against ``control`` over the
+    tasks of :func:`compared_tasks`."""
     def tests(rows: list[dict]) -> list[tuple[str, object]]:
+        kept = _compared_rows(rows, control)
         return [(f"log({norm} / {control}), pooled over tasks",
-                 log_ratio_by_seed(rows, norm, control)) for norm in POST_NORMS]
+                 log_ratio_by_seed(kept, norm, control)) for norm in POST_NORMS]
 
     return tests
 
@@ -167,7 +215,7 @@ def mean_differences(rows: list[dict], control: str) -> str:
     fit with its number of pairs, for a claim's detail."""
     raw = at_fit(rows)
     out = []
-    for task in tasks_of(rows):
+    for task in compared_tasks(rows, control):
         for norm in POST_NORMS:
             a, b = _arm(raw, norm, task), _arm(raw, control, task)
             d = [a[s] - b[s] for s in a if s in b]
