@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import re
 
-PAPERS = {
-    "2510.08341": "Post-Norm can resharpen attention (arXiv 2510.08341)",
-    "2510.22026": "Normalization in attention dynamics (arXiv 2510.22026)",
-    "2608.09417": "Why Post-Norm transformers collapse (arXiv 2608.09417)",
+TITLES = {
+    "2510.08341": "Post-Norm can Resharpen Attention",
+    "2510.22026": "Normalization in Attention Dynamics",
+    "2608.09417": "Why Post-Norm Transformers Collapse",
 }
-"""The papers whose claims the ledger checks, by arXiv id; any other source is "other"."""
+"""The papers whose claims the ledger checks, by arXiv id: their titles. Any other source is
+"other"."""
+PAPERS = {paper: f"{title} (arXiv {paper})" for paper, title in TITLES.items()}
+"""arXiv id -> the paper's heading in the report: its title and id."""
 
 
 def paper_of(source: str) -> str:
@@ -26,6 +29,15 @@ PREFIX_PAPERS = {"sc": "2510.08341", "train": "2510.08341", "fit": "2510.08341",
                  "lang": "2510.08341", "othello": "2510.08341", "langtrain": "2510.08341",
                  "dyn": "2510.22026", "collapse": "2608.09417"}
 """The paper of a claim by its id's first part, when its source names no arXiv id."""
+
+
+def home_paper(claim_id: str) -> str:
+    """The paper of a claim's id prefix (:data:`PREFIX_PAPERS`); ValueError for a prefix of no
+    paper."""
+    prefix = claim_id.split(".", 1)[0]
+    if prefix not in PREFIX_PAPERS:
+        raise ValueError(f"claim {claim_id!r} belongs to no paper of {sorted(TITLES)}")
+    return PREFIX_PAPERS[prefix]
 
 _SUPPORTING = re.compile(r"^\s*(known sequence|package|published|regression)\b", re.I)
 

@@ -55,6 +55,7 @@ from collections import Counter
 from pathlib import Path
 
 from resharpen import verdicts
+from resharpen.papers import PREFIX_PAPERS
 from resharpen.experiments.ledger import baseline, mutation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -211,8 +212,7 @@ def record_numbers(claim_id: str, records: list[dict[str, dict]],
 
 
 CLAIM_ID = re.compile(r"(?<![\w.])(?:%s)\.[\w.]*\w" % "|".join(
-    sorted({p for _, prefixes in verdicts.PAPERS.values() for p in prefixes}, key=len,
-           reverse=True)))
+    sorted(PREFIX_PAPERS, key=len, reverse=True)))
 """A claim's id: one of the papers' id prefixes, a dot, the rest (declared ids only count)."""
 STATUS_WORD = re.compile(r"(?<![\w-])(PASS|FAIL|INCONCLUSIVE)(?:es|s|ed)?(?![\w-])")
 P_OR_N = re.compile(r"(?<![\w.])[pn]\s*(?:=|<|<=|\u2264)?\s*[-\u2212]?\.?\d")
