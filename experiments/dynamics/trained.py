@@ -270,7 +270,8 @@ def measurement_batch(config: dict, sz: Sizes) -> tuple[torch.Tensor, torch.Tens
     return seqs[:, :-1], targets
 
 
-def _measure64(model: Transformer, batch) -> dict:
+def measure64(model: Transformer, batch) -> dict:
+    """:func:`measure` of ``model`` in float64 on ``batch`` = (tokens, p*) (:func:`measurement_batch`)."""
     model = model.to(torch.float64)
     return measure(model, batch[0], batch[1].to(torch.float64))
 
@@ -289,7 +290,7 @@ def train_group_measured(sz: Sizes, task: str, scheme: str, depth: int,
     configs = group_configs(sz, task, scheme, depth)
     vocab = build_task(configs[0]).size
     batch = measurement_batch(configs[0], sz)
-    inits = [_measure64(seeded_model(c, vocab, sz.train_len), batch) for c in configs]
+    inits = [measure64(seeded_model(c, vocab, sz.train_len), batch) for c in configs]
     if not train:
         return [{"seed": c["train"]["seed"], "fit_reached": False, "fit_step": None,
                  "steps": 0, "diverged": False, "init": m, "trained": None}
@@ -315,11 +316,11 @@ def train_group_measured(sz: Sizes, task: str, scheme: str, depth: int,
                      "fit_target": s["fit_target"],
                      "final_fit_measure": result["history"][-1]["fit_id_invalid_mass"],
                      "seconds": seconds / len(configs), "init": init,
-                     "trained": _measure64(model, batch)})
+                     "trained": measure64(model, batch)})
     return runs
 
 
-def _key(sz: Sizes, configs: list[dict]) -> str:
+def group_key(sz: Sizes, configs: list[dict]) -> str:
     from resharpen.experiments.common.io import dumps_json
 
     # the group's own configs and sizes: not the list of the other schemes trained, so that a
@@ -330,7 +331,7 @@ def _key(sz: Sizes, configs: list[dict]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _cached(path: Path | None, key: str, archived: Path | None = None) -> list | None:
+def cached_group(path: Path | None, key: str, archived: Path | None = None) -> list | None:
     """The runs of the cached group file ``path`` when its key matches, else of its archived
     copy ``archived`` (either form, plain or ``.gz``; read only) when that key matches, else
     None."""
@@ -346,7 +347,7 @@ def _cached(path: Path | None, key: str, archived: Path | None = None) -> list |
 
 
 @contextmanager
-def _group_lock(path: Path | None):
+def group_lock(path: Path | None):
     """An exclusive lock (fcntl) on ``<path>.lock`` while a group is trained, so that ledger
     workers that need the same group wait for one of them and then read its file."""
     if path is None:
@@ -388,17 +389,17 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
                        (("task", task), ("scheme", scheme), ("depth", depth))):
                     continue
                 trains = train and scheme in p.trained_schemes
-                key = _key(p, group_configs(p, task, scheme, depth)) + ("" if trains else "i")
+                key = group_key(p, group_configs(p, task, scheme, depth)) + ("" if trains else "i")
                 name = f"{task}_{scheme}_L{depth}{'' if trains else '_init'}.json"
                 path = None if folder is None else folder / name
                 kept = None if archived is None else archived / name
-                group = _cached(path, key, kept)
+                group = cached_group(path, key, kept)
                 if group is None:
                     if cached_only:
                         raise LookupError(f"no finished group {task} {scheme} L={depth} in "
                                           f"{folder}")
-                    with _group_lock(path):  # ledger workers share the set: one trains it
-                        group = _cached(path, key, kept)
+                    with group_lock(path):  # ledger workers share the set: one trains it
+                        group = cached_group(path, key, kept)
                         if group is None:
                             if progress:
                                 print(f"training {task} {scheme} L={depth} ...", flush=True)
@@ -412,10 +413,12 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
 # ------------------------------------------------------------------------- selections
 def select(runs: list[dict], when: str, schemes=SCHEMES) -> list[dict]:
     """The runs measured ``when`` ("init": every run; "trained": the runs that reached the fit,
-    diverged ones never), each {task, scheme, depth, seed, m: the measurement}."""
+    diverged ones never), each {task, scheme, depth, seed, m: the measurement} (and the
+    premise set of a premise set's run: :mod:`.premise_sets`)."""
     if when not in ("init", "trained"):
         raise ValueError(f"when must be 'init' or 'trained', got {when!r}")
-    return [{**{k: r[k] for k in ("task", "scheme", "depth", "seed")}, "m": r[when]}
+    return [{**{k: r[k] for k in ("task", "scheme", "depth", "seed", "premise_set") if k in r},
+             "m": r[when]}
             for r in runs if r["scheme"] in schemes
             and (when == "init" or (r["fit_reached"] and not r["diverged"]))]
 

@@ -102,9 +102,20 @@ def _decide(tests: list[tuple[str, stats.Comparison]], name: str) -> tuple[bool,
     return passed, why, "; ".join(t.describe() for t in fam)
 
 
+def set_note(runs: list[dict]) -> str:
+    """The initialization of the premise sets among ``runs`` (:mod:`.premise_sets`), "" for
+    the trained set's runs."""
+    from resharpen.experiments.dynamics.premise_sets import SETS
+
+    names = sorted({r["premise_set"] for r in runs if r.get("premise_set")})
+    return "; ".join(f"premise set {n}, built for {SETS[n].premise} ({SETS[n].describe()})"
+                     for n in names)
+
+
 def _runs_note(runs: list[dict], when: str) -> str:
     if when == "init":
-        return f"{len(runs)} runs at init"
+        built = set_note(runs)
+        return f"{len(runs)} runs at init" + (f" ({built})" if built else "")
     return f"{len(runs)} runs that reached the fit"
 
 
@@ -243,11 +254,13 @@ def preln_norm_growth(runs: list[dict], when: str) -> Outcome:
     inside, outside = lo <= mean - half and mean + half <= hi, mean + half < lo or mean - half > hi
     why = "" if inside or outside else (
         f"the 95% interval [{mean - half:.3g}, {mean + half:.3g}] overlaps the band's edge")
+    built = set_note(pre)
     return Outcome(measured=f"exponent {mean:.3f} +- {half:.3f} (95% t, n={len(e)}); range "
                             f"[{e.min():.3f}, {e.max():.3f}]",
                    expected=f"1 (r ~ t): interval within [{lo}, {hi}]", passed=inside,
-                   detail=f"{premise}; random-stack exponent ~0.55 (dyn.stack.preln_norm) for "
-                          "contrast", inconclusive=why)
+                   detail=(f"{built}; " if built else "")
+                   + f"{premise}; random-stack exponent ~0.55 (dyn.stack.preln_norm) for "
+                     "contrast", inconclusive=why)
 
 
 def model_s(m: dict, placement: str, d: int, n: int) -> float:
@@ -336,9 +349,14 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
                                     "deeper Post-LN stacks, or later layers near collapse, "
                                     "would qualify")
     below = float(np.mean(np.asarray(high) < 1))
+    above = [c for c, g in pairs if c >= HIGH_SIMILARITY and g >= 1]
+    where = (f"; the {len(above)} gains >= 1 at input similarity {min(above):.3g}-"
+             f"{max(above):.3g}") if above else ""
+    built = set_note(select(runs, when, ("post", "mixln")))
     return Outcome(measured=f"{below:.0%} of {len(high)} high-similarity Post-LN norms have gain "
                             f"< 1 (max {max(high):.3g}, median {np.median(high):.3g})",
-                   expected="every gain < 1", passed=below == 1.0, detail=low_text.lstrip("; "))
+                   expected="every gain < 1", passed=below == 1.0,
+                   detail=(f"{built}; " if built else "") + low_text.lstrip("; ") + where)
 
 
 __all__ = ["order_factor", "HIGH_SIMILARITY", "RECURSION_TOL", "GROWTH_BAND",

@@ -1,11 +1,14 @@
 """The trained-dynamics claims ``dyn.trained.*`` (:mod:`.claims`) read the trained set here and
 hand it to their tests (:mod:`.trained_checks`).
 
-"init" reads every run of the profile's set at initialization (nothing is trained for it);
-"trained" reads the set trained to the fit (:func:`resharpen.experiments.dynamics.trained.
-trained_set`: trained once per profile and cached, so the claims share it). The tests decide on
-the runs inside each statement's premise, with the factors and tolerances fixed beforehand in
-:mod:`.trained_checks`. The set and its tests are imported when a claim runs: they need torch,
+"init" reads every run of the profile's set at initialization (nothing is trained for it),
+except where a statement's premise never holds at the package's usual initialization: the
+first-layer order, the Pre-LN norm growth and the backward gains at high similarity read their
+premise sets instead (:data:`PREMISE_SETS`, :mod:`.premise_sets`: the same models, initialized
+so that the premise holds); "trained" reads the set trained to the fit
+(:func:`resharpen.experiments.dynamics.trained.trained_set`: trained once per profile and
+cached, so the claims share it). The tests decide on the runs inside each statement's premise,
+with the factors and tolerances fixed beforehand in :mod:`.trained_checks`. The set and its tests are imported when a claim runs: they need torch,
 which the other ``dyn.*`` claims do not.
 """
 from __future__ import annotations
@@ -17,6 +20,11 @@ CLAIMS_ANALYSIS = True
 (:func:`resharpen.experiments.ledger.where.is_claims_analysis`)."""
 
 
+PREMISE_SETS = {"first_layer_order": "unit_tokens", "preln_norm_growth": "small_embedding",
+                "backward_gain_high_similarity": "paper_init"}
+"""check -> the premise set its "init" claim reads (:data:`.premise_sets.SETS`)."""
+
+
 def trained_runs(profile: str, when: str) -> list:
     """The runs of ``profile``'s trained set, trained to the fit when ``when`` is "trained"."""
     from resharpen.experiments.dynamics.trained import trained_set
@@ -24,11 +32,21 @@ def trained_runs(profile: str, when: str) -> list:
     return trained_set(profile, train=when == "trained")
 
 
+def runs_for(check: str, profile: str, when: str) -> list:
+    """The runs ``check`` reads ``when``: its premise set at init (:data:`PREMISE_SETS`), else
+    :func:`trained_runs`."""
+    if when == "init" and check in PREMISE_SETS:
+        from resharpen.experiments.dynamics.premise_sets import premise_set
+
+        return premise_set(profile, PREMISE_SETS[check])
+    return trained_runs(profile, when)
+
+
 def first_layer_order(profile: str, when: str) -> Outcome:
-    """Theorem 4.2's first-layer order on the runs ``when``."""
+    """Theorem 4.2's first-layer order on the runs ``when`` (at init: tokens of radius R)."""
     from resharpen.experiments.dynamics.trained_checks import first_layer_order
 
-    return first_layer_order(trained_runs(profile, when), when)
+    return first_layer_order(runs_for("first_layer_order", profile, when), when)
 
 
 def terminal_order(profile: str, when: str) -> Outcome:
@@ -39,10 +57,11 @@ def terminal_order(profile: str, when: str) -> Outcome:
 
 
 def preln_norm_growth(profile: str, when: str) -> Outcome:
-    """Theorem 4.3(i)'s Pre-LN norm growth r ~ t on the runs ``when``."""
+    """Theorem 4.3(i)'s Pre-LN norm growth r ~ t on the runs ``when`` (at init: a small
+    embedding)."""
     from resharpen.experiments.dynamics.trained_checks import preln_norm_growth
 
-    return preln_norm_growth(trained_runs(profile, when), when)
+    return preln_norm_growth(runs_for("preln_norm_growth", profile, when), when)
 
 
 def recursion_at_init(profile: str) -> Outcome:
@@ -54,7 +73,8 @@ def recursion_at_init(profile: str) -> Outcome:
 
 def backward_gain_high_similarity(profile: str, when: str) -> Outcome:
     """arXiv 2608.09417's Theorem 3.6 (backward gains below 1 at high similarity) on the runs
-    ``when``."""
+    ``when`` (at init: the paper's own initialization, 48 layers)."""
     from resharpen.experiments.dynamics.trained_checks import backward_gain_high_similarity
 
-    return backward_gain_high_similarity(trained_runs(profile, when), when)
+    return backward_gain_high_similarity(runs_for("backward_gain_high_similarity", profile,
+                                                  when), when)

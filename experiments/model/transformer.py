@@ -132,6 +132,9 @@ class ModelConfig:
     resid_dropout: float = 0.0
     eps: float = 1e-6  # norm epsilon; constructions use 0 for exact arithmetic
     init_std: float = 0.02
+    # the init std of the token and position embeddings W_E, W_pos (None: init_std): the size of
+    # the tokens entering the first block, |x_0| ~ embed_std sqrt(2 d) with learned positions
+    embed_std: float | None = None
     attn_out_scale: float = 1.0  # W_O's init is scaled by this (post: K = lambda/beta grows with it)
     # a fixed, untrained factor c on every attention sublayer's output, f = c P h W_V W_O (the
     # map the residual sees is c W_V W_O: Attention.value_output); 1 leaves the model as it was
@@ -177,6 +180,11 @@ class ModelConfig:
             need(0.0 <= value < 1.0, f"{name} must be in [0, 1), got {value!r}")
         need(self.eps >= 0.0, f"eps must be >= 0, got {self.eps!r}")
         need(self.init_std > 0.0, f"init_std must be > 0, got {self.init_std!r}")
+        if self.embed_std is not None:
+            need(not isinstance(self.embed_std, bool)
+                 and isinstance(self.embed_std, (int, float))
+                 and math.isfinite(self.embed_std) and self.embed_std > 0.0,
+                 f"embed_std must be a number > 0 or None, got {self.embed_std!r}")
         need(self.attn_out_scale > 0.0,
              f"attn_out_scale must be > 0, got {self.attn_out_scale!r}")
         need(self.attn_out_multiplier > 0.0,
@@ -229,7 +237,12 @@ class ModelConfig:
         return 4 * (self.parameter_estimate() + largest)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields as a dict; ``embed_std`` is left out at its default (None), so the configs
+        written before it existed read back, and compare, unchanged."""
+        data = asdict(self)
+        if data["embed_std"] is None:
+            del data["embed_std"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> "ModelConfig":
@@ -669,8 +682,9 @@ class Transformer(nn.Module):
                           f"{cfg.n_layers} layer(s) ({cfg.parameter_estimate():.3g} parameters)")
         super().__init__()
         self.cfg = cfg
-        self.W_E = nn.Parameter(torch.randn(cfg.vocab, cfg.d_model) * cfg.init_std)
-        self.W_pos = (nn.Parameter(torch.randn(cfg.max_len, cfg.d_model) * cfg.init_std)
+        embed_std = cfg.init_std if cfg.embed_std is None else cfg.embed_std
+        self.W_E = nn.Parameter(torch.randn(cfg.vocab, cfg.d_model) * embed_std)
+        self.W_pos = (nn.Parameter(torch.randn(cfg.max_len, cfg.d_model) * embed_std)
                       if cfg.max_len else None)
         self.blocks = nn.ModuleList(Block(cfg, layer) for layer in range(cfg.n_layers))
         placement = get(cfg.norm)

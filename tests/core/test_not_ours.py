@@ -126,7 +126,7 @@ def test_temporary_files_are_private_until_written(tmp_path, monkeypatch):
 def test_a_group_lock_planted_as_a_link_touches_nothing(tmp_path):
     """``dynamics trained``'s ``<group>.json.lock`` planted as a link to an outside file: one
     ValueError naming the lock file; the outside file keeps its bytes (it was truncated to 0)."""
-    from resharpen.experiments.dynamics.trained import _group_lock
+    from resharpen.experiments.dynamics.trained import group_lock
 
     outside = tmp_path / "precious.txt"
     outside.write_text("precious")
@@ -136,7 +136,7 @@ def test_a_group_lock_planted_as_a_link_touches_nothing(tmp_path):
     before = snapshot(tmp_path)
     with pytest.raises(ValueError, match=r"lock file '.*g\.json\.lock' cannot be used: a "
                                          r"symbolic link"):
-        with _group_lock(folder / "g.json"):
+        with group_lock(folder / "g.json"):
             pytest.fail("the lock was taken through a link")
     assert snapshot(tmp_path) == before and outside.read_text() == "precious"
 

@@ -281,7 +281,7 @@ def test_a_group_out_lacks_is_read_from_the_archive_which_is_never_written(tmp_p
     from resharpen.experiments.training import archive
 
     p = T.sizes("full")
-    key = T._key(p, T.group_configs(p, "dyck1", "post", 8))
+    key = T.group_key(p, T.group_configs(p, "dyck1", "post", 8))
     fake = [{"seed": 0, "fit_reached": True, "fit_step": 7, "steps": 7, "diverged": False,
              "init": {"r": [1.0, 2.5]}, "trained": {"r": [1.0, 3.0]}}]
     session = tmp_path / "session1" / "full"
@@ -330,7 +330,7 @@ def test_the_archived_full_set_matches_the_current_keys():
     for task in T.TASKS:
         for scheme in T.SCHEMES:
             for depth in p.depths:
-                key = T._key(p, T.group_configs(p, task, scheme, depth))
+                key = T.group_key(p, T.group_configs(p, task, scheme, depth))
                 for suffix, mark in (("", ""), ("_init", "i")):
                     path = T.ARCHIVED / f"{task}_{scheme}_L{depth}{suffix}.json"
                     assert read_json(path)["key"] == key + mark, path
@@ -349,3 +349,59 @@ def test_figures_never_train(module, monkeypatch, tmp_path):
     monkeypatch.setattr(T, "trained_set", missing)
     with pytest.raises(MissingResults):
         importlib.import_module(module).make("quick", tmp_path)
+
+
+# ------------------------------------------------------------------------- premise sets
+def test_embed_std_sets_the_embeddings_alone_and_is_left_out_of_the_dict_at_its_default():
+    base = ModelConfig(vocab=7, d_model=64, n_layers=2, n_heads=2, max_len=400, init_std=0.1)
+    assert "embed_std" not in base.to_dict()
+    assert ModelConfig.from_dict(base.to_dict()) == base
+    wide = ModelConfig(**{**base.to_dict(), "embed_std": 0.5})
+    assert ModelConfig.from_dict(wide.to_dict()) == wide
+    torch.manual_seed(0)
+    model = Transformer(wide)
+    assert float(model.W_pos.detach().std()) == pytest.approx(0.5, rel=0.05)  # 25,600 draws
+    assert float(model.W_U.detach().std()) == pytest.approx(0.1, rel=0.1)
+    assert float(model.blocks[0].attn.W_V.detach().std()) == pytest.approx(0.1, rel=0.1)
+    for bad in (0.0, -1.0, math.inf, True):
+        with pytest.raises((ValueError, TypeError)):
+            ModelConfig(**{**base.to_dict(), "embed_std": bad})
+
+
+def test_each_premise_set_meets_the_premise_it_was_built_for():
+    """The quick sets, measured here (nothing written): tokens of radius about R = sqrt(d) in
+    unit_tokens (Thm 4.2's band: a factor 2), the Pre-LN growth at least 20 times the initial
+    radius in small_embedding, and at least 5 Post-LN norms at input similarity >= 0.9 in
+    paper_init, whose W_O has the std of W_V (no 1/sqrt(2L))."""
+    from resharpen.experiments.dynamics.premise_sets import SETS, premise_set
+
+    unit = premise_set("quick", "unit_tokens", out=None)
+    assert {r["scheme"] for r in unit} == set(SETS["unit_tokens"].schemes)
+    low, high = C.TOKEN_RADIUS_BAND
+    assert all(low <= C.token_radius(r["init"], r["scheme"]) <= high for r in unit)
+    small = premise_set("quick", "small_embedding", out=None)
+    assert len(small) >= 3
+    assert all(C.growth_over_offset(r["init"]) >= C.GROWTH_OVER_OFFSET for r in small)
+    paper = premise_set("quick", "paper_init", out=None)
+    high_norms = [c for c, _ in C.post_norm_gains(paper, "init") if c >= C.HIGH_SIMILARITY]
+    assert len(high_norms) >= C.MIN_NORMS
+    assert {r["depth"] for r in paper} == {48}
+    d = T.sizes("quick").d_model
+    torch.manual_seed(0)
+    w = Transformer(ModelConfig(vocab=5, d_model=d, n_layers=48, n_heads=4, norm="post",
+                                init_std=1 / math.sqrt(3 * d), attn_out_scale=math.sqrt(96)))
+    assert float(w.blocks[0].attn.W_O.detach().std()) == pytest.approx(1 / math.sqrt(3 * d), rel=0.1)
+
+
+def test_the_archived_full_premise_sets_match_the_current_keys():
+    """The full-size premise sets are archived beside the trained set under the keys the code
+    computes now (a fresh checkout reads them; ``resharpen archive pack-dyn`` packs them)."""
+    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.dynamics.premise_sets import SETS, set_group
+
+    for name, spec in SETS.items():
+        for task in T.TASKS:
+            for scheme in spec.schemes:
+                for depth in spec.depths or T.sizes("full").depths:
+                    key, file = set_group("full", name, task, scheme, depth)
+                    assert read_json(T.ARCHIVED / file)["key"] == key, file

@@ -1,0 +1,165 @@
+"""Models built at initialization to meet one statement's premise: the sets the ``*.init``
+claims of :mod:`.trained_checks` decide on.
+
+The trained set (:func:`resharpen.experiments.dynamics.trained.trained_set`) measures the
+package's models at their usual initialization, where three theorems' premises never hold:
+the tokens are far smaller than the sphere the norms project to (Thm 4.2 wants radius 1), the
+Pre-LN residual norm stays near its initial radius (Thm 4.3(i)'s r ~ t is asymptotic), and no
+Post-LN layer comes near collapse (arXiv 2608.09417's Thm 3.6). A premise set changes only the
+initialization, so that the premise holds, and keeps everything else of the trained set's
+models (attention only, RMSNorm, d_model, heads, learned positions, W_Q, W_K, W_V of std
+init_std = 1/sqrt(3 d), the measurement batch):
+
+``unit_tokens`` (Thm 4.2, :func:`~.trained_checks.first_layer_order`)
+    W_E and W_pos of std 1/sqrt(2), so a token x_0 = W_E[t] + W_pos[i] has E|x_0|^2 = d: radius
+    sqrt(d), the radius R of RMSNorm's sphere (nGPT's embeddings are on its unit sphere
+    either way); the schemes the theorem orders, at the profile's depths.
+``small_embedding`` (Thm 4.3(i), :func:`~.trained_checks.preln_norm_growth`)
+    W_E and W_pos of std init_std / 20, so that the growth of the Pre-LN residual stream
+    dominates its initial radius (r_L - r_0 >= 20 r_0); Pre-LN's first attention sees
+    N(x_0), the same input as at the usual initialization. 24 layers.
+``paper_init`` (Thm 3.6, :func:`~.trained_checks.backward_gain_high_similarity`)
+    arXiv 2608.09417's own initialization: W_O of std init_std like W_V (s = |W_V W_O|_F^2 / d
+    = 1/9), without the package's 1/sqrt(2L) factor (``attn_out_scale`` = sqrt(2L) cancels
+    it); 48 layers, where Post-LN layers reach input similarities above 0.9.
+
+Each set is init only (nothing trains: seconds of CPU), measured by
+:func:`~.trained.measure` in float64 exactly as the trained set is, and cached and archived
+beside it (``out/dyn_trained/<profile>/<task>_<scheme>_L<depth>_<set>_init.json``, keyed by the
+trained set's group key and the set's initialization).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from resharpen.experiments.dynamics.trained import (ARCHIVED, OUT, TASKS, cached_group,
+                                                    group_configs, group_key, group_lock,
+                                                    measure64, measurement_batch, sizes)
+from resharpen.experiments.model.schemes import by_dynamics_name
+from resharpen.theory.dynamics.schemes import FIRST_LAYER_FAST, FIRST_LAYER_SLOW
+
+
+@dataclass(frozen=True)
+class PremiseSet:
+    """An init-only set: ``schemes`` x the trained set's tasks x ``depths`` (None: the
+    profile's) x ``seeds``, with the embeddings' std ``embed_std(init_std)`` (None: init_std)
+    and W_O without the 1/sqrt(2L) factor when ``paper_w_o``."""
+
+    premise: str
+    schemes: tuple[str, ...]
+    depths: tuple[int, ...] | None
+    seeds: tuple[int, ...] = (0, 1, 2)
+    embed_factor: float | None = None  # embed_std = embed_factor x init_std
+    embed_std: float | None = None  # or an absolute std
+    paper_w_o: bool = False
+
+    def embedding_std(self, init_std: float) -> float | None:
+        """The std of W_E and W_pos for a model whose other weights have std ``init_std``."""
+        if self.embed_std is not None:
+            return self.embed_std
+        return None if self.embed_factor is None else self.embed_factor * init_std
+
+    def describe(self) -> str:
+        """The set's initialization, for a claim's detail."""
+        parts = []
+        if self.embed_std is not None:
+            parts.append(f"W_E, W_pos of std {self.embed_std:.3g}")
+        if self.embed_factor is not None:
+            parts.append(f"W_E, W_pos of std init_std x {self.embed_factor:g}")
+        if self.paper_w_o:
+            parts.append("W_O of std init_std (no 1/sqrt(2L))")
+        depths = "the profile's depths" if self.depths is None else \
+            "/".join(map(str, self.depths)) + " layers"
+        return f"{', '.join(parts)}; {depths}; {len(self.seeds)} seeds per task"
+
+
+def _names(dynamics_names) -> tuple[str, ...]:
+    return tuple(by_dynamics_name(n).name for n in dynamics_names)
+
+
+SETS = {
+    "unit_tokens": PremiseSet(
+        premise="Thm 4.2: tokens of radius 1 in the units of the norm's sphere",
+        schemes=_names(FIRST_LAYER_FAST) + _names(FIRST_LAYER_SLOW), depths=None,
+        embed_std=1.0 / math.sqrt(2.0)),
+    "small_embedding": PremiseSet(
+        premise="Thm 4.3(i): the Pre-LN norm's growth dominates its initial radius",
+        schemes=("pre",), depths=(24,), embed_factor=1.0 / 20.0),
+    "paper_init": PremiseSet(
+        premise="Thm 3.6: Post-LN layers of high input similarity",
+        schemes=("post", "mixln"), depths=(48,), paper_w_o=True),
+}
+"""set name -> its definition (the module docstring says why each)."""
+
+
+def measure_group(profile: str, name: str, task: str, scheme: str, depth: int) -> list[dict]:
+    """The runs of one group of premise set ``name``, measured at initialization: each
+    {seed, fit_reached False, fit_step None, steps 0, diverged False, init, trained None}."""
+    import torch
+
+    from resharpen.experiments.model.transformer import Transformer
+    from resharpen.experiments.training.loop import model_config
+    from resharpen.experiments.training.next_token_config import build_task
+
+    spec, sz = SETS[name], sizes(profile)
+    torch.set_num_threads(1)
+    configs = group_configs(sz, task, scheme, depth)
+    vocab = build_task(configs[0]).size
+    batch = measurement_batch(configs[0], sz)
+    runs = []
+    for config in configs:
+        if config["train"]["seed"] not in spec.seeds:
+            continue
+        cfg = model_config(config, vocab, sz.train_len)
+        cfg = replace(cfg, embed_std=spec.embedding_std(cfg.init_std),
+                      attn_out_scale=math.sqrt(2 * depth) if spec.paper_w_o else 1.0)
+        torch.manual_seed(config["train"]["seed"])
+        runs.append({"seed": config["train"]["seed"], "fit_reached": False, "fit_step": None,
+                     "steps": 0, "diverged": False, "init": measure64(Transformer(cfg), batch),
+                     "trained": None})
+    return runs
+
+
+def set_group(profile: str, name: str, task: str, scheme: str, depth: int) -> tuple[str, str]:
+    """(cache key, file name) of one group of premise set ``name``: the trained set's group key
+    (:func:`~.trained.group_key`) and the set's initialization, and
+    ``<task>_<scheme>_L<depth>_<name>_init.json``."""
+    sz = sizes(profile)
+    key = group_key(sz, group_configs(sz, task, scheme, depth)) + f"-{name}-{SETS[name].describe()}"
+    return key, f"{task}_{scheme}_L{depth}_{name}_init.json"
+
+
+def premise_set(profile: str, name: str, out: str | Path | None = OUT,
+                archive: str | Path | None = ARCHIVED) -> list[dict]:
+    """Every run of premise set ``name`` at ``profile``'s sizes, each {task, scheme, depth,
+    seed, premise_set, init, ...} as :func:`~.trained.trained_set`'s runs: read from
+    ``out/<profile>/<task>_<scheme>_L<depth>_<name>_init.json`` when its key matches (at full
+    size, else from the archive's copy), else measured and written there (``out`` None:
+    nothing read or written)."""
+    from resharpen.experiments.common.io import atomic_write_json, ensure_writable_dir
+
+    if name not in SETS:
+        raise ValueError(f"premise set {name!r} is not one of {', '.join(SETS)}")
+    spec, sz = SETS[name], sizes(profile)
+    folder = None if out is None else ensure_writable_dir(Path(out) / profile)
+    archived = None if folder is None or archive is None or profile != "full" else Path(archive)
+    runs = []
+    for task in TASKS:
+        for scheme in spec.schemes:
+            for depth in spec.depths or sz.depths:
+                key, file = set_group(profile, name, task, scheme, depth)
+                path = None if folder is None else folder / file
+                kept = None if archived is None else archived / file
+                group = cached_group(path, key, kept)
+                if group is None:
+                    with group_lock(path):
+                        group = cached_group(path, key, kept)
+                        if group is None:
+                            group = measure_group(profile, name, task, scheme, depth)
+                            if path is not None:
+                                atomic_write_json(path, {"key": key, "runs": group})
+                runs += [{"task": task, "scheme": scheme, "depth": depth, "premise_set": name,
+                          **r} for r in group]
+    return runs
