@@ -22,6 +22,9 @@ init_std = 1/sqrt(3 d), the measurement batch):
     arXiv 2608.09417's own initialization: W_O of std init_std like W_V (s = |W_V W_O|_F^2 / d
     = 1/9), without the package's 1/sqrt(2L) factor (``attn_out_scale`` = sqrt(2L) cancels
     it); 48 layers, where Post-LN layers reach input similarities above 0.9.
+``paper_init_4x`` (no claim: the alternative the design weighed)
+    the same with W_O twice as large, 4 x the paper's s (its Fig. 1's variance); measured so
+    that a reader can see what the choice of ``paper_init`` left out.
 
 Each set is init only (nothing trains: seconds of CPU), measured by
 :func:`~.trained.measure` in float64 exactly as the trained set is, and cached and archived
@@ -54,6 +57,7 @@ class PremiseSet:
     embed_factor: float | None = None  # embed_std = embed_factor x init_std
     embed_std: float | None = None  # or an absolute std
     paper_w_o: bool = False
+    w_o_factor: float = 1.0  # W_O further x this
 
     def embedding_std(self, init_std: float) -> float | None:
         """The std of W_E and W_pos for a model whose other weights have std ``init_std``."""
@@ -70,6 +74,8 @@ class PremiseSet:
             parts.append(f"W_E, W_pos of std init_std x {self.embed_factor:g}")
         if self.paper_w_o:
             parts.append("W_O of std init_std (no 1/sqrt(2L))")
+        if self.w_o_factor != 1.0:
+            parts.append(f"W_O x {self.w_o_factor:g}")
         depths = "the profile's depths" if self.depths is None else \
             "/".join(map(str, self.depths)) + " layers"
         return f"{', '.join(parts)}; {depths}; {len(self.seeds)} seeds per task"
@@ -90,6 +96,9 @@ SETS = {
     "paper_init": PremiseSet(
         premise="Thm 3.6: Post-LN layers of high input similarity",
         schemes=("post", "mixln"), depths=(48,), paper_w_o=True),
+    "paper_init_4x": PremiseSet(
+        premise="Thm 3.6 at 4 x the paper's s (no claim reads it)",
+        schemes=("post", "mixln"), depths=(48,), paper_w_o=True, w_o_factor=2.0),
 }
 """set name -> its definition (the module docstring says why each)."""
 
@@ -114,7 +123,8 @@ def measure_group(profile: str, name: str, task: str, scheme: str, depth: int) -
             continue
         cfg = model_config(config, vocab, sz.train_len)
         cfg = replace(cfg, embed_std=spec.embedding_std(cfg.init_std),
-                      attn_out_scale=math.sqrt(2 * depth) if spec.paper_w_o else 1.0)
+                      attn_out_scale=(math.sqrt(2 * depth) if spec.paper_w_o else 1.0)
+                      * spec.w_o_factor)
         torch.manual_seed(config["train"]["seed"])
         runs.append({"seed": config["train"]["seed"], "fit_reached": False, "fit_step": None,
                      "steps": 0, "diverged": False, "init": measure64(Transformer(cfg), batch),
