@@ -47,8 +47,8 @@ from resharpen.theory.dynamics.schemes import FIRST_LAYER_FAST, FIRST_LAYER_SLOW
 @dataclass(frozen=True)
 class PremiseSet:
     """An init-only set: ``schemes`` x the trained set's tasks x ``depths`` (None: the
-    profile's) x ``seeds``, with the embeddings' std ``embed_std(init_std)`` (None: init_std)
-    and W_O without the 1/sqrt(2L) factor when ``paper_w_o``."""
+    profile's) x ``seeds``, with the embeddings' std :meth:`embedding_std` (None: init_std), W_O
+    without the 1/sqrt(2L) factor when ``paper_w_o``, and W_O further x ``w_o_factor``."""
 
     premise: str
     schemes: tuple[str, ...]
@@ -103,6 +103,15 @@ SETS = {
 """set name -> its definition (the module docstring says why each)."""
 
 
+def set_model_config(spec: PremiseSet, cfg):
+    """The ModelConfig of a premise set's model from the trained set's ``cfg``: the embeddings'
+    std of ``spec`` and W_O's init scaled by sqrt(2L) (cancelling the 1/sqrt(2L) factor) when
+    ``spec.paper_w_o``, times ``spec.w_o_factor``; nothing else changed."""
+    scale = (math.sqrt(2 * cfg.n_layers) if spec.paper_w_o else 1.0) * spec.w_o_factor
+    return replace(cfg, embed_std=spec.embedding_std(cfg.init_std),
+                   attn_out_scale=cfg.attn_out_scale * scale)
+
+
 def measure_group(profile: str, name: str, task: str, scheme: str, depth: int) -> list[dict]:
     """The runs of one group of premise set ``name``, measured at initialization: each
     {seed, fit_reached False, fit_step None, steps 0, diverged False, init, trained None}."""
@@ -121,10 +130,7 @@ def measure_group(profile: str, name: str, task: str, scheme: str, depth: int) -
     for config in configs:
         if config["train"]["seed"] not in spec.seeds:
             continue
-        cfg = model_config(config, vocab, sz.train_len)
-        cfg = replace(cfg, embed_std=spec.embedding_std(cfg.init_std),
-                      attn_out_scale=(math.sqrt(2 * depth) if spec.paper_w_o else 1.0)
-                      * spec.w_o_factor)
+        cfg = set_model_config(spec, model_config(config, vocab, sz.train_len))
         torch.manual_seed(config["train"]["seed"])
         runs.append({"seed": config["train"]["seed"], "fit_reached": False, "fit_step": None,
                      "steps": 0, "diverged": False, "init": measure64(Transformer(cfg), batch),

@@ -350,13 +350,14 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
                                     "would qualify")
     below = float(np.mean(np.asarray(high) < 1))
     above = [c for c, g in pairs if c >= HIGH_SIMILARITY and g >= 1]
-    where = (f"; the {len(above)} gains >= 1 at input similarity {min(above):.3g}-"
-             f"{max(above):.3g}") if above else ""
+    where = (f"at or above it, the {len(above)} gains >= 1 sit at input similarity "
+             f"{min(above):.3g}-{max(above):.3g}") if above else ""
     built = set_note(select(runs, when, ("post", "mixln")))
     return Outcome(measured=f"{below:.0%} of {len(high)} high-similarity Post-LN norms have gain "
                             f"< 1 (max {max(high):.3g}, median {np.median(high):.3g})",
                    expected="every gain < 1", passed=below == 1.0,
-                   detail=(f"{built}; " if built else "") + low_text.lstrip("; ") + where)
+                   detail="; ".join(filter(None, [built, where.lstrip("; "),
+                                                   low_text.lstrip("; ")])))
 
 
 __all__ = ["order_factor", "HIGH_SIMILARITY", "RECURSION_TOL", "GROWTH_BAND",

@@ -23,8 +23,9 @@ over the claims that answer the same question (:data:`QUESTIONS`: the averages, 
 Othello), with three outcomes
 (:func:`resharpen.experiments.ledger.stats.decision`): PASS when the effect is shown at adjusted
 p < 0.05, FAIL when the opposite effect is shown at that level, INCONCLUSIVE otherwise (too few
-pairs, a control not trained or not at the fit, or neither direction shown), with what would
-decide.
+pairs, a control not trained, or neither direction shown), with what would decide. A task where
+a control reached its fit in fewer than 5 of its runs is left out of the comparisons against it
+and named in the claim (:func:`.postnorm_controls.compared_tasks`).
 """
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ from resharpen.experiments.ledger.stats import ALPHA
 from resharpen.experiments.languages.averages import (
     OTHELLO, averaged_note, averaged_tests, per_task, unlearned_note)
 from resharpen.experiments.languages.postnorm_controls import (
-    CONTROLS, POST_NORMS, compared_tasks, fit_note, final_norm_reference, mean_differences,
-    outside_note, per_task_tests, pooled_tests, tasks_of)
+    CONTROLS, POST_NORMS, fit_note, final_norm_reference, left_out_tasks, mean_differences,
+    outside_note, per_task_tests, pooled_tests)
 
 PAPER = "arXiv 2510.08341"
 _CACHE: dict = {}
@@ -312,11 +313,16 @@ def postnorm_effect(claim_id: str, profile: str, control: str, pooled: bool) -> 
     if control == "pre_nofinal" and not pooled:
         extra.append(final_norm_reference(rows))
     outcome = decide(claim_id, profile, extra=" | ".join(extra))
-    left_out = [t for t in tasks_of(rows) if t not in compared_tasks(rows, control)]
+    left_out = left_out_tasks(rows, control)
     if not left_out:
         return outcome
-    return replace(outcome, measured=f"{outcome.measured}; not compared, the control at the fit "
-                                     f"in fewer than {stats.MIN_N} runs: {', '.join(left_out)}")
+    note = (f"not compared, the control at the fit in fewer than {stats.MIN_N} runs: "
+            f"{', '.join(left_out)}")
+    unsure = outcome.inconclusive and (
+        f"{outcome.inconclusive}; on {', '.join(left_out)} a control that reaches the fit "
+        f"would decide")
+    return replace(outcome, measured="; ".join(filter(None, [outcome.measured, note])),
+                   inconclusive=unsure)
 
 
 @claim("langtrain.postnorm.vs_nofinal.ood_invalid_mass")

@@ -99,7 +99,8 @@ def claims_text() -> str:
                        if p["verdict"] == "killed by an exception"]
     equivalent = sum(bool(p.get("equivalent")) for p in exception_pairs)
     return (f"Of the {len(fast)} fast claims, {verdict['killed']} are killed ({by_exception} of "
-            f"them only by an exception), {verdict['survives']} survive and "
+            f"them only by an exception), {verdict['survives']} "
+            f"{'survives' if verdict['survives'] == 1 else 'survive'} and "
             f"{verdict['untested']} are untested; of the {len(slow)} slow claims, {skipped} are "
             f"skipped by their declared cost class and {len(slow) - skipped} keep entries from a "
             f"run of every operator (`--costs all`). Of the {len(exception_pairs)} pairs of the "
