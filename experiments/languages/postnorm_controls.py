@@ -148,6 +148,7 @@ def tasks_of(rows: list[dict]) -> list[str]:
     is tested and leaves the claim INCONCLUSIVE."""
     return sorted({r["task"] for r in learned(rows) if r["weights"] == "raw"})
 
+
 def control_fits(rows: list[dict], control: str, task: str) -> bool:
     """Whether ``control`` can be compared at matched fit on ``task`` (:func:`compared_tasks`):
     False when the grid trained at least ``stats.MIN_N`` runs of it there and fewer than
