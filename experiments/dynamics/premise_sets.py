@@ -22,6 +22,16 @@ init_std = 1/sqrt(3 d), the measurement batch):
     arXiv 2608.09417's own initialization: W_O of std init_std like W_V (s = |W_V W_O|_F^2 / d
     = 1/9), without the package's 1/sqrt(2L) factor (``attn_out_scale`` = sqrt(2L) cancels
     it); 48 layers, where Post-LN layers reach input similarities above 0.9.
+``paper_init_many_seeds`` (Stage I's recursion, :func:`~.trained_checks.recursion_at_init`)
+    arXiv 2608.09417's initialization as ``paper_init``, for Post-LN and Pre-LN, 48 layers and
+    24 seeds per task: at the package's initialization Post-LN's t_sim hardly moves (a flat
+    curve matches any constant prediction), and the recursion is a statement about the mean
+    over models, whose Monte Carlo error the check measures from the seeds.
+``terminal_depth`` (Thm 4.1, 4.3's terminal rates, :func:`~.trained_checks.terminal_order`)
+    arXiv 2608.09417's initialization with W_O twice as large (4 x its s, the variance of its
+    Fig. 1), for the schemes the terminal order compares, 48 layers, 12 seeds per task: at the
+    paper's own s the Post-LN stacks reach a mean pairwise cosine of 0.9 only in their last 2-13
+    layers, too few to read how the decay's rate changes; at 4 x s from about layer 10.
 ``paper_init_4x`` (no claim: the alternative the design weighed)
     the same with W_O twice as large, 4 x the paper's s (its Fig. 1's variance); measured so
     that a reader can see what the choice of ``paper_init`` left out.
@@ -41,7 +51,8 @@ from resharpen.experiments.dynamics.trained import (ARCHIVED, OUT, TASKS, cached
                                                     group_configs, group_key, group_lock,
                                                     measure64, measurement_batch, sizes)
 from resharpen.experiments.model.schemes import by_dynamics_name
-from resharpen.theory.dynamics.schemes import FIRST_LAYER_FAST, FIRST_LAYER_SLOW
+from resharpen.theory.dynamics.schemes import (FIRST_LAYER_FAST, FIRST_LAYER_SLOW,
+                                               TERMINAL_FASTEST, TERMINAL_SLOWER)
 
 
 @dataclass(frozen=True)
@@ -96,11 +107,23 @@ SETS = {
     "paper_init": PremiseSet(
         premise="Thm 3.6: Post-LN layers of high input similarity",
         schemes=("post", "mixln"), depths=(48,), paper_w_o=True),
+    "paper_init_many_seeds": PremiseSet(
+        premise="Stage I's recursion: a t_sim that rises, averaged over enough models",
+        schemes=("post", "pre"), depths=(48,), seeds=tuple(range(24)), paper_w_o=True),
+    "terminal_depth": PremiseSet(
+        premise="Thm 4.1, 4.3's terminal rates: stacks that stay near consensus for many layers",
+        schemes=_names((TERMINAL_FASTEST,) + TERMINAL_SLOWER), depths=(48,),
+        seeds=tuple(range(12)), paper_w_o=True, w_o_factor=2.0),
     "paper_init_4x": PremiseSet(
         premise="Thm 3.6 at 4 x the paper's s (no claim reads it)",
         schemes=("post", "mixln"), depths=(48,), paper_w_o=True, w_o_factor=2.0),
 }
 """set name -> its definition (the module docstring says why each)."""
+
+
+def set_sizes(spec: PremiseSet, profile: str):
+    """The trained set's sizes at ``profile`` (:func:`~.trained.sizes`) with the set's seeds."""
+    return replace(sizes(profile), seeds=spec.seeds)
 
 
 def set_model_config(spec: PremiseSet, cfg):
@@ -121,15 +144,14 @@ def measure_group(profile: str, name: str, task: str, scheme: str, depth: int) -
     from resharpen.experiments.training.loop import model_config
     from resharpen.experiments.training.next_token_config import build_task
 
-    spec, sz = SETS[name], sizes(profile)
+    spec = SETS[name]
+    sz = set_sizes(spec, profile)
     torch.set_num_threads(1)
     configs = group_configs(sz, task, scheme, depth)
     vocab = build_task(configs[0]).size
     batch = measurement_batch(configs[0], sz)
     runs = []
     for config in configs:
-        if config["train"]["seed"] not in spec.seeds:
-            continue
         cfg = set_model_config(spec, model_config(config, vocab, sz.train_len))
         torch.manual_seed(config["train"]["seed"])
         runs.append({"seed": config["train"]["seed"], "fit_reached": False, "fit_step": None,
@@ -142,7 +164,7 @@ def set_group(profile: str, name: str, task: str, scheme: str, depth: int) -> tu
     """(cache key, file name) of one group of premise set ``name``: the trained set's group key
     (:func:`~.trained.group_key`) and the set's initialization, and
     ``<task>_<scheme>_L<depth>_<name>_init.json``."""
-    sz = sizes(profile)
+    sz = set_sizes(SETS[name], profile)
     key = group_key(sz, group_configs(sz, task, scheme, depth)) + f"-{name}-{SETS[name].describe()}"
     return key, f"{task}_{scheme}_L{depth}_{name}_init.json"
 
@@ -158,7 +180,7 @@ def premise_set(profile: str, name: str, out: str | Path | None = OUT,
 
     if name not in SETS:
         raise ValueError(f"premise set {name!r} is not one of {', '.join(SETS)}")
-    spec, sz = SETS[name], sizes(profile)
+    spec, sz = SETS[name], set_sizes(SETS[name], profile)
     folder = None if out is None else ensure_writable_dir(Path(out) / profile)
     archived = None if folder is None or archive is None or profile != "full" else Path(archive)
     runs = []

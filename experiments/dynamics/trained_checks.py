@@ -12,8 +12,13 @@ Welch otherwise; fewer than ``stats.MIN_N`` units: inconclusive), Holm-adjusted 
   order with the gap the theorem gives, fixed before measuring (:func:`order_factor`):
   log disp(fast) - log disp(slow) > log G(n, d) for every pair (fast in {peri, ngpt}, slow in
   {post, pre}), G from the theorem's Monte Carlo at the units' own n and d.
-* :func:`terminal_order` (Thm 4.1, 4.3): similarity rises fastest with depth under Post-LN:
-  rise(post) > rise(X) for X in {pre, mixln, ngpt}, rise = (cos_L - cos_1)/(L - 1).
+* :func:`terminal_order` (Thm 4.1, 4.3): near consensus 1 - cos decays exponentially in depth
+  under Post-LN, polynomially under Pre-LN, Mix-LN and Peri-LN, so Post-LN is the fastest in
+  the long run. A layer is not a unit of the theory's time (it differs between schemes), so the
+  rates are not compared; their change is, which no time unit alters: the deceleration D = r_2
+  / r_1 of the per-layer decay rate of 1 - cos between the two halves of the terminal window
+  (:func:`deceleration`; exponential D = 1, polynomial D < 1): D(post) > D(X) for X in {pre,
+  mixln, peri}, paired by (task, depth, seed), Holm.
 * :func:`preln_norm_growth` (Thm 4.3(i), r ~ t): Pre-LN's residual norm grows with depth with
   exponent 1; the exponent is the least-squares slope of log r_j on log j (j >= 1,
   :func:`resharpen.experiments.dynamics.random_stacks.norm_growth_exponent`); PASS when the 95%
@@ -23,7 +28,11 @@ Welch otherwise; fewer than ``stats.MIN_N`` units: inconclusive), Holm-adjusted 
   s = |sum_h W_V^h W_O^h|_F^2 / d (Post-LN: the mean over the layers it runs; Pre-LN: times
   n d / |X_0|_F^2, the recursion tracking the norm) and initial t (Post-LN: after block 0,
   whose input is the raw embedding; Pre-LN: x_0), within 0.05 at every layer (the tolerance of
-  ``collapse.stack_post_*``), seed-averaged per (task, depth).
+  ``collapse.stack_post_*``) on average over the models of a (scheme, task, depth). The
+  recursion is a statement about that mean; the models scatter about it, so each layer's mean
+  gap is a TOST against +-0.05 with the models as the units (:func:`recursion_tests`), Holm
+  over every layer of every group: PASS when every layer is shown within, FAIL when one is
+  shown outside, INCONCLUSIVE when the seeds cannot tell (too few models for the scatter).
 * :func:`backward_gain_high_similarity` (Theorem 3.6): in layers whose input similarity is
   high (mean pairwise cosine >= 0.9), every Post-LN norm's backward gain is < 1; fewer than 5
   such norms: inconclusive, naming the highest similarity a Post-LN layer reached.
@@ -37,7 +46,9 @@ left). The premises, fixed before measuring:
   scheme's norm projects to (sqrt(d) for RMSNorm, 1 for nGPT): |x_0| / R in
   :data:`TOKEN_RADIUS_BAND` (a factor 2 either way) for both schemes of a pair.
 * Thm 4.1, 4.3's terminal rates (:func:`terminal_order`): statements about t -> infinity,
-  near consensus: both runs of a pair end at a mean pairwise cosine >= :data:`TERMINAL_COSINE`.
+  near consensus: both stacks of a pair stay at a mean pairwise cosine >=
+  :data:`TERMINAL_COSINE` for at least :data:`TERMINAL_LAYERS` layers resolved in float64, and
+  1 - cos decays over the first half of that window.
 * Thm 4.3(i)'s r ~ t (:func:`preln_norm_growth`): the growth dominates the initial radius,
   r_L - r_0 >= :data:`GROWTH_OVER_OFFSET` x r_0 (an offset r_0 lowers the fitted exponent of
   exact linear growth r_j = r_0 + c j over j = 1..4 to 0.90 at that ratio, to 0.82 at 10 and
@@ -54,7 +65,7 @@ import numpy as np
 
 from resharpen.experiments.dynamics.random_stacks import norm_growth_exponent
 from resharpen.experiments.dynamics.trained import (by_unit, first_layer_displacement, select,
-                                                    similarity_rise, thm42_bound)
+                                                    thm42_bound)
 from resharpen.experiments.ledger import Outcome, stats
 from resharpen.experiments.model.schemes import by_dynamics_name
 from resharpen.theory.collapse.recursion import recursion
@@ -85,8 +96,13 @@ TOKEN_RADIUS_BAND = (0.5, 2.0)
 """Thm 4.2's premise: |x_0| / R (R the radius the scheme's norm projects to) within a factor 2
 of 1."""
 TERMINAL_COSINE = 0.9
-"""The terminal rates' premise: a run ends at a mean pairwise cosine at least this (near
-consensus; the same threshold as the high similarity of Theorem 3.6's check)."""
+"""The terminal rates' premise: a stack stays at a mean pairwise cosine at least this (near
+consensus; the same threshold as the high similarity of Theorem 3.6's check) ..."""
+TERMINAL_LAYERS = 8
+"""... for at least this many layers, so that each half of the window fits a rate on 4."""
+TERMINAL_FLOOR = 1e-12
+"""The smallest 1 - cos read as dynamics: float64 rounds a cosine near 1 to about 1e-16, and a
+mean over pairs a few orders above that."""
 GROWTH_OVER_OFFSET = 20.0
 """r ~ t's premise: the residual norm grows by at least this many times its initial radius."""
 
@@ -123,11 +139,6 @@ def token_radius(m: dict, scheme: str) -> float:
     """|x_0| in units of the radius R the scheme's norm projects tokens to: sqrt(d) for RMSNorm,
     1 for nGPT's unit sphere. Thm 4.2's tokens have radius 1 in those units."""
     return m["r"][0] / (1.0 if scheme == "ngpt" else math.sqrt(m["d_model"]))
-
-
-def final_cosine(m: dict) -> float:
-    """The mean pairwise cosine of the tokens leaving the last block."""
-    return m["cos"][-1]
 
 
 def premise_units(sel: list[dict], schemes, value, low: float, high: float = math.inf):
@@ -196,27 +207,81 @@ def first_layer_order(runs: list[dict], when: str) -> Outcome:
                    inconclusive=why)
 
 
+def terminal_window(cos) -> np.ndarray:
+    """The layers of a stack's terminal regime: from the first layer j >= 1 after which the mean
+    pairwise cosine stays >= :data:`TERMINAL_COSINE`, up to the last at which 1 - cos_j is still
+    >= :data:`TERMINAL_FLOOR` (below it float64 rounding of the cosine, not the dynamics, sets
+    1 - cos); empty when the stack ends below the threshold."""
+    gap = 1.0 - np.asarray(cos, dtype=float)
+    near = gap <= 1.0 - TERMINAL_COSINE
+    if len(gap) < 2 or not near[-1]:
+        return np.arange(0)
+    start = len(gap) - int(np.argmin(near[::-1])) if not near[1:].all() else 1
+    resolved = np.nonzero(gap[start:] >= TERMINAL_FLOOR)[0]
+    if not len(resolved):
+        return np.arange(0)
+    stop = start + int(resolved[-1])
+    return np.arange(max(start, 1), stop + 1)
+
+
+def decay_rates(m: dict) -> tuple[float, float]:
+    """(r_1, r_2): minus the least-squares slope of log(1 - cos_j) on the layer j over the first
+    and the second half of the terminal window (:func:`terminal_window`; NaN when it has fewer
+    than :data:`TERMINAL_LAYERS` layers)."""
+    window = terminal_window(m["cos"])
+    if len(window) < TERMINAL_LAYERS:
+        return math.nan, math.nan
+    gap = np.log(1.0 - np.asarray(m["cos"], dtype=float)[window])
+    half = len(window) // 2
+    return tuple(-float(np.polyfit(window[part], gap[part], 1)[0])
+                 for part in (slice(0, half), slice(half, None)))
+
+
+def deceleration(m: dict) -> float:
+    """D = r_2 / r_1 (:func:`decay_rates`): how the per-layer rate at which 1 - cos shrinks
+    changes over the terminal regime. An exponential decay (Post-LN's e^{-2t}) keeps it: D = 1
+    whatever a layer is in the theory's time; a polynomial one (1 - gamma ~ t^{-2}, Pre-LN,
+    Mix-LN, Peri-LN) slows down: D < 1. NaN outside the premise (window too short, or no decay
+    over its first half)."""
+    r1, r2 = decay_rates(m)
+    return r2 / r1 if r1 > 0 else math.nan
+
+
+def terminal_layers(m: dict) -> int:
+    """The premise value of a stack: the layers of its terminal window, 0 when the first half
+    of the window shows no decay (:func:`decay_rates`)."""
+    r1, _ = decay_rates(m)
+    return len(terminal_window(m["cos"])) if r1 > 0 else 0
+
+
 def terminal_order(runs: list[dict], when: str) -> Outcome:
     fastest, slower = by_dynamics_name(TERMINAL_FASTEST).name, trained_names(TERMINAL_SLOWER)
     sel = select(runs, when, (fastest,) + slower)
-    rise = {s: by_unit(sel, s, similarity_rise) for s in (fastest,) + slower}
-    final, inside = premise_units(sel, rise, lambda m, s: final_cosine(m), TERMINAL_COSINE)
-    premise = premise_text(f"(terminal rates, t -> infinity: last-layer cosine >= "
-                           f"{TERMINAL_COSINE:g})", final, inside)
+    slowing = {s: by_unit(sel, s, deceleration) for s in (fastest,) + slower}
+    layers, inside = premise_units(sel, slowing, lambda m, s: terminal_layers(m),
+                                   TERMINAL_LAYERS)
+    premise = premise_text(f"(terminal rates, t -> infinity: at least {TERMINAL_LAYERS} layers "
+                           f"with cosine >= {TERMINAL_COSINE:g} to the end, 1 - cos >= "
+                           f"{TERMINAL_FLOOR:g}, decaying)", layers, inside)
     tests = []
     for other in slower:
         both = inside[fastest] & inside[other]
-        tests.append((f"{fastest} > {other} (pairs inside the premise)",
-                      stats.compare({k: v for k, v in rise[fastest].items() if k in both},
-                                    {k: v for k, v in rise[other].items() if k in both},
+        tests.append((f"D({fastest}) > D({other}) (pairs inside the premise)",
+                      stats.compare({k: v for k, v in slowing[fastest].items() if k in both},
+                                    {k: v for k, v in slowing[other].items() if k in both},
                                     "greater")))
     passed, why, detail = _decide(tests, "terminal_order")
-    excluded = any(len(inside[s]) < len(final[s]) for s in final)
+    excluded = any(len(inside[s]) < len(layers[s]) for s in layers)
     passed, why = _with_premise(passed, why, excluded, premise)
-    means = ", ".join(f"{s} {_mean(v.values()):+.3g}" for s, v in rise.items())
-    return Outcome(measured=f"similarity rise per layer after layer 1: {means}",
-                   expected=f"{fastest} > {', '.join(slower)}", passed=passed,
-                   detail=f"{_runs_note(sel, when)}; {premise}; {detail}", inconclusive=why)
+    means = ", ".join(f"{s} {_mean(v[k] for k in inside[s]):.3g}" for s, v in slowing.items())
+    built = set_note(sel)
+    return Outcome(measured=f"deceleration D = r_2/r_1 of 1 - cos over the terminal window "
+                            f"(mean inside the premise): {means}",
+                   expected=f"D({fastest}) > D({', '.join(slower)}) (exponential: D = 1; "
+                            "polynomial: D < 1)", passed=passed,
+                   detail="; ".join(filter(None, [built, _runs_note(sel, when), premise,
+                                                   detail])),
+                   inconclusive=why)
 
 
 def growth_exponents(runs: list[dict], when: str) -> list[float]:
@@ -274,8 +339,10 @@ def model_s(m: dict, placement: str, d: int, n: int) -> float:
 
 
 def recursion_gaps(runs: list[dict]) -> list[dict]:
-    """Per (scheme, task, depth) of the Post-LN and Pre-LN models at init: the seed-averaged
-    measured t_sim, the recursion's t with the model's s and initial t, and the largest gap."""
+    """Per (scheme, task, depth) of the Post-LN and Pre-LN models at init: each model's gap
+    curve e_j = t_j(recursion) - t_sim_j (the recursion run from the model's own s and initial
+    t, so e_0 = 0), and over the models the mean measured t_sim, the mean prediction, the
+    largest |mean gap| and the rise of the mean measured t_sim."""
     out = []
     sel = select(runs, "init", ("post", "pre"))
     for scheme in ("post", "pre"):
@@ -284,15 +351,43 @@ def recursion_gaps(runs: list[dict]) -> list[dict]:
                      (scheme, task, depth)]
             n = int(group[0]["n_tokens"])
             start = 1 if scheme == "post" else 0
-            measured = np.mean([m["t_sim"][start:] for m in group], axis=0)
-            s = float(np.mean([model_s(m, scheme, m["d_model"], n) for m in group]))
-            t0 = float(min(max(measured[0], 1.0 / n), 1.0 - 1e-9))
-            pred = recursion(n, depth - start, t0, s, scheme)["t"]
-            gap = float(np.max(np.abs(pred - measured)))
-            out.append({"scheme": scheme, "task": task, "depth": depth, "n": n, "s": s,
-                        "t0": t0, "measured": measured.tolist(), "predicted": pred.tolist(),
-                        "gap": gap, "rise": float(measured[-1] - measured[0])})
+            measured = np.asarray([m["t_sim"][start:] for m in group], dtype=float)
+            s = [model_s(m, scheme, m["d_model"], n) for m in group]
+            t0 = [float(min(max(t[0], 1.0 / n), 1.0 - 1e-9)) for t in measured]
+            predicted = np.asarray([recursion(n, depth - start, t, si, scheme)["t"]
+                                    for t, si in zip(t0, s)])
+            gaps = predicted - measured
+            mean_gap = gaps.mean(axis=0)
+            out.append({"scheme": scheme, "task": task, "depth": depth, "n": n,
+                        "models": len(group), "s": float(np.mean(s)), "t0": float(np.mean(t0)),
+                        "measured": measured.mean(axis=0).tolist(),
+                        "predicted": predicted.mean(axis=0).tolist(),
+                        "gaps": gaps.tolist(), "gap": float(np.max(np.abs(mean_gap))),
+                        "rise": float(measured.mean(axis=0)[-1] - measured.mean(axis=0)[0])})
     return out
+
+
+def recursion_tests(row: dict) -> list[tuple[str, stats.Equivalence]]:
+    """One TOST per layer after the start (j >= 1) of a group: the mean over its models of the
+    gap e_j lies within +-:data:`RECURSION_TOL` (``stats.equivalence_to``, the models as the
+    units; fewer than ``stats.MIN_N`` models: inconclusive)."""
+    gaps = np.asarray(row["gaps"])
+    return [(f"{row['scheme']} {row['task']} L={row['depth']} layer {j}",
+             stats.equivalence_to(gaps[:, j], 0.0, RECURSION_TOL))
+            for j in range(1, gaps.shape[1])]
+
+
+def _group_text(row: dict, tests: list) -> str:
+    """A group's models, s, t0 and its worst layer: the mean gap with its 95% t interval."""
+    gaps = np.asarray(row["gaps"])
+    j = 1 + int(np.argmax(np.abs(gaps[:, 1:].mean(axis=0))))
+    mean, lo, hi = stats.t_interval(gaps[:, j])
+    inside = sum(t.adjusted_p < stats.ALPHA for t in tests)
+    outside = sum(t.adjusted_opposite < stats.ALPHA for t in tests)
+    return (f"{row['scheme']} {row['task']} L={row['depth']} ({row['models']} models, s="
+            f"{row['s']:.3g}, t0={row['t0']:.3g}, rise {row['rise']:+.3g}): largest mean gap "
+            f"{mean:+.3g} at layer {j} (95% t [{lo:+.3g}, {hi:+.3g}]); layers shown within "
+            f"+-{RECURSION_TOL:g}: {inside}/{len(tests)}, shown outside: {outside}")
 
 
 def recursion_at_init(runs: list[dict]) -> Outcome:
@@ -303,21 +398,35 @@ def recursion_at_init(runs: list[dict]) -> Outcome:
     teeth = [r for r in rows if abs(r["rise"]) > RECURSION_TOL]
     idle = [f"{r['scheme']} {r['task']} L={r['depth']} (rise {r['rise']:+.3g})" for r in rows
             if r not in teeth]
-    worst = max((r["gap"] for r in teeth), default=math.nan)
-    text = "; ".join(f"{r['scheme']} {r['task']} L={r['depth']}: gap {r['gap']:.3g} (rise "
-                     f"{r['rise']:+.3g}, s={r['s']:.3g}, t0={r['t0']:.3g})" for r in rows)
+    labelled = [(r, recursion_tests(r)) for r in teeth]
+    fam = stats.family([("recursion", label, result) for _, tests in labelled
+                        for label, result in tests]).get("recursion", [])
+    passed, why = stats.verdict(fam) if fam else (False, "no group inside the premise")
+    if why and fam:  # one line, not one per layer
+        within = sum(t.adjusted_p < stats.ALPHA for t in fam)
+        short = sum(bool(getattr(t.result, "inconclusive", "")) for t in fam)
+        why = (f"of {len(fam)} layer tests (Holm), {within} show the mean gap within "
+               f"+-{RECURSION_TOL:g}, none shows it outside"
+               + (f", {short} have too few models ({stats.MIN_N} needed)" if short else "")
+               + f"; at the other layers the 95% interval of the mean gap reaches past "
+                 f"+-{RECURSION_TOL:g} (too few models for their scatter, or a mean gap at the "
+                 "tolerance itself, which no number of models decides); more models per group "
+                 "narrow the intervals")
+    by_label = {t.label: t for t in fam}
+    text = "; ".join(_group_text(r, [by_label[label] for label, _ in tests])
+                     for r, tests in labelled)
     premise = (f"premise (t_sim rises by more than the tolerance {RECURSION_TOL}, else a constant "
                f"prediction passes): met by {len(teeth)}/{len(rows)} groups"
                + (f"; not deciding: {', '.join(idle)}" if idle else ""))
-    failed = bool(teeth) and worst > RECURSION_TOL
-    return Outcome(measured=f"max |t_sim - recursion| {worst:.3g} over the {len(teeth)} groups "
-                            "inside the premise",
-                   expected=f"<= {RECURSION_TOL} at every layer",
-                   passed=bool(teeth) and not idle and not failed,
-                   detail=f"{premise}; {text}",
-                   inconclusive="" if failed or not idle else
-                   f"outside the statement's premise ({premise}); a deeper stack or a larger "
-                   "value map (s) decides")
+    passed, why = _with_premise(passed, why, bool(idle), premise)
+    worst = max((r["gap"] for r in teeth), default=math.nan)
+    return Outcome(measured=f"largest |mean gap| {worst:.3g} over the {len(teeth)} groups inside "
+                            "the premise",
+                   expected=f"within +-{RECURSION_TOL} at every layer (TOST per layer, Holm)",
+                   passed=passed,
+                   detail="; ".join(filter(None, [set_note(select(runs, "init", ("post", "pre"))),
+                                                   premise, text])),
+                   inconclusive=why)
 
 
 def post_norm_gains(runs: list[dict], when: str) -> list[tuple[float, float]]:
@@ -361,8 +470,9 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
 
 
 __all__ = ["order_factor", "HIGH_SIMILARITY", "RECURSION_TOL", "GROWTH_BAND",
-           "TOKEN_RADIUS_BAND", "TERMINAL_COSINE", "GROWTH_OVER_OFFSET", "token_radius",
-           "final_cosine", "growth_over_offset", "premise_units", "premise_text",
+           "TOKEN_RADIUS_BAND", "TERMINAL_COSINE", "TERMINAL_LAYERS", "TERMINAL_FLOOR",
+           "terminal_window", "decay_rates", "deceleration", "terminal_layers", "GROWTH_OVER_OFFSET", "token_radius",
+           "growth_over_offset", "premise_units", "premise_text",
            "first_layer_order", "terminal_order", "growth_exponents", "preln_norm_growth",
-           "model_s", "recursion_gaps", "recursion_at_init", "post_norm_gains",
+           "model_s", "recursion_gaps", "recursion_tests", "recursion_at_init", "post_norm_gains",
            "backward_gain_high_similarity"]

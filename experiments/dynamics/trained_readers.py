@@ -3,8 +3,8 @@ hand it to their tests (:mod:`.trained_checks`).
 
 "init" reads every run of the profile's set at initialization (nothing is trained for it),
 except where a statement's premise never holds at the package's usual initialization: the
-first-layer order, the Pre-LN norm growth and the backward gains at high similarity read their
-premise sets instead (:data:`PREMISE_SETS`, :mod:`.premise_sets`: the same models, initialized
+first-layer order, the terminal order, the Pre-LN norm growth, the similarity recursion and the
+backward gains at high similarity read their premise sets instead (:data:`PREMISE_SETS`, :mod:`.premise_sets`: the same models, initialized
 so that the premise holds); "trained" reads the set trained to the fit
 (:func:`resharpen.experiments.dynamics.trained.trained_set`: trained once per profile and
 cached, so the claims share it). The tests decide on the runs inside each statement's premise,
@@ -21,7 +21,8 @@ CLAIMS_ANALYSIS = True
 
 
 PREMISE_SETS = {"first_layer_order": "unit_tokens", "preln_norm_growth": "small_embedding",
-                "backward_gain_high_similarity": "paper_init"}
+                "backward_gain_high_similarity": "paper_init",
+                "recursion_at_init": "paper_init_many_seeds", "terminal_order": "terminal_depth"}
 """check -> the premise set its "init" claim reads (:data:`.premise_sets.SETS`)."""
 
 
@@ -50,10 +51,11 @@ def first_layer_order(profile: str, when: str) -> Outcome:
 
 
 def terminal_order(profile: str, when: str) -> Outcome:
-    """Theorems 4.1 and 4.3's terminal order on the runs ``when``."""
+    """Theorems 4.1 and 4.3's terminal order on the runs ``when`` (at init: stacks near
+    consensus for many layers)."""
     from resharpen.experiments.dynamics.trained_checks import terminal_order
 
-    return terminal_order(trained_runs(profile, when), when)
+    return terminal_order(runs_for("terminal_order", profile, when), when)
 
 
 def preln_norm_growth(profile: str, when: str) -> Outcome:
@@ -65,10 +67,11 @@ def preln_norm_growth(profile: str, when: str) -> Outcome:
 
 
 def recursion_at_init(profile: str) -> Outcome:
-    """arXiv 2608.09417's similarity recursion on the runs at initialization."""
+    """arXiv 2608.09417's similarity recursion at initialization, on its premise set (the
+    paper's own initialization, 48 layers, 24 seeds per task)."""
     from resharpen.experiments.dynamics.trained_checks import recursion_at_init
 
-    return recursion_at_init(trained_runs(profile, "init"))
+    return recursion_at_init(runs_for("recursion_at_init", profile, "init"))
 
 
 def backward_gain_high_similarity(profile: str, when: str) -> Outcome:

@@ -2,14 +2,17 @@
 resharpen.experiments.dynamics.trained (attention only, RMSNorm, every scheme, tomita3 and
 dyck1).
 
-Left: t_sim against depth at initialization for the Post-LN and Pre-LN models (seed means,
-solid) over the recursion t <- t + Delta_attn(s, t) with each model's own s and initial t
-(dashed), every (task, depth) of the profile. Right: the backward gain of every Post-LN norm
-(post, Mix-LN's Post-LN layers) against the mean pairwise cosine of its layer's input, at init
-(hollow) and trained to the fit (filled); the dotted lines mark gain 1 and the high-similarity
-threshold 0.9 of the claim. Claims shown: dyn.trained.collapse_recursion.init,
-dyn.trained.collapse_backward_gain.*. Never trains: without the set on disk the figure is
-skipped with the command that makes it.
+Left: t_sim against depth at the paper's initialization, the data of
+dyn.trained.collapse_recursion.init (premise set paper_init_many_seeds: 48 layers, 24 seeds per
+task), for the Post-LN and Pre-LN models (means over the models, thick) over the recursion
+t <- t + Delta_attn(s, t) run from each model's own s and initial t (means, thin with dots).
+Right: the backward gain of every Post-LN norm (post, Mix-LN's Post-LN layers) against the mean
+pairwise cosine of its layer's input, in the trained set at init (hollow) and trained to the fit
+(filled), and at the paper's initialization (premise set paper_init, 48 layers: crosses), which
+dyn.trained.collapse_backward_gain.init reads; the dotted lines mark gain 1 and the
+high-similarity threshold 0.9 of the claim. Never trains: without the trained set on disk the
+figure is skipped with the command that makes it (the init-only premise sets are read from the
+archive at full size, else measured in seconds to a minute).
 """
 from __future__ import annotations
 
@@ -37,20 +40,25 @@ def runs(profile: str) -> list[dict]:
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.dynamics.trained_checks import HIGH_SIMILARITY, recursion_gaps
 
+    from resharpen.experiments.dynamics.premise_sets import premise_set
+
     data = runs(profile)
+    rows = recursion_gaps(premise_set(profile, "paper_init_many_seeds"))
     fig, axes = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 2.9))
     ax = axes[0]
-    keys = sorted({(r["task"], r["depth"]) for r in recursion_gaps(data)})
-    for row in recursion_gaps(data):
+    keys = sorted({(r["task"], r["depth"]) for r in rows})
+    for row in rows:
         color = style.placement_color(row["scheme"])
         start = 1 if row["scheme"] == "post" else 0
         j = np.arange(start, start + len(row["measured"]))
         ls = DASHES[keys.index((row["task"], row["depth"])) % len(DASHES)]
         ax.plot(j, row["measured"], color=color, ls=ls, lw=1.5,
-                label=f"{row['scheme']} {row['task']} L={row['depth']} (gap {row['gap']:.3f})")
+                label=f"{row['scheme']} {row['task']} L={row['depth']} ({row['models']} models, "
+                      f"largest mean gap {row['gap']:.3f})")
         ax.plot(j, row["predicted"], color=color, ls=ls, lw=0.8, alpha=0.5, marker=".", ms=3)
     ax.set(xlabel="layer j", ylabel=r"$t_{sim}$ at init", ylim=(0, 1))
-    ax.set_title("measured (thick) vs recursion (thin, dots)", fontsize=style.MIN_FONT)
+    ax.set_title("paper's init: measured (thick) vs recursion (thin, dots)",
+                 fontsize=style.MIN_FONT)
     ax = axes[1]
     for scheme in ("post", "mixln"):
         color = style.placement_color(scheme)
@@ -63,11 +71,19 @@ def make(profile: str, outdir: Path) -> list[Path]:
                 c, g = np.asarray(points).T
                 ax.scatter(c, g, s=10, facecolors=face, edgecolors=color, lw=0.7,
                            label=f"{scheme} {when} ({len(points)} norms)")
+    paper = [(r["init"]["cos"][j], g["gain"]) for r in premise_set(profile, "paper_init")
+             if r["scheme"] == "post" for j, layer in enumerate(r["init"]["gains"] or [])
+             for g in layer if g["post"]]
+    if paper:
+        c, g = np.asarray(paper).T
+        ax.scatter(c, g, s=8, marker="x", color=style.placement_color("post"), lw=0.5,
+                   alpha=0.6, label=f"post, paper's init, L=48 ({len(paper)} norms)")
     ax.axhline(1.0, color=style.MUTED, ls=":", lw=1)
     ax.set_yscale("log")
     ax.axvline(HIGH_SIMILARITY, color=style.MUTED, ls=":", lw=1)
     ax.set(xlabel="input mean pairwise cosine of the layer", ylabel="Post-LN norm backward gain")
-    ax.set_title("Post-LN norms: init (hollow), trained (filled)", fontsize=style.MIN_FONT)
+    ax.set_title("Post-LN norms: init (hollow), trained (filled), paper's init (x)",
+                 fontsize=style.MIN_FONT)
     for a in axes:
         a.tick_params(labelsize=style.MIN_FONT)
     fig.tight_layout()

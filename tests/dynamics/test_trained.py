@@ -173,25 +173,55 @@ def test_first_layer_order_outside_thm42_premise_is_inconclusive(fast):
     assert "premise" in outcome.inconclusive and "0.141" in outcome.detail
 
 
-def _terminal(rise: float, end: float = 0.95, L: int = 4) -> list[float]:
-    """Cosines rising by ``rise`` per layer after layer 1, ending at ``end``."""
-    return [0.1] + [end - rise * (L - j) for j in range(1, L + 1)]
+def _exponential(rate: float, L: int = 40, start: float = 0.2) -> list[float]:
+    """Cosines whose 1 - cos decays exponentially, by e^{-rate} a layer, from 1 - start."""
+    return [1.0 - (1.0 - start) * math.exp(-rate * j) for j in range(L + 1)]
 
 
-@pytest.mark.parametrize("post_rise, status", [(0.02, "PASS"), (0.001, "FAIL")])
-def test_terminal_order_can_pass_and_fail(post_rise, status):
-    runs = _runs({"post": lambda k: _m(cos=_terminal(_noisy(post_rise, k))),
-                  **{s: (lambda k, s=s: _m(cos=_terminal(_noisy(0.005, k + len(s)))))
-                     for s in ("pre", "mixln", "ngpt")}})
+def _polynomial(power: float = 2.0, L: int = 40, offset: float = 1.0) -> list[float]:
+    """Cosines with 1 - cos = 0.8 (offset / (j + offset))^power: Thm 4.1's t^{-2} for
+    gamma (t^{-3} for gamma'), a rate that slows like power / j."""
+    return [1.0 - 0.8 * (offset / (j + offset)) ** power for j in range(L + 1)]
+
+
+def test_the_terminal_window_starts_where_the_stack_stays_near_consensus_and_stops_at_the_floor():
+    cos = [0.1, 0.95, 0.5] + [0.9 + 0.01 * j for j in range(1, 10)]
+    assert list(C.terminal_window(cos)) == list(range(3, 12))
+    assert len(C.terminal_window([0.1] * 5 + [0.5])) == 0
+    # an exponential decay reaching float64's rounding: the window ends at the floor
+    cos = _exponential(1.0, L=60)
+    window = C.terminal_window(cos)
+    assert 1.0 - cos[window[-1]] >= C.TERMINAL_FLOOR > 1.0 - cos[window[-1] + 1]
+
+
+def test_deceleration_is_one_for_an_exponential_decay_and_below_one_for_a_polynomial():
+    """Expected values from the forms, not from the function: e^{-rate j} has the same slope
+    on both halves (D = 1, any rate, so any time unit); (j + 1)^{-2}'s slope on log scale is
+    -2/(j + 1), smaller on the later half."""
+    for rate, L in ((0.1, 80), (0.3, 40)):
+        assert C.deceleration(_m(cos=_exponential(rate, L=L))) == pytest.approx(1.0, abs=1e-9)
+    slowing = C.deceleration(_m(cos=_polynomial(2.0, L=40)))
+    # the window starts where 0.8 (1/(j+1))^2 <= 0.1, j = 2; halves 2..20 and 21..40: the
+    # rates are about 2/11 and 2/31, so D is near 11/31
+    assert 0.3 < slowing < 0.5
+
+
+@pytest.mark.parametrize("post, other, status", [("exp", "poly", "PASS"),
+                                                 ("poly", "exp", "FAIL")])
+def test_terminal_order_can_pass_and_fail(post, other, status):
+    shape = {"exp": lambda k: _exponential(_noisy(0.2, k)),
+             "poly": lambda k: _polynomial(2.0, offset=_noisy(1.0, k))}
+    runs = _runs({"post": lambda k: _m(cos=shape[post](k)),
+                  **{s: (lambda k, s=s: _m(cos=shape[other](k + len(s))))
+                     for s in ("pre", "mixln", "peri")}})
     assert _status(C.terminal_order(runs, "init")) == status
 
 
 def test_terminal_order_far_from_consensus_is_inconclusive():
-    """A terminal (t -> infinity) rate is not read off layers far from consensus: runs ending at
-    cosine 0.3 are outside the premise, whichever way their rises are ordered."""
-    runs = _runs({"post": lambda k: _m(cos=_terminal(_noisy(0.001, k), end=0.3)),
-                  **{s: (lambda k, s=s: _m(cos=_terminal(_noisy(0.02, k + len(s)), end=0.3)))
-                     for s in ("pre", "mixln", "ngpt")}})
+    """A terminal (t -> infinity) rate is not read off layers far from consensus: stacks ending
+    at cosine 0.3 are outside the premise, whichever way their decays are shaped."""
+    far = [0.1 + 0.005 * j for j in range(41)]
+    runs = _runs({s: (lambda k: _m(cos=far)) for s in ("post", "pre", "mixln", "peri")})
     outcome = C.terminal_order(runs, "init")
     assert _status(outcome) == "INCONCLUSIVE" and "premise" in outcome.inconclusive
 
@@ -211,33 +241,55 @@ def test_preln_norm_growth_before_the_asymptotic_regime_is_inconclusive():
     assert _status(outcome) == "INCONCLUSIVE" and "0.45" in outcome.detail
 
 
-@pytest.mark.parametrize("shift, status", [(0.0, "PASS"), (0.1, "FAIL")])
-def test_recursion_check_can_pass_and_fail(shift, status):
-    """A Post-LN model whose t_sim follows the recursion exactly (then shifted), its s chosen
-    through value_frob2 = s d on layers 1.."""
-    n, d, s, L = 16, 32, 0.5, 4
+def _recursion_runs(shift: float, scatter: float, seeds=range(8), s: float = 0.5):
+    """Post-LN models whose t_sim is the recursion's from their own s and t0 = 0.3, shifted by
+    ``shift`` x j/(L-1) and scattered per model by +-``scatter`` (alternating in sign, so the
+    mean over an even number of models is the shifted curve), s set through value_frob2."""
+    n, d, L = 16, 32, 4
     pred = recursion(n, L - 1, 0.3, s, "post")["t"]
 
     def m(k):
-        out = _m(L=L, n=n, d=d, t=[0.2] + list(pred + shift * np.arange(L) / (L - 1)))
+        wobble = scatter * (1 if k % 2 else -1) * np.arange(L) / (L - 1)
+        out = _m(L=L, n=n, d=d, t=[0.2] + list(pred + shift * np.arange(L) / (L - 1) + wobble))
         out["value_frob2"] = [0.0] + [s * d] * (L - 1)
         return out
-    outcome = C.recursion_at_init(_runs({"post": m}, seeds=range(2)))
-    assert _status(outcome) == status
+    return _runs({"post": m}, seeds=seeds)
+
+
+@pytest.mark.parametrize("shift, status", [(0.0, "PASS"), (0.02, "PASS"), (0.1, "FAIL"),
+                                           (-0.1, "FAIL")])
+def test_recursion_check_can_pass_and_fail(shift, status):
+    """Eight models scattered by +-0.01 about a curve shifted from the recursion by up to
+    ``shift``: within 0.05 everywhere PASSes, 0.1 off at the last layer FAILs."""
+    assert _status(C.recursion_at_init(_recursion_runs(shift, 0.01))) == status
+
+
+def test_recursion_check_cannot_decide_on_scattered_or_few_models():
+    """The mean over models is what the recursion predicts: when the models scatter too much
+    for their number, or there are fewer than stats.MIN_N, the check says so, neither PASS
+    nor FAIL, even when the mean is exactly the recursion."""
+    scattered = C.recursion_at_init(_recursion_runs(0.0, 0.2))
+    assert _status(scattered) == "INCONCLUSIVE" and "95% t" in scattered.detail
+    assert _status(C.recursion_at_init(_recursion_runs(0.0, 0.0, seeds=range(2)))) == \
+        "INCONCLUSIVE"
+
+
+def test_recursion_gaps_start_at_zero_and_average_the_models():
+    """Each model's prediction starts from its own t0, so its gap is 0 at the start; the
+    row's curves are the means over the models."""
+    row, = C.recursion_gaps(_recursion_runs(0.1, 0.01))
+    gaps = np.asarray(row["gaps"])
+    assert gaps.shape == (8, 4) and np.all(gaps[:, 0] == 0)
+    assert abs(row["gap"] - 0.1) < 1e-12 and row["models"] == 8
 
 
 def test_recursion_check_of_a_flat_stack_is_inconclusive():
     """A group whose t_sim barely moves (rise below the tolerance) cannot tell the recursion
     from a constant: it does not decide, and the claim is INCONCLUSIVE, not PASS."""
-    n, d, s, L = 16, 32, 0.01, 4
-    pred = recursion(n, L - 1, 0.3, s, "post")["t"]
-    assert pred[-1] - pred[0] < C.RECURSION_TOL
-
-    def m(k):
-        out = _m(L=L, n=n, d=d, t=[0.2] + list(pred))
-        out["value_frob2"] = [0.0] + [s * d] * (L - 1)
-        return out
-    outcome = C.recursion_at_init(_runs({"post": m}, seeds=range(2)))
+    runs = _recursion_runs(0.0, 0.0, s=0.01)
+    row, = C.recursion_gaps(runs)
+    assert abs(row["rise"]) < C.RECURSION_TOL
+    outcome = C.recursion_at_init(runs)
     assert _status(outcome) == "INCONCLUSIVE" and "premise" in outcome.inconclusive
 
 

@@ -21,7 +21,11 @@ FIRST_LAYER_FAST = ("periln", "ngpt")
 FIRST_LAYER_SLOW = ("postln", "preln")
 """... these by O(sqrt(log n / n) + log n / d)."""
 TERMINAL_FASTEST = "postln"
-"""Thm 4.1, 4.3: similarity rises fastest with depth under this scheme ..."""
-TERMINAL_SLOWER = ("preln", "mixln", "ngpt")
-"""... than under each of these."""
+"""Thm 4.1, 4.3: near consensus 1 - gamma decays exponentially, at a constant rate, under this
+scheme ..."""
+TERMINAL_SLOWER = ("preln", "mixln", "periln")
+"""... and polynomially, at a rate that slows like 1/t, under each of these, so that in the
+long run this scheme is the fastest. nGPT is not among them: with a constant alpha its decay is
+exponential too (rate 2 alpha, the erratum ``dyn.erratum.ngpt_constant_alpha``), and whether
+2 alpha is below Post-LN's 2 depends on how a layer maps to the theory's time."""
 ALPHA_SCHEDULES = ("const", "inverse")  # alpha_t = alpha0, or alpha0 / (t + 1)
