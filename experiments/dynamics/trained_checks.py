@@ -273,15 +273,13 @@ def terminal_order(runs: list[dict], when: str) -> Outcome:
     passed, why, detail = _decide(tests, "terminal_order")
     excluded = any(len(inside[s]) < len(layers[s]) for s in layers)
     passed, why = _with_premise(passed, why, excluded, premise)
-    means = ", ".join(f"{s} {_mean(v[k] for k in inside[s]):.3g}" for s, v in slowing.items())
-    built = set_note(sel)
+    means = ", ".join(f"{s} " + (f"{_mean(v[k] for k in inside[s]):.3g}" if inside[s] else
+                                 "- (no stack inside)") for s, v in slowing.items())
     return Outcome(measured=f"deceleration D = r_2/r_1 of 1 - cos over the terminal window "
                             f"(mean inside the premise): {means}",
                    expected=f"D({fastest}) > D({', '.join(slower)}) (exponential: D = 1; "
                             "polynomial: D < 1)", passed=passed,
-                   detail="; ".join(filter(None, [built, _runs_note(sel, when), premise,
-                                                   detail])),
-                   inconclusive=why)
+                   detail=f"{_runs_note(sel, when)}; {premise}; {detail}", inconclusive=why)
 
 
 def growth_exponents(runs: list[dict], when: str) -> list[float]:
