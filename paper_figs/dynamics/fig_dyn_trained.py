@@ -12,9 +12,12 @@ random-weight stacks: one head, beta = sqrt(d), no MLP, tokens uniform on the sp
 similarity rise fastest, against the models, where Post-LN's stays flat at init. Right: the
 first-layer angular displacement per scheme (every run: init, hollow; trained, filled)
 against Thm 4.2's order sqrt(log n / n) + log n / d (constant 1, dashed), on log axes.
-Claims shown: dyn.trained.first_layer_order.*, dyn.trained.terminal_order.*,
-dyn.trained.collapse_recursion.init. Never trains: without the set on disk the figure is
-skipped with the command that makes it.
+Claims shown: dyn.trained.first_layer_order.*, dyn.trained.terminal_order.trained. The init
+claims read premise sets, and what is drawn at init here is the package's own initialization,
+outside their premises: dyn.trained.first_layer_order.init reads the set unit_tokens (not
+drawn), dyn.trained.terminal_order.init is shown by fig_dyn_terminal and
+dyn.trained.collapse_recursion.init by fig_collapse_trained. Never trains: without the set on disk
+the figure is skipped with the command that makes it.
 """
 from __future__ import annotations
 

@@ -1,0 +1,70 @@
+"""Thm 4.1 and 4.3's terminal forms in deep stacks near consensus, the data of
+dyn.trained.terminal_order.init: the premise set terminal_depth (attention-only models of the
+trained set's kind at arXiv 2608.09417's initialization with W_O twice as large, 48 layers, 12
+seeds per task, both tasks), measured at init.
+
+Left: 1 - cos against depth (log axis), the mean pairwise cosine of the token states, one thin
+line per stack and the geometric mean per scheme (thick); a straight line is an exponential decay
+(Post-LN's e^{-2t}), a curve flattening with depth a polynomial one (Pre-LN, Mix-LN, Peri-LN).
+Right: each stack's deceleration D = r_2 / r_1, the per-layer decay rate of 1 - cos over the
+second half of its terminal window against the first (``trained_checks.deceleration``), with
+D = 1 (exponential, dashed); stacks outside the premise are left out. Claim shown:
+dyn.trained.terminal_order.init. Never trains: the set is init only, read from the archive at
+full size, else measured (about a minute).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from resharpen.paper_figs import save, style
+
+
+def make(profile: str, outdir: Path) -> list[Path]:
+    from resharpen.experiments.dynamics.premise_sets import premise_set
+    from resharpen.experiments.dynamics.trained_checks import (TERMINAL_COSINE, TERMINAL_LAYERS,
+                                                               deceleration, terminal_layers)
+    from resharpen.experiments.model.schemes import by_dynamics_name
+    from resharpen.theory.dynamics.schemes import TERMINAL_FASTEST, TERMINAL_SLOWER
+
+    schemes = [by_dynamics_name(n).name for n in (TERMINAL_FASTEST,) + TERMINAL_SLOWER]
+    runs = premise_set(profile, "terminal_depth")
+    fig, axes = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 3.0),
+                             gridspec_kw={"width_ratios": (1.6, 1)})
+    ax = axes[0]
+    for scheme in schemes:
+        color = style.placement_color(scheme)
+        gaps = np.asarray([1.0 - np.asarray(r["init"]["cos"]) for r in runs
+                           if r["scheme"] == scheme])
+        gaps = np.clip(gaps, 1e-16, None)  # float64 rounds 1 - cos near 1 to zero
+        layers = np.arange(gaps.shape[1])
+        for g in gaps:
+            ax.plot(layers, g, color=color, lw=0.4, alpha=0.35)
+        ax.plot(layers, np.exp(np.log(gaps).mean(axis=0)), color=color, lw=1.8,
+                label=f"{scheme} ({len(gaps)} stacks)")
+    ax.axhline(1.0 - TERMINAL_COSINE, color=style.MUTED, ls=":", lw=1)
+    ax.set_yscale("log")
+    ax.set(xlabel="layer j", ylabel="1 - mean pairwise cosine")
+    ax.set_title(f"terminal_depth set at init (dotted: cosine {TERMINAL_COSINE:g})",
+                 fontsize=style.MIN_FONT)
+    ax = axes[1]
+    for i, scheme in enumerate(schemes):
+        values = [deceleration(r["init"]) for r in runs if r["scheme"] == scheme
+                  and terminal_layers(r["init"]) >= TERMINAL_LAYERS]
+        jitter = np.linspace(-0.15, 0.15, len(values)) if values else []
+        ax.scatter(i + np.asarray(jitter), values, s=10, color=style.placement_color(scheme),
+                   lw=0)
+        if values:
+            ax.plot([i - 0.25, i + 0.25], [np.mean(values)] * 2, color=style.REFERENCE, lw=1.2)
+    ax.axhline(1.0, color=style.MUTED, ls="--", lw=1, label="D = 1: exponential")
+    ax.set_xticks(range(len(schemes)), schemes, fontsize=style.MIN_FONT)
+    ax.set(ylabel="deceleration D = r_2 / r_1")
+    ax.set_title("per stack inside the premise (bar: mean)", fontsize=style.MIN_FONT)
+    for a in axes:
+        a.tick_params(labelsize=style.MIN_FONT)
+    fig.tight_layout()
+    style.legend_below(axes[0], ncol=2)
+    axes[1].legend(loc="upper right", fontsize=style.MIN_FONT, frameon=False)
+    return save(fig, outdir, "fig_dyn_terminal", profile)
