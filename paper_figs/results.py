@@ -50,17 +50,17 @@ def language_grid(profile: str) -> Path:
 
 
 def collapse_runs(profile: str) -> list[dict]:
-    """The finished runs of the collapse learning-rate sweep (out/collapse_train), loaded."""
+    """The finished runs of the collapse learning-rate sweep (out/collapse_train, else the
+    archive's copy results/full/collapse_train), loaded."""
     import json
 
-    from resharpen.experiments.collapse.train import OUT, run, sweep_configs
+    from resharpen.experiments.collapse.train import ARCHIVED, OUT, read_finished, run, sweep_configs
 
     configs = sweep_configs(profile)
     for config in configs:
-        folder = Path(OUT) / config["name"]
-        done = (folder / "summary.json").exists() and (folder / "config.json").exists()
-        if not done or (json.loads((folder / "config.json").read_text())
-                        != json.loads(json.dumps(config))):
-            raise MissingResults(f"no finished collapse run {folder}",
+        folders = (Path(OUT) / config["name"], ARCHIVED / config["name"])
+        if not any((found := read_finished(folder)) is not None
+                   and found[0] == json.loads(json.dumps(config)) for folder in folders):
+            raise MissingResults(f"no finished collapse run {folders[0]} (nor in the archive)",
                                  f"resharpen collapse train --profile {profile}")
     return [run(config, OUT) for config in configs]  # every one finished: loads, never trains

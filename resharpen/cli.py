@@ -514,17 +514,23 @@ def add_archive(sub) -> None:
                                    "'pack-dyn [FOLDER]' adds the full-size trained-dynamics "
                                    "set (default out/dyn_trained/full, its group files only) as "
                                    "results/full/dyn_trained, which its claims and figures read "
-                                   "when out/ lacks a group; "
+                                   "when out/ lacks a group; 'pack-collapse [FOLDER]' adds "
+                                   "the full-size runs of the collapse demonstration and its "
+                                   "learning-rate sweep (default out/collapse_train) as "
+                                   "results/full/collapse_train, which the collapse claim and "
+                                   "figures read when out/ lacks a run; "
                                    "'status' lists the archive; 'repack' compresses the files an "
                                    "older archive kept as text (the same content).")
-    p.add_argument("action", choices=("pack", "restore", "pack-dyn", "status", "repack"),
+    p.add_argument("action", choices=("pack", "restore", "pack-dyn", "pack-collapse", "status",
+                                      "repack"),
                    help="what to do: pack a sweep folder, restore a sweep by name, pack the "
-                        "full-size trained-dynamics set, list, or compress what an older "
-                        "archive kept as text")
+                        "full-size trained-dynamics set or collapse runs, list, or compress what "
+                        "an older archive kept as text")
     p.add_argument("target", nargs="?", metavar="SWEEP", type=PATH,
                    help="pack: the sweep folder (e.g. out/sweeps/langs); restore: the sweep's "
                         "name (e.g. langs; none: every archived sweep); pack-dyn: the trained-dynamics cache folder "
-                        "(default out/dyn_trained/full)")
+                        "(default out/dyn_trained/full); pack-collapse: the collapse runs' "
+                        "folder (default out/collapse_train)")
     p.add_argument("--out", metavar="DIR", type=PATH,
                    help="restore: the sweep folder to restore into "
                                                  "(default out/sweeps/NAME)")
@@ -547,7 +553,7 @@ def run_archive(args) -> int:
     with bad_input():
         unused = [what for what, value, used in (("SWEEP", args.target,
                                                   args.action in ("pack", "restore",
-                                                                  "pack-dyn")),
+                                                                  "pack-dyn", "pack-collapse")),
                                                  ("--out", args.out, args.action == "restore"))
                   if value is not None and not used]
         if unused:
@@ -575,7 +581,7 @@ def run_archive(args) -> int:
                 print(f"{name}: {count} finished {runs} archived"
                       + (f" of the {planned} it plans" if planned is not None else ""))
             for name, count in archive.archived_caches().items():
-                print(f"{name}: {count} cached groups archived")
+                print(f"{name}: {count} cached groups or runs archived")
             return 0
         if args.action == "pack-dyn":
             from resharpen.experiments.dynamics.trained import CACHE, OUT
@@ -584,6 +590,15 @@ def run_archive(args) -> int:
             done = archive.pack_cache(source, CACHE)
             print(f"{done['cache']}: {done['added']} group files added to the archive, "
                   f"{done['replaced']} replaced ({done['files']} in {source})")
+            return 0
+        if args.action == "pack-collapse":
+            from resharpen.experiments.collapse.train import OUT, full_run_names
+
+            source = args.target or OUT
+            done = archive.pack_runs(source, "collapse_train", full_run_names())
+            print(f"collapse_train: {done['added']} runs added to the archive "
+                  f"({done['finished']} of the {len(full_run_names())} full-size runs finished "
+                  f"in {source})")
             return 0
         if args.action == "repack":
             done = archive.repack()

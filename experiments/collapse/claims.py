@@ -429,15 +429,13 @@ a decision across the threshold; the full profile's longer runs keep SEPARATION.
 @claim("collapse.training_collapse")
 def check_training_collapse(profile: str) -> Outcome:
     from resharpen.experiments.collapse.stack_checks import one_thread
-    from resharpen.experiments.collapse.train import OUT, profile_config, run_all
+    from resharpen.experiments.collapse.train import (DEMO_RATES, DEMO_SEEDS, OUT, demo_configs,
+                                                      run_all)
     from resharpen.experiments.collapse.training_checks import control_separation
     from resharpen.experiments.ledger import stats
 
-    seeds = pick(profile, quick=range(5), full=range(5))  # 5 pairs: the fewest stats.paired decides
-    hi, lo = 3e-2, 3e-3
-    arms = {"post@hi": ("post", hi), "post@lo": ("post", lo), "pre@hi": ("pre", hi)}
-    configs = {(arm, seed): profile_config(profile, norm=norm, lr=lr, seed=seed)
-               for arm, (norm, lr) in arms.items() for seed in seeds}
+    seeds, arms = DEMO_SEEDS, DEMO_RATES
+    configs = demo_configs(profile)
     with one_thread():  # each norm's runs as one batched ensemble, kept in the demo's folder
         results = run_all(list(configs.values()), OUT, progress=False)
     runs = {key: result["summary"] for key, result in zip(configs, results)}

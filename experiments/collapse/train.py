@@ -47,6 +47,7 @@ from resharpen.experiments.collapse.data import (ZipfMarkovStreams, markov_entro
 from resharpen.experiments.collapse.detect import detect_collapse
 from resharpen.experiments.training.config import (CONFIG_DIR, Field, Schema, deep_merge,
                                                output_folder, parse_sets, pick_fields, resolve)
+from resharpen.experiments.training.archive import ARCHIVE_ROOT
 from resharpen.experiments.training.loop import fit_members, members_state, save_run, seeded_model
 from resharpen.experiments.training.schema import MODEL_FIELDS, TRAIN_FIELDS, check_model_shape
 
@@ -54,7 +55,15 @@ NORMS = ("post", "pre")
 SWEEP_FILE = CONFIG_DIR / "collapse" / "train.toml"
 SWEPT = (("model", "norm"), ("train", "lr"), ("train", "seed"))
 OUT = output_folder("collapse_train")
+ARCHIVED = ARCHIVE_ROOT / "collapse_train"
+"""The archived full-size runs (``results/full/collapse_train/<run>/``, compressed,
+:func:`resharpen.experiments.training.archive.pack_runs`): read in place, never written, for a
+run ``out/`` has not finished."""
 ENSEMBLE = 16  # most runs of one norm trained as one batched ensemble
+DEMO_RATES = {"post@hi": ("post", 3e-2), "post@lo": ("post", 3e-3), "pre@hi": ("pre", 3e-2)}
+"""The arms of the collapse demonstration (claim ``collapse.training_collapse``): Post-Norm at
+a rate where it collapses, and its two controls, Post-Norm at a tenth of it and Pre-Norm at it."""
+DEMO_SEEDS = range(5)  # 5 pairs: the fewest stats.paired decides on
 
 
 def _rules(config: dict) -> None:
@@ -149,6 +158,20 @@ def sweep_configs(profile: str, seed: int = 0, overrides: list[str] | tuple[str,
     sweep = load_sweep(profile, path)
     return [profile_config(profile, norm=norm, lr=lr, seed=seed, overrides=overrides, path=path)
             for norm in sweep["norms"] for lr in sweep["lrs"]]
+
+
+def demo_configs(profile: str) -> dict[tuple[str, int], dict]:
+    """(arm, seed) -> config of every run of the collapse demonstration at ``profile``
+    (:data:`DEMO_RATES` x :data:`DEMO_SEEDS`)."""
+    return {(arm, seed): profile_config(profile, norm=norm, lr=lr, seed=seed)
+            for arm, (norm, lr) in DEMO_RATES.items() for seed in DEMO_SEEDS}
+
+
+def full_run_names() -> list[str]:
+    """The runs the archive keeps: the full-size sweep's and the demonstration's, by name."""
+    names = [c["name"] for c in sweep_configs("full")]
+    names += [c["name"] for c in demo_configs("full").values()]
+    return list(dict.fromkeys(names))
 
 
 def batch_frequency_loss(labels: torch.Tensor, vocab: int) -> float:
@@ -323,11 +346,12 @@ def summarize(config: dict, history: list[dict], matrix: np.ndarray, seconds: fl
 
 
 def read_finished(folder: Path) -> tuple[dict, dict, list] | None:
-    """(config, summary, history) of a finished run folder, None when it is not finished;
-    ValueError naming the file and line of a corrupt one."""
-    from resharpen.experiments.common.io import read_json, read_jsonl
+    """(config, summary, history) of a finished run folder (its files plain, or compressed as
+    the archive keeps them), None when it is not finished; ValueError naming the file and line
+    of a corrupt one."""
+    from resharpen.experiments.common.io import read_json, read_jsonl, stored_exists
 
-    if not ((folder / "summary.json").exists() and (folder / "config.json").exists()):
+    if not (stored_exists(folder / "summary.json") and stored_exists(folder / "config.json")):
         return None
     config, summary = (read_json(folder / name, "run file")
                        for name in ("config.json", "summary.json"))
@@ -351,26 +375,33 @@ def check_finished(profile: str, out: str | Path, seed: int = 0,
         read_finished(Path(out) / config["name"])
 
 
-def _load_finished(config: dict, folder: Path) -> dict | None:
-    """A finished run of ``config`` in ``folder`` (its summary recomputed from the history, so
-    detection follows the code), or None."""
+def _load_finished(config: dict, folder: Path, archived: Path | None = None) -> dict | None:
+    """A finished run of ``config`` in ``folder``, else in its archived copy ``archived`` (read
+    only), with its summary recomputed from the history, so detection follows the code (written
+    back to ``folder``'s summary.json, never to the archive); None when neither holds it."""
     from resharpen.experiments.common.io import atomic_write_json
 
-    finished = read_finished(folder)
-    if finished is None or finished[0] != json.loads(json.dumps(config)):
+    wanted = json.loads(json.dumps(config))
+    for source in (folder, archived):
+        finished = None if source is None else read_finished(source)
+        if finished is not None and finished[0] == wanted:
+            break
+    else:
         return None
     history = finished[2]
     t = config["task"]
     summary = summarize(config, history, zipf_markov_matrix(
         t["vocab"], t["zipf"], seed=config["train"]["seed"]), finished[1].get("seconds", 0.0))
-    atomic_write_json(folder / "summary.json", summary)
+    if source == folder:
+        atomic_write_json(folder / "summary.json", summary)
     return {"config": config, "history": history, "summary": summary}
 
 
 def run_all(configs: list[dict], out: str | Path | None = None, progress: bool = True,
-            ensemble: int = ENSEMBLE) -> list[dict]:
-    """Every run of ``configs``: loaded from ``out/<name>/`` when finished there, else trained,
-    the unfinished runs of one norm in batched ensembles of up to ``ensemble``
+            ensemble: int = ENSEMBLE, archive: str | Path | None = ARCHIVED) -> list[dict]:
+    """Every run of ``configs``: loaded from ``out/<name>/`` when finished there, else from the
+    archive's copy ``archive/<name>/`` (the full-size runs, read in place; None: not read),
+    else trained, the unfinished runs of one norm in batched ensembles of up to ``ensemble``
     (:func:`train_group`), and written atomically
     (:func:`resharpen.experiments.training.loop.save_run`) when ``out`` is given."""
     from resharpen.experiments.common.io import check_within, ensure_writable_dir
@@ -381,11 +412,14 @@ def run_all(configs: list[dict], out: str | Path | None = None, progress: bool =
     for i, (config, folder) in enumerate(zip(configs, folders)):
         if folder is not None:
             check_within(out, folder, "run folder")  # never through a link out of ``out``
-            ensure_writable_dir(folder)
-            loaded = _load_finished(config, folder)
+            loaded = _load_finished(config, folder,
+                                    None if archive is None else Path(archive) / config["name"])
             if loaded is not None:
                 results[i] = loaded
     pending = [i for i in range(len(configs)) if i not in results]
+    for i in pending:  # a folder that cannot take the run is refused before any training
+        if folders[i] is not None:
+            ensure_writable_dir(folders[i])
     for group in group_runs([configs[i] for i in pending], ensemble):
         indices = [pending[j] for j in group]
         for i, result in zip(indices, train_group([configs[i] for i in indices],

@@ -54,7 +54,7 @@ from resharpen.experiments.common.io import (COMPRESSED_SUFFIX, atomic_write_byt
                                              atomic_write_text, check_folder_files,
                                              compress_bytes, compressed_path, decompress_bytes,
                                              dumps_json, read_bytes_file, read_json,
-                                             read_text_file, stored_file)
+                                             read_jsonl, read_text_file, stored_file)
 from resharpen.experiments.common.names import check_name
 
 ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"
@@ -334,11 +334,39 @@ def pack_cache(source: str | Path, name: str, archive: str | Path = ARCHIVE_ROOT
     return {"cache": name, "files": len(files), "added": added, "replaced": replaced}
 
 
+def pack_runs(source: str | Path, name: str, runs: list[str],
+              archive: str | Path = ARCHIVE_ROOT) -> dict:
+    """Copy the finished run folders ``runs`` of the study folder ``source`` (one folder per
+    run, as the study writes them, e.g. ``out/collapse_train/<run>/``) into ``archive/<name>/
+    <run>/``, compressed: the files of :func:`run_files`, ``summary.json`` last. A run of
+    ``runs`` that ``source`` has not finished is skipped; a file the archive holds is left
+    alone, as :func:`pack` does (the archive only adds). Every run is read before the first
+    copy (a corrupt file is refused, ValueError). Returns ``{"cache": name, "finished": n,
+    "added": k}`` (k: runs with at least one file added)."""
+    source = Path(source)
+    if not source.is_dir():
+        raise ValueError(f"{source} is not a folder (the study's run folders, e.g. "
+                         f"out/{name})")
+    target = cache_folder(name, archive)
+    finished = [source / check_name(run, "run name") for run in runs
+                if _is_file(source / run / "summary.json")]
+    for run in finished:
+        for file in run_files(run):
+            (read_jsonl if file.endswith(".jsonl") else read_json)(run / file, "run file")
+    added = 0
+    for run in finished:
+        wrote = [_pack_new(run / file, target / run.name / file) for file in run_files(run)]
+        added += any(wrote)
+    return {"cache": name, "finished": len(finished), "added": added}
+
+
 def archived_caches(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:
-    """name -> number of archived files, for every study cache in the archive (a folder of
-    ``archive`` other than ``sweeps``)."""
+    """name -> number of archived files (of a cache of group files) or of archived runs (of a
+    study kept as run folders, :func:`pack_runs`), for every study cache in the archive (a
+    folder of ``archive`` other than ``sweeps``)."""
     root = Path(archive)
     return {p.name: len(list(p.glob("*.json" + COMPRESSED_SUFFIX)))
+            or sum(_is_file(run / "summary.json") for run in p.iterdir() if run.is_dir())
             for p in sorted(root.iterdir()) if p.is_dir() and p.name != "sweeps"} \
         if root.is_dir() else {}
 

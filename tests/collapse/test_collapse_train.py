@@ -71,6 +71,38 @@ def test_training_logs_and_resumes(tmp_path):
     assert run(tiny(norm="pre"), None, progress=False)["history"][0]["contraction"] is None
 
 
+def test_archived_runs_are_read_in_place_and_never_retrained_or_written(tmp_path, monkeypatch):
+    """A run packed into the archive (archive.pack_runs: compressed, only the runs named) is
+    loaded from there when out/ lacks it, with nothing written to the archive or to out/; a run
+    the archive lacks trains into out/."""
+    from resharpen.experiments.collapse import train as collapse_train
+    from resharpen.experiments.training.archive import pack_runs
+
+    cfg = tiny()
+    other = make_config({"task": {"vocab": 16, "train_len": 8},
+                         "model": {"n_layers": 2, "d_model": 16, "n_heads": 2},
+                         "train": {"batch_size": 4, "steps": 5, "lr": 2e-3}})
+    first = collapse_train.run_all([cfg, other], tmp_path / "made", progress=False)
+    archive = tmp_path / "archive"
+    done = pack_runs(tmp_path / "made", "collapse_train", [cfg["name"]], archive)
+    assert done == {"cache": "collapse_train", "finished": 1, "added": 1}
+    kept = archive / "collapse_train" / cfg["name"]
+    assert sorted(p.name for p in kept.iterdir()) == ["config.json.gz", "metrics.jsonl.gz",
+                                                      "provenance.json.gz", "summary.json.gz"]
+    assert pack_runs(tmp_path / "made", "collapse_train", [cfg["name"]], archive)["added"] == 0
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in kept.iterdir())
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("an archived run was trained again")
+    monkeypatch.setattr(collapse_train, "train_group", no_training)
+    out = tmp_path / "out"
+    loaded, = collapse_train.run_all([cfg], out, progress=False, archive=archive / "collapse_train")
+    assert loaded["history"] == first[0]["history"] and not out.exists()
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in kept.iterdir()) == before
+    with pytest.raises(AssertionError, match="trained again"):  # the archive lacks this one
+        collapse_train.run_all([other], out, progress=False, archive=archive / "collapse_train")
+
+
 def test_bad_training_settings():
     with pytest.raises(ValueError, match="allowed: post, pre"):
         make_config({"model": {"norm": "peri"}})
