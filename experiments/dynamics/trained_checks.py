@@ -16,9 +16,9 @@ Welch otherwise; fewer than ``stats.MIN_N`` units: inconclusive), Holm-adjusted 
   under Post-LN, polynomially under Pre-LN, Mix-LN and Peri-LN, so Post-LN is the fastest in
   the long run. A layer is not a unit of the theory's time (it differs between schemes), so the
   rates are not compared; their change is, which no time unit alters: the deceleration D = r_2
-  / r_1 of the per-layer decay rate of 1 - cos between the two halves of the terminal window
-  (:func:`deceleration`; exponential D = 1, polynomial D < 1): D(post) > D(X) for X in {pre,
-  mixln, peri}, paired by (task, depth, seed), Holm.
+  / r_1 of the per-layer decay rate of 1 - cos between the two halves of the pair's common
+  terminal window (:func:`deceleration`; exponential D = 1, polynomial D < 1): D(post) > D(X)
+  for X in {pre, mixln, peri}, paired by (task, depth, seed) on the same layers, Holm.
 * :func:`preln_norm_growth` (Thm 4.3(i), r ~ t): Pre-LN's residual norm grows with depth with
   exponent 1; the exponent is the least-squares slope of log r_j on log j (j >= 1,
   :func:`resharpen.experiments.dynamics.random_stacks.norm_growth_exponent`); PASS when the 95%
@@ -47,8 +47,9 @@ left). The premises, fixed before measuring:
   :data:`TOKEN_RADIUS_BAND` (a factor 2 either way) for both schemes of a pair.
 * Thm 4.1, 4.3's terminal rates (:func:`terminal_order`): statements about t -> infinity,
   near consensus: both stacks of a pair stay at a mean pairwise cosine >=
-  :data:`TERMINAL_COSINE` for at least :data:`TERMINAL_LAYERS` layers resolved in float64, and
-  1 - cos decays over the first half of that window.
+  :data:`TERMINAL_COSINE` over a common window of at least :data:`TERMINAL_LAYERS` layers
+  resolved in float64 (Mix-LN: after its Post-LN layers), and 1 - cos at least halves over the
+  first half of that window in both (a plateau is not a terminal decay).
 * Thm 4.3(i)'s r ~ t (:func:`preln_norm_growth`): the growth dominates the initial radius,
   r_L - r_0 >= :data:`GROWTH_OVER_OFFSET` x r_0 (an offset r_0 lowers the fitted exponent of
   exact linear growth r_j = r_0 + c j over j = 1..4 to 0.90 at that ratio, to 0.82 at 10 and
@@ -207,76 +208,120 @@ def first_layer_order(runs: list[dict], when: str) -> Outcome:
                    inconclusive=why)
 
 
-def terminal_window(cos) -> np.ndarray:
-    """The layers of a stack's terminal regime: from the first layer j >= 1 after which the mean
-    pairwise cosine stays >= :data:`TERMINAL_COSINE`, up to the last at which 1 - cos_j is still
-    >= :data:`TERMINAL_FLOOR` (below it float64 rounding of the cosine, not the dynamics, sets
-    1 - cos); empty when the stack ends below the threshold."""
+def terminal_window(cos, first: int = 1) -> tuple[int, int] | None:
+    """(start, stop) of a stack's terminal regime, layers start..stop: from the first layer
+    j >= ``first`` after which the mean pairwise cosine stays >= :data:`TERMINAL_COSINE`, to the
+    layer before the first one (from there on) whose 1 - cos_j is below :data:`TERMINAL_FLOOR`
+    (where float64 rounding of the cosine, not the dynamics, sets 1 - cos; a cosine of 1 or
+    more is below it); None when the stack ends below the threshold or the window is empty."""
     gap = 1.0 - np.asarray(cos, dtype=float)
     near = gap <= 1.0 - TERMINAL_COSINE
-    if len(gap) < 2 or not near[-1]:
-        return np.arange(0)
-    start = len(gap) - int(np.argmin(near[::-1])) if not near[1:].all() else 1
-    resolved = np.nonzero(gap[start:] >= TERMINAL_FLOOR)[0]
-    if not len(resolved):
-        return np.arange(0)
-    stop = start + int(resolved[-1])
-    return np.arange(max(start, 1), stop + 1)
+    if len(gap) <= first or not near[-1]:
+        return None
+    below = np.nonzero(~near[first:])[0]
+    start = first + (int(below[-1]) + 1 if len(below) else 0)
+    floor = np.nonzero(~(gap[start:] >= TERMINAL_FLOOR))[0]
+    stop = start + int(floor[0]) - 1 if len(floor) else len(gap) - 1
+    return (start, stop) if stop >= start else None
 
 
-def decay_rates(m: dict) -> tuple[float, float]:
+def first_terminal_layer(scheme: str, n_layers: int) -> int:
+    """The first layer whose state the terminal regime of ``scheme`` may start at: 1 (after the
+    first block), and for Mix-LN the state after its Post-LN layers
+    (:func:`~resharpen.experiments.model.schemes.mixln_post_layers`), from which on it is a
+    Pre-LN stack, the scheme the theory's Mix-LN terminal rate is."""
+    from resharpen.experiments.model.schemes import mixln_post_layers
+
+    return mixln_post_layers(n_layers) if scheme == "mixln" else 1
+
+
+def pair_window(a: dict, b: dict, scheme_a: str, scheme_b: str) -> np.ndarray:
+    """The layers both stacks of a pair are in their terminal regime (:func:`terminal_window`,
+    each from its :func:`first_terminal_layer`): the later start to the earlier stop; empty when
+    either has none."""
+    windows = [terminal_window(m["cos"], first_terminal_layer(s, len(m["cos"]) - 1))
+               for m, s in ((a, scheme_a), (b, scheme_b))]
+    if None in windows:
+        return np.arange(0)
+    return np.arange(max(w[0] for w in windows), min(w[1] for w in windows) + 1)
+
+
+def decay_rates(cos, window: np.ndarray) -> tuple[float, float]:
     """(r_1, r_2): minus the least-squares slope of log(1 - cos_j) on the layer j over the first
-    and the second half of the terminal window (:func:`terminal_window`; NaN when it has fewer
-    than :data:`TERMINAL_LAYERS` layers)."""
-    window = terminal_window(m["cos"])
+    and the second half of ``window`` (NaN when it has fewer than :data:`TERMINAL_LAYERS`
+    layers)."""
     if len(window) < TERMINAL_LAYERS:
         return math.nan, math.nan
-    gap = np.log(1.0 - np.asarray(m["cos"], dtype=float)[window])
+    gap = np.log(1.0 - np.asarray(cos, dtype=float)[window])
     half = len(window) // 2
     return tuple(-float(np.polyfit(window[part], gap[part], 1)[0])
                  for part in (slice(0, half), slice(half, None)))
 
 
-def deceleration(m: dict) -> float:
-    """D = r_2 / r_1 (:func:`decay_rates`): how the per-layer rate at which 1 - cos shrinks
-    changes over the terminal regime. An exponential decay (Post-LN's e^{-2t}) keeps it: D = 1
-    whatever a layer is in the theory's time; a polynomial one (1 - gamma ~ t^{-2}, Pre-LN,
-    Mix-LN, Peri-LN) slows down: D < 1. NaN outside the premise (window too short, or no decay
-    over its first half)."""
-    r1, r2 = decay_rates(m)
+def decaying(cos, window: np.ndarray) -> bool:
+    """Whether 1 - cos is decaying over the first half of ``window``: its fitted rate r_1 takes
+    at least a factor 2 off 1 - cos across that half, r_1 (h - 1) >= log 2 (h: the half's
+    layers). A plateau (the rate near 0) is not a terminal decay, and a ratio r_2 / r_1 over a
+    rate near 0 measures noise."""
+    r1, _ = decay_rates(cos, window)
+    return bool(r1 * (len(window) // 2 - 1) >= math.log(2.0))
+
+
+def deceleration(cos, window: np.ndarray) -> float:
+    """D = r_2 / r_1 (:func:`decay_rates`) over ``window``: how the per-layer rate at which
+    1 - cos shrinks changes. An exponential decay (Post-LN's e^{-2t}) keeps it, D = 1, whatever
+    a layer is in the theory's time; a polynomial one (1 - gamma ~ t^{-2}: Pre-LN, Mix-LN,
+    Peri-LN) slows down, D < 1. (The mean cosine over a batch mixes decays of different rates,
+    which slows the mean's decay a little: D of an exponential per sequence reads slightly
+    below 1.) NaN when the window is too short."""
+    r1, r2 = decay_rates(cos, window)
     return r2 / r1 if r1 > 0 else math.nan
 
 
-def terminal_layers(m: dict) -> int:
-    """The premise value of a stack: the layers of its terminal window, 0 when the first half
-    of the window shows no decay (:func:`decay_rates`)."""
-    r1, _ = decay_rates(m)
-    return len(terminal_window(m["cos"])) if r1 > 0 else 0
+def terminal_pairs(sel: list[dict], fastest: str, other: str) -> dict:
+    """Per unit (task, depth, seed) that both schemes ran: {"window": its common terminal window
+    (:func:`pair_window`), "inside": whether it has at least :data:`TERMINAL_LAYERS` layers and
+    both stacks decay over its first half (:func:`decaying`), "d": (D of ``fastest``, D of
+    ``other``) over it}."""
+    stacks = {s: by_unit(sel, s, lambda m: m) for s in (fastest, other)}
+    out = {}
+    for unit in sorted(set(stacks[fastest]) & set(stacks[other])):
+        a, b = stacks[fastest][unit], stacks[other][unit]
+        window = pair_window(a, b, fastest, other)
+        inside = len(window) >= TERMINAL_LAYERS and decaying(a["cos"], window) \
+            and decaying(b["cos"], window)
+        out[unit] = {"window": window, "inside": inside,
+                     "d": (deceleration(a["cos"], window), deceleration(b["cos"], window))}
+    return out
 
 
 def terminal_order(runs: list[dict], when: str) -> Outcome:
     fastest, slower = by_dynamics_name(TERMINAL_FASTEST).name, trained_names(TERMINAL_SLOWER)
     sel = select(runs, when, (fastest,) + slower)
-    slowing = {s: by_unit(sel, s, deceleration) for s in (fastest,) + slower}
-    layers, inside = premise_units(sel, slowing, lambda m, s: terminal_layers(m),
-                                   TERMINAL_LAYERS)
-    premise = premise_text(f"(terminal rates, t -> infinity: at least {TERMINAL_LAYERS} layers "
-                           f"with cosine >= {TERMINAL_COSINE:g} to the end, 1 - cos >= "
-                           f"{TERMINAL_FLOOR:g}, decaying)", layers, inside)
-    tests = []
+    tests, notes, excluded = [], [], False
     for other in slower:
-        both = inside[fastest] & inside[other]
+        pairs = terminal_pairs(sel, fastest, other)
+        inside = {u: p for u, p in pairs.items() if p["inside"]}
+        excluded |= len(inside) < len(pairs)
+        short = sum(len(p["window"]) < TERMINAL_LAYERS for p in pairs.values())
+        spans = [len(p["window"]) for p in inside.values()]
+        means = (f"D {fastest} {_mean(p['d'][0] for p in inside.values()):.3g} against "
+                 f"{_mean(p['d'][1] for p in inside.values()):.3g}, windows of "
+                 f"{min(spans)}-{max(spans)} layers") if inside else "no pair inside"
+        notes.append(f"{other}: {len(inside)}/{len(pairs)} pairs inside ({short} with a common "
+                     f"window under {TERMINAL_LAYERS} layers, {len(pairs) - len(inside) - short} "
+                     f"not decaying in both), {means}")
         tests.append((f"D({fastest}) > D({other}) (pairs inside the premise)",
-                      stats.compare({k: v for k, v in slowing[fastest].items() if k in both},
-                                    {k: v for k, v in slowing[other].items() if k in both},
-                                    "greater")))
+                      stats.compare({u: p["d"][0] for u, p in inside.items()},
+                                    {u: p["d"][1] for u, p in inside.items()}, "greater")))
     passed, why, detail = _decide(tests, "terminal_order")
-    excluded = any(len(inside[s]) < len(layers[s]) for s in layers)
+    premise = (f"premise (terminal rates, t -> infinity: a common window of at least "
+               f"{TERMINAL_LAYERS} layers where both stacks stay at cosine >= "
+               f"{TERMINAL_COSINE:g} (Mix-LN: after its Post-LN layers) with 1 - cos >= "
+               f"{TERMINAL_FLOOR:g}, and 1 - cos at least halving over its first half in both)")
     passed, why = _with_premise(passed, why, excluded, premise)
-    means = ", ".join(f"{s} " + (f"{_mean(v[k] for k in inside[s]):.3g}" if inside[s] else
-                                 "- (no stack inside)") for s, v in slowing.items())
-    return Outcome(measured=f"deceleration D = r_2/r_1 of 1 - cos over the terminal window "
-                            f"(mean inside the premise): {means}",
+    return Outcome(measured="deceleration D = r_2/r_1 of 1 - cos over each pair's common "
+                            "terminal window: " + "; ".join(notes),
                    expected=f"D({fastest}) > D({', '.join(slower)}) (exponential: D = 1; "
                             "polynomial: D < 1)", passed=passed,
                    detail=f"{_runs_note(sel, when)}; {premise}; {detail}", inconclusive=why)
@@ -380,11 +425,12 @@ def _group_text(row: dict, tests: list) -> str:
     gaps = np.asarray(row["gaps"])
     j = 1 + int(np.argmax(np.abs(gaps[:, 1:].mean(axis=0))))
     mean, lo, hi = stats.t_interval(gaps[:, j])
+    interval = f"95% t [{lo:+.3g}, {hi:+.3g}]" if math.isfinite(lo) else "one model: no interval"
     inside = sum(t.adjusted_p < stats.ALPHA for t in tests)
     outside = sum(t.adjusted_opposite < stats.ALPHA for t in tests)
     return (f"{row['scheme']} {row['task']} L={row['depth']} ({row['models']} models, s="
             f"{row['s']:.3g}, t0={row['t0']:.3g}, rise {row['rise']:+.3g}): largest mean gap "
-            f"{mean:+.3g} at layer {j} (95% t [{lo:+.3g}, {hi:+.3g}]); layers shown within "
+            f"{mean:+.3g} at layer {j} ({interval}); layers shown within "
             f"+-{RECURSION_TOL:g}: {inside}/{len(tests)}, shown outside: {outside}")
 
 
@@ -403,13 +449,12 @@ def recursion_at_init(runs: list[dict]) -> Outcome:
     if why and fam:  # one line, not one per layer
         within = sum(t.adjusted_p < stats.ALPHA for t in fam)
         short = sum(bool(getattr(t.result, "inconclusive", "")) for t in fam)
-        why = (f"of {len(fam)} layer tests (Holm), {within} show the mean gap within "
-               f"+-{RECURSION_TOL:g}, none shows it outside"
-               + (f", {short} have too few models ({stats.MIN_N} needed)" if short else "")
-               + f"; at the other layers the 95% interval of the mean gap reaches past "
-                 f"+-{RECURSION_TOL:g} (too few models for their scatter, or a mean gap at the "
-                 "tolerance itself, which no number of models decides); more models per group "
-                 "narrow the intervals")
+        why = (f"of {len(fam)} layer tests, {within} show the mean gap within "
+               f"+-{RECURSION_TOL:g} after Holm over all {len(fam)} and none shows it outside"
+               + (f"; {short} cannot be tested (fewer than {stats.MIN_N} models, or no "
+                  "scatter)" if short else "")
+               + "; the others are not shown either way at that level: more models per group "
+                 "shrink the scatter of the mean gap, unless it sits at the tolerance itself")
     by_label = {t.label: t for t in fam}
     text = "; ".join(_group_text(r, [by_label[label] for label, _ in tests])
                      for r, tests in labelled)
@@ -417,9 +462,9 @@ def recursion_at_init(runs: list[dict]) -> Outcome:
                f"prediction passes): met by {len(teeth)}/{len(rows)} groups"
                + (f"; not deciding: {', '.join(idle)}" if idle else ""))
     passed, why = _with_premise(passed, why, bool(idle), premise)
-    worst = max((r["gap"] for r in teeth), default=math.nan)
+    worst = max((r["gap"] for r in teeth), default=None)
     return Outcome(measured=f"largest |mean gap| {worst:.3g} over the {len(teeth)} groups inside "
-                            "the premise",
+                            "the premise" if teeth else "no group inside the premise",
                    expected=f"within +-{RECURSION_TOL} at every layer (TOST per layer, Holm)",
                    passed=passed,
                    detail="; ".join(filter(None, [set_note(select(runs, "init", ("post", "pre"))),
@@ -469,7 +514,8 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
 
 __all__ = ["order_factor", "HIGH_SIMILARITY", "RECURSION_TOL", "GROWTH_BAND",
            "TOKEN_RADIUS_BAND", "TERMINAL_COSINE", "TERMINAL_LAYERS", "TERMINAL_FLOOR",
-           "terminal_window", "decay_rates", "deceleration", "terminal_layers", "GROWTH_OVER_OFFSET", "token_radius",
+           "terminal_window", "first_terminal_layer", "pair_window", "decay_rates", "decaying",
+           "deceleration", "terminal_pairs", "GROWTH_OVER_OFFSET", "token_radius",
            "growth_over_offset", "premise_units", "premise_text",
            "first_layer_order", "terminal_order", "growth_exponents", "preln_norm_growth",
            "model_s", "recursion_gaps", "recursion_tests", "recursion_at_init", "post_norm_gains",

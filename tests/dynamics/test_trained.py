@@ -186,12 +186,29 @@ def _polynomial(power: float = 2.0, L: int = 40, offset: float = 1.0) -> list[fl
 
 def test_the_terminal_window_starts_where_the_stack_stays_near_consensus_and_stops_at_the_floor():
     cos = [0.1, 0.95, 0.5] + [0.9 + 0.01 * j for j in range(1, 10)]
-    assert list(C.terminal_window(cos)) == list(range(3, 12))
-    assert len(C.terminal_window([0.1] * 5 + [0.5])) == 0
-    # an exponential decay reaching float64's rounding: the window ends at the floor
+    assert C.terminal_window(cos) == (3, 11)
+    assert C.terminal_window(cos, first=6) == (6, 11)  # Mix-LN: after its Post-LN layers
+    assert C.terminal_window([0.1] * 5 + [0.5]) is None
+    # an exponential decay reaching float64's rounding: the window ends before the first layer
+    # under the floor, even when a later (noisy) one is above it again
     cos = _exponential(1.0, L=60)
-    window = C.terminal_window(cos)
-    assert 1.0 - cos[window[-1]] >= C.TERMINAL_FLOOR > 1.0 - cos[window[-1] + 1]
+    start, stop = C.terminal_window(cos)
+    assert 1.0 - cos[stop] >= C.TERMINAL_FLOOR > 1.0 - cos[stop + 1]
+    noisy = list(cos)
+    noisy[stop + 5] = 1.0 - 10 * C.TERMINAL_FLOOR
+    assert C.terminal_window(noisy) == (start, stop)
+    # a cosine of 1 (or above) inside is below the floor: the window stops before it
+    exact = list(_exponential(0.2, L=40))
+    exact[30] = 1.0
+    assert C.terminal_window(exact)[1] == 29
+
+
+def test_a_pair_is_read_on_the_layers_both_stacks_are_terminal():
+    late = _m(cos=[0.1] * 10 + [0.9 + 0.001 * j for j in range(31)])  # near consensus from 10
+    early = _m(cos=[0.1] + [0.95] * 40)  # from 1
+    assert list(C.pair_window(late, early, "post", "pre")) == list(range(10, 41))
+    mixed = _m(cos=[0.1] + [0.95] * 40)  # Mix-LN at 40 layers: 10 Post-LN layers first
+    assert list(C.pair_window(early, mixed, "post", "mixln")) == list(range(10, 41))
 
 
 def test_deceleration_is_one_for_an_exponential_decay_and_below_one_for_a_polynomial():
@@ -199,11 +216,18 @@ def test_deceleration_is_one_for_an_exponential_decay_and_below_one_for_a_polyno
     on both halves (D = 1, any rate, so any time unit); (j + 1)^{-2}'s slope on log scale is
     -2/(j + 1), smaller on the later half."""
     for rate, L in ((0.1, 80), (0.3, 40)):
-        assert C.deceleration(_m(cos=_exponential(rate, L=L))) == pytest.approx(1.0, abs=1e-9)
-    slowing = C.deceleration(_m(cos=_polynomial(2.0, L=40)))
-    # the window starts where 0.8 (1/(j+1))^2 <= 0.1, j = 2; halves 2..20 and 21..40: the
-    # rates are about 2/11 and 2/31, so D is near 11/31
-    assert 0.3 < slowing < 0.5
+        cos = _exponential(rate, L=L)
+        window = np.arange(*(lambda w: (w[0], w[1] + 1))(C.terminal_window(cos)))
+        assert C.deceleration(cos, window) == pytest.approx(1.0, abs=1e-9)
+        assert C.decaying(cos, window)
+    cos = _polynomial(2.0, L=40)
+    window = np.arange(2, 41)  # 0.8 (1/(j+1))^2 <= 0.1 from j = 2
+    assert list(np.arange(*(lambda w: (w[0], w[1] + 1))(C.terminal_window(cos)))) == \
+        list(window)
+    # halves 2..20 and 21..40: the rates are about 2/11 and 2/31, so D is near 11/31
+    assert 0.3 < C.deceleration(cos, window) < 0.5 and C.decaying(cos, window)
+    plateau = [0.1] + [0.97 + 0.0001 * j for j in range(40)]
+    assert not C.decaying(plateau, np.arange(1, 41))
 
 
 @pytest.mark.parametrize("post, other, status", [("exp", "poly", "PASS"),
@@ -217,13 +241,19 @@ def test_terminal_order_can_pass_and_fail(post, other, status):
     assert _status(C.terminal_order(runs, "init")) == status
 
 
-def test_terminal_order_far_from_consensus_is_inconclusive():
-    """A terminal (t -> infinity) rate is not read off layers far from consensus: stacks ending
-    at cosine 0.3 are outside the premise, whichever way their decays are shaped."""
+def test_terminal_order_far_from_consensus_or_on_a_plateau_is_inconclusive():
+    """A terminal (t -> infinity) rate is not read off layers far from consensus, nor off a
+    plateau near it (1 - cos that stops shrinking): the pairs are outside the premise, whichever
+    way their decelerations are ordered."""
     far = [0.1 + 0.005 * j for j in range(41)]
     runs = _runs({s: (lambda k: _m(cos=far)) for s in ("post", "pre", "mixln", "peri")})
     outcome = C.terminal_order(runs, "init")
     assert _status(outcome) == "INCONCLUSIVE" and "premise" in outcome.inconclusive
+    plateau = [0.1] + [0.97 + 0.0001 * j for j in range(40)]
+    runs = _runs({"post": lambda k: _m(cos=_exponential(_noisy(0.2, k))),
+                  **{s: (lambda k: _m(cos=plateau)) for s in ("pre", "mixln", "peri")}})
+    outcome = C.terminal_order(runs, "init")
+    assert _status(outcome) == "INCONCLUSIVE" and "not decaying in both" in outcome.measured
 
 
 @pytest.mark.parametrize("power, status", [(1.0, "PASS"), (0.5, "FAIL")])
