@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from resharpen.papers import PAPERS, claim_paper, paper_of  # noqa: F401 (re-exported)
+from resharpen.experiments.ledger.declarations import all_declarations
 from resharpen.papers import is_transfer
 
 
@@ -578,7 +579,8 @@ def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
     rest = [_figure_html(f) for f in figures if f.stem not in placed]
     summary = ", ".join(f"{sum(r.get('status') == s for r in records)} {s}" for s in statuses)
     others = sum(paper_of_id[r["id"]] == "other" for r in records)
-    held = sum(is_transfer(r) for r in records)
+    declared = all_declarations()
+    held = sum(is_transfer(declared.get(r["id"], {})) for r in records)
     sections = env if all(isinstance(v, dict) for v in env.values()) else {"": env}
     env_html = "".join((f"<h3>{_e(title)}</h3>" if title else "") + "<dl>"
                        + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in items.items())
@@ -595,7 +597,7 @@ def render(ledger: dict, figures: list[Figure], where: dict[str, list[str]],
 <p>{len(records)} claims ({_e(summary)}), profile <code>{_e(ledger.get("profile", "?"))}</code>;
 {others} of them are supporting checks (prior work, known sequences, round trips), listed in the
 full ledger only; {held} hold a paper's statement against the package's transformers, beyond the
-idealized setting it is proved in (their source says "held against").</p>
+idealized setting it is proved in.</p>
 <details><summary>what the statuses mean, how to rerun</summary><p>PASS: the check holds at its
 tolerance; FAIL: a measured disagreement; INCONCLUSIVE: too little data to decide; ERROR: the
 check raised; an erratum's PASS means the counterexample is reproduced. Rerun with

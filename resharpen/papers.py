@@ -40,14 +40,12 @@ def home_paper(claim_id: str) -> str:
     return PREFIX_PAPERS[prefix]
 
 _SUPPORTING = re.compile(r"^\s*(known sequence|package|published|regression)\b", re.I)
-_TRANSFER = re.compile(r"\bheld against\b", re.I)
-
-
-def is_transfer(record: dict) -> bool:
-    """Whether a claim holds a paper's statement against the package's transformers, outside
-    the idealized setting the paper proves it in (its ``source`` says "held against"): a test of
-    how far the statement carries over, not of the statement itself."""
-    return bool(_TRANSFER.search(str(record.get("source", ""))))
+def is_transfer(declaration: dict) -> bool:
+    """Whether a claim holds a paper's statement against models outside the idealized setting
+    the paper proves it in (the dynamics paper's particles against the package's transformers):
+    its declaration says ``transfer = true``. A test of how far the statement carries over, not
+    of the statement itself."""
+    return declaration.get("transfer") is True
 
 
 def claim_paper(record: dict) -> str:

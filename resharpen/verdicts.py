@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 
 from resharpen.experiments.ledger.declarations import all_declarations
+from resharpen.papers import is_transfer
 from resharpen.papers import TITLES, home_paper
 from resharpen.papers import paper_of as named_paper
 
@@ -62,14 +63,6 @@ def supporting(claim_id: str, source: str) -> bool:
     from resharpen.papers import claim_paper
 
     return claim_paper({"id": claim_id, "source": source}) == "other"
-
-
-def transfer(claim_id: str, source: str) -> bool:
-    """Whether a claim holds a paper's statement against the package's transformers, beyond
-    the idealized setting it is proved in (:func:`resharpen.papers.is_transfer`)."""
-    from resharpen.papers import is_transfer
-
-    return is_transfer({"id": claim_id, "source": source})
 
 
 def read_records(path: Path) -> dict[str, dict]:
@@ -108,7 +101,7 @@ def entry(claim_id: str, decl: dict, quick: dict | None, full: dict | None) -> s
              + (" (a supporting check, not a statement of the paper)"
                 if supporting(claim_id, decl["source"]) else "")
              + (" (the paper's statement held against the package's transformers, beyond the "
-                "idealized setting it is proved in)" if transfer(claim_id, decl["source"]) else "")
+                "idealized setting it is proved in)" if is_transfer(decl) else "")
              + f"; tolerance: {decl['tolerance']}"]
     for profile, record in (("quick", quick), ("full", full)):
         if record is None:
@@ -211,7 +204,7 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
              "|---|---|---|---|---|---|"]
     for paper, ids in by_paper.items():
         title = TITLES[paper]
-        held = [i for i in ids if transfer(i, declared[i]["source"])]
+        held = [i for i in ids if is_transfer(declared[i])]
         own = [i for i in ids if not supporting(i, declared[i]["source"]) and i not in held]
         index.append(f"| [arXiv {paper}, {title}]({paper}.md) | {len(ids)} | "
                      f"{counts(quick, ids)} | {counts(full, ids)} | {len(own)}: "

@@ -36,7 +36,7 @@ EXPECTED_STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
 ORIGINS = ("paper", "derivation", "statement", "regression")
 FIELDS = {"source": str, "statement": str, "kind": str, "tolerance": str, "cost": str,
           "quick": str, "full": str, "erratum": bool, "expected_from": str, "origin": str,
-          "derived_by": list, "figures": list}
+          "derived_by": list, "figures": list, "transfer": bool}
 REQUIRED = ("source", "statement", "kind", "tolerance", "cost", "quick", "expected_from",
             "origin")
 CLAIMS_MODULES = (

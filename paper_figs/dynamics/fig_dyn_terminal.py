@@ -59,15 +59,16 @@ def make(profile: str, outdir: Path) -> list[Path]:
         for side, (scheme, dx) in enumerate(((schemes[0], -0.12), (other, 0.12))):
             ax.scatter(np.full(len(inside), i + dx), [p["d"][side] for p in inside], s=10,
                        color=style.placement_color(scheme), lw=0, zorder=3)
-        ticks.append(f"post vs {other}\n({len(inside)} of "
-                     f"{len(terminal_pairs(sel, schemes[0], other))} pairs)")
+        ticks.append(f"{other}\n{len(inside)}/{len(terminal_pairs(sel, schemes[0], other))} "
+                     "pairs")
     ax.axhline(1.0, color=style.MUTED, ls="--", lw=1, label="D = 1: exponential")
     ax.set_xticks(range(len(ticks)), ticks, fontsize=style.MIN_FONT)
     ax.set(ylabel="deceleration D = r_2 / r_1")
-    ax.set_title("pairs on their common window (left: post)", fontsize=style.MIN_FONT)
+    ax.set_title("post (left) against each scheme, per pair\non their common window",
+                 fontsize=style.MIN_FONT)
     for a in axes:
         a.tick_params(labelsize=style.MIN_FONT)
     fig.tight_layout()
     style.legend_below(axes[0], ncol=2)
-    axes[1].legend(loc="upper right", fontsize=style.MIN_FONT, frameon=False)
+    style.legend_below(axes[1], ncol=1)
     return save(fig, outdir, "fig_dyn_terminal", profile)

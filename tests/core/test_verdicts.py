@@ -227,7 +227,27 @@ def test_a_supporting_check_is_marked_on_its_page_and_not_counted_as_a_statement
     page = out["2510.08341.md"]
     assert "(a supporting check, not a statement of the paper)" in page.split("### `sc.y`")[0]
     assert "(a supporting check" not in page.split("### `sc.y`")[1]
-    assert "| 2 | 2 PASS | 2 PASS | 1: 1 PASS |" in out["README.md"]
+    assert "| 2 | 2 PASS | 2 PASS | 1: 1 PASS | none |" in out["README.md"]
+
+
+def test_a_transfer_claim_is_marked_and_counted_apart_from_the_papers_statements():
+    """A claim declared ``transfer = true`` (a paper's statement held against models outside
+    the setting it is proved in) is marked on its page and counted in its own column, not
+    among the paper's own statements; its source alone does not make it one."""
+    base = {"statement": "s", "quick": "PASS", "tolerance": "t", "expected_from": "statement",
+            "origin": "o"}
+    declared = {"dyn.a": {**base, "source": "arXiv 2510.22026 Thm 4.1"},
+                "dyn.b": {**base, "source": "arXiv 2510.22026 held against trained transformers",
+                          "transfer": True},
+                "dyn.c": {**base, "source": "arXiv 2510.22026 held against trained transformers"}}
+    records = {i: {"id": i, "status": s, "measured": 1, "expected": 1}
+               for i, s in (("dyn.a", "PASS"), ("dyn.b", "FAIL"), ("dyn.c", "PASS"))}
+    out = verdicts.pages(declared, records, records)
+    page = out["2510.22026.md"]
+    marker = "(the paper's statement held against the package's transformers"
+    assert marker in page.split("### `dyn.b`")[1].split("### `dyn.c`")[0]
+    assert marker not in page.split("### `dyn.b`")[0] + page.split("### `dyn.c`")[1]
+    assert "| 3 | 2 PASS, 1 FAIL | 2 PASS, 1 FAIL | 2: 2 PASS | 1: 1 FAIL |" in out["README.md"]
 
 
 def test_only_an_experiment_claims_full_size_command_starts_with_the_archive():
