@@ -177,3 +177,21 @@ def test_training_collapse_without_a_shown_effect_is_inconclusive_not_fail(monke
     monkeypatch.setattr(collapse_train, "run_all", summaries([0.5, 0.52, 0.48, 0.51, 0.49]))
     outcome = collapse_claims.check_training_collapse("full")
     assert outcome.passed and not outcome.inconclusive
+
+
+def test_cli_pack_collapse_packs_only_the_full_size_runs_and_refuses_a_missing_folder(
+        tmp_path, monkeypatch, capsys):
+    """``resharpen archive pack-collapse FOLDER`` packs the finished full-size runs it finds
+    (none in a folder of quick runs: nothing is written to the archive) and refuses a folder
+    that does not exist with one line and exit 2, before any work."""
+    from resharpen.experiments.training import archive
+
+    monkeypatch.setattr(archive, "ARCHIVE_ROOT", tmp_path / "archive")
+    monkeypatch.setattr(archive.pack_runs, "__defaults__", (tmp_path / "archive",))
+    cfg = tiny()
+    run(cfg, tmp_path / "made", progress=False)  # a finished run, but not a full-size one
+    assert main(["archive", "pack-collapse", str(tmp_path / "made")]) == 0
+    assert "0 runs added" in capsys.readouterr().out and not (tmp_path / "archive").exists()
+    assert main(["archive", "pack-collapse", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a folder" in err[0]
