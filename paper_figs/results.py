@@ -54,7 +54,8 @@ def collapse_runs(profile: str) -> list[dict]:
     archive's copy results/full/collapse_train), loaded."""
     import json
 
-    from resharpen.experiments.collapse.train import ARCHIVED, OUT, read_finished, run, sweep_configs
+    from resharpen.experiments.collapse.train import (ARCHIVED, OUT, read_finished, run,
+                                                      sweep_configs)
 
     configs = sweep_configs(profile)
     for config in configs:
@@ -64,3 +65,15 @@ def collapse_runs(profile: str) -> list[dict]:
             raise MissingResults(f"no finished collapse run {folders[0]} (nor in the archive)",
                                  f"resharpen collapse train --profile {profile}")
     return [run(config, OUT) for config in configs]  # every one finished: loads, never trains
+
+
+def premise_runs(profile: str, name: str, claim_id: str) -> list[dict]:
+    """Premise set ``name`` as measured for claim ``claim_id`` (out/, else the archive at full
+    size), read only: MissingResults with the command that measures it when it is not there."""
+    from resharpen.experiments.dynamics.premise_sets import premise_set
+
+    try:
+        return premise_set(profile, name, cached_only=True)
+    except LookupError as error:
+        raise MissingResults(str(error), f"resharpen verify --only {claim_id} --profile "
+                                         f"{profile}") from None

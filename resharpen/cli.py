@@ -592,13 +592,12 @@ def run_archive(args) -> int:
                   f"{done['replaced']} replaced ({done['files']} in {source})")
             return 0
         if args.action == "pack-collapse":
-            from resharpen.experiments.collapse.train import OUT, full_run_names
+            from resharpen.experiments.collapse.train import OUT, full_runs
 
-            source = args.target or OUT
-            done = archive.pack_runs(source, "collapse_train", full_run_names())
+            source, runs = args.target or OUT, full_runs()
+            done = archive.pack_runs(source, "collapse_train", runs)
             print(f"collapse_train: {done['added']} runs added to the archive "
-                  f"({done['finished']} of the {len(full_run_names())} full-size runs finished "
-                  f"in {source})")
+                  f"({done['finished']} of the {len(runs)} full-size runs finished in {source})")
             return 0
         if args.action == "repack":
             done = archive.repack()

@@ -116,7 +116,8 @@ def run_stack(args) -> int:
 
 
 def run_train(args) -> int:
-    from resharpen.experiments.collapse.train import OUT, check_finished, sweep, sweep_configs
+    from resharpen.experiments.collapse.train import (ARCHIVED, OUT, check_finished, sweep,
+                                                      sweep_configs)
     from resharpen.experiments.common.io import check_writable_target
 
     out = args.out or OUT
@@ -124,7 +125,10 @@ def run_train(args) -> int:
         sweep_configs(args.profile, args.seed, args.overrides)
         check_writable_target(out, "--out" if args.out else "output folder")
         check_finished(args.profile, out, args.seed, args.overrides)  # corrupt finished runs
-    summaries = sweep(args.profile, out=out, seed=args.seed, overrides=args.overrides)
+    # a folder the user names gets every run it lacks trained into it, none read from the
+    # archive (which the default folder falls back on)
+    summaries = sweep(args.profile, out=out, seed=args.seed, overrides=args.overrides,
+                      archive=None if args.out else ARCHIVED)
     print(f"{'run':40s} {'collapse step':>13} {'loss':>7} {'L_freq':>7} {'t_sim':>6} {'g1/gL':>8}")
     for s in summaries:
         step = "-" if s["collapse_step"] is None else str(s["collapse_step"])

@@ -167,11 +167,10 @@ def demo_configs(profile: str) -> dict[tuple[str, int], dict]:
             for arm, (norm, lr) in DEMO_RATES.items() for seed in DEMO_SEEDS}
 
 
-def full_run_names() -> list[str]:
-    """The runs the archive keeps: the full-size sweep's and the demonstration's, by name."""
-    names = [c["name"] for c in sweep_configs("full")]
-    names += [c["name"] for c in demo_configs("full").values()]
-    return list(dict.fromkeys(names))
+def full_runs() -> dict[str, dict]:
+    """The runs the archive keeps, name -> config: the full-size sweep's and the
+    demonstration's."""
+    return {c["name"]: c for c in [*sweep_configs("full"), *demo_configs("full").values()]}
 
 
 def batch_frequency_loss(labels: torch.Tensor, vocab: int) -> float:
@@ -437,10 +436,11 @@ def run(config: dict, out: str | Path | None = None, progress: bool = True) -> d
 
 def sweep(profile: str = "quick", out: str | Path | None = OUT, seed: int = 0,
           progress: bool = True, overrides: list[str] | tuple[str, ...] = (),
-          ensemble: int | None = None) -> list[dict]:
+          ensemble: int | None = None, archive: str | Path | None = ARCHIVED) -> list[dict]:
     """The learning-rate sweep of a profile (:func:`sweep_configs`), Post-Norm and Pre-Norm,
     each norm's rates as one batched ensemble of at most ``ensemble`` (default: the file's
-    ``sweep.ensemble``, else :data:`ENSEMBLE`); returns the summaries."""
+    ``sweep.ensemble``, else :data:`ENSEMBLE`), a finished run out/ lacks read from ``archive``
+    (:func:`run_all`); returns the summaries."""
     size = load_sweep(profile)["ensemble"] if ensemble is None else ensemble
     return [r["summary"] for r in run_all(sweep_configs(profile, seed, overrides), out,
-                                          progress, size)]
+                                          progress, size, archive)]

@@ -174,18 +174,20 @@ def set_group(profile: str, name: str, task: str, scheme: str, depth: int) -> tu
 
 
 def premise_set(profile: str, name: str, out: str | Path | None = OUT,
-                archive: str | Path | None = ARCHIVED) -> list[dict]:
+                archive: str | Path | None = ARCHIVED, cached_only: bool = False) -> list[dict]:
     """Every run of premise set ``name`` at ``profile``'s sizes, each {task, scheme, depth,
     seed, premise_set, init, ...} as :func:`~.trained.trained_set`'s runs: read from
     ``out/<profile>/<task>_<scheme>_L<depth>_<name>_init.json`` when its key matches (at full
     size, else from the archive's copy), else measured and written there (``out`` None:
-    nothing read or written)."""
+    nothing read or written). ``cached_only`` (the figures): read only, nothing created or
+    written, and LookupError naming the first group neither holds."""
     from resharpen.experiments.common.io import atomic_write_json, ensure_writable_dir
 
     if name not in SETS:
         raise ValueError(f"premise set {name!r} is not one of {', '.join(SETS)}")
     spec, sz = SETS[name], set_sizes(SETS[name], profile)
-    folder = None if out is None else ensure_writable_dir(Path(out) / profile)
+    folder = None if out is None else (Path(out) / profile if cached_only
+                                       else ensure_writable_dir(Path(out) / profile))
     archived = None if folder is None or archive is None or profile != "full" else Path(archive)
     runs = []
     for task in TASKS:
@@ -195,6 +197,9 @@ def premise_set(profile: str, name: str, out: str | Path | None = OUT,
                 path = None if folder is None else folder / file
                 kept = None if archived is None else archived / file
                 group = cached_group(path, key, kept)
+                if group is None and cached_only:
+                    raise LookupError(f"no measured group {task} {scheme} L={depth} of premise "
+                                      f"set {name} in {folder} or the archive")
                 if group is None:
                     with group_lock(path):
                         group = cached_group(path, key, kept)

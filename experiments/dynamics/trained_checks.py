@@ -310,7 +310,7 @@ def terminal_order(runs: list[dict], when: str) -> Outcome:
                  f"{min(spans)}-{max(spans)} layers") if inside else "no pair inside"
         notes.append(f"{other}: {len(inside)}/{len(pairs)} pairs inside ({short} with a common "
                      f"window under {TERMINAL_LAYERS} layers, {len(pairs) - len(inside) - short} "
-                     f"not decaying in both), {means}")
+                     "where a stack's 1 - cos does not halve over the first half), " + means)
         tests.append((f"D({fastest}) > D({other}) (pairs inside the premise)",
                       stats.compare({u: p["d"][0] for u, p in inside.items()},
                                     {u: p["d"][1] for u, p in inside.items()}, "greater")))
@@ -423,7 +423,7 @@ def recursion_tests(row: dict) -> list[tuple[str, stats.Equivalence]]:
 def _group_text(row: dict, tests: list) -> str:
     """A group's models, s, t0 and its worst layer: the mean gap with its 95% t interval."""
     gaps = np.asarray(row["gaps"])
-    j = 1 + int(np.argmax(np.abs(gaps[:, 1:].mean(axis=0))))
+    j = 1 + int(np.argmax(np.nan_to_num(np.abs(gaps[:, 1:].mean(axis=0)), nan=-1.0)))
     mean, lo, hi = stats.t_interval(gaps[:, j])
     interval = f"95% t [{lo:+.3g}, {hi:+.3g}]" if math.isfinite(lo) else "one model: no interval"
     inside = sum(t.adjusted_p < stats.ALPHA for t in tests)

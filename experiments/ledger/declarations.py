@@ -97,6 +97,10 @@ def check_entry(claim_id: str, entry: object, where: str) -> None:
     for name in entry.get("derived_by", []):
         if not (isinstance(name, str) and name.startswith("resharpen.") and "." in name[10:]):
             raise bad(f"derived_by {name!r} must be a 'resharpen.<module>.<qualname>' name")
+    if ("held against" in entry["source"]) != entry.get("transfer", False):
+        raise bad("a claim that holds a paper's statement against models outside the setting "
+                  "it is proved in says so twice: 'held against' in its source and "
+                  "transfer = true")
     if entry["expected_from"] == "derivation" and not entry.get("derived_by"):
         raise bad("expected_from 'derivation' needs derived_by, the functions computing it")
     scripts = figure_files() if entry.get("figures") else {}

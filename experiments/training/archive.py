@@ -54,7 +54,7 @@ from resharpen.experiments.common.io import (COMPRESSED_SUFFIX, atomic_write_byt
                                              atomic_write_text, check_folder_files,
                                              compress_bytes, compressed_path, decompress_bytes,
                                              dumps_json, read_bytes_file, read_json,
-                                             read_jsonl, read_text_file, stored_file)
+                                             read_text_file, stored_file)
 from resharpen.experiments.common.names import check_name
 
 ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"
@@ -334,30 +334,61 @@ def pack_cache(source: str | Path, name: str, archive: str | Path = ARCHIVE_ROOT
     return {"cache": name, "files": len(files), "added": added, "replaced": replaced}
 
 
-def pack_runs(source: str | Path, name: str, runs: list[str],
+def pack_runs(source: str | Path, name: str, configs: dict[str, dict],
               archive: str | Path = ARCHIVE_ROOT) -> dict:
-    """Copy the finished run folders ``runs`` of the study folder ``source`` (one folder per
-    run, as the study writes them, e.g. ``out/collapse_train/<run>/``) into ``archive/<name>/
-    <run>/``, compressed: the files of :func:`run_files`, ``summary.json`` last. A run of
-    ``runs`` that ``source`` has not finished is skipped; a file the archive holds is left
-    alone, as :func:`pack` does (the archive only adds). Every run is read before the first
-    copy (a corrupt file is refused, ValueError). Returns ``{"cache": name, "finished": n,
-    "added": k}`` (k: runs with at least one file added)."""
+    """Copy the finished runs ``configs`` (run name -> the config it must have been made with) of
+    the study folder ``source`` (one folder per run, as the study writes them, e.g.
+    ``out/collapse_train/<run>/``) into ``archive/<name>/<run>/``, compressed: the files of
+    :func:`run_files`. A run of ``configs`` that ``source`` has not finished is skipped, and one
+    the archive holds finished is left alone (the archive only adds). Each run's files are read
+    once, and checked before anything is copied: ValueError for a run folder or file reached
+    through a symbolic link out of ``source``, a corrupt file, or a config that is not the
+    expected one (a run made with other settings under the same name). Each run is written into
+    a staging folder and renamed into place whole, so the archive never holds part of a run.
+    Returns ``{"cache": name, "finished": n, "added": k}``."""
+    from resharpen.experiments.common.io import check_within
+
     source = Path(source)
     if not source.is_dir():
         raise ValueError(f"{source} is not a folder (the study's run folders, e.g. "
                          f"out/{name})")
     target = cache_folder(name, archive)
-    finished = [source / check_name(run, "run name") for run in runs
-                if _is_file(source / run / "summary.json")]
-    for run in finished:
+    found = {}
+    for run_name, config in configs.items():
+        run = source / check_name(run_name, "run name")
+        if not _is_file(run / "summary.json"):
+            continue
+        check_within(source, run, "run folder")
+        texts = {}
         for file in run_files(run):
-            (read_jsonl if file.endswith(".jsonl") else read_json)(run / file, "run file")
+            check_within(source, stored_file(run / file), "run file")
+            texts[file] = _read(run / file)
+            try:
+                parsed = [json.loads(line) for line in texts[file].splitlines() if line.strip()] \
+                    if file.endswith(".jsonl") else json.loads(texts[file])
+            except ValueError as error:
+                raise ValueError(f"run file {str(run / file)!r} is not valid JSON: {error}") \
+                    from None
+            if file == "config.json" and parsed != json.loads(dumps_json(config)):
+                raise ValueError(f"run {str(run)!r} was made with another config than the "
+                                 f"full-size run of that name; not packed")
+        found[run.name] = texts
     added = 0
-    for run in finished:
-        wrote = [_pack_new(run / file, target / run.name / file) for file in run_files(run)]
-        added += any(wrote)
-    return {"cache": name, "finished": len(finished), "added": added}
+    for run_name, texts in found.items():
+        kept = target / run_name
+        if _is_file(kept / "summary.json"):
+            continue
+        staging = target / f".staging-{run_name}"
+        if staging.exists():
+            shutil.rmtree(staging)  # a pack of ours that stopped part-way
+        for file, text in texts.items():  # summary.json last (run_files' order)
+            staging.mkdir(parents=True, exist_ok=True)
+            _write_archived(staging / file, text)
+        if kept.exists():
+            shutil.rmtree(kept)  # an unfinished copy: a pack of ours that stopped part-way
+        staging.rename(kept)
+        added += 1
+    return {"cache": name, "finished": len(found), "added": added}
 
 
 def archived_caches(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:
@@ -366,7 +397,8 @@ def archived_caches(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:
     folder of ``archive`` other than ``sweeps``)."""
     root = Path(archive)
     return {p.name: len(list(p.glob("*.json" + COMPRESSED_SUFFIX)))
-            or sum(_is_file(run / "summary.json") for run in p.iterdir() if run.is_dir())
+            or sum(_is_file(run / "summary.json") for run in p.iterdir()
+                   if run.is_dir() and not run.name.startswith("."))
             for p in sorted(root.iterdir()) if p.is_dir() and p.name != "sweeps"} \
         if root.is_dir() else {}
 

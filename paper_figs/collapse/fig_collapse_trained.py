@@ -11,8 +11,8 @@ pairwise cosine of its layer's input, in the trained set at init (hollow) and tr
 (filled), and at the paper's initialization (premise set paper_init, 48 layers: crosses), which
 dyn.trained.collapse_backward_gain.init reads; the dotted lines mark gain 1 and the
 high-similarity threshold 0.9 of the claim. Never trains: without the trained set on disk the
-figure is skipped with the command that makes it (the init-only premise sets are read from the
-archive at full size, else measured in seconds to a minute).
+figure is skipped with the command that makes it (the init-only premise sets are read from out/
+or, at full size, the archive, never measured here).
 """
 from __future__ import annotations
 
@@ -39,11 +39,11 @@ def runs(profile: str) -> list[dict]:
 
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.dynamics.trained_checks import HIGH_SIMILARITY, recursion_gaps
-
-    from resharpen.experiments.dynamics.premise_sets import premise_set
+    from resharpen.paper_figs.results import premise_runs
 
     data = runs(profile)
-    rows = recursion_gaps(premise_set(profile, "paper_init_many_seeds"))
+    rows = recursion_gaps(premise_runs(profile, "paper_init_many_seeds",
+                                       "dyn.trained.collapse_recursion.init"))
     fig, axes = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 2.9))
     ax = axes[0]
     keys = sorted({(r["task"], r["depth"]) for r in rows})
@@ -71,7 +71,8 @@ def make(profile: str, outdir: Path) -> list[Path]:
                 c, g = np.asarray(points).T
                 ax.scatter(c, g, s=10, facecolors=face, edgecolors=color, lw=0.7,
                            label=f"{scheme} {when} ({len(points)} norms)")
-    paper = [(r["init"]["cos"][j], g["gain"]) for r in premise_set(profile, "paper_init")
+    paper = [(r["init"]["cos"][j], g["gain"]) for r in premise_runs(
+                 profile, "paper_init", "dyn.trained.collapse_backward_gain.init")
              if r["scheme"] == "post" for j, layer in enumerate(r["init"]["gains"] or [])
              for g in layer if g["post"]]
     if paper:

@@ -21,16 +21,16 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from resharpen.paper_figs import save, style
+from resharpen.paper_figs.results import premise_runs
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.dynamics.premise_sets import premise_set
     from resharpen.experiments.dynamics.trained_checks import TERMINAL_COSINE, terminal_pairs
     from resharpen.experiments.model.schemes import by_dynamics_name
     from resharpen.theory.dynamics.schemes import TERMINAL_FASTEST, TERMINAL_SLOWER
 
     schemes = [by_dynamics_name(n).name for n in (TERMINAL_FASTEST,) + TERMINAL_SLOWER]
-    runs = premise_set(profile, "terminal_depth")
+    runs = premise_runs(profile, "terminal_depth", "dyn.trained.terminal_order.init")
     fig, axes = plt.subplots(1, 2, figsize=(style.TEXT_WIDTH, 3.0),
                              gridspec_kw={"width_ratios": (1.6, 1)})
     ax = axes[0]

@@ -84,12 +84,13 @@ def test_archived_runs_are_read_in_place_and_never_retrained_or_written(tmp_path
                          "train": {"batch_size": 4, "steps": 5, "lr": 2e-3}})
     first = collapse_train.run_all([cfg, other], tmp_path / "made", progress=False)
     archive = tmp_path / "archive"
-    done = pack_runs(tmp_path / "made", "collapse_train", [cfg["name"]], archive)
+    done = pack_runs(tmp_path / "made", "collapse_train", {cfg["name"]: cfg}, archive)
     assert done == {"cache": "collapse_train", "finished": 1, "added": 1}
     kept = archive / "collapse_train" / cfg["name"]
     assert sorted(p.name for p in kept.iterdir()) == ["config.json.gz", "metrics.jsonl.gz",
                                                       "provenance.json.gz", "summary.json.gz"]
-    assert pack_runs(tmp_path / "made", "collapse_train", [cfg["name"]], archive)["added"] == 0
+    assert pack_runs(tmp_path / "made", "collapse_train", {cfg["name"]: cfg}, archive)["added"] == 0
+    assert not list((archive / "collapse_train").glob(".staging-*"))
     before = sorted((p.name, p.stat().st_mtime_ns) for p in kept.iterdir())
 
     def no_training(*args, **kwargs):
@@ -101,6 +102,29 @@ def test_archived_runs_are_read_in_place_and_never_retrained_or_written(tmp_path
     assert sorted((p.name, p.stat().st_mtime_ns) for p in kept.iterdir()) == before
     with pytest.raises(AssertionError, match="trained again"):  # the archive lacks this one
         collapse_train.run_all([other], out, progress=False, archive=archive / "collapse_train")
+
+
+def test_pack_runs_refuses_a_run_of_other_settings_a_link_out_and_a_corrupt_file(tmp_path):
+    """A run whose config is not the expected one (same name, other settings), a run folder
+    linked from outside the source, or a corrupt run file is refused before anything is
+    copied, and the archive stays empty."""
+    from resharpen.experiments.training.archive import pack_runs
+
+    cfg = tiny()
+    run(cfg, tmp_path / "made", progress=False)
+    archive = tmp_path / "archive"
+    other = {**cfg, "train": {**cfg["train"], "steps": 6}}
+    with pytest.raises(ValueError, match="another config"):
+        pack_runs(tmp_path / "made", "collapse_train", {cfg["name"]: other}, archive)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / cfg["name"]).symlink_to(tmp_path / "made" / cfg["name"])
+    with pytest.raises(ValueError, match="leads outside"):
+        pack_runs(linked, "collapse_train", {cfg["name"]: cfg}, archive)
+    (tmp_path / "made" / cfg["name"] / "metrics.jsonl").write_text("{not json\n")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        pack_runs(tmp_path / "made", "collapse_train", {cfg["name"]: cfg}, archive)
+    assert not archive.exists()
 
 
 def test_bad_training_settings():

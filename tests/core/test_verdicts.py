@@ -257,3 +257,22 @@ def test_only_an_experiment_claims_full_size_command_starts_with_the_archive():
     analytic = verdicts.entry("sc.x", {**decl, "kind": "symbolic"}, None, None)
     assert "`resharpen archive restore`" in experiment
     assert "archive restore" not in analytic and "--profile full` (full size)" in analytic
+
+
+def test_a_transfer_claim_says_so_in_its_source_and_its_declaration_alike():
+    """'held against' in a source and ``transfer = true`` go together: either one alone is an
+    error when the declaration is read, so no claim is counted apart by accident or left
+    among a paper's own statements while its source says otherwise."""
+    from resharpen.experiments.ledger.declarations import all_declarations, check_entry
+
+    entry = {"source": "arXiv 2510.22026 held against trained transformers", "statement": "s",
+             "kind": "experiment", "tolerance": "t", "cost": "fast", "quick": "PASS",
+             "expected_from": "statement", "origin": "o"}
+    with pytest.raises(ValueError, match="says so twice"):
+        check_entry("dyn.x", entry, "claims.toml")
+    with pytest.raises(ValueError, match="says so twice"):
+        check_entry("dyn.x", {**entry, "source": "arXiv 2510.22026", "transfer": True},
+                    "claims.toml")
+    check_entry("dyn.x", {**entry, "transfer": True}, "claims.toml")
+    held = sorted(i for i, d in all_declarations().items() if d.get("transfer"))
+    assert held and all(i.startswith("dyn.trained.") for i in held)

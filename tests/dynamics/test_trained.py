@@ -211,6 +211,23 @@ def test_a_pair_is_read_on_the_layers_both_stacks_are_terminal():
     assert list(C.pair_window(early, mixed, "post", "mixln")) == list(range(10, 41))
 
 
+def test_a_pair_window_stops_where_the_first_of_its_stacks_reaches_the_floor():
+    fast = _m(cos=_exponential(1.0, L=60))  # 1 - cos under the float floor from about layer 27
+    slow = _m(cos=_exponential(0.2, L=60))
+    window = C.pair_window(fast, slow, "post", "pre")
+    assert window[-1] == C.terminal_window(fast["cos"])[1] < C.terminal_window(slow["cos"])[1]
+
+
+def test_the_decay_premise_is_a_halving_over_the_first_half():
+    """r_1 (h - 1) >= log 2: over a 16-layer window (halves of 8 layers, 7 steps), an
+    exponential of rate log(2)/7 per layer just halves over the first half, one a little slower
+    does not."""
+    window = np.arange(1, 17)
+    at = math.log(2.0) / 7
+    assert C.decaying(_exponential(at * 1.001, L=16, start=0.95), window)
+    assert not C.decaying(_exponential(at * 0.95, L=16, start=0.95), window)
+
+
 def test_deceleration_is_one_for_an_exponential_decay_and_below_one_for_a_polynomial():
     """Expected values from the forms, not from the function: e^{-rate j} has the same slope
     on both halves (D = 1, any rate, so any time unit); (j + 1)^{-2}'s slope on log scale is
@@ -241,6 +258,18 @@ def test_terminal_order_can_pass_and_fail(post, other, status):
     assert _status(C.terminal_order(runs, "init")) == status
 
 
+def test_a_failing_test_inside_the_premise_fails_the_claim_despite_pairs_outside():
+    """Pairs outside the premise leave a claim undecided only when the pairs inside agree with
+    it: here Post-LN slows down (polynomial) and the others keep their rate, and some pairs are
+    plateaus, so the claim FAILs."""
+    plateau = [0.1] + [0.97 + 0.0001 * j for j in range(40)]
+    runs = _runs({"post": lambda k: _m(cos=_polynomial(2.0, offset=_noisy(1.0, k))),
+                  **{s: (lambda k: _m(cos=_exponential(_noisy(0.2, k)) if k < 6 else plateau))
+                     for s in ("pre", "mixln", "peri")}}, seeds=range(8))
+    outcome = C.terminal_order(runs, "init")
+    assert _status(outcome) == "FAIL" and "6/8 pairs inside" in outcome.measured
+
+
 def test_terminal_order_far_from_consensus_or_on_a_plateau_is_inconclusive():
     """A terminal (t -> infinity) rate is not read off layers far from consensus, nor off a
     plateau near it (1 - cos that stops shrinking): the pairs are outside the premise, whichever
@@ -253,7 +282,7 @@ def test_terminal_order_far_from_consensus_or_on_a_plateau_is_inconclusive():
     runs = _runs({"post": lambda k: _m(cos=_exponential(_noisy(0.2, k))),
                   **{s: (lambda k: _m(cos=plateau)) for s in ("pre", "mixln", "peri")}})
     outcome = C.terminal_order(runs, "init")
-    assert _status(outcome) == "INCONCLUSIVE" and "not decaying in both" in outcome.measured
+    assert _status(outcome) == "INCONCLUSIVE" and "does not halve" in outcome.measured
 
 
 @pytest.mark.parametrize("power, status", [(1.0, "PASS"), (0.5, "FAIL")])
@@ -431,6 +460,28 @@ def test_figures_never_train(module, monkeypatch, tmp_path):
     monkeypatch.setattr(T, "trained_set", missing)
     with pytest.raises(MissingResults):
         importlib.import_module(module).make("quick", tmp_path)
+
+
+@pytest.mark.parametrize("module", ["resharpen.paper_figs.dynamics.fig_dyn_terminal",
+                                    "resharpen.paper_figs.collapse.fig_collapse_trained"])
+def test_figures_of_premise_sets_never_measure_nor_create_folders(module, monkeypatch, tmp_path):
+    """A figure drawn from a premise set reads it (out/, the archive) and never measures it:
+    with neither holding it, the figure is skipped with the claim's command, and no out/ folder
+    appears in the working folder."""
+    import importlib
+
+    from resharpen.experiments.dynamics import premise_sets
+    from resharpen.paper_figs import MissingResults
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(premise_sets, "measure_group", lambda *a, **k: pytest.fail("measured"))
+    monkeypatch.setattr(premise_sets, "ARCHIVED", tmp_path / "no_archive")
+    monkeypatch.setattr(premise_sets.premise_set, "__defaults__",
+                        (tmp_path / "out" / "dyn_trained", tmp_path / "no_archive", False))
+    monkeypatch.setattr(T, "trained_set", lambda *a, **k: [])
+    with pytest.raises(MissingResults, match="resharpen verify --only dyn.trained"):
+        importlib.import_module(module).make("quick", tmp_path / "figs")
+    assert not (tmp_path / "out").exists()
 
 
 # ------------------------------------------------------------------------- premise sets
