@@ -592,10 +592,10 @@ def run_archive(args) -> int:
                   f"{done['replaced']} replaced ({done['files']} in {source})")
             return 0
         if args.action == "pack-collapse":
-            from resharpen.experiments.collapse.train import OUT, full_runs
+            from resharpen.experiments.collapse.train import OUT, archived_history, full_runs
 
             source, runs = args.target or OUT, full_runs()
-            done = archive.pack_runs(source, "collapse_train", runs)
+            done = archive.pack_runs(source, "collapse_train", runs, history=archived_history)
             print(f"collapse_train: {done['added']} runs added to the archive "
                   f"({done['finished']} of the {len(runs)} full-size runs finished in {source})")
             return 0

@@ -335,7 +335,7 @@ def pack_cache(source: str | Path, name: str, archive: str | Path = ARCHIVE_ROOT
 
 
 def pack_runs(source: str | Path, name: str, configs: dict[str, dict],
-              archive: str | Path = ARCHIVE_ROOT) -> dict:
+              archive: str | Path = ARCHIVE_ROOT, history=None) -> dict:
     """Copy the finished runs ``configs`` (run name -> the config it must have been made with) of
     the study folder ``source`` (one folder per run, as the study writes them, e.g.
     ``out/collapse_train/<run>/``) into ``archive/<name>/<run>/``, compressed: the files of
@@ -345,7 +345,9 @@ def pack_runs(source: str | Path, name: str, configs: dict[str, dict],
     through a symbolic link out of ``source``, a corrupt file, or a config that is not the
     expected one (a run made with other settings under the same name). Each run is written into
     a staging folder and renamed into place whole, so the archive never holds part of a run.
-    Returns ``{"cache": name, "finished": n, "added": k}``."""
+    ``history`` (text -> text), when given, makes the archived ``metrics.jsonl`` from the run's:
+    the study's compact form of what its readers need. Returns ``{"cache": name, "finished": n,
+    "added": k}``."""
     from resharpen.experiments.common.io import check_within
 
     source = Path(source)
@@ -372,6 +374,8 @@ def pack_runs(source: str | Path, name: str, configs: dict[str, dict],
             if file == "config.json" and parsed != json.loads(dumps_json(config)):
                 raise ValueError(f"run {str(run)!r} was made with another config than the "
                                  f"full-size run of that name; not packed")
+        if history is not None and "metrics.jsonl" in texts:
+            texts["metrics.jsonl"] = history(texts["metrics.jsonl"])
         found[run.name] = texts
     added = 0
     for run_name, texts in found.items():

@@ -211,7 +211,7 @@ def test_cli_pack_collapse_packs_only_the_full_size_runs_and_refuses_a_missing_f
     from resharpen.experiments.training import archive
 
     monkeypatch.setattr(archive, "ARCHIVE_ROOT", tmp_path / "archive")
-    monkeypatch.setattr(archive.pack_runs, "__defaults__", (tmp_path / "archive",))
+    monkeypatch.setattr(archive.pack_runs, "__defaults__", (tmp_path / "archive", None))
     cfg = tiny()
     run(cfg, tmp_path / "made", progress=False)  # a finished run, but not a full-size one
     assert main(["archive", "pack-collapse", str(tmp_path / "made")]) == 0
@@ -219,3 +219,31 @@ def test_cli_pack_collapse_packs_only_the_full_size_runs_and_refuses_a_missing_f
     assert main(["archive", "pack-collapse", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not a folder" in err[0]
+
+
+def test_the_archives_compact_history_keeps_what_its_readers_read(tmp_path):
+    """archived_history keeps every row and its scalars exactly (what the collapse detector
+    reads), rounds the per-layer series to 4 significant digits and leaves out the series no
+    reader reads; a run loaded from that form gives the same summary (collapse step, final loss
+    and t_sim, gradient ratio to 4 digits)."""
+    from resharpen.experiments.collapse import train as collapse_train
+    from resharpen.experiments.training.archive import pack_runs
+
+    cfg = tiny()
+    made = collapse_train.run_all([cfg], tmp_path / "made", progress=False)[0]
+    text = (tmp_path / "made" / cfg["name"] / "metrics.jsonl").read_text()
+    rows = [json.loads(line) for line in collapse_train.archived_history(text).splitlines()]
+    assert len(rows) == len(made["history"]) == 5
+    for row, full in zip(rows, made["history"]):
+        assert set(row) == set(full) - {"layer_t_sim", "block_grad"}
+        assert all(row[k] == full[k] for k in ("step", "loss", "l_freq", "t_sim"))
+        assert row["resid_grad"] == [float(f"{x:.4g}") for x in full["resid_grad"]]
+    pack_runs(tmp_path / "made", "collapse_train", {cfg["name"]: cfg}, tmp_path / "archive",
+              history=collapse_train.archived_history)
+    loaded, = collapse_train.run_all([cfg], tmp_path / "out", progress=False,
+                                     archive=tmp_path / "archive" / "collapse_train")
+    a, b = loaded["summary"], made["summary"]
+    assert (a["collapse_step"], a["final_loss"], a["final_t_sim"]) == \
+        (b["collapse_step"], b["final_loss"], b["final_t_sim"])
+    assert a["first_over_last_resid_grad"] == pytest.approx(b["first_over_last_resid_grad"],
+                                                            rel=1e-3)
