@@ -67,13 +67,14 @@ def collapse_runs(profile: str) -> list[dict]:
     return [run(config, OUT) for config in configs]  # every one finished: loads, never trains
 
 
-def premise_runs(profile: str, name: str, claim_id: str) -> list[dict]:
-    """Premise set ``name`` as measured for claim ``claim_id`` (out/, else the archive at full
-    size), read only: MissingResults with the command that measures it when it is not there."""
+def premise_runs(profile: str, name: str, claim_id: str, trained: bool = False) -> list[dict]:
+    """Premise set ``name`` as measured (``trained``: as trained) for claim ``claim_id`` (out/,
+    else the archive at full size), read only: MissingResults with the command that measures
+    or trains it when it is not there."""
     from resharpen.experiments.dynamics.premise_sets import premise_set
 
     try:
-        return premise_set(profile, name, cached_only=True)
+        return premise_set(profile, name, cached_only=True, trained=trained)
     except LookupError as error:
         raise MissingResults(str(error), f"resharpen verify --only {claim_id} --profile "
                                          f"{profile}") from None

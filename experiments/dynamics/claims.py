@@ -461,11 +461,6 @@ def check_trained_terminal_order_init(profile: str) -> Outcome:
     return readers.terminal_order(profile, "init")
 
 
-@claim("dyn.trained.terminal_order.trained")
-def check_trained_terminal_order_trained(profile: str) -> Outcome:
-    return readers.terminal_order(profile, "trained")
-
-
 @claim("dyn.trained.preln_norm_growth.init")
 def check_trained_preln_norm_growth_init(profile: str) -> Outcome:
     return readers.preln_norm_growth(profile, "init")

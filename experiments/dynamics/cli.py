@@ -109,6 +109,11 @@ def add_dynamics(sub) -> None:
                    help="only these schemes (model.norm names)")
     t.add_argument("--depth", nargs="+", type=count(MAX_LAYERS),
                    help="only these depths, each one of the profile's (quick: 4; full: 8, 24)")
+    t.add_argument("--premise-set", type=nonempty("a premise set's name"),
+                   help="train the models of this premise set instead: the same models "
+                        "initialized so that one theorem's premise holds (unit_tokens, "
+                        "small_embedding, paper_init, paper_init_many_seeds, terminal_depth, "
+                        "paper_init_4x; docs/norm_dynamics.md, section 4)")
     t.set_defaults(handler=run_trained)
 
 
@@ -262,18 +267,41 @@ def run_stacks_cmd(args) -> int:
 
 
 def run_trained(args) -> int:
+    from resharpen.experiments.dynamics.premise_sets import SETS
     from resharpen.experiments.dynamics.trained import SCHEMES as MODEL_SCHEMES
     from resharpen.experiments.dynamics.trained import main, sizes
 
     with bad_input():
+        schemes, depths = MODEL_SCHEMES, sizes(args.profile).depths
+        what = f"the {args.profile} profile's set"
+        if args.premise_set:
+            if args.premise_set not in SETS:
+                raise ValueError(f"unknown premise set {args.premise_set!r}; allowed: "
+                                 f"{', '.join(SETS)}")
+            spec = SETS[args.premise_set]
+            schemes, depths = spec.schemes, spec.depths or depths
+            what = f"premise set {args.premise_set}"
         for scheme in args.scheme or ():
-            if scheme not in MODEL_SCHEMES:
-                raise ValueError(f"unknown scheme {scheme!r}; allowed: {', '.join(MODEL_SCHEMES)}")
-        depths = sizes(args.profile).depths
+            if scheme not in schemes:
+                raise ValueError(f"scheme {scheme!r} is not in {what}; allowed: "
+                                 f"{', '.join(schemes)}")
         for depth in args.depth or ():
             if depth not in depths:  # a depth the set does not train: empty tables otherwise
-                raise ValueError(f"--depth {depth} is not a depth of the {args.profile} "
-                                 f"profile's set; allowed: {', '.join(map(str, depths))}")
+                raise ValueError(f"--depth {depth} is not a depth of {what}; allowed: "
+                                 f"{', '.join(map(str, depths))}")
+    if args.premise_set:
+        import torch
+
+        from resharpen.experiments.dynamics.premise_sets import premise_set
+        from resharpen.experiments.dynamics.trained import print_tables
+
+        torch.set_num_threads(1)
+        only = {k: tuple(v) for k, v in (("task", args.task), ("scheme", args.scheme),
+                                         ("depth", args.depth)) if v}
+        runs = premise_set(args.profile, args.premise_set, trained=True, progress=True,
+                           only=only)
+        print_tables(runs, args.profile, only, depths)
+        return 0
     argv = ["--profile", args.profile]
     for flag, values in (("--task", args.task), ("--scheme", args.scheme),
                          ("--depth", args.depth)):

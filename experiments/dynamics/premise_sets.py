@@ -59,8 +59,8 @@ from resharpen.theory.dynamics.schemes import (FIRST_LAYER_FAST, FIRST_LAYER_SLO
 
 @dataclass(frozen=True)
 class PremiseSet:
-    """An init-only set: ``schemes`` x the trained set's tasks x ``depths`` (None: the
-    profile's) x ``seeds``, with the embeddings' std :meth:`embedding_std` (None: init_std), W_O
+    """A premise set: ``schemes`` x the trained set's tasks x ``depths`` (None: the
+    profile's) x ``seeds`` (trained: ``trained_seeds``), with the embeddings' std :meth:`embedding_std` (None: init_std), W_O
     without the 1/sqrt(2L) factor when ``paper_w_o``, and W_O further x ``w_o_factor``."""
 
     premise: str
@@ -71,6 +71,7 @@ class PremiseSet:
     embed_std: float | None = None  # or an absolute std
     paper_w_o: bool = False
     w_o_factor: float = 1.0  # W_O further x this
+    trained_seeds: tuple[int, ...] | None = None  # the seeds trained (None: ``seeds``)
 
     def embedding_std(self, init_std: float) -> float | None:
         """The std of W_E and W_pos for a model whose other weights have std ``init_std``."""
@@ -78,8 +79,9 @@ class PremiseSet:
             return self.embed_std
         return None if self.embed_factor is None else self.embed_factor * init_std
 
-    def describe(self) -> str:
-        """The set's initialization, for a claim's detail."""
+    def describe(self, trained: bool = False) -> str:
+        """The set's initialization, for a claim's detail (``trained``: with the seeds
+        trained)."""
         parts = []
         if self.embed_std is not None:
             parts.append(f"W_E, W_pos of std {self.embed_std:.3g}")
@@ -91,8 +93,9 @@ class PremiseSet:
             parts.append(f"W_O x {self.w_o_factor:g}")
         depths = "the profile's depths" if self.depths is None else \
             "/".join(map(str, self.depths)) + " layers"
-        seeds = f"{len(self.seeds)} seeds per task" + (
-            f" ({self.seeds[0]}-{self.seeds[-1]})" if self.seeds[0] != 0 else "")
+        chosen = self.trained_seeds or self.seeds if trained else self.seeds
+        seeds = f"{len(chosen)} seed{'s' if len(chosen) > 1 else ''} per task" + (
+            f" ({chosen[0]}-{chosen[-1]})" if chosen[0] != 0 else "")
         return f"{', '.join(parts)}; {depths}; {seeds}"
 
 
@@ -110,7 +113,7 @@ SETS = {
         schemes=("pre",), depths=(24,), embed_factor=1.0 / 20.0),
     "paper_init": PremiseSet(
         premise="Thm 3.6: Post-LN layers of high input similarity",
-        schemes=("post", "mixln"), depths=(48,), paper_w_o=True),
+        schemes=("post", "mixln"), depths=(48,), paper_w_o=True, trained_seeds=(0,)),
     "paper_init_many_seeds": PremiseSet(
         premise="Stage I's recursion: a t_sim that rises, averaged over enough models",
         schemes=("post", "pre"), depths=(48,), seeds=tuple(range(24)), paper_w_o=True),
@@ -125,86 +128,128 @@ SETS = {
 """set name -> its definition (the module docstring says why each)."""
 
 
-def set_sizes(spec: PremiseSet, profile: str):
-    """The trained set's sizes at ``profile`` (:func:`~.trained.sizes`) with the set's seeds."""
-    return replace(sizes(profile), seeds=spec.seeds)
+def set_sizes(spec: PremiseSet, profile: str, trained: bool = False):
+    """The trained set's sizes at ``profile`` (:func:`~.trained.sizes`) with the set's seeds
+    (``trained``: the seeds it trains)."""
+    return replace(sizes(profile), seeds=spec.trained_seeds or spec.seeds if trained
+                   else spec.seeds)
 
 
-def set_model_config(spec: PremiseSet, cfg):
-    """The ModelConfig of a premise set's model from the trained set's ``cfg``: the embeddings'
-    std of ``spec`` and W_O's init scaled by sqrt(2L) (cancelling the 1/sqrt(2L) factor) when
-    ``spec.paper_w_o``, times ``spec.w_o_factor``; nothing else changed."""
-    scale = (math.sqrt(2 * cfg.n_layers) if spec.paper_w_o else 1.0) * spec.w_o_factor
-    return replace(cfg, embed_std=spec.embedding_std(cfg.init_std),
-                   attn_out_scale=cfg.attn_out_scale * scale)
+def set_run_config(spec: PremiseSet, config: dict) -> dict:
+    """A premise set's run config from the trained set's ``config`` (:func:`~.trained.
+    group_configs`): the embeddings' std of ``spec`` and W_O's init scaled by sqrt(2L)
+    (cancelling the model's 1/sqrt(2L) factor) when ``spec.paper_w_o``, times
+    ``spec.w_o_factor``; nothing else changed."""
+    from resharpen.experiments.training.next_token_config import make_config
+
+    m = config["model"]
+    scale = (math.sqrt(2 * m["n_layers"]) if spec.paper_w_o else 1.0) * spec.w_o_factor
+    embed = spec.embedding_std(m["init_std"])
+    model = {**m, "attn_out_scale": m.get("attn_out_scale", 1.0) * scale,
+             "embed_std": embed or 0.0}
+    return make_config({**{k: v for k, v in config.items() if k != "name"}, "model": model},
+                       name=config["name"])
 
 
-def measure_group(profile: str, name: str, task: str, scheme: str, depth: int) -> list[dict]:
+def set_configs(profile: str, name: str, task: str, scheme: str, depth: int,
+                trained: bool = False) -> list[dict]:
+    """The run configs of one group of premise set ``name`` (``trained``: of its trained
+    seeds)."""
+    spec = SETS[name]
+    return [set_run_config(spec, c) for c in
+            group_configs(set_sizes(spec, profile, trained), task, scheme, depth)]
+
+
+def measure_group(profile: str, name: str, task: str, scheme: str, depth: int,
+                  trained: bool = False) -> list[dict]:
     """The runs of one group of premise set ``name``, measured at initialization: each
-    {seed, fit_reached False, fit_step None, steps 0, diverged False, init, trained None}."""
+    {seed, fit_reached False, fit_step None, steps 0, diverged False, init, trained None};
+    ``trained``: trained as the trained set is (:func:`~.trained.train_group_measured`, to the
+    fit or the cap) and measured at init and at the end."""
     import torch
 
+    from resharpen.experiments.dynamics.trained import train_group_measured
     from resharpen.experiments.model.transformer import Transformer
     from resharpen.experiments.training.loop import model_config
     from resharpen.experiments.training.next_token_config import build_task
 
-    spec = SETS[name]
-    sz = set_sizes(spec, profile)
+    sz = set_sizes(SETS[name], profile, trained)
+    configs = set_configs(profile, name, task, scheme, depth, trained)
+    if trained:
+        return train_group_measured(sz, task, scheme, depth, configs=configs)
     torch.set_num_threads(1)
-    configs = group_configs(sz, task, scheme, depth)
     vocab = build_task(configs[0]).size
     batch = measurement_batch(configs[0], sz)
     runs = []
     for config in configs:
-        cfg = set_model_config(spec, model_config(config, vocab, sz.train_len))
         torch.manual_seed(config["train"]["seed"])
         runs.append({"seed": config["train"]["seed"], "fit_reached": False, "fit_step": None,
-                     "steps": 0, "diverged": False, "init": measure64(Transformer(cfg), batch),
+                     "steps": 0, "diverged": False,
+                     "init": measure64(Transformer(model_config(config, vocab, sz.train_len)),
+                                       batch),
                      "trained": None})
     return runs
 
 
-def set_group(profile: str, name: str, task: str, scheme: str, depth: int) -> tuple[str, str]:
-    """(cache key, file name) of one group of premise set ``name``: the trained set's group key
-    (:func:`~.trained.group_key`) and the set's initialization, and
-    ``<task>_<scheme>_L<depth>_<name>_init.json``."""
-    sz = set_sizes(SETS[name], profile)
+def set_group(profile: str, name: str, task: str, scheme: str, depth: int,
+              trained: bool = False) -> tuple[str, str]:
+    """(cache key, file name) of one group of premise set ``name``: at init, the trained
+    set's group key (:func:`~.trained.group_key`) and the set's initialization, and
+    ``<task>_<scheme>_L<depth>_<name>_init.json``; ``trained``, the key of the set's own run
+    configs, and ``<task>_<scheme>_L<depth>_<name>_trained.json``."""
+    sz = set_sizes(SETS[name], profile, trained)
+    if trained:
+        return (group_key(sz, set_configs(profile, name, task, scheme, depth, True)) + f"-{name}",
+                f"{task}_{scheme}_L{depth}_{name}_trained.json")
     key = group_key(sz, group_configs(sz, task, scheme, depth)) + f"-{name}-{SETS[name].describe()}"
     return key, f"{task}_{scheme}_L{depth}_{name}_init.json"
 
 
 def premise_set(profile: str, name: str, out: str | Path | None = OUT,
-                archive: str | Path | None = ARCHIVED, cached_only: bool = False) -> list[dict]:
+                archive: str | Path | None = ARCHIVED, cached_only: bool = False,
+                trained: bool = False, progress: bool = False,
+                only: dict | None = None) -> list[dict]:
     """Every run of premise set ``name`` at ``profile``'s sizes, each {task, scheme, depth,
     seed, premise_set, init, ...} as :func:`~.trained.trained_set`'s runs: read from
     ``out/<profile>/<task>_<scheme>_L<depth>_<name>_init.json`` when its key matches (at full
     size, else from the archive's copy), else measured and written there (``out`` None:
     nothing read or written). ``cached_only`` (the figures): read only, nothing created or
-    written, and LookupError naming the first group neither holds."""
+    written, and LookupError naming the first group neither holds. ``trained``: the set trained
+    as the trained set is, each run measured at init and at its end
+    (``..._<name>_trained.json``); ``progress``: a line per group trained or measured; ``only``
+    ({"task" | "scheme" | "depth": allowed values}): just those groups."""
     from resharpen.experiments.common.io import atomic_write_json, ensure_writable_dir
 
     if name not in SETS:
         raise ValueError(f"premise set {name!r} is not one of {', '.join(SETS)}")
-    spec, sz = SETS[name], set_sizes(SETS[name], profile)
+    spec, sz = SETS[name], set_sizes(SETS[name], profile, trained)
     folder = None if out is None else (Path(out) / profile if cached_only
                                        else ensure_writable_dir(Path(out) / profile))
     archived = None if folder is None or archive is None or profile != "full" else Path(archive)
     runs = []
+    only = only or {}
     for task in TASKS:
         for scheme in spec.schemes:
             for depth in spec.depths or sz.depths:
-                key, file = set_group(profile, name, task, scheme, depth)
+                if any(value not in only.get(field, (value,)) for field, value in
+                       (("task", task), ("scheme", scheme), ("depth", depth))):
+                    continue
+                key, file = set_group(profile, name, task, scheme, depth, trained)
                 path = None if folder is None else folder / file
                 kept = None if archived is None else archived / file
                 group = cached_group(path, key, kept)
                 if group is None and cached_only:
-                    raise LookupError(f"no measured group {task} {scheme} L={depth} of premise "
-                                      f"set {name} in {folder} or the archive")
+                    raise LookupError(f"no {'trained' if trained else 'measured'} group {task} "
+                                      f"{scheme} L={depth} of premise set {name} in {folder} or "
+                                      "the archive")
                 if group is None:
                     with group_lock(path):
                         group = cached_group(path, key, kept)
                         if group is None:
-                            group = measure_group(profile, name, task, scheme, depth)
+                            if progress:
+                                print(f"{'training' if trained else 'measuring'} premise set "
+                                      f"{name}: {task} {scheme} L={depth} ...", flush=True)
+                            group = measure_group(profile, name, task, scheme, depth, trained)
                             if path is not None:
                                 atomic_write_json(path, {"key": key, "runs": group})
                 runs += [{"task": task, "scheme": scheme, "depth": depth, "premise_set": name,

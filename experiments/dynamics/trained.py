@@ -277,17 +277,19 @@ def measure64(model: Transformer, batch) -> dict:
 
 
 def train_group_measured(sz: Sizes, task: str, scheme: str, depth: int,
-                         train: bool = True) -> list[dict]:
+                         train: bool = True, configs: list[dict] | None = None) -> list[dict]:
     """Train one group and measure each run at init and at its end: a list of
     {seed, fit_reached, fit_step, steps, diverged, init, trained (None if diverged)};
-    ``train`` False: the init measurements only (trained None, fit_reached False)."""
+    ``train`` False: the init measurements only (trained None, fit_reached False).
+    ``configs``: the group's run configs (default :func:`group_configs`; a premise set's
+    differ in the initialization only)."""
     from resharpen.experiments.model.transformer import ModelConfig
     from resharpen.experiments.training.loop import seeded_model
     from resharpen.experiments.training.next_token_config import build_task
     from resharpen.experiments.training.next_token import train_group
 
     torch.set_num_threads(1)
-    configs = group_configs(sz, task, scheme, depth)
+    configs = configs or group_configs(sz, task, scheme, depth)
     vocab = build_task(configs[0]).size
     batch = measurement_batch(configs[0], sz)
     inits = [measure64(seeded_model(c, vocab, sz.train_len), batch) for c in configs]
@@ -411,16 +413,18 @@ def trained_set(profile: str = "quick", out: str | Path | None = OUT,
 
 
 # ------------------------------------------------------------------------- selections
-def select(runs: list[dict], when: str, schemes=SCHEMES) -> list[dict]:
+def select(runs: list[dict], when: str, schemes=SCHEMES, fitted_only: bool = True) -> list[dict]:
     """The runs measured ``when`` ("init": every run; "trained": the runs that reached the fit,
-    diverged ones never), each {task, scheme, depth, seed, m: the measurement} (and the
-    premise set of a premise set's run: :mod:`.premise_sets`)."""
+    or with ``fitted_only`` False every run trained to its end; diverged ones never), each
+    {task, scheme, depth, seed, m: the measurement} (and the premise set of a premise set's run:
+    :mod:`.premise_sets`)."""
     if when not in ("init", "trained"):
         raise ValueError(f"when must be 'init' or 'trained', got {when!r}")
     return [{**{k: r[k] for k in ("task", "scheme", "depth", "seed", "premise_set") if k in r},
              "m": r[when]}
             for r in runs if r["scheme"] in schemes
-            and (when == "init" or (r["fit_reached"] and not r["diverged"]))]
+            and (when == "init" or (not r["diverged"] and r["trained"] is not None
+                                    and (r["fit_reached"] or not fitted_only)))]
 
 
 def by_unit(runs: list[dict], scheme: str, value) -> dict:
@@ -512,17 +516,21 @@ def main(argv: list[str] | None = None) -> None:
     only = {k: tuple(v) for k, v in (("task", args.task), ("scheme", args.scheme),
                                      ("depth", args.depth)) if v}
     runs = trained_set(args.profile, progress=True, only=only)
-    if args.no_table:
-        return
-    p = sizes(args.profile)
+    if not args.no_table:
+        print_tables(runs, args.profile, only, sizes(args.profile).depths)
+
+
+def print_tables(runs: list[dict], profile: str, only: dict, depths) -> None:
+    """:func:`format_table` of ``runs`` per task and depth (``only``: just those)."""
+    p = sizes(profile)
     for task in only.get("task", TASKS):
-        for depth in only.get("depth", p.depths):
+        for depth in only.get("depth", depths):
             print(f"\n{task}, L = {depth}, d = {p.d_model}, n = {p.train_len} tokens "
-                  f"({args.profile} profile)\n")
+                  f"({profile} profile)\n")
             print(format_table(scheme_table(runs, task, depth)))
 
 
-__all__ = ["scheme_table", "format_table", "main", "SCHEMES", "TASKS", "ARCHIVED", "sizes", "Sizes", "FIT_FRACTION", "mean_pairwise_cosine",
+__all__ = ["scheme_table", "format_table", "print_tables", "main", "SCHEMES", "TASKS", "ARCHIVED", "sizes", "Sizes", "FIT_FRACTION", "mean_pairwise_cosine",
            "t_sim", "angular_displacement", "value_gain", "norm_gains", "soft_loss", "measure",
            "group_configs", "measurement_batch", "train_group_measured", "trained_set",
            "select", "by_unit", "first_layer_displacement", "similarity_rise", "thm42_bound"]

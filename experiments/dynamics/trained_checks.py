@@ -119,21 +119,21 @@ def _decide(tests: list[tuple[str, stats.Comparison]], name: str) -> tuple[bool,
     return passed, why, "; ".join(t.describe() for t in fam)
 
 
-def set_note(runs: list[dict]) -> str:
-    """The initialization of the premise sets among ``runs`` (:mod:`.premise_sets`), "" for
-    the trained set's runs."""
+def set_note(runs: list[dict], when: str = "init") -> str:
+    """The initialization of the premise sets among ``runs`` (:mod:`.premise_sets`) measured
+    ``when``, "" for the trained set's runs."""
     from resharpen.experiments.dynamics.premise_sets import SETS
 
+    trained = when == "trained"
     names = sorted({r["premise_set"] for r in runs if r.get("premise_set")})
-    return "; ".join(f"premise set {n}, built for {SETS[n].premise} ({SETS[n].describe()})"
-                     for n in names)
+    return "; ".join(f"premise set {n}{', trained' if trained else ''}, built for "
+                     f"{SETS[n].premise} ({SETS[n].describe(trained)})" for n in names)
 
 
 def _runs_note(runs: list[dict], when: str) -> str:
-    if when == "init":
-        built = set_note(runs)
-        return f"{len(runs)} runs at init" + (f" ({built})" if built else "")
-    return f"{len(runs)} runs that reached the fit"
+    built = set_note(runs, when)
+    return (f"{len(runs)} runs at init" if when == "init" else
+            f"{len(runs)} runs that reached the fit") + (f" ({built})" if built else "")
 
 
 def token_radius(m: dict, scheme: str) -> float:
@@ -472,11 +472,12 @@ def recursion_at_init(runs: list[dict]) -> Outcome:
                    inconclusive=why)
 
 
-def post_norm_gains(runs: list[dict], when: str) -> list[tuple[float, float]]:
+def post_norm_gains(runs: list[dict], when: str,
+                    fitted_only: bool = True) -> list[tuple[float, float]]:
     """(input similarity cos_j, backward gain) of every Post-LN norm (post, and mixln's Post-LN
-    layers) of the selected runs."""
+    layers) of the selected runs (:func:`~.trained.select`)."""
     pairs = []
-    for r in select(runs, when, ("post", "mixln")):
+    for r in select(runs, when, ("post", "mixln"), fitted_only):
         m = r["m"]
         for j, gains in enumerate(m["gains"] or []):
             pairs += [(m["cos"][j], g["gain"]) for g in gains if g["post"]]
@@ -484,7 +485,15 @@ def post_norm_gains(runs: list[dict], when: str) -> list[tuple[float, float]]:
 
 
 def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
-    pairs = post_norm_gains(runs, when)
+    """Theorem 3.6 on every Post-LN norm of ``runs`` at init, or trained: every run trained to
+    its end, whether or not it reached the fit. The statement is about the weights' geometry
+    (a norm whose input tokens are nearly parallel), not about the task: a stack collapsed in
+    training is its case, and such a stack does not fit (the paper's Stage II)."""
+    pairs = post_norm_gains(runs, when, fitted_only=False)
+    chosen = select(runs, when, ("post", "mixln"), fitted_only=False)
+    fitted = sum(1 for r in runs if r["scheme"] in ("post", "mixln") and r.get("fit_reached"))
+    read = (f"{len(chosen)} runs trained to their end, {fitted} of them at the fit"
+            if when == "trained" else "")
     high = [g for c, g in pairs if c >= HIGH_SIMILARITY]
     low = [g for c, g in pairs if c < HIGH_SIMILARITY]
     low_text = (f"; below it: {len(low)} norms, median gain {np.median(low):.3g}, "
@@ -493,7 +502,7 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
         top = max((c for c, _ in pairs), default=math.nan)
         return Outcome(measured=f"{len(high)} Post-LN norms in layers with cos >= "
                                 f"{HIGH_SIMILARITY}", expected="every gain < 1", passed=False,
-                       detail=low_text.lstrip("; "),
+                       detail="; ".join(filter(None, [read, low_text.lstrip("; ")])),
                        inconclusive=f"{len(high)} qualifying Post-LN norms ({when}), at least "
                                     f"{MIN_NORMS} are needed: a norm qualifies when the mean "
                                     f"pairwise cosine of its layer's input is >= "
@@ -504,11 +513,11 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
     above = [c for c, g in pairs if c >= HIGH_SIMILARITY and g >= 1]
     where = (f"at or above it, the {len(above)} gains >= 1 sit at input similarity "
              f"{min(above):.3g}-{max(above):.3g}") if above else ""
-    built = set_note(select(runs, when, ("post", "mixln")))
+    built = set_note(chosen, when)
     return Outcome(measured=f"{below:.0%} of {len(high)} high-similarity Post-LN norms have gain "
                             f"< 1 (max {max(high):.3g}, median {np.median(high):.3g})",
                    expected="every gain < 1", passed=below == 1.0,
-                   detail="; ".join(filter(None, [built, where.lstrip("; "),
+                   detail="; ".join(filter(None, [read, built, where.lstrip("; "),
                                                    low_text.lstrip("; ")])))
 
 

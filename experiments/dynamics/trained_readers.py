@@ -7,7 +7,8 @@ first-layer order, the terminal order, the Pre-LN norm growth, the similarity re
 backward gains at high similarity read their premise sets instead (:data:`PREMISE_SETS`, :mod:`.premise_sets`: the same models, initialized
 so that the premise holds); "trained" reads the set trained to the fit
 (:func:`resharpen.experiments.dynamics.trained.trained_set`: trained once per profile and
-cached, so the claims share it). The tests decide on the runs inside each statement's premise,
+cached, so the claims share it), except the first-layer order and the backward gains, which
+read their premise sets trained (:data:`TRAINED_PREMISE_SETS`). The tests decide on the runs inside each statement's premise,
 with the factors and tolerances fixed beforehand in :mod:`.trained_checks`. The set and its tests are imported when a claim runs: they need torch,
 which the other ``dyn.*`` claims do not.
 """
@@ -25,6 +26,14 @@ PREMISE_SETS = {"first_layer_order": "unit_tokens", "preln_norm_growth": "small_
                 "recursion_at_init": "paper_init_many_seeds", "terminal_order": "terminal_depth"}
 """check -> the premise set its "init" claim reads (:data:`.premise_sets.SETS`)."""
 
+TRAINED_PREMISE_SETS = {"first_layer_order": "unit_tokens",
+                        "backward_gain_high_similarity": "paper_init"}
+"""check -> the premise set its "trained" claim reads, trained (:func:`.premise_sets.
+premise_set` with ``trained``): the package's usual trained models never meet these two
+premises (their tokens are about a tenth of the sphere's radius; no trained layer's input
+reaches a mean pairwise cosine of 0.9), so the models are trained from the initialization that
+meets them."""
+
 
 def trained_runs(profile: str, when: str) -> list:
     """The runs of ``profile``'s trained set, trained to the fit when ``when`` is "trained"."""
@@ -34,12 +43,13 @@ def trained_runs(profile: str, when: str) -> list:
 
 
 def runs_for(check: str, profile: str, when: str) -> list:
-    """The runs ``check`` reads ``when``: its premise set at init (:data:`PREMISE_SETS`), else
-    :func:`trained_runs`."""
-    if when == "init" and check in PREMISE_SETS:
+    """The runs ``check`` reads ``when``: its premise set at init (:data:`PREMISE_SETS`) or
+    trained (:data:`TRAINED_PREMISE_SETS`), else :func:`trained_runs`."""
+    sets = PREMISE_SETS if when == "init" else TRAINED_PREMISE_SETS
+    if check in sets:
         from resharpen.experiments.dynamics.premise_sets import premise_set
 
-        return premise_set(profile, PREMISE_SETS[check])
+        return premise_set(profile, sets[check], trained=when == "trained")
     return trained_runs(profile, when)
 
 

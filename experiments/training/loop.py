@@ -69,6 +69,7 @@ def model_config(config: dict, vocab: int, max_len: int) -> ModelConfig:
         rope=m["positional"] == "rope",
         attn_dropout=m["attn_dropout"], resid_dropout=m["resid_dropout"],
         init_std=m["init_std"], attn_out_scale=m.get("attn_out_scale", 1.0),
+        embed_std=m.get("embed_std") or None,
         attn_out_multiplier=m.get("attn_out_multiplier", 1.0),
         norm_gain=m.get("norm_gain", "learned"))
 

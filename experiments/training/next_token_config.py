@@ -21,7 +21,7 @@ SCHEMA = Schema({
     "model": pick_fields(
         MODEL_FIELDS, d_model=64, n_layers=2, n_heads=4, d_head=0, norm="pre", norm_kind="layer",
         mlp="gelu", d_mlp=0, positional="none", attn_dropout=0.0, resid_dropout=0.0,
-        init_std=0.02),
+        init_std=0.02, attn_out_scale=1.0, embed_std=0.0),
     "train": pick_fields(
         TRAIN_FIELDS, steps=2000, batch_size=32, lr=1e-3, min_lr_ratio=0.1, warmup=100,
         schedule="cosine", weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, seed=0,
@@ -59,6 +59,11 @@ SCHEMA = Schema({
         "threshold": Field(float, 0.05, 0.0, 1.0, lo_open=True, hi_open=True),
     },
 })
+
+
+INITIALIZATION_DEFAULTS = {"attn_out_scale": 1.0, "embed_std": 0.0}
+"""``model`` keys of the initialization (W_O's scale, the embeddings' std), left out of the
+normalized config at these defaults."""
 
 
 def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
@@ -108,6 +113,9 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
         raise ValueError("fit.averages = 'own_fit' keeps each average at its own fit step: it "
                          "needs the stopping rule (fit.until_id_invalid_mass > 0, fit.stop = "
                          "true)")
+    for key, default in INITIALIZATION_DEFAULTS.items():  # keys added after grids had run:
+        if config["model"][key] == default:  # left out at their defaults, as fit.stop
+            del config["model"][key]
     config["name"] = name or f"{t['name']}-{config['model']['norm']}-s{config['train']['seed']}"
     return config
 

@@ -41,6 +41,9 @@ MODEL_FIELDS: dict[str, Field] = {
     "resid_dropout": Field(float, 0.0, 0.0, 1.0, hi_open=True),
     "init_std": Field(float, 0.02, 0.0, None, lo_open=True),
     "attn_out_scale": Field(float, 1.0, 0.0, None, lo_open=True),  # W_O init x this
+    # the init std of the token and position embeddings W_E, W_pos (0: init_std, the model's
+    # default): the size of the tokens entering the first block
+    "embed_std": Field(float, 0.0, 0.0, None),
     # a fixed, untrained factor on the attention output (ModelConfig.attn_out_multiplier)
     "attn_out_multiplier": Field(float, 1.0, 0.0, None, lo_open=True),
 }

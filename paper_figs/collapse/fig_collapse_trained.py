@@ -8,8 +8,10 @@ task), for the Post-LN and Pre-LN models (means over the models, thick) over the
 t <- t + Delta_attn(s, t) run from each model's own s and initial t (means, thin with dots).
 Right: the backward gain of every Post-LN norm (post, Mix-LN's Post-LN layers) against the mean
 pairwise cosine of its layer's input, in the trained set at init (hollow) and trained to the fit
-(filled), and at the paper's initialization (premise set paper_init, 48 layers: crosses), which
-dyn.trained.collapse_backward_gain.init reads; the dotted lines mark gain 1 and the
+(filled), at the paper's initialization (premise set paper_init, 48 layers: crosses), which
+dyn.trained.collapse_backward_gain.init reads, and that set trained (every run to its end, at
+the fit or not: triangles), which dyn.trained.collapse_backward_gain.trained reads; the dotted
+lines mark gain 1 and the
 high-similarity threshold 0.9 of the claim. Never trains: without the trained set on disk the
 figure is skipped with the command that makes it (the init-only premise sets are read from out/
 or, at full size, the archive, never measured here).
@@ -79,11 +81,23 @@ def make(profile: str, outdir: Path) -> list[Path]:
         c, g = np.asarray(paper).T
         ax.scatter(c, g, s=8, marker="x", color=style.placement_color("post"), lw=0.5,
                    alpha=0.6, label=f"post, paper's init, L=48 ({len(paper)} norms)")
+    for scheme in ("post", "mixln"):
+        trained = [(r["trained"]["cos"][j], g["gain"]) for r in premise_runs(
+                       profile, "paper_init", "dyn.trained.collapse_backward_gain.trained",
+                       trained=True)
+                   if r["scheme"] == scheme and r["trained"] is not None
+                   for j, layer in enumerate(r["trained"]["gains"] or []) for g in layer
+                   if g["post"]]
+        if trained:
+            c, g = np.asarray(trained).T
+            ax.scatter(c, g, s=10, marker="^", color=style.placement_color(scheme), lw=0,
+                       alpha=0.7, label=f"{scheme}, paper's init, trained ({len(trained)} norms)")
     ax.axhline(1.0, color=style.MUTED, ls=":", lw=1)
     ax.set_yscale("log")
     ax.axvline(HIGH_SIMILARITY, color=style.MUTED, ls=":", lw=1)
     ax.set(xlabel="input mean pairwise cosine of the layer", ylabel="Post-LN norm backward gain")
-    ax.set_title("Post-LN norms: init (hollow), trained (filled), paper's init (x)",
+    ax.set_title("Post-LN norms: init (hollow), trained (filled),\npaper's init (x), "
+                 "paper's init trained (triangles)",
                  fontsize=style.MIN_FONT)
     for a in axes:
         a.tick_params(labelsize=style.MIN_FONT)

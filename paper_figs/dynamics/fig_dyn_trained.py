@@ -10,14 +10,14 @@ scheme, arXiv 2510.22026's own discrete dynamics at the same n, d and depth (its
 random-weight stacks: one head, beta = sqrt(d), no MLP, tokens uniform on the sphere;
 ``experiments.dynamics.random_stacks.run_stacks``, seed 0), where Post-LN's and nGPT's
 similarity rise fastest, against the models, where Post-LN's stays flat at init. Right: the
-first-layer angular displacement per scheme (every run: init, hollow; trained, filled)
-against Thm 4.2's order sqrt(log n / n) + log n / d (constant 1, dashed), on log axes.
-Claims shown: dyn.trained.first_layer_order.*, dyn.trained.terminal_order.trained. The init
-claims read premise sets, and what is drawn at init here is the package's own initialization,
-outside their premises: dyn.trained.first_layer_order.init reads the set unit_tokens (not
-drawn), dyn.trained.terminal_order.init is shown by fig_dyn_terminal and
-dyn.trained.collapse_recursion.init by fig_collapse_trained. Never trains: without the set on disk
-the figure is skipped with the command that makes it.
+first-layer angular displacement per scheme Thm 4.2 orders, on its premise set unit_tokens
+(tokens of radius R, the radius the norm projects to), at init (hollow) and trained (filled,
+runs at the fit), against Thm 4.2's order sqrt(log n / n) + log n / d (constant 1, dashed), on
+log axes. Claims shown: dyn.trained.first_layer_order.* (right panel, their own runs). The left
+and middle panels are the package's own initialization and training, outside the premises of
+the other init claims: dyn.trained.terminal_order.init is shown by fig_dyn_terminal and
+dyn.trained.collapse_recursion.init by fig_collapse_trained. Never trains: without the sets on
+disk the figure is skipped with the command that makes them.
 """
 from __future__ import annotations
 
@@ -42,6 +42,18 @@ def runs(profile: str) -> list[dict]:
                              f"resharpen dynamics trained --profile {profile}") from None
 
 
+def unit_token_runs(profile: str) -> list[dict]:
+    """The premise set unit_tokens at init and trained (MissingResults when not on disk)."""
+    from resharpen.experiments.dynamics.premise_sets import premise_set
+
+    try:
+        return (premise_set(profile, "unit_tokens", cached_only=True)
+                + premise_set(profile, "unit_tokens", cached_only=True, trained=True))
+    except LookupError as error:
+        raise MissingResults(str(error), f"resharpen dynamics trained --profile {profile} "
+                                         "--premise-set unit_tokens") from None
+
+
 def _color(scheme: str) -> str:
     from resharpen.experiments.model.schemes import get
 
@@ -54,6 +66,8 @@ def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.dynamics.trained_checks import recursion_gaps
 
     data = runs(profile)
+    unit = unit_token_runs(profile)
+    unit_schemes = [s for s in SCHEMES if any(r["scheme"] == s for r in unit)]
     p = sizes(profile)
     depth = max(p.depths)
     fig, axes = plt.subplots(1, 3, figsize=(style.TEXT_WIDTH, 2.9))
@@ -90,23 +104,24 @@ def make(profile: str, outdir: Path) -> list[Path]:
         axes[0].plot(j, row["measured"], color=_color("post"), ls=":", lw=1.2,
                      label="post, measured t_sim")
     ax = axes[2]
-    for i, scheme in enumerate(SCHEMES):
+    for i, scheme in enumerate(unit_schemes):
         for when, face in (("init", "none"), ("trained", _color(scheme))):
-            vals = [r[when]["disp"][0] for r in data if r["scheme"] == scheme
-                    and (when == "init" or r["fit_reached"])]
+            vals = [r[when]["disp"][0] for r in unit if r["scheme"] == scheme
+                    and r[when] is not None and (when == "init" or r["fit_reached"])]
             ax.scatter(np.full(len(vals), i) + (0.15 if when == "trained" else -0.15), vals,
                        s=12, facecolors=face, edgecolors=_color(scheme), lw=0.8)
     ax.axhline(thm42_bound(p.train_len, p.d_model), color=style.MUTED, ls="--", lw=1,
                label=f"Thm 4.2 order, n={p.train_len}, d={p.d_model}")
     ax.set_yscale("log")
     ax.set_ylim(top=4.0)
-    ax.set_xticks(range(len(SCHEMES)), SCHEMES, rotation=45, fontsize=style.MIN_FONT)
+    ax.set_xticks(range(len(unit_schemes)), unit_schemes, rotation=45, fontsize=style.MIN_FONT)
     ax.set(ylabel="first-layer displacement (rad)")
-    ax.set_title("first layer: init (hollow), trained (filled)", fontsize=style.MIN_FONT)
+    ax.set_title("first layer, tokens of radius R:\ninit (hollow), trained (filled)",
+                 fontsize=style.MIN_FONT)
     for a in axes:
         a.tick_params(labelsize=style.MIN_FONT)
     fig.tight_layout()
     style.legend_below(axes[0], ncol=1)
     style.legend_below(axes[1], ncol=1)
-    axes[2].legend(loc="upper right", fontsize=style.MIN_FONT, frameon=False)
+    style.legend_below(axes[2], ncol=1)
     return save(fig, outdir, "fig_dyn_trained", profile)

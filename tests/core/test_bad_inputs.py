@@ -927,11 +927,12 @@ EMPTY = [  # an empty path or pattern is an error, never "absent" or the working
     ["tasks", "sample", ""], ["tasks", "games", "--out", ""], ["dynamics", "ode", "--json", ""],
     ["dynamics", "simulate", "--scheme", "preln", "--json", ""],
     ["dynamics", "stacks", "--json", ""], ["dynamics", "trained", "--scheme", ""],
+    ["dynamics", "trained", "--premise-set", ""],
     ["collapse", "stack", "--json", ""], ["collapse", "train", "--out", ""],
     ["collapse", "detect", ""], ["archive", "pack", ""], ["archive", "restore", "x", "--out", ""],
 ]
 CLI_CASES = [case(args, rf"argument {re.escape(args[-2]) if args[-2].startswith('-') else '.*'}"
-                  r": expected a (path|name or glob pattern|Ray address|scheme name), got an "
+                  r": expected a (path|name or glob pattern|Ray address|scheme name|premise set's name), got an "
                   r"empty string", id=" ".join(args) + " ''") for args in EMPTY] + [
     # ------------------------------------------------------------------ options without effect
     case(["verify", "--force"], r"--force has no effect here: it only allows --write-baseline "
@@ -990,6 +991,12 @@ CLI_CASES = [case(args, rf"argument {re.escape(args[-2]) if args[-2].startswith(
          r"--depth 7 is not a depth of the quick profile's set; allowed: 4"),
     case(["dynamics", "trained", "--profile", "full", "--depth", "4"],
          r"--depth 4 is not a depth of the full profile's set; allowed: 8, 24"),
+    case(["dynamics", "trained", "--premise-set", "unit_token"],
+         r"unknown premise set 'unit_token'; allowed: unit_tokens, small_embedding"),
+    case(["dynamics", "trained", "--premise-set", "paper_init", "--scheme", "pre"],
+         r"scheme 'pre' is not in premise set paper_init; allowed: post, mixln"),
+    case(["dynamics", "trained", "--premise-set", "paper_init", "--depth", "24"],
+         r"--depth 24 is not a depth of premise set paper_init; allowed: 48"),
     case(["collapse", "stack", "--samples", "1000000000"],
          r"argument --samples: at most 1,000, got 1000000000"),
     case(["collapse", "stack", "--depth", "1000000000"], r"argument --depth: at most 10,000"),

@@ -103,19 +103,24 @@ def test_full_records_merge_part_by_part(tmp_path):
     target = tmp_path / "full.json"
     first = _ledger(tmp_path / "a.json", "full", "aaaaaaa1", [("x.one", "PASS"), ("x.two", "FAIL")])
     second = _ledger(tmp_path / "b.json", "full", "bbbbbbb2", [("x.two", "PASS")])
-    verdicts.merge([first], target)
-    verdicts.merge([second], target)
+    keep = {"x.one", "x.two"}
+    verdicts.merge([first], target, keep)
+    verdicts.merge([second], target, keep)
     records = verdicts.read_records(target)
     assert {k: r["status"] for k, r in records.items()} == {"x.one": "PASS", "x.two": "PASS"}
     assert records["x.one"]["decided_by"]["commit"] == "aaaaaaa1"
     assert records["x.two"]["decided_by"]["commit"] == "bbbbbbb2"
     assert "seconds" not in records["x.one"]
     third = _ledger(tmp_path / "c.json", "full", "ccccccc3", [("x.one", "FAIL")])
-    verdicts.merge([third], target)
+    verdicts.merge([third], target, keep)
     import json
     data = json.loads(target.read_text())
     assert [r["commit"] for r in data["runs"]] == ["bbbbbbb2", "ccccccc3"]
     assert data["summary"] == {"PASS": 1, "FAIL": 1, "INCONCLUSIVE": 0, "ERROR": 0}
+    verdicts.merge([], target, {"x.one"})  # x.two removed from the ledger: its record goes
+    data = json.loads(target.read_text())
+    assert [c["id"] for c in data["claims"]] == ["x.one"]
+    assert [r["commit"] for r in data["runs"]] == ["ccccccc3"]
 
 
 def test_a_quick_ledger_is_not_merged_into_the_full_record(tmp_path):

@@ -4,6 +4,7 @@ runs (no training here)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -462,9 +463,13 @@ def test_figures_never_train(module, monkeypatch, tmp_path):
         importlib.import_module(module).make("quick", tmp_path)
 
 
-@pytest.mark.parametrize("module", ["resharpen.paper_figs.dynamics.fig_dyn_terminal",
-                                    "resharpen.paper_figs.collapse.fig_collapse_trained"])
-def test_figures_of_premise_sets_never_measure_nor_create_folders(module, monkeypatch, tmp_path):
+@pytest.mark.parametrize("module, command", [
+    ("resharpen.paper_figs.dynamics.fig_dyn_terminal", "resharpen verify --only dyn.trained"),
+    ("resharpen.paper_figs.collapse.fig_collapse_trained", "resharpen verify --only dyn.trained"),
+    ("resharpen.paper_figs.dynamics.fig_dyn_trained",
+     "resharpen dynamics trained --profile quick --premise-set unit_tokens")])
+def test_figures_of_premise_sets_never_measure_nor_create_folders(module, command, monkeypatch,
+                                                                  tmp_path):
     """A figure drawn from a premise set reads it (out/, the archive) and never measures it:
     with neither holding it, the figure is skipped with the claim's command, and no out/ folder
     appears in the working folder."""
@@ -477,9 +482,10 @@ def test_figures_of_premise_sets_never_measure_nor_create_folders(module, monkey
     monkeypatch.setattr(premise_sets, "measure_group", lambda *a, **k: pytest.fail("measured"))
     monkeypatch.setattr(premise_sets, "ARCHIVED", tmp_path / "no_archive")
     monkeypatch.setattr(premise_sets.premise_set, "__defaults__",
-                        (tmp_path / "out" / "dyn_trained", tmp_path / "no_archive", False))
+                        (tmp_path / "out" / "dyn_trained", tmp_path / "no_archive", False,
+                         False, False, None))
     monkeypatch.setattr(T, "trained_set", lambda *a, **k: [])
-    with pytest.raises(MissingResults, match="resharpen verify --only dyn.trained"):
+    with pytest.raises(MissingResults, match=command):
         importlib.import_module(module).make("quick", tmp_path / "figs")
     assert not (tmp_path / "out").exists()
 
@@ -518,17 +524,18 @@ def test_each_premise_set_meets_the_premise_it_was_built_for():
     paper = premise_set("quick", "paper_init", out=None)
     high_norms = [c for c, _ in C.post_norm_gains(paper, "init") if c >= C.HIGH_SIMILARITY]
     assert len(high_norms) >= C.MIN_NORMS
-    from resharpen.experiments.dynamics.premise_sets import set_model_config
+    from resharpen.experiments.dynamics.premise_sets import set_run_config
+    from resharpen.experiments.training.loop import model_config
 
     d = 64
-    base = ModelConfig(vocab=5, d_model=d, n_layers=48, n_heads=4, norm="post", max_len=32,
-                       init_std=1 / math.sqrt(3 * d))
+    sz = replace(T.sizes("full"), seeds=(0,))
+    base, = T.group_configs(replace(sz, depths=(48,)), "tomita3", "post", 48)
     torch.manual_seed(0)
-    w = Transformer(set_model_config(SETS["paper_init"], base))
+    w = Transformer(model_config(set_run_config(SETS["paper_init"], base), 5, 32))
     assert float(w.blocks[0].attn.W_O.detach().std()) == pytest.approx(1 / math.sqrt(3 * d),
                                                                          rel=0.05)
     torch.manual_seed(0)
-    w = Transformer(set_model_config(SETS["unit_tokens"], base))
+    w = Transformer(model_config(set_run_config(SETS["unit_tokens"], base), 5, 32))
     assert float(w.W_pos.detach().std()) == pytest.approx(1 / math.sqrt(2), rel=0.05)
     assert float(w.blocks[0].attn.W_O.detach().std()) == pytest.approx(
         1 / math.sqrt(3 * d) / math.sqrt(96), rel=0.05)  # unchanged: the package's 1/sqrt(2L)
@@ -540,9 +547,13 @@ def test_the_archived_full_premise_sets_match_the_current_keys():
     from resharpen.experiments.common.io import read_json
     from resharpen.experiments.dynamics.premise_sets import SETS, set_group
 
+    from resharpen.experiments.dynamics.trained_readers import TRAINED_PREMISE_SETS
+
+    trained_sets = set(TRAINED_PREMISE_SETS.values())
     for name, spec in SETS.items():
         for task in T.TASKS:
             for scheme in spec.schemes:
                 for depth in spec.depths or T.sizes("full").depths:
-                    key, file = set_group("full", name, task, scheme, depth)
-                    assert read_json(T.ARCHIVED / file)["key"] == key, file
+                    for trained in (False, True) if name in trained_sets else (False,):
+                        key, file = set_group("full", name, task, scheme, depth, trained)
+                        assert read_json(T.ARCHIVED / file)["key"] == key, file
