@@ -381,11 +381,12 @@ def update_quick(records: list[dict], keep, target: Path = QUICK_LEDGER) -> Path
     return target
 
 
-def merge(ledgers: list[str | Path], target: Path = FULL_LEDGER, keep=None) -> Path:
+def merge(ledgers: list[str | Path], target: Path = FULL_LEDGER, keep=None,
+          report=print) -> Path:
     """Add the records of ``ledgers`` (``resharpen verify --profile full --json``, each of a part
     of the claims) to the full-size record ``target``, replacing the records of the same ids,
     and drop the records of ids not in ``keep`` (default: the declared claims; a claim removed
-    from the ledger loses its record).
+    from the ledger loses its record), naming them with ``report``.
 
     The full profile is run in parts (a sweep of hours decides a few claims), so the record
     keeps, for every claim, which run decided it: ``runs`` lists the provenance of each ledger
@@ -409,6 +410,10 @@ def merge(ledgers: list[str | Path], target: Path = FULL_LEDGER, keep=None) -> P
             claim = {k: v for k, v in claim.items() if k != "seconds"}
             merged[claim["id"]] = {**claim, "run": len(runs) - 1}
     kept = set(all_declarations() if keep is None else keep)
+    dropped = sorted(set(merged) - kept)
+    if dropped:
+        report(f"dropped the records of {len(dropped)} claims no longer declared: "
+               f"{', '.join(dropped)}")
     merged = {claim_id: c for claim_id, c in merged.items() if claim_id in kept}
     used = sorted({c["run"] for c in merged.values()})
     renumber = {old: new for new, old in enumerate(used)}

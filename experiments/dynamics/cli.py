@@ -300,7 +300,9 @@ def run_trained(args) -> int:
                                          ("depth", args.depth)) if v}
         runs = premise_set(args.profile, args.premise_set, trained=True, progress=True,
                            only=only)
-        print_tables(runs, args.profile, only, depths)
+        print_tables(runs, args.profile, only, depths, fitted_only=False,
+                     heading=f"; premise set {args.premise_set}, trained columns: every run "
+                             "trained to its end, at the fit or not")
         return 0
     argv = ["--profile", args.profile]
     for flag, values in (("--task", args.task), ("--scheme", args.scheme),

@@ -1,5 +1,6 @@
 """Models built at initialization to meet one statement's premise: the sets the ``*.init``
-claims of :mod:`.trained_checks` decide on.
+claims of :mod:`.trained_checks` decide on, and two of them trained for the ``*.trained`` claims
+whose premise the package's usual trained models never meet.
 
 The trained set (:func:`resharpen.experiments.dynamics.trained.trained_set`) measures the
 package's models at their usual initialization, where three theorems' premises never hold:
@@ -38,10 +39,14 @@ init_std = 1/sqrt(3 d), the measurement batch):
     the same with W_O twice as large, 4 x the paper's s (its Fig. 1's variance); measured so
     that a reader can see what the choice of ``paper_init`` left out.
 
-Each set is init only (nothing trains: seconds of CPU), measured by
-:func:`~.trained.measure` in float64 exactly as the trained set is, and cached and archived
-beside it (``out/dyn_trained/<profile>/<task>_<scheme>_L<depth>_<set>_init.json``, keyed by the
-trained set's group key and the set's initialization).
+Each set is measured at init (nothing trains: seconds of CPU) by :func:`~.trained.measure` in
+float64 exactly as the trained set is, and cached and archived beside it
+(``out/dyn_trained/<profile>/<task>_<scheme>_L<depth>_<set>_init.json``, keyed by the trained
+set's group key and the set's initialization). ``premise_set(..., trained=True)`` trains a set's
+models (its ``trained_seeds``) as the trained set is, to the fit or the cap, and measures each
+at init and at its end (``..._<set>_trained.json``, keyed by the set's own run configs):
+``unit_tokens`` for the first-layer order after training, ``paper_init`` (seed 0 per task) for
+the backward contraction after training (:data:`.trained_readers.TRAINED_PREMISE_SETS`).
 """
 from __future__ import annotations
 

@@ -450,10 +450,12 @@ def thm42_bound(n: int, d: int) -> float:
     return math.sqrt(math.log(n) / n) + math.log(n) / d
 
 
-def scheme_table(runs: list[dict], task: str, depth: int) -> list[dict]:
+def scheme_table(runs: list[dict], task: str, depth: int,
+                 fitted_only: bool = True) -> list[dict]:
     """One row per scheme of (task, depth): runs that reached the fit, and seed means at init and
-    trained (fitted runs only) of the first-layer displacement, the first and last similarity,
-    the last/first residual norm, the mean attn_rel and the median backward gain."""
+    trained (fitted runs only; ``fitted_only`` False: every run trained to its end) of the
+    first-layer displacement, the first and last similarity, the last/first residual norm, the
+    mean attn_rel and the median backward gain."""
     rows = []
     for scheme in SCHEMES:
         group = [r for r in runs if (r["scheme"], r["task"], r["depth"]) == (scheme, task, depth)]
@@ -464,8 +466,8 @@ def scheme_table(runs: list[dict], task: str, depth: int) -> list[dict]:
         row = {"scheme": scheme, "fit": "not trained" if untrained else f"{fitted}/{len(group)}",
                "diverged": sum(r["diverged"] for r in group)}
         for when in ("init", "trained"):
-            ms = [r[when] for r in group if when == "init" or (r["fit_reached"]
-                                                                and not r["diverged"])]
+            ms = [r[when] for r in group if when == "init" or (
+                r[when] is not None and not r["diverged"] and (r["fit_reached"] or not fitted_only))]
             if not ms:
                 continue
             gains = [g["gain"] for m in ms for layer in (m["gains"] or []) for g in layer]
@@ -520,14 +522,16 @@ def main(argv: list[str] | None = None) -> None:
         print_tables(runs, args.profile, only, sizes(args.profile).depths)
 
 
-def print_tables(runs: list[dict], profile: str, only: dict, depths) -> None:
-    """:func:`format_table` of ``runs`` per task and depth (``only``: just those)."""
+def print_tables(runs: list[dict], profile: str, only: dict, depths, heading: str = "",
+                 fitted_only: bool = True) -> None:
+    """:func:`format_table` of ``runs`` per task and depth (``only``: just those), headed by
+    ``heading``; the trained columns over fitted runs only, or every run trained to its end."""
     p = sizes(profile)
     for task in only.get("task", TASKS):
         for depth in only.get("depth", depths):
             print(f"\n{task}, L = {depth}, d = {p.d_model}, n = {p.train_len} tokens "
-                  f"({profile} profile)\n")
-            print(format_table(scheme_table(runs, task, depth)))
+                  f"({profile} profile{heading})\n")
+            print(format_table(scheme_table(runs, task, depth, fitted_only)))
 
 
 __all__ = ["scheme_table", "format_table", "print_tables", "main", "SCHEMES", "TASKS", "ARCHIVED", "sizes", "Sizes", "FIT_FRACTION", "mean_pairwise_cosine",

@@ -476,24 +476,33 @@ def post_norm_gains(runs: list[dict], when: str,
                     fitted_only: bool = True) -> list[tuple[float, float]]:
     """(input similarity cos_j, backward gain) of every Post-LN norm (post, and mixln's Post-LN
     layers) of the selected runs (:func:`~.trained.select`)."""
-    pairs = []
-    for r in select(runs, when, ("post", "mixln"), fitted_only):
-        m = r["m"]
-        for j, gains in enumerate(m["gains"] or []):
-            pairs += [(m["cos"][j], g["gain"]) for g in gains if g["post"]]
-    return pairs
+    return [pair for r in select(runs, when, ("post", "mixln"), fitted_only)
+            for pair in measured_gains(r["m"])]
+
+
+def measured_gains(m: dict) -> list[tuple[float, float]]:
+    """(input similarity cos_j, backward gain) of every Post-LN norm of one measurement."""
+    return [(m["cos"][j], g["gain"]) for j, gains in enumerate(m["gains"] or [])
+            for g in gains if g["post"]]
 
 
 def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
     """Theorem 3.6 on every Post-LN norm of ``runs`` at init, or trained: every run trained to
     its end, whether or not it reached the fit. The statement is about the weights' geometry
     (a norm whose input tokens are nearly parallel), not about the task: a stack collapsed in
-    training is its case, and such a stack does not fit (the paper's Stage II)."""
+    training is its case (the paper's Stage II), whether it fits or not. Trained, the detail
+    names each run, whether it reached the fit and how many of its norms qualify, so that a
+    reader sees which models decided."""
     pairs = post_norm_gains(runs, when, fitted_only=False)
     chosen = select(runs, when, ("post", "mixln"), fitted_only=False)
-    fitted = sum(1 for r in runs if r["scheme"] in ("post", "mixln") and r.get("fit_reached"))
-    read = (f"{len(chosen)} runs trained to their end, {fitted} of them at the fit"
-            if when == "trained" else "")
+    read = ""
+    if when == "trained":
+        fitted = {(r["task"], r["scheme"], r["seed"]) for r in runs if r["fit_reached"]}
+        read = f"{len(chosen)} runs trained to their end: " + ", ".join(
+            f"{r['scheme']} {r['task']} s{r['seed']} ("
+            f"{'at the fit' if (r['task'], r['scheme'], r['seed']) in fitted else 'not at the fit'}, "
+            f"{sum(c >= HIGH_SIMILARITY for c, _ in measured_gains(r['m']))} qualifying norms)"
+            for r in chosen)
     high = [g for c, g in pairs if c >= HIGH_SIMILARITY]
     low = [g for c, g in pairs if c < HIGH_SIMILARITY]
     low_text = (f"; below it: {len(low)} norms, median gain {np.median(low):.3g}, "
@@ -513,11 +522,14 @@ def backward_gain_high_similarity(runs: list[dict], when: str) -> Outcome:
     above = [c for c, g in pairs if c >= HIGH_SIMILARITY and g >= 1]
     where = (f"at or above it, the {len(above)} gains >= 1 sit at input similarity "
              f"{min(above):.3g}-{max(above):.3g}") if above else ""
+    sims = [c for c, _ in pairs if c >= HIGH_SIMILARITY]
+    span = (f"the {len(high)} norms' input similarity {min(sims):.3g}-{max(sims):.3g} (median "
+            f"{np.median(sims):.3g})")
     built = set_note(chosen, when)
     return Outcome(measured=f"{below:.0%} of {len(high)} high-similarity Post-LN norms have gain "
                             f"< 1 (max {max(high):.3g}, median {np.median(high):.3g})",
                    expected="every gain < 1", passed=below == 1.0,
-                   detail="; ".join(filter(None, [read, built, where.lstrip("; "),
+                   detail="; ".join(filter(None, [read, built, span, where.lstrip("; "),
                                                    low_text.lstrip("; ")])))
 
 
@@ -528,4 +540,5 @@ __all__ = ["order_factor", "HIGH_SIMILARITY", "RECURSION_TOL", "GROWTH_BAND",
            "growth_over_offset", "premise_units", "premise_text",
            "first_layer_order", "terminal_order", "growth_exponents", "preln_norm_growth",
            "model_s", "recursion_gaps", "recursion_tests", "recursion_at_init", "post_norm_gains",
+           "measured_gains",
            "backward_gain_high_similarity"]

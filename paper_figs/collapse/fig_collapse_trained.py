@@ -13,8 +13,8 @@ dyn.trained.collapse_backward_gain.init reads, and that set trained (every run t
 the fit or not: triangles), which dyn.trained.collapse_backward_gain.trained reads; the dotted
 lines mark gain 1 and the
 high-similarity threshold 0.9 of the claim. Never trains: without the trained set on disk the
-figure is skipped with the command that makes it (the init-only premise sets are read from out/
-or, at full size, the archive, never measured here).
+figure is skipped with the command that makes it (the premise sets are read from out/ or, at
+full size, the archive, never measured or trained here).
 """
 from __future__ import annotations
 

@@ -43,12 +43,12 @@ def runs(profile: str) -> list[dict]:
 
 
 def unit_token_runs(profile: str) -> list[dict]:
-    """The premise set unit_tokens at init and trained (MissingResults when not on disk)."""
+    """The premise set unit_tokens trained, each run with its init and trained measurements
+    (MissingResults when not on disk)."""
     from resharpen.experiments.dynamics.premise_sets import premise_set
 
     try:
-        return (premise_set(profile, "unit_tokens", cached_only=True)
-                + premise_set(profile, "unit_tokens", cached_only=True, trained=True))
+        return premise_set(profile, "unit_tokens", cached_only=True, trained=True)
     except LookupError as error:
         raise MissingResults(str(error), f"resharpen dynamics trained --profile {profile} "
                                          "--premise-set unit_tokens") from None

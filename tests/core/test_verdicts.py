@@ -117,7 +117,9 @@ def test_full_records_merge_part_by_part(tmp_path):
     data = json.loads(target.read_text())
     assert [r["commit"] for r in data["runs"]] == ["bbbbbbb2", "ccccccc3"]
     assert data["summary"] == {"PASS": 1, "FAIL": 1, "INCONCLUSIVE": 0, "ERROR": 0}
-    verdicts.merge([], target, {"x.one"})  # x.two removed from the ledger: its record goes
+    said = []
+    verdicts.merge([], target, {"x.one"}, report=said.append)  # x.two removed: its record goes
+    assert said == ["dropped the records of 1 claims no longer declared: x.two"]
     data = json.loads(target.read_text())
     assert [c["id"] for c in data["claims"]] == ["x.one"]
     assert [r["commit"] for r in data["runs"]] == ["ccccccc3"]

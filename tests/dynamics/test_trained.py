@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -557,3 +558,109 @@ def test_the_archived_full_premise_sets_match_the_current_keys():
                     for trained in (False, True) if name in trained_sets else (False,):
                         key, file = set_group("full", name, task, scheme, depth, trained)
                         assert read_json(T.ARCHIVED / file)["key"] == key, file
+
+
+# ------------------------------------------------------------------------- trained premise sets
+def test_a_trained_premise_set_has_its_own_seeds_key_and_file():
+    """A set trains its ``trained_seeds`` (paper_init: seed 0) under a key of its own run
+    configs, apart from its init key; the init key and sizes are the set's as before."""
+    from dataclasses import replace as swap
+
+    from resharpen.experiments.dynamics import premise_sets as P
+
+    spec = P.SETS["paper_init"]
+    assert P.set_sizes(spec, "quick").seeds == spec.seeds == (0, 1, 2)
+    assert P.set_sizes(spec, "quick", trained=True).seeds == (0,)
+    assert spec.describe().endswith("3 seeds per task")
+    assert spec.describe(trained=True).endswith("1 seed per task")
+    init_key, init_file = P.set_group("quick", "paper_init", "tomita3", "post", 48)
+    key, file = P.set_group("quick", "paper_init", "tomita3", "post", 48, trained=True)
+    assert (init_file, file) == ("tomita3_post_L48_paper_init_init.json",
+                                 "tomita3_post_L48_paper_init_trained.json")
+    assert key != init_key
+    configs = P.set_configs("quick", "paper_init", "tomita3", "post", 48, trained=True)
+    assert [c["train"]["seed"] for c in configs] == [0]
+    assert configs[0]["model"]["attn_out_scale"] == pytest.approx(math.sqrt(96))
+    unit = P.set_configs("quick", "unit_tokens", "tomita3", "post", 4, trained=True)
+    assert unit[0]["model"]["embed_std"] == pytest.approx(1 / math.sqrt(2))
+    assert "attn_out_scale" not in unit[0]["model"]  # left out at its default
+    P.SETS["paper_init_3"] = swap(spec, trained_seeds=(0, 1, 2))
+    try:
+        assert P.set_group("quick", "paper_init_3", "tomita3", "post", 48, trained=True)[0] \
+            .split("-")[0] != key.split("-")[0]
+    finally:
+        del P.SETS["paper_init_3"]
+
+
+def test_the_initialization_keys_are_left_out_of_a_run_config_at_their_defaults():
+    """``model.attn_out_scale`` and ``model.embed_std`` are left out of a normalized language
+    config at their defaults (the grids' configs, identities and caches stay as they were),
+    kept otherwise, and normalizing twice changes nothing."""
+    from resharpen.experiments.training.loop import model_config
+    from resharpen.experiments.training.next_token_config import make_config
+
+    plain = make_config({"task": {"name": "tomita3", "train_len": 8, "eval_len": 8}})
+    assert "attn_out_scale" not in plain["model"] and "embed_std" not in plain["model"]
+    set_ = make_config({"task": {"name": "tomita3", "train_len": 8, "eval_len": 8},
+                        "model": {"attn_out_scale": 2.0, "embed_std": 0.5}})
+    assert (set_["model"]["attn_out_scale"], set_["model"]["embed_std"]) == (2.0, 0.5)
+    again = make_config({k: v for k, v in set_.items() if k != "name"}, name=set_["name"])
+    assert again == set_
+    cfg = model_config(set_, 3, 8)
+    assert (cfg.attn_out_scale, cfg.embed_std) == (2.0, 0.5)
+    assert model_config(plain, 3, 8).embed_std is None
+    with pytest.raises(ValueError, match="embed_std"):
+        make_config({"model": {"embed_std": -1.0}})
+
+
+def test_a_premise_set_reads_only_the_groups_asked_for(monkeypatch, tmp_path):
+    from resharpen.experiments.dynamics import premise_sets as P
+
+    asked = []
+
+    def fake(profile, name, task, scheme, depth, trained=False):
+        asked.append((task, scheme, depth, trained))
+        return [{"seed": 0, "fit_reached": False, "fit_step": None, "steps": 0,
+                 "diverged": False, "init": {}, "trained": None}]
+    monkeypatch.setattr(P, "measure_group", fake)
+    runs = P.premise_set("quick", "paper_init", out=tmp_path, trained=True,
+                         only={"task": ("dyck1",), "scheme": ("mixln",)})
+    assert asked == [("dyck1", "mixln", 48, True)]
+    assert [(r["task"], r["scheme"], r["premise_set"]) for r in runs] == [
+        ("dyck1", "mixln", "paper_init")]
+    assert (tmp_path / "quick" / "dyck1_mixln_L48_paper_init_trained.json").is_file()
+
+
+def _gain_run(scheme, seed, fit, diverged, cos, gain):
+    m = {"cos": [cos, cos], "gains": [[{"gain": gain, "post": True}], [{"gain": gain,
+                                                                         "post": True}]]}
+    return {"task": "tomita3", "scheme": scheme, "depth": 2, "seed": seed, "fit_reached": fit,
+            "diverged": diverged, "init": m, "trained": None if diverged else m}
+
+
+def test_the_trained_backward_gain_counts_unfitted_runs_never_diverged_ones():
+    """Trained, Thm 3.6's check reads every run trained to its end, at the fit or not (a
+    collapsed stack does not fit), never a diverged one, and names each run it read."""
+    runs = [_gain_run("post", s, fit=False, diverged=False, cos=0.99, gain=0.8) for s in range(3)]
+    runs.append(_gain_run("post", 3, fit=False, diverged=True, cos=0.99, gain=5.0))
+    runs.append(_gain_run("mixln", 0, fit=True, diverged=False, cos=0.2, gain=0.9))
+    out = C.backward_gain_high_similarity(runs, "trained")
+    assert out.passed and "100% of 6" in out.measured
+    assert "post tomita3 s0 (not at the fit, 2 qualifying norms)" in out.detail
+    assert "mixln tomita3 s0 (at the fit, 0 qualifying norms)" in out.detail
+    assert "s3" not in out.detail
+    runs[0]["trained"] = {**runs[0]["trained"], "gains": [[{"gain": 1.1, "post": True}]] * 2}
+    assert not C.backward_gain_high_similarity(runs, "trained").passed
+    assert C.post_norm_gains(runs, "trained") == [(0.2, 0.9)] * 2  # fitted only by default
+
+
+def test_the_premise_set_option_lists_every_set():
+    """The help of ``dynamics trained --premise-set`` names every set (the CLI does not import
+    the sets, which need torch)."""
+    from resharpen.experiments.dynamics.premise_sets import SETS
+    from resharpen.experiments.dynamics import cli
+
+    source = Path(cli.__file__).read_text()
+    start = source.index('"--premise-set"')
+    help_text = source[start:source.index("set_defaults", start)]
+    assert all(name in help_text for name in SETS), help_text
