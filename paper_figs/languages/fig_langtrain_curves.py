@@ -15,7 +15,10 @@ copy (results/full/sweeps/langs), whose curve table holds exactly the statistics
 (:mod:`resharpen.experiments.languages.curves`: the runs' per-length records are not archived);
 in the quick profile out/sweeps/langs-quick when complete (`resharpen langs run --profile
 quick`, about 1 min on 2 cores), else the tiny grid the claims train (out/sweeps/langs-tiny).
-Never trains: with none of them on disk the figure is skipped with the command.
+At full size, while the grid is not finished, the figure draws the placements whose runs have
+all finished on every task (:func:`resharpen.paper_figs.results.finished_placements`) and says
+so in its title: whole groups only, never a placement with seeds missing. Never trains: with
+none of them on disk the figure is skipped with the command.
 """
 from __future__ import annotations
 
@@ -38,7 +41,8 @@ def seeds(counts: set) -> str:
     return str(min(counts)) if len(counts) == 1 else f"{min(counts)} to {max(counts)}"
 
 
-def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
+def task_figure(task: str, lines: dict, grid: str, profile: str | None = None,
+                part: str = ""):
     """The small multiples of one task: rows = metrics, columns = placements. ``lines``:
     {(norm, weights): line} of :func:`resharpen.experiments.languages.curves.figure_lines`."""
     import matplotlib.pyplot as plt
@@ -81,22 +85,26 @@ def task_figure(task: str, lines: dict, grid: str, profile: str | None = None):
     keys += [style.key("band: min to max over seeds (raw weights)", lw=6, alpha=0.3,
                        color=style.MUTED),
              style.key(f"L_train = {train_len} (dashed vertical); colour = placement", ls="--", lw=0.8)]
-    fig.suptitle(f"{task} (grid {grid}" + (f", {profile} profile" if profile else "") + ")",
-                 fontsize=style.MIN_FONT + 1)
+    fig.suptitle(f"{task} (grid {grid}" + (f", {profile} profile" if profile else "") + ")"
+                 + (f"\n{part}" if part else ""), fontsize=style.MIN_FONT + 1)
     fig.tight_layout()
     style.legend_below(fig, keys, ncol=2)
     return fig
 
 
-def grid_lines(root: Path) -> dict:
-    """{task: {(norm, weights): line}}, the curves of the grid folder ``root``: from its runs'
-    per-length records or, for runs without them (archived), from its curve table
+def grid_lines(root: Path, groups: set | None = None) -> dict:
+    """{task: {(norm, weights): line}}, the curves of the grid folder ``root`` (only the
+    (task, placement) ``groups``, when given): from its runs' per-length records or, for runs
+    without them (archived), from its curve table
     (:func:`resharpen.experiments.languages.curves.grid_table`);
     :class:`~resharpen.paper_figs.MissingResults` when some runs have neither."""
     from resharpen.experiments.languages.curves import TABLE_FILE, figure_lines, grid_table
     from resharpen.paper_figs import MissingResults
 
     entries, uncovered = grid_table(root)
+    if groups is not None:
+        entries = [e for e in entries if (e["task"], e["norm"]) in groups]
+        uncovered = [u for u in uncovered if tuple(u.split("/")) in groups]
     if uncovered:
         raise MissingResults(
             f"the runs of {', '.join(uncovered)} in {root} have no per-length records (restored "
@@ -107,25 +115,39 @@ def grid_lines(root: Path) -> dict:
 
 
 def figures_of(root: Path, outdir: Path, prefix: str = "fig_langtrain_",
-               profile: str | None = None) -> list[Path]:
+               profile: str | None = None, groups: set | None = None,
+               part: str = "") -> list[Path]:
     """Write one figure per task of the grid folder ``root`` into ``outdir`` as
-    ``<prefix><task>.png/.pdf`` (stamped when the grid is a quick or tiny one)."""
+    ``<prefix><task>.png/.pdf`` (stamped when the grid is a quick or tiny one); ``groups``:
+    only those (task, placement) groups, named in each title after ``part``."""
     from resharpen.experiments.common.io import ensure_writable_dir
     from resharpen.paper_figs import check_figure_files, save
 
-    curves = grid_lines(root)
+    curves = grid_lines(root, groups)
     check_figure_files(outdir, [f"{prefix}{task}" for task in curves])  # before any figure
     ensure_writable_dir(outdir)
     quick = profile == "quick" or Path(root).name.endswith(("-quick", "-tiny"))
     written: list[Path] = []
     for task, lines in sorted(curves.items()):
-        fig = task_figure(task, lines, Path(root).name, "quick" if quick else profile)
+        shown = "" if groups is None else (
+            f"{part}\nshown: the placements whose runs on this task have all finished, "
+            + ", ".join(sorted(norm for t, norm in groups if t == task)))
+        fig = task_figure(task, lines, Path(root).name, "quick" if quick else profile, shown)
         written.extend(save(fig, outdir, f"{prefix}{task}", "quick" if quick else profile))
     return written
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    """The best finished grid for the profile (:func:`resharpen.paper_figs.results.language_grid`)."""
-    from resharpen.paper_figs.results import language_grid
+    """The best finished grid for the profile (:func:`resharpen.paper_figs.results.language_grid`);
+    at full size, while it is not finished, its placements whose runs have all finished."""
+    from resharpen.paper_figs import MissingResults
+    from resharpen.paper_figs.results import finished_placements, language_grid
 
-    return figures_of(language_grid(profile), Path(outdir), profile=profile)
+    try:
+        return figures_of(language_grid(profile), Path(outdir), profile=profile)
+    except MissingResults:
+        if profile != "full":
+            raise
+    root, groups, finished, planned = finished_placements(profile)
+    part = f"{finished} of the grid's {planned} runs finished"
+    return figures_of(root, Path(outdir), profile=profile, groups=groups, part=part)

@@ -153,3 +153,39 @@ def test_the_full_profile_reads_a_language_grid_from_the_archive(grid_folder, tm
     paths = figures_of(packed, tmp_path / "figs", prefix="fig_langtrain_study_", profile="full")
     assert sorted(p.name for p in paths if p.suffix == ".png") == [
         "fig_langtrain_study_anbn.png", "fig_langtrain_study_dyck1.png"]
+
+
+def test_a_partial_full_grid_draws_its_finished_placements_only(grid_folder, tmp_path,
+                                                                monkeypatch):
+    """While the full grid is not finished, its figure draws the (task, placement) groups whose
+    every planned run has finished, names them and the count in the title, and leaves out a
+    group with a seed missing; no finished group at all skips it with the command."""
+    import shutil
+
+    from resharpen.experiments.languages import grid as grid_module
+    from resharpen.experiments.training import archive as archive_module
+    from resharpen.paper_figs import MissingResults, results
+    from resharpen.paper_figs.languages import fig_langtrain_curves as figure
+
+    partial = tmp_path / "out" / "cv"
+    shutil.copytree(grid_folder, partial)
+    shutil.rmtree(partial / "runs" / "anbn-post-s1")  # anbn/post lacks a seed
+    monkeypatch.setattr(grid_module, "grid_file", lambda profile: GRID)
+    monkeypatch.setattr(grid_module, "default_root", lambda name: partial)
+    monkeypatch.setattr(archive_module, "archived_sweep", lambda name: None)
+    root, groups, finished, planned = results.finished_placements("full")
+    assert (root, finished, planned) == (partial, 7, 8)
+    assert groups == {("anbn", "pre"), ("dyck1", "pre"), ("dyck1", "post")}
+    titles = []
+    monkeypatch.setattr(figure, "task_figure", lambda task, lines, grid, profile, part:
+                        titles.append((task, sorted({n for n, _ in lines}), part)) or
+                        __import__("matplotlib.pyplot").pyplot.figure())
+    figure.figures_of(root, tmp_path / "figs", profile="full", groups=groups,
+                      part=f"{finished} of the grid's {planned} runs finished")
+    assert titles == [("anbn", ["pre"], "7 of the grid's 8 runs finished\nshown: the placements "
+                       "whose runs on this task have all finished, pre"),
+                      ("dyck1", ["post", "pre"], "7 of the grid's 8 runs finished\nshown: the "
+                       "placements whose runs on this task have all finished, post, pre")]
+    monkeypatch.setattr(grid_module, "default_root", lambda name: tmp_path / "none")
+    with pytest.raises(MissingResults, match="resharpen langs run --profile full"):
+        results.finished_placements("full")
