@@ -51,10 +51,10 @@ def language_grid(profile: str) -> Path:
 
 def finished_placements(profile: str) -> tuple[Path, set, int, int]:
     """At full size, while the language grid is not finished: (its folder, the (task,
-    placement) groups whose planned runs have all finished there, the finished runs, the
-    planned runs), from ``out/sweeps/<grid>`` or else the archive's copy, whichever holds more;
-    MissingResults when no group is complete. A figure drawn from it shows whole groups only,
-    never a group with some seeds missing."""
+    placement) groups whose planned runs have all finished there, its finished planned runs,
+    the planned runs), from ``out/sweeps/<grid>`` or the archive's copy, whichever holds more
+    complete groups (``out/`` on a tie); MissingResults when no group is complete. A figure
+    drawn from it shows whole groups only, never a group with some seeds missing."""
     from resharpen.experiments.training.archive import archived_sweep
     from resharpen.experiments.training.sweep import load_runs
     from resharpen.experiments.languages.grid import default_root, grid_file, load_grid
@@ -64,18 +64,19 @@ def finished_placements(profile: str) -> tuple[Path, set, int, int]:
     for config in planned["configs"]:
         wanted.setdefault((config["task"]["name"], config["model"]["norm"]), set()).add(
             config["name"])
+    names = {c["name"] for c in planned["configs"]}
     best = None
     for root in (default_root(planned["name"]), archived_sweep(planned["name"])):
         if root is None or not root.exists():
             continue
-        names = {run["config"]["name"] for run in load_runs(root)}
-        if best is None or len(names) > len(best[1]):
-            best = (root, names)
-    complete = {key for key, runs in wanted.items() if best and runs <= best[1]}
-    if not complete:
+        finished = names & {run["config"]["name"] for run in load_runs(root)}
+        complete = {key for key, runs in wanted.items() if runs <= finished}
+        if best is None or len(complete) > len(best[1]):
+            best = (root, complete, len(finished))
+    if best is None or not best[1]:
         raise MissingResults(f"no placement of the {profile} language grid has finished all "
                              "its runs", f"resharpen langs run --profile {profile}")
-    return best[0], complete, len(best[1]), len(planned["configs"])
+    return best[0], best[1], best[2], len(names)
 
 
 def collapse_runs(profile: str) -> list[dict]:

@@ -55,7 +55,8 @@ def effect_text(t) -> str:
     Holm-adjusted p in the claimed direction and, when the opposite direction is shown (what
     FAILs a claim), the opposite's adjusted p; or, when the test could not run, how many it had
     (never a nan)."""
-    if math.isfinite(t.result.mean_diff) and math.isfinite(t.adjusted_p):
+    if (not t.result.inconclusive and math.isfinite(t.result.mean_diff)
+            and math.isfinite(t.adjusted_p)):
         opposite = (f", opposite shown: Holm p {t.adjusted_opposite:.2g}"
                     if t.adjusted_opposite < stats.ALPHA else "")
         return f"{t.label} {t.result.mean_diff:+.3g} (Holm p {t.adjusted_p:.2g}{opposite})"

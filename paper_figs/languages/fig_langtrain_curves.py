@@ -15,9 +15,9 @@ copy (results/full/sweeps/langs), whose curve table holds exactly the statistics
 (:mod:`resharpen.experiments.languages.curves`: the runs' per-length records are not archived);
 in the quick profile out/sweeps/langs-quick when complete (`resharpen langs run --profile
 quick`, about 1 min on 2 cores), else the tiny grid the claims train (out/sweeps/langs-tiny).
-At full size, while the grid is not finished, the figure draws the placements whose runs have
-all finished on every task (:func:`resharpen.paper_figs.results.finished_placements`) and says
-so in its title: whole groups only, never a placement with seeds missing. Never trains: with
+At full size, while the grid is not finished, each task's figure draws the placements whose
+runs on that task have all finished (:func:`resharpen.paper_figs.results.finished_placements`)
+and says so in its title: whole groups only, never a placement with seeds missing. Never trains: with
 none of them on disk the figure is skipped with the command.
 """
 from __future__ import annotations

@@ -186,6 +186,17 @@ def test_a_partial_full_grid_draws_its_finished_placements_only(grid_folder, tmp
                        "whose runs on this task have all finished, pre"),
                       ("dyck1", ["post", "pre"], "7 of the grid's 8 runs finished\nshown: the "
                        "placements whose runs on this task have all finished, post, pre")]
+    # the archive's copy wins when it holds more complete groups; a run outside the plan
+    # is not counted
+    monkeypatch.setattr(archive_module, "archived_sweep", lambda name: grid_folder)
+    extra = partial / "runs" / "extra-run"
+    shutil.copytree(grid_folder / "runs" / "anbn-pre-s0", extra)
+    config = json.loads((extra / "config.json").read_text())
+    (extra / "config.json").write_text(json.dumps({**config, "name": "extra-run"}))
+    assert results.finished_placements("full") == (grid_folder, {
+        ("anbn", "pre"), ("anbn", "post"), ("dyck1", "pre"), ("dyck1", "post")}, 8, 8)
+    monkeypatch.setattr(archive_module, "archived_sweep", lambda name: None)
+    assert results.finished_placements("full")[2] == 7
     monkeypatch.setattr(grid_module, "default_root", lambda name: tmp_path / "none")
     with pytest.raises(MissingResults, match="resharpen langs run --profile full"):
         results.finished_placements("full")

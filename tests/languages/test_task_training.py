@@ -572,3 +572,20 @@ def test_a_group_where_stacking_does_not_pay_trains_one_run_at_a_time():
     assert all("ensemble" not in r["summary"] for r in results)
     alone = train(configs[1], progress=False)
     assert results[1]["weights"].tensors["raw"]["W_U"].equal(alone["weights"].tensors["raw"]["W_U"])
+
+
+def test_an_untested_comparison_reads_not_tested_whatever_its_mean():
+    """A per-task test with too few pairs has a finite mean and an adjusted p of 1: the claim's
+    measured text says "not tested" with its n, not an effect with "Holm p 1"."""
+    from types import SimpleNamespace
+
+    from resharpen.experiments.languages.claims_train import effect_text
+
+    def planned(n, inconclusive):
+        return SimpleNamespace(label="tomita5: post - pre_nofinal", adjusted_p=1.0,
+                               adjusted_opposite=1.0,
+                               result=SimpleNamespace(mean_diff=0.0075, n=n,
+                                                      inconclusive=inconclusive))
+    assert effect_text(planned(4, "4 < 5 pairs/runs per arm")) == \
+        "tomita5: post - pre_nofinal not tested (n=4)"
+    assert effect_text(planned(8, "")) == "tomita5: post - pre_nofinal +0.0075 (Holm p 1)"
