@@ -100,6 +100,16 @@ MIN_FONT = 8
 """Points: the smallest type of a figure drawn at :data:`COLUMN_WIDTH` or :data:`TEXT_WIDTH`."""
 
 
+def finish_panels(fig, axes, legend_columns: dict) -> None:
+    """The last touches of a row of panels: every tick label at :data:`MIN_FONT`, a tight
+    layout, and a legend below each panel of ``legend_columns`` ({panel index: columns})."""
+    for ax in axes:
+        ax.tick_params(labelsize=MIN_FONT)
+    fig.tight_layout()
+    for index, ncol in legend_columns.items():
+        legend_below(axes[index], ncol=ncol)
+
+
 def legend_below(ax_or_fig, handles=None, ncol: int = 1, **kwargs):
     """A legend under the axes (or the whole figure), outside the data: it hides nothing.
     ``bbox_inches="tight"`` grows the saved image to include it."""

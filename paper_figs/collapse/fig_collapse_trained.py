@@ -99,9 +99,5 @@ def make(profile: str, outdir: Path) -> list[Path]:
     ax.set_title("Post-LN norms: init (hollow), trained (filled),\npaper's init (x), "
                  "paper's init trained (triangles)",
                  fontsize=style.MIN_FONT)
-    for a in axes:
-        a.tick_params(labelsize=style.MIN_FONT)
-    fig.tight_layout()
-    style.legend_below(axes[0], ncol=1)
-    style.legend_below(axes[1], ncol=1)
+    style.finish_panels(fig, axes, {0: 1, 1: 1})
     return save(fig, outdir, "fig_collapse_trained", profile)

@@ -66,9 +66,5 @@ def make(profile: str, outdir: Path) -> list[Path]:
     ax.set(ylabel="deceleration D = r_2 / r_1")
     ax.set_title("post (left) against each scheme, per pair\non their common window",
                  fontsize=style.MIN_FONT)
-    for a in axes:
-        a.tick_params(labelsize=style.MIN_FONT)
-    fig.tight_layout()
-    style.legend_below(axes[0], ncol=2)
-    style.legend_below(axes[1], ncol=1)
+    style.finish_panels(fig, axes, {0: 2, 1: 1})
     return save(fig, outdir, "fig_dyn_terminal", profile)

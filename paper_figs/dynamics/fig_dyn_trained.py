@@ -118,10 +118,5 @@ def make(profile: str, outdir: Path) -> list[Path]:
     ax.set(ylabel="first-layer displacement (rad)")
     ax.set_title("first layer, tokens of radius R:\ninit (hollow), trained (filled)",
                  fontsize=style.MIN_FONT)
-    for a in axes:
-        a.tick_params(labelsize=style.MIN_FONT)
-    fig.tight_layout()
-    style.legend_below(axes[0], ncol=1)
-    style.legend_below(axes[1], ncol=1)
-    style.legend_below(axes[2], ncol=1)
+    style.finish_panels(fig, axes, {0: 1, 1: 1, 2: 1})
     return save(fig, outdir, "fig_dyn_trained", profile)
