@@ -45,8 +45,8 @@ float64 exactly as the trained set is, and cached and archived beside it
 set's group key and the set's initialization). ``premise_set(..., trained=True)`` trains a set's
 models (its ``trained_seeds``) as the trained set is, to the fit or the cap, and measures each
 at init and at its end (``..._<set>_trained.json``, keyed by the set's own run configs):
-``unit_tokens`` for the first-layer order after training, ``paper_init`` (seed 0 per task) for
-the backward contraction after training (:data:`.trained_readers.TRAINED_PREMISE_SETS`).
+``unit_tokens`` for the first-layer order after training, ``paper_init`` for the backward
+contraction after training (:data:`.trained_readers.TRAINED_PREMISE_SETS`).
 """
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ SETS = {
         schemes=("pre",), depths=(24,), embed_factor=1.0 / 20.0),
     "paper_init": PremiseSet(
         premise="Thm 3.6: Post-LN layers of high input similarity",
-        schemes=("post", "mixln"), depths=(48,), paper_w_o=True, trained_seeds=(0,)),
+        schemes=("post", "mixln"), depths=(48,), paper_w_o=True),
     "paper_init_many_seeds": PremiseSet(
         premise="Stage I's recursion: a t_sim that rises, averaged over enough models",
         schemes=("post", "pre"), depths=(48,), seeds=tuple(range(24)), paper_w_o=True),

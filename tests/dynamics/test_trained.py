@@ -561,35 +561,34 @@ def test_the_archived_full_premise_sets_match_the_current_keys():
 
 
 # ------------------------------------------------------------------------- trained premise sets
-def test_a_trained_premise_set_has_its_own_seeds_key_and_file():
-    """A set trains its ``trained_seeds`` (paper_init: seed 0) under a key of its own run
-    configs, apart from its init key; the init key and sizes are the set's as before."""
+def test_a_trained_premise_set_has_its_own_seeds_key_and_file(monkeypatch):
+    """A set trains its ``trained_seeds`` (default: its seeds) under a key of its own run
+    configs, apart from its init key; the init key and sizes stay the set's."""
     from dataclasses import replace as swap
 
     from resharpen.experiments.dynamics import premise_sets as P
 
     spec = P.SETS["paper_init"]
-    assert P.set_sizes(spec, "quick").seeds == spec.seeds == (0, 1, 2)
-    assert P.set_sizes(spec, "quick", trained=True).seeds == (0,)
-    assert spec.describe().endswith("3 seeds per task")
-    assert spec.describe(trained=True).endswith("1 seed per task")
+    assert P.set_sizes(spec, "quick", trained=True).seeds == spec.seeds == (0, 1, 2)
+    monkeypatch.setitem(P.SETS, "one_seed", swap(spec, trained_seeds=(0,)))
+    one = P.SETS["one_seed"]
+    assert P.set_sizes(one, "quick").seeds == (0, 1, 2)
+    assert P.set_sizes(one, "quick", trained=True).seeds == (0,)
+    assert one.describe().endswith("3 seeds per task")
+    assert one.describe(trained=True).endswith("1 seed per task")
     init_key, init_file = P.set_group("quick", "paper_init", "tomita3", "post", 48)
     key, file = P.set_group("quick", "paper_init", "tomita3", "post", 48, trained=True)
     assert (init_file, file) == ("tomita3_post_L48_paper_init_init.json",
                                  "tomita3_post_L48_paper_init_trained.json")
     assert key != init_key
-    configs = P.set_configs("quick", "paper_init", "tomita3", "post", 48, trained=True)
+    assert P.set_group("quick", "one_seed", "tomita3", "post", 48, trained=True)[0] \
+        .split("-")[0] != key.split("-")[0]
+    configs = P.set_configs("quick", "one_seed", "tomita3", "post", 48, trained=True)
     assert [c["train"]["seed"] for c in configs] == [0]
     assert configs[0]["model"]["attn_out_scale"] == pytest.approx(math.sqrt(96))
     unit = P.set_configs("quick", "unit_tokens", "tomita3", "post", 4, trained=True)
     assert unit[0]["model"]["embed_std"] == pytest.approx(1 / math.sqrt(2))
     assert "attn_out_scale" not in unit[0]["model"]  # left out at its default
-    P.SETS["paper_init_3"] = swap(spec, trained_seeds=(0, 1, 2))
-    try:
-        assert P.set_group("quick", "paper_init_3", "tomita3", "post", 48, trained=True)[0] \
-            .split("-")[0] != key.split("-")[0]
-    finally:
-        del P.SETS["paper_init_3"]
 
 
 def test_the_initialization_keys_are_left_out_of_a_run_config_at_their_defaults():
