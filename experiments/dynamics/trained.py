@@ -466,8 +466,7 @@ def scheme_table(runs: list[dict], task: str, depth: int,
         row = {"scheme": scheme, "fit": "not trained" if untrained else f"{fitted}/{len(group)}",
                "diverged": sum(r["diverged"] for r in group)}
         for when in ("init", "trained"):
-            ms = [r[when] for r in group if when == "init" or (
-                r[when] is not None and not r["diverged"] and (r["fit_reached"] or not fitted_only))]
+            ms = [s["m"] for s in select(group, when, (scheme,), fitted_only)]
             if not ms:
                 continue
             gains = [g["gain"] for m in ms for layer in (m["gains"] or []) for g in layer]
