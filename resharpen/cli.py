@@ -575,13 +575,20 @@ def run_archive(args) -> int:
                   "own command trains only the runs neither holds")
             return 0
         if args.action == "status":
+            def size(folder) -> str:
+                return f"{archive.stored_size(folder)[1] / 1e6:.2f} MB"
+            root = archive.ARCHIVE_ROOT
             for name, count in archive.archived_sweeps().items():
                 planned = archive.planned_runs(name)
                 runs = "run" if count == 1 else "runs"
                 print(f"{name}: {count} finished {runs} archived"
-                      + (f" of the {planned} it plans" if planned is not None else ""))
+                      + (f" of the {planned} it plans" if planned is not None else "")
+                      + f" ({size(root / 'sweeps' / name)})")
             for name, count in archive.archived_caches().items():
-                print(f"{name}: {count} cached groups or runs archived")
+                print(f"{name}: {count} cached groups or runs archived ({size(root / name)})")
+            files, stored = archive.stored_size(root)
+            print(f"the archive ({root}): {files} files, {stored / 1e6:.2f} MB as stored "
+                  "(the ledger, run records and tables; no weights)")
             return 0
         if args.action == "pack-dyn":
             from resharpen.experiments.dynamics.trained import CACHE, OUT

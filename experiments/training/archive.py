@@ -414,6 +414,13 @@ def archived_sweeps(archive: str | Path = ARCHIVE_ROOT) -> dict[str, int]:
             for p in sorted(root.iterdir()) if p.is_dir()} if root.is_dir() else {}
 
 
+def stored_size(folder: str | Path) -> tuple[int, int]:
+    """(number of files, their bytes on disk as stored, compressed or not) under ``folder``:
+    what the archive, or one part of it, adds to a checkout."""
+    files = [f for f in Path(folder).rglob("*") if f.is_file()]
+    return len(files), sum(f.stat().st_size for f in files)
+
+
 def planned_runs(name: str, archive: str | Path = ARCHIVE_ROOT) -> int | None:
     """How many runs the archived sweep ``name`` plans, when its identity lists them (a
     language grid's ``configs``); None when it does not say (a sampled sweep's identity holds

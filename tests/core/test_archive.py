@@ -227,7 +227,7 @@ def test_the_status_counts_a_grids_archived_runs_against_the_runs_it_plans(tmp_p
                                                                         monkeypatch):
     """A language grid's identity lists its run configs: `archive status` says how many of them
     the archive holds (planted: 2 of 3), and a sweep whose identity does not list them only its
-    count."""
+    count; each line and a last one give the bytes stored."""
     import gzip
     import json
 
@@ -248,7 +248,13 @@ def test_the_status_counts_a_grids_archived_runs_against_the_runs_it_plans(tmp_p
     monkeypatch.setattr(archive.archived_caches, "__defaults__", (store,))
     monkeypatch.setattr(archive.planned_runs, "__defaults__", (store,))
     assert main(["archive", "status"]) == 0
-    assert capsys.readouterr().out == "grid: 2 finished runs archived of the 3 it plans\n"
+    planted = [grid / "runs" / "a" / "summary.json.gz", grid / "runs" / "b" / "summary.json.gz",
+               grid / "sweep.json.gz"]  # every file the test wrote, each counted once
+    mb = f"{sum(path.stat().st_size for path in planted) / 1e6:.2f} MB"
+    assert capsys.readouterr().out.splitlines() == [
+        f"grid: 2 finished runs archived of the 3 it plans ({mb})",
+        f"the archive ({store}): 3 files, {mb} as stored (the ledger, run records and tables; "
+        "no weights)"]
 
 
 def test_restore_without_a_name_brings_back_every_archived_sweep(tmp_path, capsys, monkeypatch):
