@@ -597,6 +597,44 @@ def test_a_wrong_quick_status_is_caught():
         "a.b: the doc says 'FAIL', the baseline INCONCLUSIVE"]
 
 
+
+DISAGREE_HEADING = "## Which findings disagree with the papers, and why?"
+
+
+def disagreement_table_gaps(text: str, quick: dict[str, dict], full: dict[str, dict]) -> list[str]:
+    """The claims that do not PASS in the quick baseline or the full record but have no row in
+    the table under ``DISAGREE_HEADING``, and the rows of claims that PASS in both."""
+    section = text.split(DISAGREE_HEADING, 1)[1].split("\n#", 1)[0]  # to the next heading
+    listed = {m.group(1) for rows in marked_tables(section, QUICK_TABLE) for row in rows[1:]
+              if (m := re.match(r"`([^`]+)`", row[0]))}
+    failing = {cid for record in (quick, full) for cid, r in record.items()
+               if r["status"] != "PASS"}
+    return ([f"{cid}: does not PASS, and the table has no row for it"
+             for cid in sorted(failing - listed)]
+            + [f"{cid}: PASSes in both records, yet the table lists it"
+               for cid in sorted(listed - failing)])
+
+
+def test_the_disagreement_table_lists_every_claim_that_does_not_pass():
+    """docs/results.md's table of the findings that disagree has a row for each claim whose quick
+    baseline or full record is not PASS, and for no other."""
+    quick = baseline.read(baseline.default_path("quick"), "quick")
+    full = verdicts.read_records(verdicts.FULL_LEDGER)
+    gaps = disagreement_table_gaps((ROOT / "docs" / "results.md").read_text(), quick, full)
+    assert not gaps, "; ".join(gaps)
+
+
+def test_a_missing_disagreement_row_is_caught():
+    doc = (f"{DISAGREE_HEADING}\n\n{QUICK_TABLE}\n| claim | quick | full size |\n|---|---|---|\n"
+           f"| `a.b` | FAIL | FAIL |\n| `e.f` | PASS | PASS |\n\n### Errata\n{QUICK_TABLE}\n"
+           "| claim | quick |\n|---|---|\n| `c.d` | PASS |\n")
+    quick = {"a.b": {"status": "FAIL"}, "c.d": {"status": "PASS"}, "e.f": {"status": "PASS"}}
+    full = {"a.b": {"status": "FAIL"}, "c.d": {"status": "INCONCLUSIVE"},
+            "e.f": {"status": "PASS"}}
+    assert disagreement_table_gaps(doc, quick, full) == [
+        "c.d: does not PASS, and the table has no row for it",
+        "e.f: PASSes in both records, yet the table lists it"]
+
 if __name__ == "__main__":
     import sys
 

@@ -283,3 +283,23 @@ def test_a_transfer_claim_says_so_in_its_source_and_its_declaration_alike():
     check_entry("dyn.x", {**entry, "transfer": True}, "claims.toml")
     held = sorted(i for i, d in all_declarations().items() if d.get("transfer"))
     assert held and all(i.startswith("dyn.trained.") for i in held)
+
+
+def test_a_long_detail_is_cut_at_a_word_and_kept_whole_in_a_folded_block():
+    """The page shows a long detail's start, cut at a space, and the whole of it, escaped, in a
+    <details> block: the part that decides a claim is never lost past the cut."""
+    decl = {"statement": "s", "source": "arXiv 2510.08341", "quick": "FAIL", "tolerance": "t",
+            "expected_from": "paper", "origin": "o", "kind": "experiment"}
+    words = " ".join(f"word{i}" for i in range(200))  # about 1,300 characters
+    detail = f"{words} | deciding test: 2 < 5 pairs, p=0.001"
+    text = verdicts.entry("fit.x", decl, {"status": "FAIL", "measured": "m", "expected": "e",
+                                          "detail": detail}, None)
+    line = next(x for x in text.splitlines() if x.startswith("- **How it was decided (quick)**"))
+    shown, folded = line.split(" <details>")
+    assert shown.endswith(" [...]") and shown[:-len(" [...]")].split()[-1].startswith("word")
+    assert len(shown) < verdicts.DETAIL_CHARS + 60
+    assert folded.endswith("deciding test: 2 &lt; 5 pairs, p=0.001</details>")
+    assert f"({len(detail.replace('|', chr(92) + '|'))} characters)" in folded
+    short = verdicts.entry("fit.x", decl, {"status": "PASS", "measured": "m", "expected": "e",
+                                           "detail": "all fine"}, None)
+    assert "- **How it was decided (quick)**: all fine" in short and "<details>" not in short
