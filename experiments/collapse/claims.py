@@ -7,9 +7,9 @@ The first claims are pure mathematics: the prefix-averaging identities, the atte
 similarity steps, RMSNorm geometry and the collapsed loss floor. The claims after them need torch,
 which their checks import (so the first ones run without it): random-weight stacks at
 initialization, autograd checks of the backward stage, the collapsed network, training. Sizes of
-the stacks: ``quick`` runs the paper's width n = d = 256 with 12 layers on two independent stacks,
-``full`` 48 layers on four (see ``stack_sizes``); the E[P] check averages 64 stacks (quick) or 256
-(full) at that width.
+the stacks: ``quick`` runs the paper's width n = d = 256 with 12 layers, ``full`` 48 layers (see
+``stack_sizes``); the trajectory claims average 16 independent stacks (quick) or 64 (full), the
+E[P] check 64 or 256, at that width.
 """
 from __future__ import annotations
 
