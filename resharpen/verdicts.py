@@ -145,7 +145,8 @@ def figure_text(name: str) -> str:
                       for (stem, _), label in zip(copies, labels))
     full = any(label.startswith("full size") for label in labels)
     command = f"`resharpen figs --only {name}{' --profile full' if full else ''}`"
-    return f"`{name}` {links}; {command}" if links else f"`{name}`; {command}"
+    return (f"`{name}` {links}; {command}" if links else
+            f"`{name}` (no copy in docs/figures: the command draws it); {command}")
 
 
 def copy_label(png: Path) -> str:

@@ -303,3 +303,9 @@ def test_a_long_detail_is_cut_at_a_word_and_kept_whole_in_a_folded_block():
     short = verdicts.entry("fit.x", decl, {"status": "PASS", "measured": "m", "expected": "e",
                                            "detail": "all fine"}, None)
     assert "- **How it was decided (quick)**: all fine" in short and "<details>" not in short
+
+
+def test_a_figure_without_a_committed_copy_says_so_and_names_its_command():
+    text = verdicts.figure_text("fig_not_drawn_anywhere")
+    assert text == ("`fig_not_drawn_anywhere` (no copy in docs/figures: the command draws it); "
+                    "`resharpen figs --only fig_not_drawn_anywhere`")
