@@ -114,7 +114,8 @@ def entry(claim_id: str, decl: dict, quick: dict | None, full: dict | None) -> s
         if detail:
             lines.append(f"- **How it was decided ({profile})**: {_cut(detail, DETAIL_CHARS)}"
                          + ("" if len(detail) <= DETAIL_CHARS else
-                            f" <details><summary>the whole record ({len(detail)} characters)"
+                            f" <details><summary>the whole record "
+                            f"({len(str(record['detail']))} characters)"
                             f"</summary>{html.escape(detail, quote=False)}</details>"))
         if "decided_by" in record:
             lines.append(f"- **Full-size run**: {_run_text(record['decided_by'])}")

@@ -97,3 +97,28 @@ def test_the_block_similarity_carries_its_standard_error_over_the_draws():
     np.testing.assert_allclose(result["t_block_se"], draws.std(0, ddof=1) / np.sqrt(3),
                                rtol=1e-12)
     assert np.all(np.isnan(simulate(StackConfig(n=16, d=16, depth=3, samples=1))["t_block_se"]))
+
+
+def test_the_interval_rule_decides_only_what_the_sampling_cannot_explain():
+    """interval_status at tol 0.05 with 2 layers and 16 draws (q = t_{1-0.05/4}(15), about 2.49):
+    a gap whose interval lies beyond the tolerance FAILs, one inside at every layer PASSes, one
+    straddling it is undecided, and bad input is refused."""
+    import numpy as np
+    import pytest
+    from scipy.stats import t as student
+
+    from resharpen.experiments.collapse.stack_checks import interval_status
+
+    q = student.ppf(1 - 0.05 / 4, 15)
+    assert interval_status([0.0, 0.2], [0.0, 0.01], 16)["status"] == "FAIL"     # 0.2 - 2.49 * 0.01 > 0.05
+    assert interval_status([0.01, -0.02], [0.001, 0.002], 16)["status"] == "PASS"
+    assert interval_status([0.051, 0.0], [0.011, 0.0], 16)["status"] == "INCONCLUSIVE"
+    assert interval_status([-0.2, 0.0], [0.01, 0.0], 16)["status"] == "FAIL"   # the sign of a gap
+    edge = 0.05 + q * 0.01
+    assert interval_status([edge + 1e-9, 0.0], [0.01, 0.0], 16)["status"] == "FAIL"
+    assert interval_status([edge - 1e-9, 0.0], [0.01, 0.0], 16)["status"] == "INCONCLUSIVE"
+    assert np.isclose(interval_status([0.0, 0.0], [0.0, 0.0], 16)["q"], q)
+    for gap, se, samples in (([0.0], [0.01], 1), ([np.nan], [0.01], 16), ([0.0], [np.inf], 16),
+                             ([0.0], [-0.01], 16), ([0.0, 0.1], [0.01], 16), ([], [], 16)):
+        with pytest.raises(ValueError):
+            interval_status(gap, se, samples)
