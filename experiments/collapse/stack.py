@@ -193,8 +193,9 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
     Keys: ``t_in_attn``, ``t_out_attn``, ``delta_attn`` (measured), ``amount_attn`` (the amount
     s_l = s n d/||X_l||^2), ``theory_attn`` (Delta_attn(s_l, t_in) per sample, averaged), the same
     for ``mlp`` when present (amount xi_l), ``t_block`` (t_sim of the residual leaving each
-    block; Post-Norm: after the norm) and ``t_block_se`` (its standard error over the draws,
-    sd / sqrt(samples); NaN for one draw), ``t0``; with ``keep_attention`` also ``mean_attention``
+    block; Post-Norm: after the norm), ``t0`` (the mean input similarity), and per draw
+    ``t_block_draws`` (samples, layers) and ``t0_draws`` (samples,), for checks that pair each
+    stack with a prediction from its own input; with ``keep_attention`` also ``mean_attention``
     (layers, n, n) and ``attention_var_trace`` (per layer, the summed entry-wise sample variance
     over draws, for the sampling-noise floor of the E[P] estimate)."""
     bar = None
@@ -213,9 +214,8 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
         bar.close()
     result = {k: np.mean([np.asarray(d[k]) for d in draws], axis=0) for k in draws[0]}
     result["t0"] = float(result["t0"][0])
-    blocks = np.asarray([d["t_block"] for d in draws], dtype=float)
-    result["t_block_se"] = (blocks.std(axis=0, ddof=1) / np.sqrt(len(draws)) if len(draws) > 1
-                            else np.full(blocks.shape[1], np.nan))
+    result["t_block_draws"] = np.asarray([d["t_block"] for d in draws], dtype=float)
+    result["t0_draws"] = np.asarray([d["t0"][0] for d in draws], dtype=float)
     if keep_attention:
         S = cfg.samples
         result["mean_attention"] = total / S

@@ -85,18 +85,21 @@ def test_paper_size_post_norm_recursion_runs_ahead():
     assert np.max(np.abs(r["t_block"] - pred)) < 0.15
 
 
-def test_the_block_similarity_carries_its_standard_error_over_the_draws():
-    """t_block_se is the sample sd of the draws' t_block over sqrt(samples): rebuilt here from
-    each draw run alone (one sample at that draw's seed offset is the same stack)."""
+def test_the_block_similarity_keeps_every_draw_with_its_input():
+    """t_block_draws and t0_draws are each draw's trajectory and input similarity: rebuilt here
+    from each draw run alone (one sample at that draw's seed offset is the same stack), and
+    their means are t_block and t0."""
     from resharpen.experiments.collapse.stack import _simulate_one
 
     cfg = StackConfig(n=16, d=16, depth=3, samples=3, seed=5)
     result = simulate(cfg)
-    draws = np.asarray([_simulate_one(cfg, i, False, None)["t_block"] for i in range(3)])
+    alone = [_simulate_one(cfg, i, False, None) for i in range(3)]
+    draws = np.asarray([a["t_block"] for a in alone])
+    np.testing.assert_array_equal(result["t_block_draws"], draws)
+    np.testing.assert_array_equal(result["t0_draws"], [a["t0"][0] for a in alone])
     np.testing.assert_allclose(result["t_block"], draws.mean(0), rtol=1e-12)
-    np.testing.assert_allclose(result["t_block_se"], draws.std(0, ddof=1) / np.sqrt(3),
-                               rtol=1e-12)
-    assert np.all(np.isnan(simulate(StackConfig(n=16, d=16, depth=3, samples=1))["t_block_se"]))
+    assert np.isclose(result["t0"], np.mean(result["t0_draws"]), rtol=1e-12)
+    assert len(set(result["t0_draws"])) == 3  # each stack has its own input
 
 
 def test_the_interval_rule_decides_only_what_the_sampling_cannot_explain():
