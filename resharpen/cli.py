@@ -591,7 +591,7 @@ def run_archive(args) -> int:
                   "(the ledger, run records and tables; no weights)")
             return 0
         if args.action == "pack-dyn":
-            from resharpen.experiments.dynamics.trained import CACHE, OUT
+            from resharpen.experiments.dynamics.trained_plan import CACHE, OUT
 
             source = args.target or OUT / "full"
             done = archive.pack_cache(source, CACHE)

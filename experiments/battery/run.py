@@ -49,7 +49,7 @@ class Size:
     """What one battery profile trains. ``profile``: the configs' profile. ``set_complement`` and
     ``languages``: sections set over the sweep files' (``{}``: their own). ``seeds`` and
     ``tasks``: the grids' (None: the files' own). ``dynamics``: the trained-dynamics profile's
-    name, or a dict of :class:`~resharpen.experiments.dynamics.trained.Sizes` fields set over
+    name, or a dict of :class:`~resharpen.experiments.dynamics.trained_plan.Sizes` fields set over
     the quick profile's sizes;
     ``dynamics_tasks``: its tasks (None: the study's). ``references``: the schemes trained beside
     the user's (default :data:`REFERENCES`)."""
@@ -168,8 +168,8 @@ def _say_done(root: Path, configs: list[dict], what: str) -> bool:
 
 # ------------------------------------------------------------------------------ dynamics
 def dynamics_profile(size: Size):
-    """The trained-dynamics :class:`~resharpen.experiments.dynamics.trained.Sizes` of a size."""
-    from resharpen.experiments.dynamics.trained import sizes
+    """The trained-dynamics :class:`~resharpen.experiments.dynamics.trained_plan.Sizes` of a size."""
+    from resharpen.experiments.dynamics.trained_plan import sizes
 
     if isinstance(size.dynamics, str):
         return sizes(size.dynamics)
@@ -178,7 +178,7 @@ def dynamics_profile(size: Size):
 
 def _group_key(profile, task: str, scheme: str, depth: int) -> str:
     from resharpen.experiments.common.io import dumps_json
-    from resharpen.experiments.dynamics.trained import VERSION, group_configs
+    from resharpen.experiments.dynamics.trained_plan import VERSION, group_configs
 
     text = dumps_json({"version": VERSION, "profile": asdict(profile),
                        "configs": group_configs(profile, task, scheme, depth)},
@@ -194,7 +194,8 @@ def run_dynamics(root: Path, scheme: str, size: Size, workers: int) -> list[dict
 
     from resharpen.experiments.common.io import atomic_write_json, ensure_writable_dir, read_json
     from resharpen.experiments.common.progress import Progress
-    from resharpen.experiments.dynamics.trained import TASKS, train_group_measured
+    from resharpen.experiments.dynamics.trained import train_group_measured
+    from resharpen.experiments.dynamics.trained_plan import TASKS
     from resharpen.experiments.training.backends import run_tasks
 
     profile = dynamics_profile(size)

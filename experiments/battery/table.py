@@ -122,7 +122,7 @@ def dynamics_rows(runs: list[dict], schemes: list[str]) -> list[dict]:
 
 def report(root: Path, plan: dict, dynamics: list[dict]) -> dict:
     """The battery's results (what ``battery.json`` holds)."""
-    from resharpen.experiments.dynamics.trained import TASKS
+    from resharpen.experiments.dynamics.trained_plan import TASKS
 
     rows = (grid_runs(root / "set_complement", "set_complement")
             + grid_runs(root / "languages", "languages"))

@@ -51,6 +51,15 @@ t_sim seen at n = d = 256 (s.d. up to about 0.06 at a layer), 64 stacks bound ea
 to about +-0.03 simultaneously over 48 layers; 16 stacks of 12 layers at quick."""
 
 
+def trajectory_config(profile: str, norm: str, mlp, k: float) -> StackConfig:
+    """The stacks behind a trajectory claim (and its figure, fig_collapse_trajectory): the
+    profile's :func:`stack_sizes` with :data:`TRAJECTORY_SAMPLES` independent stacks, init
+    variances x``k`` (seeded by k)."""
+    samples = pick(profile, quick=TRAJECTORY_SAMPLES[0], full=TRAJECTORY_SAMPLES[1])
+    return StackConfig(norm=norm, mlp=mlp, multiplier=k, seed=int(k),
+                       **{**stack_sizes(profile), "samples": samples})
+
+
 def paired_gaps(cfg: StackConfig) -> dict:
     """Each stack's gap from the recursion started at its own input: with t_il the measured
     t_sim leaving layer l of stack i (:func:`simulate`, the code under test) and r_l(t0_i) the
@@ -109,9 +118,8 @@ def trajectory_outcome(profile: str, norm: str, mlp, k: float) -> Outcome:
     on the point gap of 2 or 4 stacks, then on intervals around the unpaired gap with the
     simulation's own standard error; each rule replaced the one before after a review
     (docs/results.md, known weaknesses)."""
-    samples = pick(profile, quick=TRAJECTORY_SAMPLES[0], full=TRAJECTORY_SAMPLES[1])
-    size = {**stack_sizes(profile), "samples": samples}
-    cfg = StackConfig(norm=norm, mlp=mlp, multiplier=k, seed=int(k), **size)
+    cfg = trajectory_config(profile, norm, mlp, k)
+    samples, size = cfg.samples, {"n": cfg.n, "depth": cfg.depth}
     paired = paired_gaps(cfg)
     mc, pred, se = paired["measured"], paired["predicted"], paired["se"]
     layers, gap = len(mc), np.abs(paired["gap"])

@@ -268,8 +268,8 @@ def run_stacks_cmd(args) -> int:
 
 def run_trained(args) -> int:
     from resharpen.experiments.dynamics.premise_sets import SETS
-    from resharpen.experiments.dynamics.trained import SCHEMES as MODEL_SCHEMES
-    from resharpen.experiments.dynamics.trained import main, sizes
+    from resharpen.experiments.dynamics.trained_plan import SCHEMES as MODEL_SCHEMES
+    from resharpen.experiments.dynamics.trained_plan import sizes
 
     with bad_input():
         schemes, depths = MODEL_SCHEMES, sizes(args.profile).depths
@@ -309,5 +309,7 @@ def run_trained(args) -> int:
                          ("--depth", args.depth)):
         if values:
             argv += [flag, *map(str, values)]
+    from resharpen.experiments.dynamics.trained import main
+
     main(argv)
     return 0

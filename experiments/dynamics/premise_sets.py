@@ -54,9 +54,9 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from resharpen.experiments.dynamics.trained import (ARCHIVED, OUT, TASKS, cached_group,
-                                                    group_configs, group_key, group_lock,
-                                                    measure64, measurement_batch, sizes)
+from resharpen.experiments.dynamics.trained_plan import (ARCHIVED, OUT, TASKS, cached_group,
+                                                         group_configs, group_key, group_lock,
+                                                         sizes)
 from resharpen.experiments.model.schemes import by_dynamics_name
 from resharpen.theory.dynamics.schemes import (FIRST_LAYER_FAST, FIRST_LAYER_SLOW,
                                                TERMINAL_FASTEST, TERMINAL_SLOWER)
@@ -134,7 +134,7 @@ SETS = {
 
 
 def set_sizes(spec: PremiseSet, profile: str, trained: bool = False):
-    """The trained set's sizes at ``profile`` (:func:`~.trained.sizes`) with the set's seeds
+    """The trained set's sizes at ``profile`` (:func:`~.trained_plan.sizes`) with the set's seeds
     (``trained``: the seeds it trains)."""
     return replace(sizes(profile), seeds=spec.trained_seeds or spec.seeds if trained
                    else spec.seeds)
@@ -173,7 +173,8 @@ def measure_group(profile: str, name: str, task: str, scheme: str, depth: int,
     fit or the cap) and measured at init and at the end."""
     import torch
 
-    from resharpen.experiments.dynamics.trained import train_group_measured
+    from resharpen.experiments.dynamics.trained import (measure64, measurement_batch,
+                                                        train_group_measured)
     from resharpen.experiments.model.transformer import Transformer
     from resharpen.experiments.training.loop import model_config
     from resharpen.experiments.training.next_token_config import build_task
@@ -199,7 +200,7 @@ def measure_group(profile: str, name: str, task: str, scheme: str, depth: int,
 def set_group(profile: str, name: str, task: str, scheme: str, depth: int,
               trained: bool = False) -> tuple[str, str]:
     """(cache key, file name) of one group of premise set ``name``: at init, the trained
-    set's group key (:func:`~.trained.group_key`) and the set's initialization, and
+    set's group key (:func:`~.trained_plan.group_key`) and the set's initialization, and
     ``<task>_<scheme>_L<depth>_<name>_init.json``; ``trained``, the key of the set's own run
     configs, and ``<task>_<scheme>_L<depth>_<name>_trained.json``."""
     sz = set_sizes(SETS[name], profile, trained)

@@ -3,7 +3,9 @@
 Random-weight causal stacks (resharpen.experiments.collapse.stack), Post-Norm and Pre-Norm with SwiGLU,
 sublayer init variances x1, x2, x4. Solid: measured E t_sim(Y) - t_sim(X) per layer; dashed: the
 theory Delta_attn(s_l, t_l) and Delta_FFN(xi_l, t_l) at the measured input similarity t_l.
-Shows claims collapse.attn_step_one_layer, collapse.stack_*, collapse.swiglu_damping_in_stack.
+Shows claims collapse.attn_step_one_layer and collapse.swiglu_damping_in_stack (the steps along
+the stack; the trajectory the
+stack claims decide on is fig_collapse_trajectory).
 Quick profile: n = d = 128, 16 layers, 2 samples; full: n = d = 256, 48 layers, 4 samples.
 """
 from __future__ import annotations

@@ -62,7 +62,8 @@ def _color(scheme: str) -> str:
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
-    from resharpen.experiments.dynamics.trained import SCHEMES, sizes, thm42_bound
+    from resharpen.experiments.dynamics.trained import thm42_bound
+    from resharpen.experiments.dynamics.trained_plan import SCHEMES, sizes
     from resharpen.experiments.dynamics.trained_checks import recursion_gaps
 
     data = runs(profile)

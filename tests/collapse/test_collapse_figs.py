@@ -1,4 +1,5 @@
 """The collapse figures write readable PNG and PDF files."""
+import numpy as np
 import pytest
 
 
@@ -34,3 +35,25 @@ def test_training_figures(tmp_path, monkeypatch):
     sweep("quick", progress=False)
     _check(fig_collapse_training.make("quick", tmp_path))
     _check(fig_collapse_gradients.make("quick", tmp_path))
+
+
+def test_trajectory_figure_draws_the_claims_stacks(tmp_path, monkeypatch):
+    """fig_collapse_trajectory draws the stack claims' own stacks (trajectory_config): shrunk
+    here to 3 stacks of 3 layers at n = d = 16, so the test takes seconds; each panel's
+    interval half-width is q se of the paired gaps, q at samples - 1 degrees of freedom."""
+    from scipy.stats import t as student
+
+    from resharpen.experiments.collapse import stack_checks
+    from resharpen.paper_figs.collapse import fig_collapse_trajectory
+
+    monkeypatch.setattr(stack_checks, "TRAJECTORY_SAMPLES", (3, 3))
+    monkeypatch.setattr(stack_checks, "stack_sizes",
+                        lambda profile: dict(n=16, d=16, depth=3, samples=3))
+    data = fig_collapse_trajectory.data("quick")
+    assert len(data) == 9
+    for r in data.values():
+        assert r["samples"] == 3 and r["gap"].shape == r["half"].shape == (3,)
+        q = student.ppf(1 - 0.05 / (2 * 3), 2)
+        assert np.allclose(r["half"], q * r["se"])
+        assert np.allclose(r["gap"], r["measured"] - r["predicted"])
+    _check(fig_collapse_trajectory.make("quick", tmp_path))

@@ -43,6 +43,10 @@ CASES = [
     (["langs", "run", "--grid", str(GRID), "--only", "nosuch"], {}, r"--only 'nosuch'"),
     (["report", "nowhere"], {}, r"'nowhere/table\.jsonl' does not exist"),
     (["langs", "report", "nowhere"], {}, r"holds no finished runs"),
+    (["dynamics", "trained", "--premise-set", "nosuch"], {}, r"unknown premise set 'nosuch'"),
+    (["dynamics", "trained", "--scheme", "sideways"], {}, r"scheme 'sideways' is not in"),
+    (["dynamics", "trained", "--premise-set", "paper_init", "--depth", "7"], {},
+     r"--depth 7 is not a depth of premise set paper_init"),
 ]
 
 

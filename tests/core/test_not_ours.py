@@ -126,7 +126,7 @@ def test_temporary_files_are_private_until_written(tmp_path, monkeypatch):
 def test_a_group_lock_planted_as_a_link_touches_nothing(tmp_path):
     """``dynamics trained``'s ``<group>.json.lock`` planted as a link to an outside file: one
     ValueError naming the lock file; the outside file keeps its bytes (it was truncated to 0)."""
-    from resharpen.experiments.dynamics.trained import group_lock
+    from resharpen.experiments.dynamics.trained_plan import group_lock
 
     outside = tmp_path / "precious.txt"
     outside.write_text("precious")

@@ -60,7 +60,7 @@ def test_the_trained_set_is_sized_by_pick():
     the study's sizes do, and an unknown profile is an error."""
     import pytest
 
-    from resharpen.experiments.dynamics.trained import sizes
+    from resharpen.experiments.dynamics.trained_plan import sizes
 
     quick, full = sizes("quick"), sizes("full")
     assert (quick.d_model, quick.depths, quick.steps) == (32, (4,), 300)

@@ -86,7 +86,7 @@ def test_the_exemption_is_the_theorys_one_definition():
 
 
 def test_the_families_are_the_ones_the_numbers_were_made_with():
-    from resharpen.experiments.dynamics import trained
+    from resharpen.experiments.dynamics import trained_plan as trained
     from resharpen.experiments.set_complement import compare, fit_report
     from resharpen.experiments.set_complement import fit_sweep_tests as claims_fit
 
