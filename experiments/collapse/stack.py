@@ -194,8 +194,9 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
     s_l = s n d/||X_l||^2), ``theory_attn`` (Delta_attn(s_l, t_in) per sample, averaged), the same
     for ``mlp`` when present (amount xi_l), ``t_block`` (t_sim of the residual leaving each
     block; Post-Norm: after the norm), ``t0`` (the mean input similarity), and per draw
-    ``t_block_draws`` (samples, layers) and ``t0_draws`` (samples,), for checks that pair each
-    stack with a prediction from its own input; with ``keep_attention`` also ``mean_attention``
+    ``t0_draws`` (samples,) and ``t_block_draws`` (samples, layers), for checks that pair each
+    stack with a prediction from its own input (the first and the last key: the input of every
+    draw leads, its trajectory ends the result); with ``keep_attention`` also ``mean_attention``
     (layers, n, n) and ``attention_var_trace`` (per layer, the summed entry-wise sample variance
     over draws, for the sampling-noise floor of the E[P] estimate)."""
     bar = None
@@ -212,10 +213,9 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
         draws.append(draw)
     if bar is not None:
         bar.close()
-    result = {k: np.mean([np.asarray(d[k]) for d in draws], axis=0) for k in draws[0]}
+    result = {"t0_draws": np.asarray([d["t0"][0] for d in draws], dtype=float)}
+    result.update({k: np.mean([np.asarray(d[k]) for d in draws], axis=0) for k in draws[0]})
     result["t0"] = float(result["t0"][0])
-    result["t_block_draws"] = np.asarray([d["t_block"] for d in draws], dtype=float)
-    result["t0_draws"] = np.asarray([d["t0"][0] for d in draws], dtype=float)
     if keep_attention:
         S = cfg.samples
         result["mean_attention"] = total / S
@@ -225,6 +225,7 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
     if cfg.mlp:
         result["delta_mlp"] = result["t_out_mlp"] - result["t_in_mlp"]
     result["config"] = asdict(cfg)
+    result["t_block_draws"] = np.asarray([d["t_block"] for d in draws], dtype=float)
     return result
 
 

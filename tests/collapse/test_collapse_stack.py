@@ -100,6 +100,9 @@ def test_the_block_similarity_keeps_every_draw_with_its_input():
     np.testing.assert_allclose(result["t_block"], draws.mean(0), rtol=1e-12)
     assert np.isclose(result["t0"], np.mean(result["t0_draws"]), rtol=1e-12)
     assert len(set(result["t0_draws"])) == 3  # each stack has its own input
+    # the per-draw input leads and the per-draw trajectory ends the result, so that the mutation
+    # test's one-leaf operators (first, last) move each alone
+    assert list(result)[0] == "t0_draws" and list(result)[-1] == "t_block_draws"
 
 
 def test_the_interval_rule_decides_only_what_the_sampling_cannot_explain():
