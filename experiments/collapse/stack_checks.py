@@ -68,9 +68,13 @@ def paired_gaps(cfg: StackConfig) -> dict:
         g_il = t_il - r_l(t0_i),    gap_l = mean_i g_il,    se_l = sd_i(g_il) / sqrt(S).
 
     Pairing puts the spread of the inputs, and the prediction's dependence on them, into se_l;
-    and se_l is computed here from the draws, not returned by the simulation: a perturbation
-    t -> t (1 + e) + e of every measured t_sim moves gap_l by about e (1 + t) and multiplies
-    se_l by 1 + e only, so it cannot widen the interval by as much as it moves the gap.
+    and se_l is computed here from the per-stack gaps, not returned by the simulation. A wrong
+    trajectory from a right input (every t_il moved by t -> t (1 + e) + e, every t0_i kept)
+    moves gap_l by e (1 + mean_i t_il) and multiplies the spread of t_il by 1 + e only (a
+    constant drops out of a deviation), so it cannot widen the interval by as much as it moves
+    the gap; a wrong input with a right trajectory moves the prediction instead. Both moved
+    together by the same map can partly cancel (the recursion's slope in t0 is near 1 over the
+    first layers): the mutation test's one-leaf operators move each alone.
     Returns {gap, se, measured (mean t_il), predicted (mean r_l(t0_i))}, arrays over layers."""
     with one_thread():
         result = simulate(cfg)
