@@ -194,9 +194,9 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
     s_l = s n d/||X_l||^2), ``theory_attn`` (Delta_attn(s_l, t_in) per sample, averaged), the same
     for ``mlp`` when present (amount xi_l), ``t_block`` (t_sim of the residual leaving each
     block; Post-Norm: after the norm), ``t0`` (the mean input similarity), and per draw
-    ``t0_draws`` (samples,) and ``t_block_draws`` (samples, layers), for checks that pair each
-    stack with a prediction from its own input (the first and the last key: the input of every
-    draw leads, its trajectory ends the result); with ``keep_attention`` also ``mean_attention``
+    ``t_block_draws`` (samples, layers), for checks that pair each stack with a prediction from
+    its own input (:func:`input_similarities`); it is the last key, so that the mutation test's
+    last-leaf operator moves the trajectories alone; with ``keep_attention`` also ``mean_attention``
     (layers, n, n) and ``attention_var_trace`` (per layer, the summed entry-wise sample variance
     over draws, for the sampling-noise floor of the E[P] estimate)."""
     bar = None
@@ -213,8 +213,7 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
         draws.append(draw)
     if bar is not None:
         bar.close()
-    result = {"t0_draws": np.asarray([d["t0"][0] for d in draws], dtype=float)}
-    result.update({k: np.mean([np.asarray(d[k]) for d in draws], axis=0) for k in draws[0]})
+    result = {k: np.mean([np.asarray(d[k]) for d in draws], axis=0) for k in draws[0]}
     result["t0"] = float(result["t0"][0])
     if keep_attention:
         S = cfg.samples
@@ -265,8 +264,9 @@ def one_layer_config(n: int, d: int, t0: float, multiplier: float, samples: int,
 
 
 def input_similarities(cfg: StackConfig) -> np.ndarray:
-    """t_sim(X) of the input of each draw of :func:`_one_layer_draws` (samples,): the argument
-    t of the theory's step, computed from the inputs alone (no block is built or run)."""
+    """t_sim(X) of the input of each draw (samples,), the draws of :func:`_one_layer_draws` and
+    of :func:`simulate` alike (the same seeds): the argument t of the theory's step, or the
+    start of a stack's recursion, computed from the inputs alone (no block is built or run)."""
     return np.array([t_sim_torch(equal_correlation_input(cfg.n, cfg.d, cfg.t0, 1,
                                                          _sample_seed(cfg, i))).item()
                      for i in range(cfg.samples)])

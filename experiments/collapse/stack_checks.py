@@ -46,9 +46,10 @@ def stack_sizes(profile: str) -> dict:
 
 
 TRAJECTORY_SAMPLES = (16, 64)
-"""Independent stacks behind the trajectory claims, (quick, full): at the per-stack spread of
-t_sim seen at n = d = 256 (s.d. up to about 0.06 at a layer), 64 stacks bound each layer's mean
-to about +-0.03 simultaneously over 48 layers; 16 stacks of 12 layers at quick."""
+"""Independent stacks behind the trajectory claims, (quick, full): chosen at the per-stack
+spread of t_sim seen at n = d = 256 (s.d. up to about 0.06 at a layer), at which 64 stacks bound
+each layer's mean to about +-0.03 simultaneously over 48 layers; 16 stacks of 12 layers at
+quick. The claims decide on the paired gaps, whose spread the records report as their s.e."""
 
 
 def trajectory_config(profile: str, norm: str, mlp, k: float) -> StackConfig:
@@ -62,23 +63,21 @@ def trajectory_config(profile: str, norm: str, mlp, k: float) -> StackConfig:
 
 def paired_gaps(cfg: StackConfig) -> dict:
     """Each stack's gap from the recursion started at its own input: with t_il the measured
-    t_sim leaving layer l of stack i (:func:`simulate`, the code under test) and r_l(t0_i) the
-    recursion (theory/collapse/recursion.py) from that stack's input similarity t0_i,
+    t_sim leaving layer l of stack i (:func:`simulate`, the code under test), t0_i the
+    similarity of that stack's input (:func:`input_similarities`: the same seeded inputs, built
+    without any layer) and r_l(t0_i) the recursion (theory/collapse/recursion.py) from it,
 
         g_il = t_il - r_l(t0_i),    gap_l = mean_i g_il,    se_l = sd_i(g_il) / sqrt(S).
 
-    Pairing puts the spread of the inputs, and the prediction's dependence on them, into se_l;
-    and se_l is computed here from the per-stack gaps, not returned by the simulation. A wrong
-    trajectory from a right input (every t_il moved by t -> t (1 + e) + e, every t0_i kept)
-    moves gap_l by e (1 + mean_i t_il) and multiplies the spread of t_il by 1 + e only (a
-    constant drops out of a deviation), so it cannot widen the interval by as much as it moves
-    the gap; a wrong input with a right trajectory moves the prediction instead. Both moved
-    together by the same map can partly cancel (the recursion's slope in t0 is near 1 over the
-    first layers): the mutation test's one-leaf operators move each alone.
+    Pairing puts the spread of the inputs, and the prediction's dependence on them, into se_l.
+    Neither the prediction nor se_l comes from the simulation's own summaries: a wrong
+    trajectory (every t_il moved by t -> t (1 + e) + e) moves gap_l by e (1 + mean_i t_il) and
+    multiplies the spread of the t_il by 1 + e only (a constant drops out of a deviation), so it
+    cannot widen the interval by as much as it moves the gap.
     Returns {gap, se, measured (mean t_il), predicted (mean r_l(t0_i))}, arrays over layers."""
     with one_thread():
-        result = simulate(cfg)
-    t, t0 = np.asarray(result["t_block_draws"]), np.asarray(result["t0_draws"])
+        t = np.asarray(simulate(cfg)["t_block_draws"])
+        t0 = input_similarities(cfg)
     pred = np.asarray([recursion(cfg.n, cfg.depth, float(start), cfg.s, cfg.norm,
                                  xi=cfg.xi if cfg.mlp else None, v0=cfg.v0)["t"][1:]
                        for start in t0])

@@ -34,12 +34,12 @@ positions, weights N(0, 1/(3 d)) (arXiv 2608.09417's init; W_O also 1/sqrt(2L) a
 model does), every scheme of :data:`SCHEMES`, trained by the language trainer
 (:func:`resharpen.experiments.training.next_token.train_group`, the seeds of one group batched
 where ``stacking_pays``) with soft targets until the raw weights' ID invalid mass is below
-:data:`FIT_FRACTION` x the uniform prediction's (the trainer's stopping rule; runs that do not
+:data:`~.trained_plan.FIT_FRACTION` x the uniform prediction's (the trainer's stopping rule; runs that do not
 get there within ``steps`` are kept, marked ``fit_reached`` False, and left out of every
 trained comparison). A group whose loss turns non-finite is recorded as diverged.
 
 The set is cached per (task, scheme, depth) in ``out/dyn_trained/<profile>/`` (strict JSON,
-written atomically, keyed by the configs and :data:`VERSION`), so the claims share one
+written atomically, keyed by the configs and :data:`~.trained_plan.VERSION`), so the claims share one
 trained set and a rerun trains nothing. The full-size set is also kept in the repository's
 archive (``results/full/dyn_trained/<group>.json.gz``, :data:`ARCHIVED`, packed by
 ``resharpen archive pack-dyn``): at full size a group missing from ``out/`` is read from there

@@ -85,24 +85,42 @@ def test_paper_size_post_norm_recursion_runs_ahead():
     assert np.max(np.abs(r["t_block"] - pred)) < 0.15
 
 
-def test_the_block_similarity_keeps_every_draw_with_its_input():
-    """t_block_draws and t0_draws are each draw's trajectory and input similarity: rebuilt here
-    from each draw run alone (one sample at that draw's seed offset is the same stack), and
-    their means are t_block and t0."""
-    from resharpen.experiments.collapse.stack import _simulate_one
+def test_the_block_similarity_keeps_every_draw_and_the_inputs_are_rebuilt_alone():
+    """t_block_draws is each draw's trajectory, rebuilt here from each draw run alone (one
+    sample at that draw's seed offset is the same stack), its mean is t_block, and it is the
+    result's last key (the mutation test's last-leaf operator moves it alone); the inputs'
+    similarities that input_similarities builds without any layer are the draws' own."""
+    from resharpen.experiments.collapse.stack import _simulate_one, input_similarities
 
     cfg = StackConfig(n=16, d=16, depth=3, samples=3, seed=5)
     result = simulate(cfg)
     alone = [_simulate_one(cfg, i, False, None) for i in range(3)]
     draws = np.asarray([a["t_block"] for a in alone])
     np.testing.assert_array_equal(result["t_block_draws"], draws)
-    np.testing.assert_array_equal(result["t0_draws"], [a["t0"][0] for a in alone])
     np.testing.assert_allclose(result["t_block"], draws.mean(0), rtol=1e-12)
-    assert np.isclose(result["t0"], np.mean(result["t0_draws"]), rtol=1e-12)
-    assert len(set(result["t0_draws"])) == 3  # each stack has its own input
-    # the per-draw input leads and the per-draw trajectory ends the result, so that the mutation
-    # test's one-leaf operators (first, last) move each alone
-    assert list(result)[0] == "t0_draws" and list(result)[-1] == "t_block_draws"
+    assert list(result)[-1] == "t_block_draws"
+    starts = input_similarities(cfg)
+    np.testing.assert_array_equal(starts, [a["t0"][0] for a in alone])
+    assert len(set(starts)) == 3  # each stack has its own input
+
+
+def test_paired_gaps_pair_each_stack_with_the_recursion_from_its_own_input():
+    """paired_gaps against the pairing rebuilt here: each draw's trajectory (run alone) minus
+    the recursion from that draw's input similarity, mean and sd/sqrt(S) over the draws."""
+    from resharpen.experiments.collapse.stack import _simulate_one
+    from resharpen.experiments.collapse.stack_checks import paired_gaps
+
+    cfg = StackConfig(n=16, d=16, depth=4, samples=4, seed=3, multiplier=2.0)
+    got = paired_gaps(cfg)
+    rows = []
+    for i in range(cfg.samples):
+        draw = _simulate_one(cfg, i, False, None)
+        rows.append(np.asarray(draw["t_block"])
+                    - recursion(cfg.n, cfg.depth, draw["t0"][0], cfg.s, cfg.norm)["t"][1:])
+    rows = np.asarray(rows)
+    np.testing.assert_allclose(got["gap"], rows.mean(0), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got["se"], rows.std(0, ddof=1) / 2.0, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got["measured"] - got["predicted"], got["gap"], atol=1e-12)
 
 
 def test_the_interval_rule_decides_only_what_the_sampling_cannot_explain():
