@@ -55,5 +55,4 @@ def test_trajectory_figure_draws_the_claims_stacks(tmp_path, monkeypatch):
         assert r["samples"] == 3 and r["gap"].shape == r["half"].shape == (3,)
         q = student.ppf(1 - 0.05 / (2 * 3), 2)
         assert np.allclose(r["half"], q * r["se"])
-        assert np.allclose(r["gap"], r["measured"] - r["predicted"])
     _check(fig_collapse_trajectory.make("quick", tmp_path))

@@ -112,15 +112,17 @@ def test_paired_gaps_pair_each_stack_with_the_recursion_from_its_own_input():
 
     cfg = StackConfig(n=16, d=16, depth=4, samples=4, seed=3, multiplier=2.0)
     got = paired_gaps(cfg)
-    rows = []
+    measured, predicted = [], []
     for i in range(cfg.samples):
         draw = _simulate_one(cfg, i, False, None)
-        rows.append(np.asarray(draw["t_block"])
-                    - recursion(cfg.n, cfg.depth, draw["t0"][0], cfg.s, cfg.norm)["t"][1:])
-    rows = np.asarray(rows)
+        measured.append(draw["t_block"])
+        predicted.append(recursion(cfg.n, cfg.depth, draw["t0"][0], cfg.s, cfg.norm)["t"][1:])
+    measured, predicted = np.asarray(measured), np.asarray(predicted)
+    rows = measured - predicted
     np.testing.assert_allclose(got["gap"], rows.mean(0), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(got["se"], rows.std(0, ddof=1) / 2.0, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(got["measured"] - got["predicted"], got["gap"], atol=1e-12)
+    np.testing.assert_allclose(got["measured"], measured.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(got["predicted"], predicted.mean(0), rtol=1e-12)
 
 
 def test_the_interval_rule_decides_only_what_the_sampling_cannot_explain():
