@@ -108,8 +108,10 @@ def run_records(declared: dict[str, dict], only: list[str] | None, workers: int,
     from resharpen.experiments import ledger
     from resharpen.experiments.common.io import atomic_write_text
     from resharpen.experiments.common.progress import per_item
+    from resharpen.experiments.common.provenance import provenance
     from resharpen.experiments.ledger import baseline, mutation
 
+    made = provenance("quick")  # before any write: the tree the claims run on, not ours
     claims = {c.id: c for c in all_claims()}
     base = baseline.read(baseline.default_path("quick"), "quick")
     quick = verdicts.read_records(verdicts.QUICK_LEDGER)
@@ -138,7 +140,7 @@ def run_records(declared: dict[str, dict], only: list[str] | None, workers: int,
     if records or set(gone) & set(base):
         print(f"wrote {baseline.update(baseline.default_path('quick'), records, 'quick', declared)}")
     if records or set(gone) & set(quick):
-        print(f"wrote {verdicts.update_quick([asdict(r) for r in records], declared)}")
+        print(f"wrote {verdicts.update_quick([asdict(r) for r in records], declared, made=made)}")
     if to_mutate:
         with per_item("mutate", len(to_mutate), "claim", lambda r: {r.id: r.verdict}) as done:
             results = mutation.run_mutations([claims[i] for i in to_mutate], "quick",

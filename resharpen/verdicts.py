@@ -358,13 +358,16 @@ def record(ledger: str | Path, target: Path) -> Path:
     return target
 
 
-def update_quick(records: list[dict], keep, target: Path = QUICK_LEDGER) -> Path:
+def update_quick(records: list[dict], keep, target: Path = QUICK_LEDGER,
+                 made: dict | None = None) -> Path:
     """Add or replace the records ``records`` (ledger JSON records: ``dataclasses.asdict`` of a
     :class:`~resharpen.experiments.ledger.registry.Record`) in the quick record ``target`` and
     drop the records of ids not in ``keep`` (the claims no longer declared); every other record,
     and the provenance of the run that wrote the record, as they were. The records are sorted
     by id, the summary counted again, and the provenance's ``note`` names the claims recorded
-    alone afterwards and the commit they were run on."""
+    alone afterwards and the commit they were run on, from ``made``: the provenance of the run
+    that made ``records``, taken before it wrote anything (default: taken now, which sees the
+    files a caller has already written as uncommitted changes)."""
     from resharpen.experiments.common.io import atomic_write_text, dumps_json
     from resharpen.experiments.common.provenance import provenance
 
@@ -376,7 +379,7 @@ def update_quick(records: list[dict], keep, target: Path = QUICK_LEDGER) -> Path
     data["summary"] = {s: sum(c["status"] == s for c in data["claims"])
                        for s in ("PASS", "FAIL", "INCONCLUSIVE", "ERROR")}
     if records:
-        now = provenance("quick")
+        now = made if made is not None else provenance("quick")
         commit = str(now.get("commit") or "unknown")[:7]
         dirty = " with uncommitted changes" if now.get("dirty") else ""
         added = (f"{', '.join(sorted(r['id'] for r in records))} recorded alone afterwards "

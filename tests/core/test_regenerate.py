@@ -106,6 +106,35 @@ def test_the_quick_record_update_keeps_the_runs_provenance(tmp_path):
     assert data["provenance"]["note"].startswith("one run; a.fast recorded alone afterwards")
 
 
+def test_the_quick_record_names_the_commit_the_claims_ran_on(tmp_path):
+    """The note's commit and dirty flag come from the provenance the run took before it wrote
+    anything (``made``), not from the tree after its own writes."""
+    path = tmp_path / "ledger.json"
+    path.write_text(json.dumps({"profile": "quick", "summary": {},
+                                "provenance": {"commit": "abc"}, "claims": []}))
+    verdicts.update_quick([_quick("a.fast", "PASS")], DECLARED, path,
+                          made={"commit": "0123456789abcdef", "dirty": False})
+    note = json.loads(path.read_text())["provenance"]["note"]
+    assert "(commit 0123456; python -m resharpen.regenerate)" in note
+    verdicts.update_quick([_quick("a.fast", "PASS")], DECLARED, path,
+                          made={"commit": "fedcba9876543210", "dirty": True})
+    note = json.loads(path.read_text())["provenance"]["note"]
+    assert "(commit fedcba9 with uncommitted changes;" in note
+
+
+def test_regenerate_takes_the_provenance_before_it_writes():
+    """``run_records`` asks for the provenance before its first write (the baseline), so that
+    the quick record's note does not see the baseline it just wrote as an uncommitted change."""
+    import inspect
+
+    from resharpen import regenerate
+
+    source = inspect.getsource(regenerate.run_records)
+    assert 'made = provenance("quick")' in source
+    assert source.index('made = provenance("quick")') < source.index("baseline.update(")
+    assert "made=made" in source
+
+
 def _result(claim_id: str, verdict: str, statuses: dict | None = None,
             baseline_status: str = "PASS") -> MutationResult:
     """A result whose one pair has ``statuses`` (operator -> status, "-": nothing perturbed)."""
