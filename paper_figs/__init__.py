@@ -10,6 +10,9 @@ the files each module writes (``<stem>.png`` and ``<stem>.pdf``), is read from e
 source without importing it: its module-level literal ``STEMS = ("stem", ...)``, or, when it has
 none, the one stem that is the module's own name. A stem holding ``{task}`` stands for one file
 per task of the language grid (:data:`LANGUAGE_TASKS`): ``STEMS = ("fig_langtrain_{task}",)``.
+:data:`DATA`, the commands that make the trained results a figure draws, is read the same way:
+the module-level literal ``DATA = ("resharpen ... --profile {profile}", ...)`` of a figure drawn
+from trained results; a figure without one computes its data when drawn.
 A new figure is its script alone."""
 from __future__ import annotations
 
@@ -38,26 +41,51 @@ def discover_figures(root: Path | None = None) -> dict[str, str]:
     return {name: path.parent.name for name, path in _figure_files(root).items()}
 
 
+def _literal_strings(path: Path, name: str, what: str) -> tuple[str, ...] | None:
+    """The module-level literal ``<name> = ("...", ...)`` of the module at ``path``, read from
+    its source without importing it; None when it has none. ValueError when it is not a
+    non-empty literal tuple of non-empty strings (``what`` names them)."""
+    import ast
+
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                for t in node.targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                value = None
+            if not (isinstance(value, tuple) and value
+                    and all(isinstance(item, str) and item for item in value)):
+                raise ValueError(f"{path}: {name} must be a literal tuple of {what}")
+            return value
+    return None
+
+
 def declared_stems(path: Path, tasks: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The stems of the files the figure module at ``path`` writes, read from its source without
     importing it: its module-level literal ``STEMS = ("stem", ...)``, a stem holding ``{task}``
     repeated once per task of ``tasks`` (in their order); the module's own name when it has no
     ``STEMS``. ValueError when ``STEMS`` is not a literal tuple of strings."""
-    import ast
-
     path = Path(path)
-    for node in ast.parse(path.read_text(), str(path)).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "STEMS"
-                                                for t in node.targets):
-            try:
-                stems = ast.literal_eval(node.value)
-            except ValueError:
-                stems = None
-            if not (isinstance(stems, tuple) and stems
-                    and all(isinstance(stem, str) and stem for stem in stems)):
-                raise ValueError(f"{path}: STEMS must be a literal tuple of file stems")
-            return tuple(out for stem in stems for out in _per_task(stem, tasks))
-    return (path.stem,)
+    stems = _literal_strings(path, "STEMS", "file stems")
+    if stems is None:
+        return (path.stem,)
+    return tuple(out for stem in stems for out in _per_task(stem, tasks))
+
+
+def declared_data(path: Path) -> tuple[str, ...]:
+    """The commands that make the trained results the figure module at ``path`` draws, read from
+    its source without importing it: its module-level literal ``DATA = ("resharpen ...
+    --profile {profile}", ...)``, every command in full at the full size (the quick size may need
+    fewer); () for a figure that computes its data when drawn (no ``DATA``). ValueError for a
+    command that is not a ``resharpen`` command with a ``--profile {profile}`` placeholder."""
+    path = Path(path)
+    commands = _literal_strings(path, "DATA", "commands") or ()
+    for command in commands:
+        if not command.startswith("resharpen ") or "--profile {profile}" not in command:
+            raise ValueError(f"{path}: DATA holds {command!r}, not a resharpen command with "
+                             "--profile {profile}")
+    return commands
 
 
 def _per_task(stem: str, tasks: tuple[str, ...]) -> tuple[str, ...]:
@@ -87,6 +115,13 @@ OUTPUTS: dict[str, tuple[str, ...]] = {
     name: declared_stems(path, LANGUAGE_TASKS) for name, path in _figure_files().items()}
 """The stems of the files each figure module writes (``<stem>.png`` and ``<stem>.pdf``), read
 from each module by :func:`declared_stems`."""
+
+
+DATA: dict[str, tuple[str, ...]] = {
+    name: declared_data(path) for name, path in _figure_files().items()}
+"""The commands that make the trained results each figure module draws (``{profile}`` stands
+for the profile; () for a figure that computes its data), read from each module by
+:func:`declared_data`."""
 
 
 class MissingResults(LookupError):
@@ -156,8 +191,9 @@ def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
 
 def figure_catalogue(names: list[str] | None = None) -> list[dict]:
     """One entry per figure module (all, or ``names``): its name, slice, output stems, the
-    first sentence of its docstring and the claims that declare it (the claims' TOML files,
-    ``figures = [...]``), read without drawing anything."""
+    first sentence of its docstring, the claims that declare it (the claims' TOML files,
+    ``figures = [...]``) and the commands that make its data (:data:`DATA`), read without
+    drawing anything."""
     import ast
 
     from resharpen.experiments.common.package_files import folder
@@ -173,7 +209,7 @@ def figure_catalogue(names: list[str] | None = None) -> list[dict]:
         doc = " ".join((ast.get_docstring(ast.parse(source)) or "").split())
         out.append({"name": name, "slice": FIGURES[name], "stems": list(OUTPUTS[name]),
                     "about": doc.split(". ")[0].rstrip(".") + "." if doc else "",
-                    "claims": shown.get(name, [])})
+                    "claims": shown.get(name, []), "data": list(DATA[name])})
     return out
 
 

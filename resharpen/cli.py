@@ -281,8 +281,8 @@ def add_figs(sub) -> None:
                         "(repeatable); figures never train: one whose results are missing is "
                         "skipped with the command that makes them, and the exit status is 1")
     p.add_argument("--list", action="store_true",
-                   help="list every figure: its output files, the claims it shows and what it "
-                        "draws; draw nothing")
+                   help="list every figure: its output files, what it draws, the claims it "
+                        "shows and the commands that make its data; draw nothing")
     p.set_defaults(handler=run_figs)
 
 
@@ -299,6 +299,11 @@ def run_figs(args) -> int:
             print(f"{entry['name']} ({entry['slice']}): {entry['about']}")
             print(f"  files: {', '.join(entry['stems'])}")
             print(f"  claims: {', '.join(entry['claims']) or 'none'}")
+            print("  data: " + ("; ".join(c.replace("{profile}", "PROFILE") for c in entry["data"])
+                                if entry["data"] else "computed when drawn (no trained results)"))
+        print("PROFILE is quick or full (--profile). At the full size a figure whose results "
+              "out/ lacks reads the archive's copy (results/full) when it holds one: "
+              "resharpen archive status lists what it holds.")
         return 0
     written, skipped = run_figures(args.profile, Path(args.out), args.only,
                                    report=lambda line: None)

@@ -19,6 +19,10 @@ import numpy as np
 
 from resharpen.paper_figs import save, style
 
+DATA = ("resharpen collapse train --profile {profile}",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.collapse.backward import gradient_flow

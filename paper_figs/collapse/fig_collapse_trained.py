@@ -25,6 +25,14 @@ import numpy as np
 
 from resharpen.paper_figs import MissingResults, save, style
 
+DATA = (
+    "resharpen dynamics trained --profile {profile}",
+    "resharpen verify --only dyn.trained.collapse_recursion.init --profile {profile}",
+    "resharpen verify --only dyn.trained.collapse_backward_gain.init --profile {profile}",
+    "resharpen verify --only dyn.trained.collapse_backward_gain.trained --profile {profile}",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 DASHES = ("-", "--", "-.", ":")
 
 

@@ -17,6 +17,10 @@ import matplotlib.pyplot as plt
 
 from resharpen.paper_figs import save, style
 
+DATA = ("resharpen collapse train --profile {profile}",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 RATE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))  # one per rate of the full sweep (5)
 
 

@@ -23,6 +23,10 @@ import numpy as np
 from resharpen.paper_figs import save, style
 from resharpen.paper_figs.results import premise_runs
 
+DATA = ("resharpen verify --only dyn.trained.terminal_order.init --profile {profile}",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.experiments.dynamics.trained_checks import TERMINAL_COSINE, terminal_pairs

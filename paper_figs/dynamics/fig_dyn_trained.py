@@ -28,6 +28,12 @@ import numpy as np
 
 from resharpen.paper_figs import MissingResults, save, style
 
+DATA = (
+    "resharpen dynamics trained --profile {profile}",
+    "resharpen dynamics trained --profile {profile} --premise-set unit_tokens",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 TASK = "dyck1"
 
 

@@ -27,6 +27,10 @@ from pathlib import Path
 STEMS = ("fig_langtrain_{task}",)
 """The files this figure writes, one per task of the language grid (``{task}``: read without
 importing the module, paper_figs/__init__.py)."""
+DATA = ("resharpen langs run --profile {profile}",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 METRICS = (("invalid_mass", "invalid mass p(V \\ N(prefix))", True),
            ("kl", "KL(p* || p)", True), ("top1_invalid", "top-1 invalid rate", False))
 

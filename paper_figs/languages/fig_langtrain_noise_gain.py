@@ -18,6 +18,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+DATA = (
+    "resharpen langs run --grid experiments/configs/languages/noise.toml --profile {profile}",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 STEM = "fig_langtrain_noise_gain"
 
 

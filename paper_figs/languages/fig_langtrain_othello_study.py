@@ -16,6 +16,10 @@ from pathlib import Path
 
 STEMS = ("fig_langtrain_study_othello6",)
 """The stems of the files this figure writes (read without importing it: paper_figs/__init__.py)."""
+DATA = (
+    "resharpen langs run --grid experiments/configs/languages/othello.toml --profile {profile}",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
 
 
 def make(profile: str, outdir: Path) -> list[Path]:

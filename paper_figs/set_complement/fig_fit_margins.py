@@ -24,6 +24,13 @@ import numpy as np
 from resharpen.experiments.training.schema import FIRST_PLACEMENTS
 from resharpen.paper_figs import MissingResults
 
+DATA = (
+    "resharpen sweep set_complement/fit_placements_v32 --profile {profile} --workers 2",
+    "resharpen sweep set_complement/fit_post_large_k_v32 --profile {profile} --workers 2",
+    "resharpen sweep set_complement/fit_placements_v64 --profile {profile} --workers 2",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 COLUMNS = tuple((placement, "") for placement in FIRST_PLACEMENTS) + (("post", "large_k"),)
 ROWS = {32: {"": "fit_placements_v32", "large_k": "fit_post_large_k_v32"},
         64: {"": "fit_placements_v64"}}

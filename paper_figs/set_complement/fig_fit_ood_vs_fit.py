@@ -24,6 +24,14 @@ import numpy as np
 
 from resharpen.experiments.model.schemes import FIRST
 
+DATA = (
+    "resharpen sweep set_complement/fit_placements_v32 --profile {profile} --workers 2",
+    "resharpen sweep set_complement/fit_placements_v32_lr1e-2 --profile {profile} --workers 2",
+    "resharpen sweep set_complement/fit_placements_v64 --profile {profile} --workers 2",
+    "resharpen sweep set_complement/fit_placements_v64_lr1e-2 --profile {profile} --workers 2",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 SETTINGS = {"": ("-", "lr 3e-3, init 0.1"), "_lr1e-2": ("--", "lr 1e-2, init 0.02")}
 """File-name suffix: (line style, label) of the two optimizer settings."""
 PLACEMENTS = FIRST

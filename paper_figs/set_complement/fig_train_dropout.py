@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+DATA = ("resharpen sweep set_complement/random_search --profile {profile} --workers 2",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
+
 
 def make(profile: str, outdir: Path) -> list[Path]:
     from resharpen.paper_figs.set_complement.sweep_figures import sweep_figures

@@ -19,6 +19,11 @@ STEMS = ("fig_train_grid_placements", "fig_train_grid_margins",
          "fig_train_multi_layer_placements", "fig_train_multi_layer_margins")
 """The files this figure writes: ``<prefix>_<figure>`` of each grid of GRIDS, for the figures
 placements and margins (a literal, read without importing the module: paper_figs/__init__.py)."""
+DATA = (
+    "resharpen sweep set_complement/placements_grid --profile {profile} --workers 2",
+    "resharpen sweep set_complement/placements_multi_layer --profile {profile} --workers 2",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
 GRIDS = (("placements_grid", "fig_train_grid"), ("placements_multi_layer", "fig_train_multi_layer"))
 
 

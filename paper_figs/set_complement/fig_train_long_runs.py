@@ -15,6 +15,11 @@ STEMS = ("fig_train_long_runs_averaging", "fig_train_long_runs_placements",
          "fig_train_long_runs_v32_averaging", "fig_train_long_runs_v32_placements")
 """The files this figure writes: ``fig_train_<sweep>_<figure>`` of each sweep (a literal, read
 without importing the module: paper_figs/__init__.py)."""
+DATA = (
+    "resharpen sweep set_complement/long_runs --profile {profile} --workers 2",
+    "resharpen sweep set_complement/long_runs_v32 --profile {profile} --workers 2",)
+"""The commands that make the trained results this figure draws (read without importing it:
+paper_figs/__init__.py)."""
 
 
 def make(profile: str, outdir: Path) -> list[Path]:

@@ -17,10 +17,20 @@ FIGS = ROOT / "paper_figs"
 OWN_COLOUR = re.compile(r"""(colou?r\s*=\s*["'])|(["']C\d["'])|(["']tab:)|(plt\.cm\.)|"""
                         r"""(cmap\s*=)|(["'][bgrcmykw](--|-\.|-|:|o|\.)["'])""")
 
-TRAINED = ["fig_train_*", "fig_fit_margins", "fig_fit_post_k", "fig_fit_ood_vs_fit", "fig_langtrain_*",
-           "fig_collapse_training",
-           "fig_collapse_gradients"]
-"""The figures drawn from trained results (every other figure computes its data)."""
+def trained_figures() -> list[str]:
+    """The figures drawn from trained results: those that declare the commands making them
+    (``DATA``); every other figure computes its data."""
+    from resharpen.paper_figs import DATA
+
+    return sorted(name for name, commands in DATA.items() if commands)
+
+
+TRAINED = trained_figures()
+
+READS_RESULTS = re.compile(r"MissingResults|paper_figs\.results|finished_grid|sweeps?_figures|"
+                           r"trained_set|premise_set|fig_\w+ import [^\n]*\bruns\b")
+"""What a figure module reads trained results through (each raises MissingResults; the last:
+another figure's reader of its runs)."""
 
 
 def figure_sources() -> dict[str, str]:
@@ -197,10 +207,58 @@ def test_figs_never_trains_and_lists_the_skipped(capsys, tmp_path, monkeypatch):
     assert len(lines) == len(skipped)
     for pattern in TRAINED:  # every pattern names a figure (no count to edit when one is added)
         assert select_figures([pattern]), pattern
-    for name in skipped:
-        assert any(re.match(rf"error: figure {name} cannot be drawn .*make them with: "
-                            "resharpen ", line) for line in lines), (name, err)
+    from resharpen.paper_figs import DATA
+
+    for name in skipped:  # the command it names is one the figure declares (figs --list)
+        declared = [c.format(profile="quick") for c in DATA[name]]
+        assert any(re.fullmatch(rf"error: figure {name} cannot be drawn .*make them with: "
+                                rf"{re.escape(c)}", line) for c in declared for line in lines), \
+            (name, declared, err)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("summary.json"))
+
+
+def test_a_figure_that_reads_trained_results_declares_the_commands_that_make_them():
+    """A figure module that reads trained results (through MissingResults or the readers that
+    raise it) declares DATA, and one that declares DATA reads them: the list's data line cannot
+    say "computed" of a figure that needs a sweep."""
+    from resharpen.paper_figs import DATA, FIGURES
+
+    for name, slice_name in FIGURES.items():
+        text = (FIGS / slice_name / f"{name}.py").read_text()
+        assert bool(READS_RESULTS.search(text)) == bool(DATA[name]), name
+
+
+def test_every_declared_command_is_one_the_cli_accepts():
+    """Each DATA command, at either profile, parses with the CLI's own parser, and a sweep it
+    names is a packaged config."""
+    import shlex
+
+    from resharpen.cli import build_parser
+    from resharpen.experiments.training.config import find_config
+    from resharpen.paper_figs import DATA
+
+    parser = build_parser()
+    for name, commands in DATA.items():
+        for command in commands:
+            for profile in ("quick", "full"):
+                words = shlex.split(command.format(profile=profile))
+                assert words[0] == "resharpen", (name, command)
+                args = parser.parse_args(words[1:])
+                assert args.profile == profile, (name, command)
+                if words[1] == "sweep":
+                    assert find_config(words[2]).is_file(), (name, command)
+
+
+def test_a_data_declaration_that_is_not_a_command_is_refused(tmp_path):
+    from resharpen.paper_figs import declared_data
+
+    path = tmp_path / "fig_bad.py"
+    for text in ('DATA = ("make it",)\n', 'DATA = ("resharpen sweep x",)\n', 'DATA = ()\n'):
+        path.write_text(text)
+        with pytest.raises(ValueError, match="DATA"):
+            declared_data(path)
+    path.write_text('"""Computed."""\n')
+    assert declared_data(path) == ()
 
 
 def test_figs_list_names_every_figure_with_its_claims(capsys):
@@ -212,5 +270,12 @@ def test_figs_list_names_every_figure_with_its_claims(capsys):
     out = capsys.readouterr().out
     for name in FIGURES:
         assert f"{name} (" in out
-    block = out.split("fig_fit_margins (", 1)[1].split("\n", 3)
+    block = out.split("fig_fit_margins (", 1)[1].split("\n", 4)
     assert "fit.none.two_over_s" in block[2]
+    assert block[3] == ("  data: resharpen sweep set_complement/fit_placements_v32 --profile "
+                        "PROFILE --workers 2; resharpen sweep set_complement/fit_post_large_k_v32 "
+                        "--profile PROFILE --workers 2; resharpen sweep "
+                        "set_complement/fit_placements_v64 --profile PROFILE --workers 2")
+    computed = out.split("sc_margins\n", 1)[0].rsplit("fig_sc_margins (", 1)[1]
+    assert "  data: computed when drawn (no trained results)" in out.split(
+        "fig_sc_margins (", 1)[1].split("\n", 4)[3], computed
