@@ -233,7 +233,8 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
                 "transformers, beyond the idealized setting the paper proves them in. The terms "
                 "are defined at the end of the [index](README.md#terms).", "",
                 f"Quick: {counts(quick, ids)}. Full size: {counts(full, ids)}.", "",
-                *glance(ids, declared, quick, full), "", "## The statements", ""]
+                *findings(ids, declared, full), *glance(ids, declared, quick, full), "",
+                "## The statements", ""]
         for claim_id in ids:
             body += [entry(claim_id, declared[claim_id], quick.get(claim_id), full.get(claim_id)),
                      ""]
@@ -289,6 +290,50 @@ def glance(ids: list[str], declared: dict[str, dict], quick: dict, full: dict) -
                     f"{_verdict(quick.get(claim_id), decl['quick'])} | "
                     f"{_verdict(full.get(claim_id), decl.get('full'))} |")
     return rows
+
+
+FINDING_CHARS = 160
+"""A full-size record's measured and expected values are shown up to this many characters in a
+paper page's table of what does not hold or is undecided (:func:`findings`)."""
+
+
+def findings(ids: list[str], declared: dict[str, dict], full: dict) -> list[str]:
+    """A paper page's first table: every one of its statements (supporting checks left out,
+    :func:`supporting`) whose full-size record is not PASS, is the PASS of an erratum (a
+    statement of the paper shown false) or is missing ("not run"), with what was measured
+    against what was expected (each cut at :data:`FINDING_CHARS`) and, when INCONCLUSIVE, the
+    reason the record gives; a statement held against the package's transformers
+    (:func:`is_transfer`) is marked so. Every other statement of the page PASSes at full size.
+    A paper with none says so."""
+    rows = []
+    for claim_id in ids:
+        record, decl = full.get(claim_id), declared[claim_id]
+        if supporting(claim_id, decl["source"]):
+            continue
+        if record is None:
+            rows.append(f"| [`{claim_id}`](#{claim_id.replace('.', '').lower()}) | not run | | |")
+            continue
+        erratum = bool(decl.get("erratum")) and record["status"] == "PASS"
+        if record["status"] == "PASS" and not erratum:
+            continue
+        verdict = "PASS: erratum reproduced" if erratum else record["status"]
+        if is_transfer(decl):
+            verdict += " (in the package's transformers)"
+        why = why_not_decided(record) if record["status"] == "INCONCLUSIVE" else ""
+        rows.append(f"| [`{claim_id}`](#{claim_id.replace('.', '').lower()}) | {verdict} | "
+                    f"{_cell(_cut(record['measured'], FINDING_CHARS))} | "
+                    f"{_cell(_cut(record['expected'], FINDING_CHARS))}"
+                    + (f"; undecided: {_cell(_cut(why, FINDING_CHARS))}" if why else "") + " |")
+    head = ["## What does not hold, or is undecided, at full size", ""]
+    if not rows:
+        return head + ["Every statement of this paper the package tests holds at full size.", ""]
+    return head + ["The paper's statements whose full-size verdict is not a plain PASS: a FAIL "
+                   "(a measured disagreement), an INCONCLUSIVE (not decided, with what would "
+                   "decide it) or an erratum (a statement shown false, its counterexample "
+                   "reproduced). Every other statement of the paper below PASSes at full size.",
+                   "",
+                   "| claim | full size | measured | expected |", "|---|---|---|---|",
+                   *rows, ""]
 
 
 NON_PASS_CHARS = 300

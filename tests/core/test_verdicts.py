@@ -52,6 +52,40 @@ def test_the_non_pass_table_is_the_records():
     assert f"(verdicts/2608.09417.md#{b.replace('.', '')})" in rows[1]
 
 
+def test_the_findings_table_lists_what_does_not_plainly_pass():
+    """Planted full records: a FAIL, an INCONCLUSIVE (with its reason), an erratum's PASS and a
+    missing record each get a row; a plain PASS and a supporting check's FAIL get none; a page
+    whose statements all PASS says so instead of a table."""
+    declared = {
+        "x.fail": {"source": "arXiv 2510.22026 Thm 1", "statement": "s"},
+        "x.undecided": {"source": "arXiv 2510.22026 Thm 2", "statement": "s"},
+        "x.erratum": {"source": "arXiv 2510.22026 Thm 3", "statement": "s", "erratum": True},
+        "x.missing": {"source": "arXiv 2510.22026 Thm 4", "statement": "s"},
+        "x.pass": {"source": "arXiv 2510.22026 Thm 5", "statement": "s"},
+        "x.support": {"source": "known sequence: Catalan numbers", "statement": "s"},
+        "x.transfer": {"source": "arXiv 2510.22026, trained", "statement": "s", "transfer": True}}
+    full = {"x.fail": {"status": "FAIL", "measured": "0.2 | 0.3", "expected": "< 0.1"},
+            "x.undecided": {"status": "INCONCLUSIVE", "measured": "n = 3", "expected": "> 0",
+                            "detail": "t | inconclusive: 3 < 5 seeds"},
+            "x.erratum": {"status": "PASS", "measured": "0", "expected": "0"},
+            "x.pass": {"status": "PASS", "measured": "1", "expected": "1"},
+            "x.support": {"status": "FAIL", "measured": "1", "expected": "2"},
+            "x.transfer": {"status": "FAIL", "measured": "1", "expected": "2"}}
+    rows = [line for line in verdicts.findings(list(declared), declared, full)
+            if line.startswith("| [`")]
+    assert [row.split("`")[1] for row in rows] == ["x.fail", "x.undecided", "x.erratum",
+                                                   "x.missing", "x.transfer"]
+    assert rows[0].endswith("| FAIL | 0.2 \\| 0.3 | < 0.1 |")
+    assert rows[1].endswith("| INCONCLUSIVE | n = 3 | > 0; undecided: 3 < 5 seeds |")
+    assert "| PASS: erratum reproduced | 0 | 0 |" in rows[2]
+    assert "| not run |" in rows[3]
+    assert "| FAIL (in the package's transformers) |" in rows[4]
+    plain = {"x.pass": declared["x.pass"]}
+    text = "\n".join(verdicts.findings(["x.pass"], plain, full))
+    assert "Every statement of this paper the package tests holds at full size." in text
+    assert "| claim |" not in text
+
+
 def test_every_declared_claim_is_on_exactly_one_page():
     declared = all_declarations()
     pages = verdicts.pages()
