@@ -46,8 +46,6 @@ ROOT = Path(__file__).resolve().parent.parent
 """The checkout: the folder holding ``resharpen/``, ``docs/`` and ``tests/``."""
 WRITERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("resharpen/claims_index.json", ("-m", "resharpen.claim_index", "--write")),
-    ("docs/ledger.md: the table of non-PASS claims (from the quick baseline)",
-     ("tests/core/test_baseline.py", "--write")),
     ("docs: the passages quoted from the mutation record",
      ("tests/core/test_docs_from_records.py", "--write")),
     ("docs/othello_search.md: the Othello study's table (from its archive)",

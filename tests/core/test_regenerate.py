@@ -218,3 +218,18 @@ def test_only_a_pattern_matching_no_claim_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as stop:
         regenerate.main(["--dry-run", "--only", "no.such.claim"])
     assert stop.value.code == 2 and "no.such.claim" in capsys.readouterr().err
+
+
+def test_every_writer_is_a_script_that_runs_as_a_program():
+    """Each generated file's command is a file or module with a ``__main__`` entry: a writer
+    that is not (a test file without one) would run, print nothing and write nothing."""
+    import importlib.util
+    from pathlib import Path
+
+    from resharpen import regenerate
+
+    for what, arguments in regenerate.WRITERS:
+        path = Path(importlib.util.find_spec(arguments[1]).origin) if arguments[0] == "-m" \
+            else regenerate.ROOT / arguments[0]
+        assert path.is_file(), (what, path)
+        assert 'if __name__ == "__main__":' in path.read_text(), (what, path)
