@@ -73,17 +73,24 @@ def declared_stems(path: Path, tasks: tuple[str, ...] = ()) -> tuple[str, ...]:
     return tuple(out for stem in stems for out in _per_task(stem, tasks))
 
 
+def data_command(entry: str) -> str:
+    """The command of a ``DATA`` entry, without its note (after `` # ``)."""
+    return entry.split(" # ", 1)[0].strip()
+
+
 def declared_data(path: Path) -> tuple[str, ...]:
     """The commands that make the trained results the figure module at ``path`` draws, read from
     its source without importing it: its module-level literal ``DATA = ("resharpen ...
-    --profile {profile}", ...)``, every command in full at the full size (the quick size may need
-    fewer); () for a figure that computes its data when drawn (no ``DATA``). ValueError for a
-    command that is not a ``resharpen`` command with a ``--profile {profile}`` placeholder."""
+    --profile {profile}", ...)``, each command the figure reads at the full size, one it can do
+    without or reads only there followed by a note after `` # `` (``... # full size only``);
+    () for a figure that computes its data when drawn (no ``DATA``). ValueError for a command
+    that is not a ``resharpen`` command with a ``--profile {profile}`` placeholder."""
     path = Path(path)
     commands = _literal_strings(path, "DATA", "commands") or ()
-    for command in commands:
+    for entry in commands:
+        command = data_command(entry)
         if not command.startswith("resharpen ") or "--profile {profile}" not in command:
-            raise ValueError(f"{path}: DATA holds {command!r}, not a resharpen command with "
+            raise ValueError(f"{path}: DATA holds {entry!r}, not a resharpen command with "
                              "--profile {profile}")
     return commands
 

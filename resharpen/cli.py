@@ -286,6 +286,13 @@ def add_figs(sub) -> None:
     p.set_defaults(handler=run_figs)
 
 
+def _data_text(entry: str) -> str:
+    """A figure's ``DATA`` entry as `figs --list` prints it: the command, PROFILE for the
+    profile, and its note in parentheses."""
+    command, _, note = entry.partition(" # ")
+    return command.strip().replace("{profile}", "PROFILE") + (f" ({note.strip()})" if note else "")
+
+
 def run_figs(args) -> int:
     from resharpen.experiments.common.io import check_writable_target
     from resharpen.paper_figs import figure_catalogue, run_figures, select_figures
@@ -299,7 +306,7 @@ def run_figs(args) -> int:
             print(f"{entry['name']} ({entry['slice']}): {entry['about']}")
             print(f"  files: {', '.join(entry['stems'])}")
             print(f"  claims: {', '.join(entry['claims']) or 'none'}")
-            print("  data: " + ("; ".join(c.replace("{profile}", "PROFILE") for c in entry["data"])
+            print("  data: " + ("; ".join(_data_text(c) for c in entry["data"])
                                 if entry["data"] else "computed when drawn (no trained results)"))
         print("PROFILE is quick or full (--profile). At the full size a figure whose results "
               "out/ lacks reads the archive's copy (results/full) when it holds one: "

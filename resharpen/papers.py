@@ -51,7 +51,7 @@ def is_transfer(declaration: dict) -> bool:
 def claim_paper(record: dict) -> str:
     """The paper a claim checks: the arXiv id its ``source`` names (one of :data:`PAPERS`);
     else "other" when the source is another paper (prior work), a known sequence, a package
-    round trip, a published count or a regression; else the paper of its id's first part
+    check or round trip, a published count or a regression; else the paper of its id's first part
     (:data:`PREFIX_PAPERS`: ``sc``, ``train``, ... -> 2510.08341, ``dyn`` -> 2510.22026,
     ``collapse`` -> 2608.09417)."""
     source = str(record.get("source", ""))

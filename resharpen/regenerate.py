@@ -52,7 +52,8 @@ WRITERS: tuple[tuple[str, tuple[str, ...]], ...] = (
      ("tests/languages/test_othello_study_table.py", "--write")),
     ("docs/verdicts/ (from the declarations and the quick and full records)",
      ("-m", "resharpen.verdicts", "--write")),
-    ("README.md: the verdict table and the family counts; docs/run_times.md",
+    ("README.md: the verdict table and the family counts; docs/ledger.md: the table of non-PASS "
+     "claims; docs/run_times.md",
      ("-m", "resharpen.front_page", "--write")),
     ("docs/api.md: the reference (from the docstrings)", ("tests/core/test_api.py", "--write")),
 )

@@ -202,11 +202,14 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
              "the quick ledger (`results/quick/ledger.json`, written by `make regenerate`) and "
              "the full-size ledger (`results/full/ledger.json`). Do not edit by hand.", "",
              "The column \"the paper's own statements\" counts a paper's claims without its "
-             "supporting checks (known sequences, published counts, prior work, round trips, "
-             "regressions) and without the statements held against the package's transformers, "
-             "outside the idealized setting they are proved in; those have a column of their "
-             "own. An erratum is a statement shown false: its PASS means that the "
-             "counterexample is reproduced, and the column counts such PASSes apart.", "",
+             "supporting checks (known sequences, published counts, prior work, package "
+             "checks, round trips, regressions) and without the statements held against the "
+             "package's transformers, outside the idealized setting they are proved in; those "
+             "have a column of their own. An erratum is a statement shown false: its PASS "
+             "means that the counterexample is reproduced, and the column counts such PASSes "
+             "apart, by whose statement it is (the paper's text as the sources give it, a "
+             "secondary summary, a transcription's extension, the package's reconstruction).",
+             "",
              "| paper | claims | quick | full size | full size, the paper's own statements | "
              "full size, held against the package's transformers |",
              "|---|---|---|---|---|---|"]
@@ -214,8 +217,7 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
         title = TITLES[paper]
         held = [i for i in ids if is_transfer(declared[i])]
         own = [i for i in ids if not supporting(i, declared[i]["source"]) and i not in held]
-        errata = sum(bool(declared[i].get("erratum")) and full.get(i, {}).get("status") == "PASS"
-                     for i in own)
+        errata = errata_counts(own, declared, full)
         index.append(f"| [arXiv {paper}, {title}]({paper}.md) | {len(ids)} | "
                      f"{counts(quick, ids)} | {counts(full, ids)} | {len(own)}: "
                      f"{counts(full, own)}"
@@ -228,7 +230,8 @@ def pages(declared: dict[str, dict] | None = None, quick: dict | None = None,
                 "statement gives its verdict in the quick profile (minutes on 2 CPU cores) and "
                 "at full size, what was measured against what was expected, how the data "
                 "decided it, and how to reproduce it. Supporting checks (known sequences, "
-                "published counts, checks of prior work, package round trips, regressions) are "
+                "published counts, checks of prior work, package checks, round trips, "
+                "regressions) are "
                 "among them and are marked so, as are the statements held against the package's "
                 "transformers, beyond the idealized setting the paper proves them in. The terms "
                 "are defined at the end of the [index](README.md#terms).", "",
@@ -250,19 +253,26 @@ GLOSSARY = (
     "legal-next set excludes, averaged over positions; **ID** / **OOD**: at the training "
     "lengths / at longer ones (out of distribution).",
     "- **fit**, **matched fit**: a run has reached its fit when its in-distribution invalid mass "
-    "(and total variation, on the language grid) is at most a stated level; two arms are "
-    "compared at matched fit when each is read at the first evaluation at or below the same "
-    "level. A **rung** is one level of the fit ladder (1e-2, 3e-3, 1e-3, ...).",
-    "- **raw / EMA / BEMA**: a run's trained weights, their exponential moving average, and the "
-    "bias-corrected EMA.",
+    "(and total variation, on the language grid) is at most a stated level, checked as it "
+    "trains; it stops there. Arms are compared at a matched fit: trained to the same level "
+    "(the fit.* placement sweeps; on the language grid each run to its task's level, its EMA "
+    "and BEMA weights read where its raw weights stopped), or, for the sampled-label noise "
+    "arms, which cannot reach it, trained for one budget and checked to be past a common "
+    "level. A **rung** is one level of the fit ladder (1e-2, 3e-3, 1e-3, ...), read at the "
+    "first evaluation that reaches it.",
+    "- **raw / EMA / BEMA**: a run's trained weights theta_t; their exponential moving average "
+    "EMA_t; and BEMA_t = alpha_t (theta_t - theta_0) + EMA_t (Block and Zhang, arXiv "
+    "2508.00180), the EMA with a decaying share of the distance travelled added back.",
     "- **placements**: none, pre (Pre-LN with its final norm), pre_nofinal (Pre-LN without it: "
     "no norm between the last attention and the readout, the no-resharpening control), post, "
     "attn_out (a norm on the attention output before the residual sum), peri, mixln, ngpt, "
     "ln_scaling.",
     "- **K** = lambda/beta: in Post-Norm's readout N(x + o), the size of the attention output o "
     "against the token's own embedding x (on trained weights, |c(E W_V W_O)|_F / |c(E)|_F; "
-    "docs/theory.md); post tends to attn_out, N(o) alone, as K grows. **t_sim**: the mean "
-    "pairwise cosine similarity of the token representations after a layer.",
+    "docs/theory.md); post tends to attn_out, N(o) alone, as K grows. **t_sim**(X) = "
+    "||Pi_1 X||_F^2 / ||X||_F^2 with Pi_1 = 11^T/n: the similarity of a layer's token "
+    "representations (1 when every row is the same, 1/n for orthogonal rows of one norm; "
+    "docs/collapse.md); distinct from the mean pairwise cosine the dynamics claims read.",
     "- **premise set**: models built to meet a theorem's hypotheses (e.g. tokens of radius 1), "
     "so that a claim tests the theorem inside them; a run outside the premise is named, not "
     "tested.",
@@ -292,48 +302,67 @@ def glance(ids: list[str], declared: dict[str, dict], quick: dict, full: dict) -
     return rows
 
 
+def errata_counts(ids: list[str], declared: dict[str, dict], full: dict) -> str:
+    """``3 of the paper's text, 1 of a secondary summary``: the errata among ``ids`` whose
+    full-size record PASSes (the counterexample reproduced), counted by whose statement they
+    show false (``erratum_of``, :data:`~resharpen.experiments.ledger.declarations.ERRATA_OF`);
+    "" when there are none."""
+    from resharpen.experiments.ledger.declarations import ERRATA_OF
+
+    found = [declared[i]["erratum_of"] for i in ids if declared[i].get("erratum")
+             and full.get(i, {}).get("status") == "PASS"]
+    short = {"paper": "of the paper as its sources give it", "summary": "of a secondary summary",
+             "transcription": "of a transcription's extension",
+             "reconstruction": "of the package's reconstruction", "prior work": "of prior work"}
+    return ", ".join(f"{found.count(k)} {short[k]}" for k in ERRATA_OF if k in found)
+
+
 FINDING_CHARS = 160
 """A full-size record's measured and expected values are shown up to this many characters in a
 paper page's table of what does not hold or is undecided (:func:`findings`)."""
 
 
 def findings(ids: list[str], declared: dict[str, dict], full: dict) -> list[str]:
-    """A paper page's first table: every one of its statements (supporting checks left out,
-    :func:`supporting`) whose full-size record is not PASS, is the PASS of an erratum (a
-    statement of the paper shown false) or is missing ("not run"), with what was measured
-    against what was expected (each cut at :data:`FINDING_CHARS`) and, when INCONCLUSIVE, the
-    reason the record gives; a statement held against the package's transformers
-    (:func:`is_transfer`) is marked so. Every other statement of the page PASSes at full size.
-    A paper with none says so."""
+    """A paper page's first table: every one of its claims whose full-size record is not PASS,
+    is the PASS of an erratum (a statement shown false: whose, from ``erratum_of``) or is
+    missing ("not run"), with what was measured against what was expected (each cut at
+    :data:`FINDING_CHARS`) and, when INCONCLUSIVE, the reason the record gives; a supporting
+    check (:func:`supporting`) and a statement held against the package's transformers
+    (:func:`is_transfer`) are marked so. Every other claim of the page PASSes at full size. A
+    paper with none says so."""
+    from resharpen.experiments.ledger.declarations import ERRATA_OF
+
     rows = []
     for claim_id in ids:
         record, decl = full.get(claim_id), declared[claim_id]
-        if supporting(claim_id, decl["source"]):
-            continue
+        link = f"[`{claim_id}`](#{claim_id.replace('.', '').lower()})"
         if record is None:
-            rows.append(f"| [`{claim_id}`](#{claim_id.replace('.', '').lower()}) | not run | | |")
+            rows.append(f"| {link} | not run | | | |")
             continue
         erratum = bool(decl.get("erratum")) and record["status"] == "PASS"
         if record["status"] == "PASS" and not erratum:
             continue
-        verdict = "PASS: erratum reproduced" if erratum else record["status"]
+        verdict = (f"PASS: an erratum of {ERRATA_OF[decl['erratum_of']]}, reproduced"
+                   if erratum else record["status"])
         if is_transfer(decl):
             verdict += " (in the package's transformers)"
+        if supporting(claim_id, decl["source"]):
+            verdict += " (a supporting check)"
         why = why_not_decided(record) if record["status"] == "INCONCLUSIVE" else ""
-        rows.append(f"| [`{claim_id}`](#{claim_id.replace('.', '').lower()}) | {verdict} | "
-                    f"{_cell(_cut(record['measured'], FINDING_CHARS))} | "
-                    f"{_cell(_cut(record['expected'], FINDING_CHARS))}"
-                    + (f"; undecided: {_cell(_cut(why, FINDING_CHARS))}" if why else "") + " |")
+        rows.append(f"| {link} | {verdict} | {_cell(_cut(record['measured'], FINDING_CHARS))} | "
+                    f"{_cell(_cut(record['expected'], FINDING_CHARS))} | "
+                    f"{_cell(_cut(why, FINDING_CHARS))} |")
     head = ["## What does not hold, or is undecided, at full size", ""]
     if not rows:
-        return head + ["Every statement of this paper the package tests holds at full size.", ""]
-    return head + ["The paper's statements whose full-size verdict is not a plain PASS: a FAIL "
-                   "(a measured disagreement), an INCONCLUSIVE (not decided, with what would "
-                   "decide it) or an erratum (a statement shown false, its counterexample "
-                   "reproduced). Every other statement of the paper below PASSes at full size.",
-                   "",
-                   "| claim | full size | measured | expected |", "|---|---|---|---|",
-                   *rows, ""]
+        return head + ["Every claim of this page PASSes at full size, and none is an erratum.",
+                       ""]
+    return head + ["The claims whose full-size verdict is not a plain PASS: a FAIL (a measured "
+                   "disagreement), an INCONCLUSIVE (not decided, with what would decide it), "
+                   "an erratum (a statement shown false, its counterexample reproduced) or a "
+                   "claim not run at full size. Every other claim of the page, supporting "
+                   "checks included, PASSes at full size.", "",
+                   "| claim | full size | measured | expected | undecided, because |",
+                   "|---|---|---|---|---|", *rows, ""]
 
 
 NON_PASS_CHARS = 300
@@ -449,8 +478,8 @@ def update_quick(records: list[dict], keep, target: Path = QUICK_LEDGER,
     and the provenance of the run that wrote the record, as they were. The records are sorted
     by id, the summary counted again, and the provenance's ``note`` names the claims recorded
     alone afterwards and the commit they were run on, from ``made``: the provenance of the run
-    that made ``records``, taken before it wrote anything (default: taken now, which sees the
-    files a caller has already written as uncommitted changes)."""
+    that made ``records``, taken before it wrote anything (default: this process's provenance,
+    whose dirty flag is the tree's state when the process first asked for it)."""
     from resharpen.experiments.common.io import atomic_write_text, dumps_json
     from resharpen.experiments.common.provenance import provenance
 

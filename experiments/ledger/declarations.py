@@ -12,6 +12,7 @@ declares, for each claim id of the module, in the order a reader meets them::
     quick = "PASS"                          the status expected in the quick profile
     full = "FAIL"                           the status expected at full size (absent: undecided)
     erratum = true                          (absent: false) the check reproduces a counterexample
+    erratum_of = "paper"                    with erratum: whose statement is shown false (ERRATA_OF)
     expected_from = "paper"                 paper | derivation | statement | regression
     origin = "..."                          which paper number, derivation, constant or record
     derived_by = ["resharpen.theory..."]    the functions of an independent derivation
@@ -34,9 +35,15 @@ KINDS = ("symbolic", "numeric", "experiment")
 COSTS = ("fast", "slow")
 EXPECTED_STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
 ORIGINS = ("paper", "derivation", "statement", "regression")
+ERRATA_OF = {"paper": "the paper's text (as the sources give it)",
+             "summary": "a secondary summary of the paper",
+             "transcription": "an extension the paper's transcription states",
+             "reconstruction": "the package's own reconstruction of the paper",
+             "prior work": "prior work the paper builds on"}
+"""Whose statement an erratum shows false (``erratum_of``), and how the pages name it."""
 FIELDS = {"source": str, "statement": str, "kind": str, "tolerance": str, "cost": str,
-          "quick": str, "full": str, "erratum": bool, "expected_from": str, "origin": str,
-          "derived_by": list, "figures": list, "transfer": bool}
+          "quick": str, "full": str, "erratum": bool, "erratum_of": str, "expected_from": str,
+          "origin": str, "derived_by": list, "figures": list, "transfer": bool}
 REQUIRED = ("source", "statement", "kind", "tolerance", "cost", "quick", "expected_from",
             "origin")
 CLAIMS_MODULES = (
@@ -92,6 +99,11 @@ def check_entry(claim_id: str, entry: object, where: str) -> None:
                           ("full", EXPECTED_STATUSES), ("expected_from", ORIGINS)):
         if name in entry and entry[name] not in allowed:
             raise bad(f"{name} {entry[name]!r} is not one of {', '.join(allowed)}")
+    if entry.get("erratum", False) != ("erratum_of" in entry):
+        raise bad("an erratum (erratum = true) names whose statement it shows false "
+                  f"(erratum_of: one of {', '.join(ERRATA_OF)}), and only an erratum does")
+    if "erratum_of" in entry and entry["erratum_of"] not in ERRATA_OF:
+        raise bad(f"erratum_of {entry['erratum_of']!r} is not one of {', '.join(ERRATA_OF)}")
     if not entry["origin"].strip():
         raise bad("origin is empty; say which paper number, derivation, constant or record")
     for name in entry.get("derived_by", []):

@@ -26,8 +26,10 @@ from resharpen.paper_figs import MissingResults
 
 DATA = (
     "resharpen sweep set_complement/fit_placements_v32 --profile {profile} --workers 2",
-    "resharpen sweep set_complement/fit_post_large_k_v32 --profile {profile} --workers 2",
-    "resharpen sweep set_complement/fit_placements_v64 --profile {profile} --workers 2",)
+    "resharpen sweep set_complement/fit_post_large_k_v32 --profile {profile} --workers 2"
+    " # optional: the large-K panel",
+    "resharpen sweep set_complement/fit_placements_v64 --profile {profile} --workers 2"
+    " # full size only, optional: the v = 64 row",)
 """The commands that make the trained results this figure draws (read without importing it:
 paper_figs/__init__.py)."""
 

@@ -27,8 +27,10 @@ from resharpen.experiments.model.schemes import FIRST
 DATA = (
     "resharpen sweep set_complement/fit_placements_v32 --profile {profile} --workers 2",
     "resharpen sweep set_complement/fit_placements_v32_lr1e-2 --profile {profile} --workers 2",
-    "resharpen sweep set_complement/fit_placements_v64 --profile {profile} --workers 2",
-    "resharpen sweep set_complement/fit_placements_v64_lr1e-2 --profile {profile} --workers 2",)
+    "resharpen sweep set_complement/fit_placements_v64 --profile {profile} --workers 2"
+    " # full size only",
+    "resharpen sweep set_complement/fit_placements_v64_lr1e-2 --profile {profile} --workers 2"
+    " # full size only",)
 """The commands that make the trained results this figure draws (read without importing it:
 paper_figs/__init__.py)."""
 

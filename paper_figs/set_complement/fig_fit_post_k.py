@@ -22,7 +22,8 @@ import numpy as np
 
 DATA = (
     "resharpen sweep set_complement/fit_post_k_sweep_v32 --profile {profile} --workers 2",
-    "resharpen sweep set_complement/fit_placements_v32 --profile {profile} --workers 2",)
+    "resharpen sweep set_complement/fit_placements_v32 --profile {profile} --workers 2"
+    " # optional: attn_out's runs, when the K sweep has none",)
 """The commands that make the trained results this figure draws (read without importing it:
 paper_figs/__init__.py)."""
 

@@ -207,10 +207,10 @@ def test_figs_never_trains_and_lists_the_skipped(capsys, tmp_path, monkeypatch):
     assert len(lines) == len(skipped)
     for pattern in TRAINED:  # every pattern names a figure (no count to edit when one is added)
         assert select_figures([pattern]), pattern
-    from resharpen.paper_figs import DATA
+    from resharpen.paper_figs import DATA, data_command
 
     for name in skipped:  # the command it names is one the figure declares (figs --list)
-        declared = [c.format(profile="quick") for c in DATA[name]]
+        declared = [data_command(c).format(profile="quick") for c in DATA[name]]
         assert any(re.fullmatch(rf"error: figure {name} cannot be drawn .*make them with: "
                                 rf"{re.escape(c)}", line) for c in declared for line in lines), \
             (name, declared, err)
@@ -235,11 +235,11 @@ def test_every_declared_command_is_one_the_cli_accepts():
 
     from resharpen.cli import build_parser
     from resharpen.experiments.training.config import find_config
-    from resharpen.paper_figs import DATA
+    from resharpen.paper_figs import DATA, data_command
 
     parser = build_parser()
     for name, commands in DATA.items():
-        for command in commands:
+        for command in map(data_command, commands):
             for profile in ("quick", "full"):
                 words = shlex.split(command.format(profile=profile))
                 assert words[0] == "resharpen", (name, command)
@@ -253,12 +253,16 @@ def test_a_data_declaration_that_is_not_a_command_is_refused(tmp_path):
     from resharpen.paper_figs import declared_data
 
     path = tmp_path / "fig_bad.py"
-    for text in ('DATA = ("make it",)\n', 'DATA = ("resharpen sweep x",)\n', 'DATA = ()\n'):
+    for text in ('DATA = ("make it",)\n', 'DATA = ("resharpen sweep x",)\n', 'DATA = ()\n',
+                 'DATA = ("make it # --profile {profile}",)\n'):
         path.write_text(text)
         with pytest.raises(ValueError, match="DATA"):
             declared_data(path)
     path.write_text('"""Computed."""\n')
     assert declared_data(path) == ()
+    noted = 'resharpen sweep x --profile {profile} # full size only'
+    path.write_text(f'DATA = ("{noted}",)\n')
+    assert declared_data(path) == (noted,)
 
 
 def test_figs_list_names_every_figure_with_its_claims(capsys):
@@ -274,8 +278,8 @@ def test_figs_list_names_every_figure_with_its_claims(capsys):
     assert "fit.none.two_over_s" in block[2]
     assert block[3] == ("  data: resharpen sweep set_complement/fit_placements_v32 --profile "
                         "PROFILE --workers 2; resharpen sweep set_complement/fit_post_large_k_v32 "
-                        "--profile PROFILE --workers 2; resharpen sweep "
-                        "set_complement/fit_placements_v64 --profile PROFILE --workers 2")
-    computed = out.split("sc_margins\n", 1)[0].rsplit("fig_sc_margins (", 1)[1]
-    assert "  data: computed when drawn (no trained results)" in out.split(
-        "fig_sc_margins (", 1)[1].split("\n", 4)[3], computed
+                        "--profile PROFILE --workers 2 (optional: the large-K panel); resharpen "
+                        "sweep set_complement/fit_placements_v64 --profile PROFILE --workers 2 "
+                        "(full size only, optional: the v = 64 row)")
+    assert out.split("fig_sc_margins (", 1)[1].split("\n", 4)[3] == \
+        "  data: computed when drawn (no trained results)"

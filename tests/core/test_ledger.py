@@ -76,6 +76,12 @@ def test_registry_refuses_bad_declarations_and_unknown_patterns():
         declare(__name__, "t.x", **{k: v for k, v in good.items() if k != "cost"})
     with pytest.raises(ValueError, match="unknown field.s. colour"):
         declare(__name__, "t.x", **good, colour="red")
+    with pytest.raises(ValueError, match="names whose statement it shows false"):
+        declare(__name__, "t.x", **good, erratum=True)  # an erratum says whose
+    with pytest.raises(ValueError, match="names whose statement it shows false"):
+        declare(__name__, "t.x", **good, erratum_of="paper")  # only an erratum does
+    with pytest.raises(ValueError, match="erratum_of 'lore' is not one of"):
+        declare(__name__, "t.x", **good, erratum=True, erratum_of="lore")
     with pytest.raises(ValueError, match="has no declaration"):
         ledger.claim("t.undeclared")(lambda profile: ledger.Outcome(0, 0, True))
     with pytest.raises(ValueError, match="matches no claim"):

@@ -122,17 +122,42 @@ def test_the_quick_record_names_the_commit_the_claims_ran_on(tmp_path):
     assert "(commit fedcba9 with uncommitted changes;" in note
 
 
-def test_regenerate_takes_the_provenance_before_it_writes():
-    """``run_records`` asks for the provenance before its first write (the baseline), so that
-    the quick record's note does not see the baseline it just wrote as an uncommitted change."""
-    import inspect
+def test_regenerate_takes_the_provenance_before_it_writes(monkeypatch, tmp_path):
+    """``run_records`` takes the provenance before its first write: with a provenance that
+    reports the tree dirty once the baseline is written, the quick record's note still names
+    the clean tree the claims ran on."""
+    from types import SimpleNamespace
 
     from resharpen import regenerate
+    from resharpen.experiments import ledger
+    from resharpen.experiments.common import provenance as provenance_module
+    from resharpen.experiments.ledger import baseline, mutation
+    from resharpen.experiments.ledger.declarations import all_declarations
 
-    source = inspect.getsource(regenerate.run_records)
-    assert 'made = provenance("quick")' in source
-    assert source.index('made = provenance("quick")') < source.index("baseline.update(")
-    assert "made=made" in source
+    tree = {"dirty": False}
+    record = SimpleNamespace(id="sc.theorem.two_over_s", status="PASS")
+    monkeypatch.setattr(provenance_module, "provenance",
+                        lambda profile=None: {"commit": "c0ffee0123", "dirty": tree["dirty"]})
+    monkeypatch.setattr(regenerate, "stale", lambda *a: {"baseline": [record.id], "quick": [],
+                                                        "mutation": []})
+    monkeypatch.setattr(ledger, "run_claims", lambda claims, profile, workers, on_done: [record])
+    monkeypatch.setattr(regenerate, "asdict", lambda r: {"id": r.id, "status": r.status})
+
+    def write_baseline(*args):
+        tree["dirty"] = True  # the baseline file now differs from the commit
+        return tmp_path / "quick.json"
+
+    noted = {}
+
+    def write_quick(records, keep, made=None):
+        noted.update(made or {})
+        return tmp_path / "ledger.json"
+
+    monkeypatch.setattr(baseline, "update", write_baseline)
+    monkeypatch.setattr(verdicts, "update_quick", write_quick)
+    monkeypatch.setattr(mutation, "read_record", lambda: {})
+    regenerate.run_records(all_declarations(), None, 1, False)
+    assert tree["dirty"] and noted == {"commit": "c0ffee0123", "dirty": False}
 
 
 def _result(claim_id: str, verdict: str, statuses: dict | None = None,

@@ -53,13 +53,14 @@ def test_the_non_pass_table_is_the_records():
 
 
 def test_the_findings_table_lists_what_does_not_plainly_pass():
-    """Planted full records: a FAIL, an INCONCLUSIVE (with its reason), an erratum's PASS and a
-    missing record each get a row; a plain PASS and a supporting check's FAIL get none; a page
-    whose statements all PASS says so instead of a table."""
+    """Planted full records: a FAIL, an INCONCLUSIVE (with its reason), an erratum's PASS (named
+    by whose statement it shows false), a missing record and a supporting check's FAIL each get
+    a row; a plain PASS gets none; a page whose claims all PASS says so instead of a table."""
     declared = {
         "x.fail": {"source": "arXiv 2510.22026 Thm 1", "statement": "s"},
         "x.undecided": {"source": "arXiv 2510.22026 Thm 2", "statement": "s"},
-        "x.erratum": {"source": "arXiv 2510.22026 Thm 3", "statement": "s", "erratum": True},
+        "x.erratum": {"source": "arXiv 2510.22026 Thm 3", "statement": "s", "erratum": True,
+                      "erratum_of": "summary"},
         "x.missing": {"source": "arXiv 2510.22026 Thm 4", "statement": "s"},
         "x.pass": {"source": "arXiv 2510.22026 Thm 5", "statement": "s"},
         "x.support": {"source": "known sequence: Catalan numbers", "statement": "s"},
@@ -74,15 +75,17 @@ def test_the_findings_table_lists_what_does_not_plainly_pass():
     rows = [line for line in verdicts.findings(list(declared), declared, full)
             if line.startswith("| [`")]
     assert [row.split("`")[1] for row in rows] == ["x.fail", "x.undecided", "x.erratum",
-                                                   "x.missing", "x.transfer"]
-    assert rows[0].endswith("| FAIL | 0.2 \\| 0.3 | < 0.1 |")
-    assert rows[1].endswith("| INCONCLUSIVE | n = 3 | > 0; undecided: 3 < 5 seeds |")
-    assert "| PASS: erratum reproduced | 0 | 0 |" in rows[2]
+                                                   "x.missing", "x.support", "x.transfer"]
+    assert rows[0].endswith("| FAIL | 0.2 \\| 0.3 | < 0.1 |  |")
+    assert rows[1].endswith("| INCONCLUSIVE | n = 3 | > 0 | 3 < 5 seeds |")
+    assert "| PASS: an erratum of a secondary summary of the paper, reproduced | 0 | 0 |" \
+        in rows[2]
     assert "| not run |" in rows[3]
-    assert "| FAIL (in the package's transformers) |" in rows[4]
+    assert "| FAIL (a supporting check) |" in rows[4]
+    assert "| FAIL (in the package's transformers) |" in rows[5]
     plain = {"x.pass": declared["x.pass"]}
     text = "\n".join(verdicts.findings(["x.pass"], plain, full))
-    assert "Every statement of this paper the package tests holds at full size." in text
+    assert "Every claim of this page PASSes at full size, and none is an erratum." in text
     assert "| claim |" not in text
 
 
