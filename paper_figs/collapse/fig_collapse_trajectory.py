@@ -9,8 +9,8 @@ interval over the layers (Bonferroni), against the tolerance +-0.05: a claim pas
 interval lies inside the band, fails when one lies wholly outside it
 (:func:`resharpen.experiments.collapse.stack_checks.interval_status`). The stacks are the
 claims' own (:func:`~resharpen.experiments.collapse.stack_checks.trajectory_config`): n = d =
-256, 12 layers and 16 stacks (quick), 48 layers and 64 stacks (full: about 20 CPU minutes).
-Shows claims collapse.stack_*.
+256, 12 layers and 16 stacks (quick), 48 layers and 64 stacks (full: read from the archive's
+table of them, or about 20 CPU minutes to compute). Shows claims collapse.stack_*.
 """
 from __future__ import annotations
 
@@ -29,19 +29,16 @@ PANELS = (("post", None, "Post-Norm, attention only"), ("post", "swiglu", "Post-
 
 def data(profile: str) -> dict:
     """(norm, mlp, k) -> the claims' paired gaps (:func:`paired_gaps`) with their interval
-    half-widths q se_l (``half``), the number of stacks and the width n."""
-    from resharpen.experiments.collapse.stack_checks import (interval_status, paired_gaps,
-                                                             trajectory_config)
+    half-widths q se_l (``half``), the number of stacks and the width n: at full size from the
+    archive's table when it holds the claims' current stacks
+    (:mod:`resharpen.experiments.collapse.trajectory_table`), else computed."""
+    from resharpen.experiments.collapse.trajectory_table import archived_rows, rows
 
-    out = {}
-    for norm, mlp, _ in PANELS:
-        for k in MULTIPLIERS:
-            cfg = trajectory_config(profile, norm, mlp, k)
-            paired = paired_gaps(cfg)
-            q = interval_status(paired["gap"], paired["se"], cfg.samples)["q"]
-            out[(norm, mlp, k)] = {**paired, "half": q * paired["se"], "samples": cfg.samples,
-                                "n": cfg.n}
-    return out
+    found = archived_rows(profile) or rows(profile)
+    return {(r["norm"], r["mlp"], r["k"]): {
+                **{key: np.asarray(r[key]) for key in ("gap", "se", "measured", "predicted")},
+                "half": r["q"] * np.asarray(r["se"]), "samples": r["config"]["samples"],
+                "n": r["config"]["n"]} for r in found}
 
 
 def make(profile: str, outdir: Path) -> list[Path]:
