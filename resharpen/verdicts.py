@@ -303,18 +303,15 @@ def glance(ids: list[str], declared: dict[str, dict], quick: dict, full: dict) -
 
 
 def errata_counts(ids: list[str], declared: dict[str, dict], full: dict) -> str:
-    """``3 of the paper's text, 1 of a secondary summary``: the errata among ``ids`` whose
-    full-size record PASSes (the counterexample reproduced), counted by whose statement they
-    show false (``erratum_of``, :data:`~resharpen.experiments.ledger.declarations.ERRATA_OF`);
-    "" when there are none."""
+    """``3 of the paper as its sources give it, 1 of a secondary summary of the paper``: the
+    errata among ``ids`` whose full-size record PASSes (the counterexample reproduced), counted
+    by whose statement they show false (``erratum_of``), each named by its phrase in
+    :data:`~resharpen.experiments.ledger.declarations.ERRATA_OF`; "" when there are none."""
     from resharpen.experiments.ledger.declarations import ERRATA_OF
 
     found = [declared[i]["erratum_of"] for i in ids if declared[i].get("erratum")
              and full.get(i, {}).get("status") == "PASS"]
-    short = {"paper": "of the paper as its sources give it", "summary": "of a secondary summary",
-             "transcription": "of a transcription's extension",
-             "reconstruction": "of the package's reconstruction", "prior work": "of prior work"}
-    return ", ".join(f"{found.count(k)} {short[k]}" for k in ERRATA_OF if k in found)
+    return ", ".join(f"{found.count(k)} of {ERRATA_OF[k]}" for k in ERRATA_OF if k in found)
 
 
 FINDING_CHARS = 160

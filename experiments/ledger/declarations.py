@@ -35,12 +35,13 @@ KINDS = ("symbolic", "numeric", "experiment")
 COSTS = ("fast", "slow")
 EXPECTED_STATUSES = ("PASS", "FAIL", "INCONCLUSIVE")
 ORIGINS = ("paper", "derivation", "statement", "regression")
-ERRATA_OF = {"paper": "the paper's text (as the sources give it)",
+ERRATA_OF = {"paper": "the paper as its sources give it",
              "summary": "a secondary summary of the paper",
              "transcription": "an extension the paper's transcription states",
              "reconstruction": "the package's own reconstruction of the paper",
              "prior work": "prior work the paper builds on"}
-"""Whose statement an erratum shows false (``erratum_of``), and how the pages name it."""
+"""Whose statement an erratum shows false (``erratum_of``), and the phrase the pages name it
+by, after "of": "an erratum of the paper as its sources give it", "3 of prior work ..."."""
 FIELDS = {"source": str, "statement": str, "kind": str, "tolerance": str, "cost": str,
           "quick": str, "full": str, "erratum": bool, "erratum_of": str, "expected_from": str,
           "origin": str, "derived_by": list, "figures": list, "transfer": bool}

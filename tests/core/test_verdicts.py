@@ -89,6 +89,22 @@ def test_the_findings_table_lists_what_does_not_plainly_pass():
     assert "| claim |" not in text
 
 
+def test_errata_are_counted_by_whose_statement_they_show_false():
+    """Only an erratum whose full record PASSes (its counterexample reproduced) counts; the
+    counts follow the declared order of origins, and a page with none gets ""."""
+    declared = {"a": {"erratum": True, "erratum_of": "summary"},
+                "b": {"erratum": True, "erratum_of": "paper"},
+                "c": {"erratum": True, "erratum_of": "paper"},
+                "d": {"erratum": True, "erratum_of": "paper"},
+                "e": {"erratum": True, "erratum_of": "prior work"},
+                "f": {}}
+    full = {"a": {"status": "PASS"}, "b": {"status": "PASS"}, "c": {"status": "PASS"},
+            "d": {"status": "FAIL"}, "f": {"status": "PASS"}}
+    assert verdicts.errata_counts(list(declared), declared, full) == (
+        "2 of the paper as its sources give it, 1 of a secondary summary of the paper")
+    assert verdicts.errata_counts(["f"], declared, full) == ""
+
+
 def test_every_declared_claim_is_on_exactly_one_page():
     declared = all_declarations()
     pages = verdicts.pages()
