@@ -7,7 +7,7 @@ particle system NA (:mod:`resharpen.experiments.dynamics.particles`), the discre
 and the random-weight stacks, or read trained models. What the checks measure is computed in
 the slice's analysis modules (``*_checks.py``, ``trained_readers.py``); the checks decide.
 
-The notes this follows: shared/papers/notes_2608.09417_and_2510.22026.md, part B (the paper's
+The notes this follows: docs/sources/notes_2608.09417_and_2510.22026.md, part B (the paper's
 Table 1 of discrete updates and the scalar ODE are reconstructed there, and the claims say so).
 """
 from __future__ import annotations

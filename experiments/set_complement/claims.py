@@ -2,7 +2,7 @@
 
 Source: docs/theory.md's reconstruction of arXiv 2510.08341 (the paper's full text is not public, so
 every statement below is marked "reconstructed"; the abstract-level facts they agree with are
-listed in ../shared/papers/notes_2510.08341.md).
+listed in docs/sources/notes_2510.08341.md).
 
 The first claims are checked without a model (sympy, numpy) against
 :mod:`resharpen.theory.set_complement.formulas`. The claims after them run the constructions

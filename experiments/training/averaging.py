@@ -17,7 +17,7 @@ min_ema_multiplier = 0. Before the burn-in ends the averaged weights are the raw
 
 Two limits, both tested: eta -> infinity (alpha_t -> 0) leaves the EMA_t part alone, which is a
 plain EMA with the decaying weights beta_t; eta = 0 pins alpha_t = 1 (the full, undecayed
-correction theta_t - theta_0 + EMA_t), which is *not* plain EMA. ``notes_2510.08341.md`` §3.6
+correction theta_t - theta_0 + EMA_t), which is *not* plain EMA. ``docs/sources/notes_2510.08341.md`` §3.6
 says "eta = 0 gives plain EMA"; under the formula above that is the eta -> infinity limit, and
 ``kappa = 0`` (beta_t = 1) disables the EMA so BEMA_t = theta_t + alpha_t (theta_t - theta_0).
 
