@@ -178,16 +178,15 @@ def run_figures(profile: str, outdir: Path, only: list[str] | None = None,
                 report=print) -> tuple[list[Path], dict[str, str]]:
     """Draw the selected figures into ``outdir``: (files written, {skipped module: the command
     that makes its results}). A skipped figure is reported with ``report`` as it happens."""
-    from tqdm import tqdm
-
     from resharpen.experiments.common.io import ensure_writable_dir
+    from resharpen.experiments.common.progress import track
 
     names = select_figures(only)
     check_figure_files(outdir, [stem for name in names for stem in OUTPUTS[name]])
     ensure_writable_dir(outdir)
     written: list[Path] = []
     skipped: dict[str, str] = {}
-    for name in tqdm(names, desc="figs", unit="fig", disable=None):
+    for name in track(names, desc="figs", unit="figure"):
         try:
             written.extend(figure_module(name).make(profile, outdir))
         except MissingResults as missing:

@@ -316,7 +316,8 @@ def run_figs(args) -> int:
                                    report=lambda line: None)
     for path in written:
         print(path)
-    print(f"{len(written) // 2} figure file pairs written to {args.out}")
+    pairs = len(written) // 2
+    print(f"{pairs} figure{'' if pairs == 1 else 's'} written to {args.out} (PNG and PDF each)")
     for name, command in skipped.items():
         print(f"error: figure {name} cannot be drawn from the {args.profile} profile's results "
               f"on disk; make them with: {command}", file=sys.stderr)
@@ -597,7 +598,9 @@ def run_archive(args) -> int:
                       + (f" of the {planned} it plans" if planned is not None else "")
                       + f" ({size(root / 'sweeps' / name)})")
             for name, count in archive.archived_caches().items():
-                print(f"{name}: {count} cached groups or runs archived ({size(root / name)})")
+                entries = "entry" if count == 1 else "entries"
+                print(f"{name}: {count} cached {entries} (a group of runs or one run) archived "
+                      f"({size(root / name)})")
             files, stored = archive.stored_size(root)
             print(f"the archive ({root}): {files} files, {stored / 1e6:.2f} MB as stored "
                   "(the ledger, run records and tables; no weights)")

@@ -35,7 +35,7 @@ def add_collapse(sub) -> None:
     s.add_argument("--mlp", default="none", choices=STACK_MLPS,
                    type=one_of(STACK_MLPS, "mlp {!r} is not one of {}"),
                    help="the FFN after attention (default none)")
-    s.add_argument("--multiplier", type=finite_float, default=1.0, help="init variance x k > 0")
+    s.add_argument("--multiplier", type=finite_float, default=1.0, help="k > 0: the init variance times k (default 1)")
     s.add_argument("--n", type=count(MAX_TOKENS), default=256,
                    help=f"sequence length n >= 2 (default 256, at most {MAX_TOKENS:,})")
     s.add_argument("--d", type=count(MAX_WIDTH), default=256,
@@ -45,7 +45,7 @@ def add_collapse(sub) -> None:
     s.add_argument("--samples", type=count(MAX_SAMPLES), default=4,
                    help=f"independent draws of the stack averaged (default 4, at most "
                         f"{MAX_SAMPLES:,})")
-    s.add_argument("--t0", type=finite_float, default=0.09, help="input t_sim in [1/n, 1)")
+    s.add_argument("--t0", type=finite_float, default=0.09, help="the input's t_sim, in [1/n, 1) (default 0.09)")
     s.add_argument("--seed", type=seed_int, default=0, help="seed of the draws (default 0)")
     s.add_argument("--json", metavar="PATH", type=PATH,
                    help="write the per-layer table ('-' = stdout)")

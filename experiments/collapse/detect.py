@@ -91,17 +91,21 @@ LOG_KEYS = ("step", "t_sim", "loss")
 
 def load_log(folder: str | Path) -> TrainingLog:
     """The training log of a finished ``resharpen collapse train`` run folder: steps, t_sim and
-    loss from ``metrics.jsonl`` and the stream's L_freq (``l_freq_stream``) from ``summary.json``.
+    loss from ``metrics.jsonl`` and the stream's L_freq (``l_freq_stream``) from ``summary.json``,
+    each read from its ``.gz`` form when only that exists (an archived run, ``results/full``).
     FileNotFoundError when a file is missing; ValueError when the folder is another kind of run
     (a Set Complement or task run has no t_sim and no stream L_freq) or a file is not JSON."""
+    from resharpen.experiments.common.io import (FINITE, check_shape, read_json, read_jsonl,
+                                                 stored_file)
+
     folder = Path(folder)
     metrics_path, summary_path = folder / "metrics.jsonl", folder / "summary.json"
-    if not metrics_path.is_file() or not summary_path.is_file():
-        raise FileNotFoundError(f"{str(folder)!r} has no metrics.jsonl and summary.json "
-                                "(a finished `resharpen collapse train` run)")
+    if not stored_file(metrics_path).is_file() or not stored_file(summary_path).is_file():
+        raise FileNotFoundError(f"{str(folder)!r} has no metrics.jsonl and summary.json, "
+                                "plain or gzip-compressed as the archive keeps them (a finished "
+                                "`resharpen collapse train` run)")
     hint = ("detect reads the run folders of `resharpen collapse train`, e.g. "
             "out/collapse_train/post_L24_d32_lr0.03_s0")
-    from resharpen.experiments.common.io import FINITE, check_shape, read_json, read_jsonl
 
     summary = read_json(summary_path, "run file")  # ValueError naming the file and line
     metrics = read_jsonl(metrics_path, "run file")

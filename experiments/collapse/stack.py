@@ -199,11 +199,10 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
     last-leaf operator moves the trajectories alone; with ``keep_attention`` also ``mean_attention``
     (layers, n, n) and ``attention_var_trace`` (per layer, the summed entry-wise sample variance
     over draws, for the sampling-noise floor of the E[P] estimate)."""
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=cfg.samples * cfg.depth, desc=f"stack {cfg.norm} x{cfg.multiplier:g}",
-                   unit="layer", disable=None)
+    from resharpen.experiments.common.progress import Meter
+
+    bar = Meter(f"stack {cfg.norm} x{cfg.multiplier:g}", cfg.samples * cfg.depth, "layer",
+                enabled=progress)
     draws, total, total_sq = [], 0.0, 0.0
     for i in range(cfg.samples):
         draw = _simulate_one(cfg, i, keep_attention, bar)
@@ -211,8 +210,7 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
             att = np.asarray(draw.pop("attention"))
             total, total_sq = total + att, total_sq + att * att
         draws.append(draw)
-    if bar is not None:
-        bar.close()
+    bar.close()
     result = {k: np.mean([np.asarray(d[k]) for d in draws], axis=0) for k in draws[0]}
     result["t0"] = float(result["t0"][0])
     if keep_attention:

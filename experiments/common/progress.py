@@ -82,7 +82,8 @@ class Progress:
         if self.heartbeat and done >= self.total and self.last == self.start:
             return  # short work: no line at all
         self.last = now
-        parts = [f"{self.unit} {done}/{self.total} ({100 * done / max(1, self.total):.0f}%)"]
+        share = 100 * done / self.total if self.total > 0 else 100.0
+        parts = [f"{self.unit} {_amount(done)}/{_amount(self.total)} ({share:.0f}%)"]
         for name, value in fields.items():
             if value is None:
                 continue
@@ -92,6 +93,50 @@ class Progress:
             parts.append(f"{name} {value}")
         parts.append(f"ETA {self.eta(done)}")
         print(f"{self.desc}: " + ", ".join(parts), file=sys.stderr, flush=True)
+
+
+def _amount(value: float) -> str:
+    """A count as it is; an amount of a continuous unit (simulated time) in 4 digits."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+class Meter:
+    """Progress of one long computation measured in ``unit`` (layers, steps, simulated time):
+    the bar of :func:`bar` on a terminal, else a line (:class:`Progress`, a heartbeat) every
+    ``min_interval`` seconds, so that a log hears from long work and never from short work.
+    :meth:`update` adds an amount done; use it as a context manager, or :func:`track` over an
+    iterable."""
+
+    def __init__(self, desc: str, total: float, unit: str, enabled: bool = True,
+                 min_interval: float = 10.0):
+        self.shown = bar(desc=desc, unit=unit, total=total, enabled=enabled)
+        self.lines = Progress(desc, total, unit=unit, enabled=enabled,
+                              min_interval=min_interval, heartbeat=True)
+        self.done = 0 if isinstance(total, int) else 0.0
+
+    def update(self, amount: float = 1) -> None:
+        self.done += amount
+        self.shown.update(amount)
+        self.lines.line(self.done)
+
+    def close(self) -> None:
+        self.shown.close()
+
+    def __enter__(self) -> "Meter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def track(iterable, *, desc: str, unit: str, total: int | None = None, enabled: bool = True):
+    """The items of ``iterable``, each counted as one ``unit`` done on a :class:`Meter`
+    (``total`` defaults to ``len(iterable)``)."""
+    total = len(iterable) if total is None else total
+    with Meter(desc, total, unit, enabled=enabled) as meter:
+        for item in iterable:
+            yield item
+            meter.update()
 
 
 @contextlib.contextmanager
@@ -108,4 +153,4 @@ def per_item(desc: str, total: int, unit: str, describe):
         yield done
 
 
-__all__ = ["on_terminal", "bar", "fit_of", "Progress", "per_item"]
+__all__ = ["on_terminal", "bar", "fit_of", "Progress", "Meter", "track", "per_item"]

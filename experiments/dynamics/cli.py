@@ -74,9 +74,9 @@ def add_dynamics(sub) -> None:
                    type=one_of(STARTS, "unknown start {!r}; allowed: {}"),
                    help="the initial tokens (default uniform)")
     s.add_argument("--qkv", choices=("identity", "random"), default="identity",
-                   help="Q = K = V = I, or random N(0, 1/d) matrices (seeded)")
-    s.add_argument("--tau", type=finite_float, default=2.0, help="Mix-LN switch time")
-    s.add_argument("--alpha0", type=finite_float, default=1.0, help="nGPT alpha")
+                   help="Q = K = V = I, or random N(0, 1/d) matrices (seeded; default identity)")
+    s.add_argument("--tau", type=finite_float, default=2.0, help="Mix-LN's switch time from Post-LN to Pre-LN (default 2)")
+    s.add_argument("--alpha0", type=finite_float, default=1.0, help="nGPT's constant step size alpha (default 1)")
     s.add_argument("--seed", type=seed_int, default=0,
                    help="seed of the start and the random Q, K, V (default 0)")
     s.add_argument("--samples", type=count(MAX_OUTPUT_TIMES), default=11,
@@ -174,6 +174,9 @@ def run_ode(args) -> int:
         for r in rows:
             print(f"{r['scheme']:8s} {r['gamma_dot0']:13.6g} {r['log10_one_minus_gamma_T']:14.5g} {r['r_T']:9.4g}"
                   f"  {r['terminal_exponent']:.4f} ({r['rate_kind']}, t in [T/2, T])")
+        print("terminal exponent c, fitted over t in [T/2, T]: exponential, gamma' ~ e^(c t); "
+              "power, gamma' ~ t^c; sqrt, gamma' ~ e^(c sqrt(t+1)) / sqrt(t+1). "
+              "Mix-LN switches at tau = 2 and nGPT moves at a constant alpha = 1.")
     _emit({"beta": args.beta, "n": args.n, "t_end": args.t_end, "rows": rows}, args.json)
     return 0
 

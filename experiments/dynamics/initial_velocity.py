@@ -22,10 +22,10 @@ def initial_velocity_grid(grid, seeds=(0, 1, 2), progress: bool = False):
     """Rows (n, d, ratio, projection): ratio = max over seeds and tokens of
     |A_j(0)| / (sqrt(log n/n) + log n/d), projection = mean over seeds of mean|PA| / mean|A|.
     ValueError for an (n, d) outside the theorem's range."""
-    from tqdm import tqdm
+    from resharpen.experiments.common.progress import track
 
     rows = []
-    for n, d in tqdm(grid, desc="Thm 4.2 Monte Carlo", unit="(n,d)", disable=not progress or None):
+    for n, d in track(list(grid), desc="Thm 4.2 Monte Carlo", unit="(n,d)", enabled=progress):
         if not (math.exp(math.sqrt(d)) >= n * math.log(n) >= d):
             raise ValueError(f"(n, d) = ({n}, {d}) violates e^sqrt(d) >= n log n >= d")
         ratio, proj = 0.0, []

@@ -126,17 +126,15 @@ def simulate(dyn: Dynamics, theta0: np.ndarray, t_end: float, *, r0=1.0,
         t_eval = np.linspace(0.0, t_end, 101)
     t_eval = np.asarray(t_eval, dtype=np.float64)
 
-    bar = None
-    if progress:
-        from tqdm import tqdm
-        bar = tqdm(total=float(t_end), desc=f"NA {dyn.scheme} n={n} d={d}", unit="t",
-                   bar_format="{l_bar}{bar}| t={n:.3g}/{total:.3g} [{elapsed}]")
+    from resharpen.experiments.common.progress import Meter
+
+    bar = Meter(f"NA {dyn.scheme} n={n} d={d}", float(t_end), "t", enabled=progress)
 
     def rhs(t, y):
         theta = y[: n * d].reshape(n, d)
         th_dot, r_dot = velocity(t, theta, y[n * d:], dyn)
-        if bar is not None and t > bar.n:
-            bar.update(t - bar.n)
+        if t > bar.done:
+            bar.update(t - bar.done)
         return np.concatenate([th_dot.ravel(), r_dot])
 
     y0 = np.concatenate([theta0.ravel(), r0])
@@ -159,8 +157,7 @@ def simulate(dyn: Dynamics, theta0: np.ndarray, t_end: float, *, r0=1.0,
             if not last:
                 y0 = sol.sol(b)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     Y = np.concatenate(ys, axis=1).T
     theta = Y[:, : n * d].reshape(-1, n, d)
     theta = theta / np.linalg.norm(theta, axis=2, keepdims=True)

@@ -58,9 +58,10 @@ def run_stacks(schemes=SCHEMES, *, n: int = 64, d: int = 512, layers: int = 64,
         record(s, x0)
     weights = np.random.default_rng([seed, 1])
     scale = 1.0 / np.sqrt(d)
-    from tqdm import tqdm
-    for layer in tqdm(range(int(layers)), desc=f"random stacks d={d}", unit="layer",
-                      disable=not progress or None):
+    from resharpen.experiments.common.progress import track
+
+    for layer in track(range(int(layers)), desc=f"random stacks d={d}", unit="layer",
+                       enabled=progress):
         if tied:
             Q = K = V = None
         else:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import itertools
 
 import torch
-from tqdm import tqdm
 
+from resharpen.experiments.common.progress import track
 from resharpen.experiments.tasks.set_complement import check_vocab
 
 
@@ -71,8 +71,8 @@ def minimize(vocab: int, width: int, starts: int = 32, steps: int = 3000, seed: 
     optimizer = torch.optim.Adam(params, lr=lr)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps, eta_min=lr * 1e-3)
     best = torch.full((starts,), float("inf"), dtype=torch.float64)
-    for _ in tqdm(range(steps), desc=f"below-bound v={vocab} d={width}", disable=not progress,
-                  leave=False):
+    for _ in track(range(steps), desc=f"below-bound v={vocab} d={width}", unit="step",
+                   enabled=progress):
         optimizer.zero_grad()
         values = objective(E, U, M, a, vocab)
         best = torch.minimum(best, values.detach())

@@ -116,7 +116,8 @@ def add_sweep(sub) -> None:
                    help="sweep folder (default out/sweeps/<name>)")
     p.add_argument("--ensemble", type=count(MAX_ENSEMBLE), default=None,
                    help="train up to this many runs that differ only in seed, lr, weight decay, "
-                        "EMA or init scale as one batched ensemble (default: the file's "
+                        "EMA, init scale, attention-output scale or dropout rates as one "
+                        "batched ensemble (default: the file's "
                         f"sweep.ensemble, 1 = every run alone; at most {MAX_ENSEMBLE})")
     add_max_memory(p)
     add_plugin_option(p)

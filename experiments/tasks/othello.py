@@ -39,7 +39,6 @@ apart from this module: no published 6 x 6 perft table was found).
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -256,8 +255,8 @@ class Othello(Task):
         if progress is None:
             progress = count > 4 * CHUNK
         if progress:
-            from tqdm import tqdm
-            starts = tqdm(starts, desc=f"{self.name} games", unit="batch", file=sys.stderr)
+            from resharpen.experiments.common.progress import track
+            starts = track(starts, desc=f"{self.name} games", unit="batch")
         for lo in starts:
             hi = min(lo + CHUNK, count)
             states = self.start(hi - lo, length)

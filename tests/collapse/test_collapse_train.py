@@ -247,3 +247,28 @@ def test_the_archives_compact_history_keeps_what_its_readers_read(tmp_path):
         (b["collapse_step"], b["final_loss"], b["final_t_sim"])
     assert a["first_over_last_resid_grad"] == pytest.approx(b["first_over_last_resid_grad"],
                                                             rel=1e-3)
+
+
+def test_detect_reads_an_archived_run_in_its_compressed_form(tmp_path, capsys):
+    """An archived run keeps metrics.jsonl and summary.json only as .gz (results/full); detect
+    reads that form and finds what it finds in the plain one."""
+    import gzip
+    import json
+
+    from resharpen import cli
+
+    rows = [{"step": s, "t_sim": 0.97, "loss": 5.0} for s in range(1, 30)]
+    summary = {"l_freq_stream": 4.0}
+    for name, packed in (("plain", False), ("packed", True)):
+        run = tmp_path / name
+        run.mkdir()
+        files = {"metrics.jsonl": "".join(json.dumps(r) + "\n" for r in rows),
+                 "summary.json": json.dumps(summary)}
+        for file, text in files.items():
+            if packed:
+                (run / (file + ".gz")).write_bytes(gzip.compress(text.encode()))
+            else:
+                (run / file).write_text(text)
+        assert cli.main(["collapse", "detect", str(run)]) in (0, None)
+    plain, packed = capsys.readouterr().out.strip().splitlines()
+    assert plain == packed and plain.startswith("collapsed at step")

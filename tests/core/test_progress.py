@@ -114,3 +114,36 @@ def test_the_eta_of_a_resumed_sweep_counts_only_the_work_done_since_it_started(m
     clock[0] = 100.0
     assert lines.eta(710) == "0:15:00"
     assert progress.Progress("grid", 800, unit="run", initial=700).eta(700) == "?"
+
+
+def test_a_meter_beats_off_a_terminal_for_long_work_and_counts_continuous_units(capsys,
+                                                                                monkeypatch):
+    """Off a terminal, long work measured by a :class:`progress.Meter` (a stack's layers, a
+    simulation's time) writes a line every ``min_interval`` seconds and a last one; short work
+    writes nothing; an amount of simulated time is printed in 4 digits. The clock is planted."""
+    clock = [0.0]
+    monkeypatch.setattr(progress, "on_terminal", lambda: False)
+    monkeypatch.setattr(progress.time, "perf_counter", lambda: clock[0])
+
+    def slow(items, seconds_each):
+        for item in items:
+            clock[0] += seconds_each
+            yield item
+
+    assert list(progress.track(slow(range(5), 1.0), desc="stack post x2", unit="layer",
+                               total=5)) == list(range(5))
+    assert capsys.readouterr().err == ""
+    list(progress.track(slow(range(48), 1.0), desc="stack post x2", unit="layer", total=48))
+    assert [line.split(",")[0] for line in capsys.readouterr().err.splitlines()] == [
+        "stack post x2: layer 10/48 (21%)", "stack post x2: layer 20/48 (42%)",
+        "stack post x2: layer 30/48 (62%)", "stack post x2: layer 40/48 (83%)",
+        "stack post x2: layer 48/48 (100%)"]
+    with progress.Meter("NA postln", 50.0, "t") as meter:
+        for _ in range(20):
+            clock[0] += 3.0
+            meter.update(2.5)
+    assert capsys.readouterr().err.splitlines()[-1].startswith("NA postln: t 50/50 (100%)")
+    with progress.Meter("NA postln", 50.0, "t", enabled=False) as meter:
+        clock[0] += 100.0
+        meter.update(50.0)
+    assert capsys.readouterr().err == ""
