@@ -97,6 +97,19 @@ def collapse_runs(profile: str) -> list[dict]:
     return [run(config, OUT) for config in configs]  # every one finished: loads, never trains
 
 
+def trained_set(profile: str) -> list[dict]:
+    """The trained-dynamics set of ``profile`` (:mod:`resharpen.experiments.dynamics.trained`)
+    from its cache (``out/dyn_trained``, at full size else the archive's copy), never trained
+    here: MissingResults naming the command when a group is on neither."""
+    from resharpen.experiments.dynamics.trained import trained_set as cached_set
+
+    try:
+        return cached_set(profile, cached_only=True)
+    except LookupError as error:
+        raise MissingResults(str(error),
+                             f"resharpen dynamics trained --profile {profile}") from None
+
+
 def premise_runs(profile: str, name: str, claim_id: str, trained: bool = False) -> list[dict]:
     """Premise set ``name`` as measured (``trained``: as trained) for claim ``claim_id`` (out/,
     else the archive at full size), read only: MissingResults with the command that measures

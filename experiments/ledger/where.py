@@ -103,13 +103,7 @@ def _derivations(check: Callable) -> list[object]:
         if function.__code__ in visited:
             return
         visited.add(function.__code__)
-        cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
-        closure = {}
-        for name, cell in cells.items():
-            try:
-                closure[name] = cell.cell_contents
-            except ValueError:  # an empty cell
-                pass
+        closure = _closure(function)
         for obj in _named_objects(function.__code__, function.__globals__, closure):
             obj = inspect.unwrap(obj) if callable(obj) else obj
             module = getattr(obj, "__module__", None) or ""
@@ -128,6 +122,17 @@ def _derivations(check: Callable) -> list[object]:
 
 _LOADS = ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_FAST", "LOAD_DEREF", "LOAD_CLOSURE")
 _STORES = ("STORE_FAST", "STORE_NAME", "STORE_DEREF", "STORE_GLOBAL")
+
+
+def _closure(function: types.FunctionType) -> dict[str, object]:
+    """The names a function closes over, with their values (an empty cell left out)."""
+    closure = {}
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        try:
+            closure[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            pass
+    return closure
 
 
 def _named_objects(code: types.CodeType, globals_: dict, closure: dict) -> Iterator[object]:
@@ -255,13 +260,7 @@ def reached(start: Callable, stop: Iterable[object] = ()) -> list[types.Function
         seen.add(id(function))
         if record:
             found.append(function)
-        cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
-        closure = {}
-        for name, cell in cells.items():
-            try:
-                closure[name] = cell.cell_contents
-            except ValueError:  # an empty cell
-                pass
+        closure = _closure(function)
         at_home = module == home or is_claims_analysis(module)
         for obj in _named_objects(function.__code__, function.__globals__, closure):
             if at_home and id(_unwrapped_safe(obj)) in stopped:

@@ -23,7 +23,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from resharpen.paper_figs import MissingResults, save, style
+from resharpen.paper_figs import save, style
 
 DATA = (
     "resharpen dynamics trained --profile {profile}",
@@ -37,14 +37,10 @@ DASHES = ("-", "--", "-.", ":")
 
 
 def runs(profile: str) -> list[dict]:
-    """The cached trained set (MissingResults when a group is not on disk)."""
-    from resharpen.experiments.dynamics.trained import trained_set
+    """The cached trained set (:func:`resharpen.paper_figs.results.trained_set`)."""
+    from resharpen.paper_figs.results import trained_set
 
-    try:
-        return trained_set(profile, cached_only=True)
-    except LookupError as error:
-        raise MissingResults(str(error),
-                             f"resharpen dynamics trained --profile {profile}") from None
+    return trained_set(profile)
 
 
 def make(profile: str, outdir: Path) -> list[Path]:

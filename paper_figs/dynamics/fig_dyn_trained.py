@@ -38,14 +38,10 @@ TASK = "dyck1"
 
 
 def runs(profile: str) -> list[dict]:
-    """The cached trained set (MissingResults when a group is not on disk)."""
-    from resharpen.experiments.dynamics.trained import trained_set
+    """The cached trained set (:func:`resharpen.paper_figs.results.trained_set`)."""
+    from resharpen.paper_figs.results import trained_set
 
-    try:
-        return trained_set(profile, cached_only=True)
-    except LookupError as error:
-        raise MissingResults(str(error),
-                             f"resharpen dynamics trained --profile {profile}") from None
+    return trained_set(profile)
 
 
 def unit_token_runs(profile: str) -> list[dict]:
