@@ -351,6 +351,9 @@ def theory_margins(built: Construction, tokens: torch.Tensor) -> tuple[np.ndarra
     attn_out, beta g sqrt(d v / (s (v - s))), no 1/s decay, minimum 2 beta g sqrt(d / v) at
     s = v/2; post tends to attn_out as K grows; pre is post with a rescaled K. balanced: the
     harmonic margin H(t)/s with H(t) the harmonic mean of the lambdas of t."""
+    if not isinstance(built, Construction):
+        raise TypeError(f"built must be a Construction (what build returns), got "
+                        f"{type(built).__name__}")
     validate_inputs(tokens, built.vocab)
     count, length = tokens.shape
     lengths = np.full(count, float(length))
@@ -407,7 +410,10 @@ def save(built: Construction, folder: str | Path) -> Path:
     if not isinstance(built, Construction):
         raise TypeError(f"built must be a Construction (what build returns), got "
                         f"{type(built).__name__}")
+    from resharpen.experiments.common.folder_kinds import check_kind
+
     folder = check_folder_files(check_path(folder, "folder"), SAVED_FILES, "folder")
+    check_kind(folder, "construction", "folder")
     folder = ensure_writable_dir(folder)  # after every file is checked: nothing half-written
     state = {name: t.detach().contiguous() for name, t in built.model.state_dict().items()}
     config = {"model": built.model.cfg.to_dict(), "construction": built.params()}
@@ -426,6 +432,9 @@ def load(folder: str | Path) -> Construction:
     from resharpen.experiments.common.names import check_path
 
     folder = check_path(folder, "folder")
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder (a saved construction is a folder holding "
+                         f"{WEIGHTS_FILE})")
     if (folder / WEIGHTS_FILE).is_file():
         state, config = _read_safetensors(folder / WEIGHTS_FILE)
     else:

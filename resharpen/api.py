@@ -57,7 +57,7 @@ def train(config: str | Path | Mapping[str, Mapping[str, object]],
         raise TypeError(f"config must be a TOML path or a mapping of sections, got "
                         f"{type(config).__name__}")
     folder = check_path(out, "out") if out is not None else run_folder(built["name"])
-    check_run_folder(folder, "out")  # before any training, creating nothing
+    check_run_folder(folder, "out", built)  # before any training, creating nothing
     result = sc_train.train(built, progress=progress)
     problem = divergence(result)
     if problem:

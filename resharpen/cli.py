@@ -273,7 +273,7 @@ def add_figs(sub) -> None:
     p = sub.add_parser("figs", help="regenerate every figure into out/figs (PNG and PDF)")
     p.add_argument("--profile", choices=("quick", "full"), default="quick",
                    help="draw from the quick (default) or the full profile's results")
-    p.add_argument("--out", default="out/figs", type=PATH,
+    p.add_argument("--out", default=None, type=PATH,
                    help="output folder (default out/figs)")
     p.add_argument("--only", action="append", metavar="GLOB", type=PATTERN,
                    help="only figures whose output file stem (e.g. sc_margins, "
@@ -299,6 +299,9 @@ def run_figs(args) -> int:
 
     with bad_input():
         chosen = select_figures(args.only)
+        if args.list and args.out is not None:
+            raise UsageError("--out has no effect with --list, which draws nothing")
+        args.out = "out/figs" if args.out is None else args.out
         if not args.list:
             check_writable_target(args.out)
     if args.list:
@@ -337,16 +340,17 @@ def add_construct(sub) -> None:
     p.add_argument("--norm", default="none", choices=READOUT_NORMS,
                    type=one_of(READOUT_NORMS, "norm {!r} is not one of {}"),
                    help="the readout's normalization (default none)")
-    p.add_argument("--norm-kind", default="rms", choices=NORM_KINDS,
+    p.add_argument("--norm-kind", default=None, choices=NORM_KINDS,
                    type=one_of(NORM_KINDS, "norm kind {!r} is not one of {}"),
-                   help="RMSNorm or LayerNorm (default rms)")
+                   help="RMSNorm or LayerNorm (default rms; with a --norm other than none)")
     p.add_argument("--variant", default="tight", choices=VARIANTS,
                    type=one_of(VARIANTS, "variant {!r} is not one of {}"),
                    help="the construction (default tight)")
     p.add_argument("--lam", type=finite_float, default=None,
                    help="displacement scale lambda > 0 (default 2 v, as resharpen.build)")
     p.add_argument("--beta", type=finite_float, default=1.0, help="direct-path scale beta != 0")
-    p.add_argument("--gain", type=finite_float, default=1.0, help="norm gain g > 0")
+    p.add_argument("--gain", type=finite_float, default=None,
+                   help="norm gain g > 0 (default 1; with a --norm other than none)")
     p.add_argument("--seed", type=seed_int, default=0, help="seed for the non-uniform lambdas")
     p.add_argument("--out", default=None, type=PATH,
                    help="folder for weights, config and report")
@@ -366,7 +370,9 @@ REPORT_FILE = "report.json"
 
 def run_construct(args) -> int:
     from resharpen.constructions.set_complement import SAVED_FILES, build, save
+    from resharpen.constructions.set_complement import _check_scales as check_readout
     from resharpen.experiments.common.cli_args import require_finite
+    from resharpen.experiments.common.folder_kinds import check_kind
     from resharpen.experiments.common.io import (atomic_write_text, check_folder_files,
                                                 check_output_file, check_writable_target,
                                                 dumps_json, undo_on_failure)
@@ -376,10 +382,20 @@ def run_construct(args) -> int:
     with bad_input():
         if args.out:  # before any work, creating nothing
             check_folder_files(args.out, (*SAVED_FILES, REPORT_FILE), "--out")
+            check_kind(args.out, "construction", "--out")
             check_writable_target(args.out, "--out")
         if args.json and args.json != "-":
             check_output_file(args.json, "--json")
+        given = {"--norm-kind": args.norm_kind, "--gain": args.gain}
+        args.norm_kind = "rms" if args.norm_kind is None else args.norm_kind
+        args.gain = 1.0 if args.gain is None else args.gain
         check_construct_scales(lam=args.lam, beta=args.beta, gain=args.gain)
+        check_readout(args.lam if args.lam is not None else 2.0 * args.vocab, args.beta,
+                      args.gain, args.norm, args.norm_kind)  # a bad value is named first
+        for flag, value in given.items():
+            if value is not None and args.norm == "none":
+                raise UsageError(f"{flag} has no effect with --norm none (no normalization): "
+                                 "name a --norm, or leave it out")
         built = build(args.variant, vocab=args.vocab, norm=args.norm, norm_kind=args.norm_kind,
                       lam=args.lam, beta=args.beta, gain=args.gain, seed=args.seed,
                       max_memory=args.max_memory)  # refuses a size that does not fit, first

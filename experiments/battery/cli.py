@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from resharpen.experiments.common.cli_args import bad_input, positive_int
+from resharpen.experiments.common.cli_args import MAX_WORKERS, PATH, bad_input, count
 
 
 def add_battery(sub) -> None:
@@ -27,13 +27,14 @@ def add_battery(sub) -> None:
                    help="the scheme NAME your Python file registers "
                         "(resharpen.experiments.model.schemes.register), an installed entry "
                         "point NAME of the group resharpen.schemes, or a registered scheme")
-    p.add_argument("--out", required=True, metavar="DIR",
+    p.add_argument("--out", required=True, metavar="DIR", type=PATH,
                    help="the battery folder: everything is written here, and a rerun resumes")
     p.add_argument("--profile", choices=tuple(SIZES), default="quick",
                    help="quick (default: minutes), full (hours) or tiny (under a minute: a "
                         "test, too small to decide)")
-    p.add_argument("--workers", type=positive_int, default=1,
-                   help="train this many groups of runs at a time (default 1)")
+    p.add_argument("--workers", type=count(MAX_WORKERS), default=1,
+                   help=f"train this many groups of runs at a time (default 1, at most "
+                        f"{MAX_WORKERS})")
     p.set_defaults(handler=run_battery_cli)
 
 

@@ -251,6 +251,9 @@ def check_folder(out: str | Path, plan: dict) -> Path:
     check_folder_files(out, (PLAN_FILE, REPORT_JSON, REPORT_MARKDOWN), "--out")
     for part in PARTS:
         check_folder_files(Path(out) / part, (), "--out")
+    from resharpen.experiments.common.folder_kinds import check_kind
+
+    check_kind(out, "battery", "--out")
     root = check_writable_target(out, "--out")
     path = Path(out) / PLAN_FILE
     if path.exists():

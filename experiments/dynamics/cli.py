@@ -29,6 +29,9 @@ time at any horizon, but the terminal exponent of the exponential schemes (postl
 least-squares slope of log gamma' against t, and the fit squares t: far beyond 1e150 it
 overflows (at t_end = 1e300 it reported 0 instead of -2). Measured: up to 1e100 every scheme's
 exponent is its law's (-2, -3, -4 to four digits)."""
+MIN_ODE_R0 = 1e-6
+"""The smallest ``dynamics ode --r0``. Measured at the defaults: 1e-6 solves every scheme, 1e-8
+fails for mixln (the adaptive step falls below the spacing of float64 numbers)."""
 MAX_TOKENS = 10**6
 """The most tokens n of ``dynamics ode`` (the ODE of n symmetric tokens, one scalar equation at any
 n) and of the particle simulations (also bounded by --max-memory)."""
@@ -53,7 +56,7 @@ def add_dynamics(sub) -> None:
     o.add_argument("--t-end", type=finite_float, default=2000.0,
                    help=f"the horizon T of the solve (default 2000, at most {MAX_ODE_T_END:g})")
     o.add_argument("--r0", type=finite_float, default=1.0,
-                   help="the tokens' initial radius r(0) > 0 (default 1)")
+                   help=f"the tokens' initial radius r(0), at least {MIN_ODE_R0:g} (default 1)")
     o.add_argument("--json", metavar="PATH", type=PATH,
                    help="write the table as JSON ('-' = stdout)")
     o.set_defaults(handler=run_ode)
@@ -75,8 +78,10 @@ def add_dynamics(sub) -> None:
                    help="the initial tokens (default uniform)")
     s.add_argument("--qkv", choices=("identity", "random"), default="identity",
                    help="Q = K = V = I, or random N(0, 1/d) matrices (seeded; default identity)")
-    s.add_argument("--tau", type=finite_float, default=2.0, help="Mix-LN's switch time from Post-LN to Pre-LN (default 2)")
-    s.add_argument("--alpha0", type=finite_float, default=1.0, help="nGPT's constant step size alpha (default 1)")
+    s.add_argument("--tau", type=finite_float, default=None,
+                   help="Mix-LN's switch time from Post-LN to Pre-LN (default 2; mixln only)")
+    s.add_argument("--alpha0", type=finite_float, default=None,
+                   help="nGPT's constant step size alpha (default 1; ngpt only)")
     s.add_argument("--seed", type=seed_int, default=0,
                    help="seed of the start and the random Q, K, V (default 0)")
     s.add_argument("--samples", type=count(MAX_OUTPUT_TIMES), default=11,
@@ -148,6 +153,10 @@ def run_ode(args) -> int:
                              "(the terminal exponent is a least-squares fit over [T/2, T] that "
                              "squares t: far beyond this it overflows float64)")
         nd.check_positive("r0", args.r0)
+        if args.r0 < MIN_ODE_R0:
+            raise ValueError(f"--r0 {args.r0:g} is too small: at least {MIN_ODE_R0:g} (below it "
+                             "the solver's step for the Pre-LN-like schemes falls under float64's "
+                             "spacing)")
         _check_target(args.json)
         g0 = float(nd.G_num(0.0, args.beta, args.n))  # s gamma'(0) ~ -exp(-beta): representable?
         if not abs(g0) >= sys.float_info.min:
@@ -207,6 +216,12 @@ def run_simulate(args) -> int:
             raise ValueError(f"--t-end {args.t_end:g} is too long: at most "
                              f"{MAX_SIMULATE_T_END:g} (the particles cluster long before; the "
                              "postln and ngpt schemes take time in proportion to t_end)")
+        for flag, owner in (("tau", "mixln"), ("alpha0", "ngpt")):
+            if getattr(args, flag) is not None and args.scheme != owner:
+                raise ValueError(f"--{flag} has no effect on --scheme {args.scheme}: it sets a "
+                                 f"parameter of {owner} only")
+        args.tau = 2.0 if args.tau is None else args.tau
+        args.alpha0 = 1.0 if args.alpha0 is None else args.alpha0
         check_positive("alpha0", args.alpha0)
         if args.scheme == "ngpt" and args.alpha0 * args.t_end > MAX_SIMULATE_T_END:
             raise ValueError(f"--alpha0 {args.alpha0:g} with --t-end {args.t_end:g} is too long "

@@ -101,6 +101,9 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
             folder = args.out or sweep_folder(planned["name"])
             # the report written after the runs: its files checked before them
             check_folder_files(folder, () if args.no_report else REPORT_FILES, what)
+            from resharpen.experiments.common.folder_kinds import check_kind
+
+            check_kind(folder, "sweep", what)
             check_writable_target(folder, what)
         root = run_grid(grid, out=args.out, workers=args.workers,
                         backend=args.backend, address=args.address, profile=args.profile,
@@ -183,7 +186,7 @@ def _train(args) -> int:
         config = make_config(overrides)
         folder = Path(args.out) if args.out else run_folder(config["name"])
         # creates nothing: save_run makes the folder
-        check_run_folder(folder, "--out" if args.out else "run folder")
+        check_run_folder(folder, "--out" if args.out else "run folder", config)
     from resharpen.experiments.training.loop import WEIGHTS, save_run
     from resharpen.experiments.training.next_token import train
 

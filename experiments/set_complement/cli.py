@@ -58,7 +58,7 @@ def run_train(args) -> int:
                        args.max_memory)
         folder = Path(args.out) if args.out else run_folder(config["name"])
         # creates nothing: save_run makes the folder
-        check_run_folder(folder, "--out" if args.out else "run folder")
+        check_run_folder(folder, "--out" if args.out else "run folder", config)
     from resharpen.experiments.training.loop import WEIGHTS, save_run
     from resharpen.experiments.set_complement.train import train
 
@@ -68,7 +68,7 @@ def run_train(args) -> int:
         require_finite({f"the {kind} weights' {key}": s["by_weights"][kind][key]
                         for key in HEADLINE},
                        f"train {config['name']!r} diverged (final loss {s['final_loss']:.4g}); "
-                       "lower train.lr or train.init_std")
+                       "lower train.lr or model.init_std")
     save_run(result, folder, profile=args.profile)  # the folder is made here; a full disk leaves none
     v, length = config["task"]["vocab"], config["task"]["train_len"]
     print(f"v={v} L_train={length} norm={config['model']['norm']} "
@@ -142,6 +142,10 @@ def run_sweep_cli(args) -> int:
                                           planned["configs"])),
                        f"sweep ({len(planned['configs'])} runs, {parallel} trained at a time)",
                        args.max_memory)
+        from resharpen.experiments.common.folder_kinds import check_kind
+
+        check_kind(args.out or sweep_folder(planned["name"]), "sweep",
+                   "--out" if args.out else "sweep folder")
         check_writable_target(args.out or sweep_folder(planned["name"]),
                               "--out" if args.out else "sweep folder")
     root = run_sweep(args.config, out=args.out, runs=args.runs, workers=args.workers,

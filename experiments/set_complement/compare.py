@@ -446,7 +446,11 @@ def compare_run(source: Transformer | str | Path, weights: str | None = None,
                 train_len: int | None = None, count: int = 256, seed: int = 0,
                 max_memory: int | None = None) -> dict:
     """:func:`compare_model` of a model, or of a run folder's ``weights`` (raw, ema or bema;
-    default its primary weights) with its own L_train; the record names the weight set."""
+    default its primary weights) with its own L_train; the record names the weight set.
+    ValueError for a seed outside [0, 2**63 - 1]."""
+    from resharpen.experiments.tasks.base import check_int
+
+    check_int("seed", seed, 0, 2**63 - 1)
     if isinstance(source, (str, Path)):
         model, config, chosen = load_trained(source, weights)
         if train_len is None:

@@ -225,6 +225,11 @@ def evaluate_lengths(model: torch.nn.Module, vocab: int, lengths: Sequence[int] 
     if dtype is not None and not isinstance(dtype, torch.dtype):
         raise TypeError(f"dtype must be a torch.dtype (e.g. torch.float64) or None, got "
                         f"{type(dtype).__name__} {dtype!r}")
+    if dtype is not None and not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating-point dtype (e.g. torch.float64), got {dtype}")
+    from resharpen.experiments.tasks.base import check_int
+
+    check_int("seed", seed, 0, 2**63 - 1)
     metrics, _ = per_position_metrics(model, vocab, max(lengths), per_length, seed, dtype)
     columns = torch.tensor([s - 1 for s in lengths])
     # per length, over the inputs: each metric's mean over its non-NaN values (NaN if none),

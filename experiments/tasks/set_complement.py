@@ -83,6 +83,8 @@ def validate_inputs(tokens: torch.Tensor, vocab: int) -> torch.Tensor:
         raise ValueError(f"inputs must have an integer dtype, got {tokens.dtype}")
     if tokens.dim() != 2:
         raise ValueError(f"inputs must have shape (count, length), got {tuple(tokens.shape)}")
+    if tokens.shape[0] == 0:
+        raise ValueError("inputs hold no row: give at least one input (count >= 1)")
     check_length(int(tokens.shape[1]), vocab)
     low, high = int(tokens.min()), int(tokens.max())
     if low < 0 or high >= vocab:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -184,6 +185,9 @@ def pack(source: str | Path, archive: str | Path = ARCHIVE_ROOT,
         if not fnmatch.fnmatchcase(table, MEASURED_PATTERN) or Path(table).name != table:
             raise ValueError(f"a sweep table is named {MEASURED_PATTERN!r}, got {table!r}")
     name = check_name(source.name, "sweep name")
+    if name.endswith("-quick"):
+        raise ValueError(f"{str(source)!r} is a quick-profile sweep (its folder ends in -quick); "
+                         "the archive keeps full-size sweeps only")
     target = Path(archive) / "sweeps" / name
     if not _sweep_file(source) and (source / STUDY_FILE).is_file():
         read_json(source / STUDY_FILE, "study result file")  # a corrupt one is refused
@@ -220,10 +224,17 @@ def check_restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT
                   ) -> tuple[Path, list[Path] | None, tuple[str, ...]]:
     """What :func:`restore` checks before it copies anything: ValueError unless the archive
     holds sweep (or study) ``name`` and every file and folder of ``out`` it would write is
-    absent or of the right kind. Returns (the archived folder, its finished runs or None for a
-    study, its measured tables)."""
+    absent or of the right kind, ``out`` holds no other kind of result
+    (:func:`~resharpen.experiments.common.folder_kinds.check_kind`) and no other sweep (its
+    ``sweep.json`` is absent or the archived one) and can be made. Returns (the archived folder,
+    its finished runs or None for a study, its measured tables)."""
+    from resharpen.experiments.common.folder_kinds import check_kind
+    from resharpen.experiments.common.io import check_writable_target
+
     source = Path(archive) / "sweeps" / check_name(name, "sweep name")
     out = Path(out)
+    check_kind(out, "sweep", "sweep folder")
+    check_writable_target(out, "sweep folder")
     if not _sweep_file(source) and _is_file(source / STUDY_FILE):
         check_folder_files(out, (STUDY_FILE,), "study folder")
         return source, None, ()
@@ -232,6 +243,11 @@ def check_restore(name: str, out: str | Path, archive: str | Path = ARCHIVE_ROOT
     runs = finished_runs(source)
     tables = measured_files(source)
     check_folder_files(out, (*SWEEP_FILES, *tables), "sweep folder")
+    identity = out / "sweep.json"
+    if os.path.lexists(identity) and (json.loads(_read(identity))
+                                      != json.loads(_read(source / "sweep.json"))):
+        raise ValueError(f"sweep folder {str(out)!r} holds another sweep than {name!r} (its "
+                         "sweep.json differs from the archived one): name another folder")
     check_folder_files(out / "runs", (), "runs folder")
     for run in runs:
         check_folder_files(out / "runs" / run.name, (), "run folder")
@@ -377,6 +393,9 @@ def pack_runs(source: str | Path, name: str, configs: dict[str, dict],
         if history is not None and "metrics.jsonl" in texts:
             texts["metrics.jsonl"] = history(texts["metrics.jsonl"])
         found[run.name] = texts
+    if not found:
+        raise ValueError(f"{str(source)!r} holds none of the {len(configs)} full-size runs of "
+                         f"{name} finished: nothing to pack")
     added = 0
     for run_name, texts in found.items():
         kept = target / run_name

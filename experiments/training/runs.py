@@ -34,12 +34,33 @@ MEASURED_FILE = "measured_{}.json"
 """A table an analysis measured on a run's weights or per-length records (:func:`measured`)."""
 
 
-def check_run_folder(folder: str | Path, what: str = "run folder") -> Path:
+def check_run_folder(folder: str | Path, what: str = "run folder",
+                     config: dict | None = None) -> Path:
     """ValueError unless ``folder`` can take a run: absent, or a writable folder whose
-    :data:`RUN_FILES` are absent or regular files. Called before training, so a bad folder (or a
-    FIFO, device or link at a run file) is refused before the work; creates nothing (the run
-    is saved by :func:`resharpen.experiments.training.loop.save_run`, which makes the folder)."""
+    :data:`RUN_FILES` are absent or regular files, that holds no other kind of result (a sweep,
+    a construction: :func:`~resharpen.experiments.common.folder_kinds.check_kind`) and, given
+    the run's ``config``, no finished run of another config (retraining the same config replaces
+    it with what it would be again; another config would lose it). Called before training, so a
+    bad folder (or a FIFO, device or link at a run file) is refused before the work; creates
+    nothing (the run is saved by :func:`resharpen.experiments.training.loop.save_run`, which
+    makes the folder)."""
+    from resharpen.experiments.common.folder_kinds import check_kind
+    from resharpen.experiments.common.io import dumps_json, loads_json
+
     check_folder_files(folder, RUN_FILES, what)
+    check_kind(folder, "run", what)
+    finished = Path(folder) / "summary.json"
+    if config is not None and stored_exists(finished) and stored_exists(Path(folder) / "config.json"):
+        old = read_json(Path(folder) / "config.json", "run file")
+        old = stored_config(old) if isinstance(old, dict) else old
+        new = loads_json(dumps_json(config))
+        if old != new:
+            changed = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k)) \
+                if isinstance(old, dict) else ["config"]
+            parts = (f"its {changed[0]} section differs" if len(changed) == 1
+                     else f"its {', '.join(changed)} sections differ")
+            raise ValueError(f"{what} {str(folder)!r} holds a finished run of another config "
+                             f"({parts}): name another folder")
     return check_writable_target(folder, what)
 
 

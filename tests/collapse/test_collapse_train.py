@@ -205,17 +205,19 @@ def test_training_collapse_without_a_shown_effect_is_inconclusive_not_fail(monke
 
 def test_cli_pack_collapse_packs_only_the_full_size_runs_and_refuses_a_missing_folder(
         tmp_path, monkeypatch, capsys):
-    """``resharpen archive pack-collapse FOLDER`` packs the finished full-size runs it finds
-    (none in a folder of quick runs: nothing is written to the archive) and refuses a folder
-    that does not exist with one line and exit 2, before any work."""
+    """``resharpen archive pack-collapse FOLDER`` packs the finished full-size runs it finds; a
+    folder of quick runs (none of them full-size) and a folder that does not exist are refused
+    with one line and exit 2, and nothing is written to the archive."""
     from resharpen.experiments.training import archive
 
     monkeypatch.setattr(archive, "ARCHIVE_ROOT", tmp_path / "archive")
     monkeypatch.setattr(archive.pack_runs, "__defaults__", (tmp_path / "archive", None))
     cfg = tiny()
     run(cfg, tmp_path / "made", progress=False)  # a finished run, but not a full-size one
-    assert main(["archive", "pack-collapse", str(tmp_path / "made")]) == 0
-    assert "0 runs added" in capsys.readouterr().out and not (tmp_path / "archive").exists()
+    assert main(["archive", "pack-collapse", str(tmp_path / "made")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds none of the" in err[0]
+    assert not (tmp_path / "archive").exists()
     assert main(["archive", "pack-collapse", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "is not a folder" in err[0]

@@ -166,10 +166,10 @@ def disk_full(*args, **kwargs):
 
 
 def test_retraining_on_a_full_disk_keeps_the_old_run(tmp_path, monkeypatch, capsys):
-    """``train --out r`` into a finished run folder while every write fails as on a full disk:
-    one line, exit 2, the old run byte for byte (it left the new config beside the old summary
-    and weights); then the same retraining on a free disk gives a consistent run: the config's
-    vocabulary is the model's."""
+    """``train --out r`` again into its finished run folder while every write fails as on a
+    full disk: one line, exit 2, the old run byte for byte (nothing half-written beside it);
+    then the same retraining on a free disk gives a consistent run. Retraining with another
+    config is refused before any work (the finished run would be lost), the old run kept."""
     from resharpen import load_run
 
     monkeypatch.chdir(tmp_path)
@@ -178,14 +178,17 @@ def test_retraining_on_a_full_disk_keeps_the_old_run(tmp_path, monkeypatch, caps
     before = snapshot(tmp_path)
     with monkeypatch.context() as patch:
         patch.setattr(os, "fsync", disk_full)
-        assert main(["train", BASE, *TINY, "--set", "task.vocab=12", "--out", "r"]) == 2
+        assert main(["train", BASE, *TINY, "--set", "task.vocab=8", "--out", "r"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: No space left on device writing '") and \
         [line for line in err if line.startswith("error: ")] == err[-1:]
     assert snapshot(tmp_path) == before
-    assert main(["train", BASE, *TINY, "--set", "task.vocab=12", "--out", "r"]) == 0
+    assert main(["train", BASE, *TINY, "--set", "task.vocab=12", "--out", "r"]) == 2
+    assert "holds a finished run of another config" in capsys.readouterr().err
+    assert snapshot(tmp_path) == before
+    assert main(["train", BASE, *TINY, "--set", "task.vocab=8", "--out", "r"]) == 0
     run = load_run("r")
-    assert run.config["task"]["vocab"] == 12 == run.model().cfg.vocab
+    assert run.config["task"]["vocab"] == 8 == run.model().cfg.vocab
     assert [p.name for p in tmp_path.iterdir()] == ["r"]  # no staging folder left
 
 
