@@ -698,6 +698,10 @@ CASES = [
          r"--norm-kind has no effect with --norm none", id="construct --norm-kind without a norm"),
     case(["figs", "--list", "--out", "o"], r"--out has no effect with --list",
          id="figs --list --out"),
+    case(["dynamics", "simulate", "--scheme", "postln", "--beta", "1e308", "--qkv", "random"],
+         r"--beta 1e\+308 is too large: at most 1e\+06", id="simulate --beta huge"),
+    case(["dynamics", "simulate", "--scheme", "postln", "--beta", "0"],
+         r"beta must be a finite number > 0", id="simulate --beta 0"),
     case(["dynamics", "ode", "--r0", "1e-10"], r"--r0 1e-10 is too small: at least 1e-06",
          id="ode --r0 too small"),
 ]
