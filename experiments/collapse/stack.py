@@ -201,8 +201,8 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
     over draws, for the sampling-noise floor of the E[P] estimate)."""
     from resharpen.experiments.common.progress import Meter
 
-    bar = Meter(f"stack {cfg.norm} x{cfg.multiplier:g}", cfg.samples * cfg.depth, "layer",
-                enabled=progress)
+    bar = Meter(f"stack {cfg.norm} x{cfg.multiplier:g}", cfg.samples * cfg.depth, "layer") \
+        if progress else None
     draws, total, total_sq = [], 0.0, 0.0
     for i in range(cfg.samples):
         draw = _simulate_one(cfg, i, keep_attention, bar)
@@ -210,7 +210,8 @@ def simulate(cfg: StackConfig, keep_attention: bool = False, progress: bool = Fa
             att = np.asarray(draw.pop("attention"))
             total, total_sq = total + att, total_sq + att * att
         draws.append(draw)
-    bar.close()
+    if bar is not None:
+        bar.close()
     result = {k: np.mean([np.asarray(d[k]) for d in draws], axis=0) for k in draws[0]}
     result["t0"] = float(result["t0"][0])
     if keep_attention:

@@ -128,12 +128,12 @@ def simulate(dyn: Dynamics, theta0: np.ndarray, t_end: float, *, r0=1.0,
 
     from resharpen.experiments.common.progress import Meter
 
-    bar = Meter(f"NA {dyn.scheme} n={n} d={d}", float(t_end), "t", enabled=progress)
+    bar = Meter(f"NA {dyn.scheme} n={n} d={d}", float(t_end), "t") if progress else None
 
     def rhs(t, y):
         theta = y[: n * d].reshape(n, d)
         th_dot, r_dot = velocity(t, theta, y[n * d:], dyn)
-        if t > bar.done:
+        if bar is not None and t > bar.done:  # the right-hand side is the hot path
             bar.update(t - bar.done)
         return np.concatenate([th_dot.ravel(), r_dot])
 
@@ -157,7 +157,8 @@ def simulate(dyn: Dynamics, theta0: np.ndarray, t_end: float, *, r0=1.0,
             if not last:
                 y0 = sol.sol(b)
     finally:
-        bar.close()
+        if bar is not None:
+            bar.close()
     Y = np.concatenate(ys, axis=1).T
     theta = Y[:, : n * d].reshape(-1, n, d)
     theta = theta / np.linalg.norm(theta, axis=2, keepdims=True)
