@@ -17,7 +17,7 @@ def test_each_kind_is_read_from_its_files_in_either_form(tmp_path):
         assert held_kinds(folder) == {kind: name.removesuffix(".gz")}
         check_kind(folder, kind)  # its own kind passes
         other = "sweep" if kind != "sweep" else "run"
-        with pytest.raises(ValueError, match=f"holds .* not "):
+        with pytest.raises(ValueError, match="holds .* not "):
             check_kind(folder, other, "--out")
 
 
