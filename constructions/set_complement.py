@@ -109,7 +109,7 @@ def complement_basis(vocab: int) -> torch.Tensor:
     return Q
 
 
-def _check_scales(lam: float, beta: float, gain: float, norm: str, norm_kind: str) -> None:
+def check_readout(lam: float, beta: float, gain: float, norm: str, norm_kind: str) -> None:
     """ValueError (TypeError for a value that is not a number) naming the first bad readout,
     norm kind or scale: lam > 0, beta != 0, gain > 0, finite and each inside
     :data:`resharpen.experiments.common.limits.CONSTRUCT_SCALES` (the bound ``construct``
@@ -202,7 +202,7 @@ def tight(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_ki
     With a norm (RMSNorm; beta > 0) the residual stays in 1-perp, and resharpen.theory.set_complement.formulas's
     class-reduced derivation gives the margins (attn_out: beta g sqrt((v-1) v / (s (v-s))))."""
     vocab = check_vocab(vocab)
-    _check_scales(lam, beta, gain, norm, norm_kind)
+    check_readout(lam, beta, gain, norm, norm_kind)
     if norm != "none" and norm_kind == "layer":
         raise ValueError("LayerNorm on the tight (d = v-1) embedding is not complement-exact; "
                          "use --variant one_hot with --norm-kind layer, or --norm-kind rms")
@@ -225,7 +225,7 @@ def one_hot(vocab: int, lam: float, beta: float = 1.0, norm: str = "none", norm_
     readouts match the tight ones with d = v; with RMSNorm the residual e_q + (K/s) 1_[t] is not
     centred and the margins follow the uncentred formulas (attn_out: beta g sqrt(v / s))."""
     vocab = check_vocab(vocab)
-    _check_scales(lam, beta, gain, norm, norm_kind)
+    check_readout(lam, beta, gain, norm, norm_kind)
     P = torch.eye(vocab, dtype=DTYPE) - 1.0 / vocab
     model = _model(vocab, vocab, 1, vocab, norm, norm_kind, gain)
     _set(model, 1.0, -beta * P, 0.0, 0.0, lam / beta, 1.0)
@@ -248,7 +248,7 @@ def balanced(vocab: int, lambdas, beta: float = 1.0) -> Construction:
     lambdas = np.asarray(lambdas, dtype=np.float64)
     if lambdas.shape != (vocab,) or not np.all(np.isfinite(lambdas)) or np.any(lambdas <= 0):
         raise ValueError(f"lambdas must be {vocab} finite numbers > 0, got {lambdas.tolist()}")
-    _check_scales(float(lambdas.min()), beta, 1.0, "none", "rms")
+    check_readout(float(lambdas.min()), beta, 1.0, "none", "rms")
     Q = complement_basis(vocab)
     ones = torch.ones(vocab, 1, dtype=DTYPE)
     E = torch.cat([Q, ones], dim=1)
@@ -316,7 +316,7 @@ def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms",
     check_vocab(vocab)
     if lam is None:
         lam = DEFAULT_LAM_PER_TOKEN * vocab
-    _check_scales(lam, beta, gain, norm, norm_kind)  # every variant, before any allocation
+    check_readout(lam, beta, gain, norm, norm_kind)  # every variant, before any allocation
     _check_number(self_score, "self_score")
     if not abs(self_score) <= limits.SELF_SCORE_MAX:
         raise ValueError(f"self_score {self_score!r} is out of range: |self_score| must be at "
@@ -335,7 +335,7 @@ def build(variant: str, vocab: int, norm: str = "none", norm_kind: str = "rms",
     if variant == "one_hot":
         return one_hot(vocab, lam, beta, norm, norm_kind, gain)
     if variant == "balanced":
-        _check_scales(lam, beta, gain, norm, norm_kind)
+        check_readout(lam, beta, gain, norm, norm_kind)
         built = balanced(vocab, lam * random_lambdas(vocab, seed), beta)
         built.seed = seed
         return built

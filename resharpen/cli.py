@@ -370,7 +370,7 @@ REPORT_FILE = "report.json"
 
 def run_construct(args) -> int:
     from resharpen.constructions.set_complement import SAVED_FILES, build, save
-    from resharpen.constructions.set_complement import _check_scales as check_readout
+    from resharpen.constructions.set_complement import check_readout
     from resharpen.experiments.common.cli_args import require_finite
     from resharpen.experiments.common.folder_kinds import check_kind
     from resharpen.experiments.common.io import (atomic_write_text, check_folder_files,
