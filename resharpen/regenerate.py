@@ -50,6 +50,8 @@ WRITERS: tuple[tuple[str, tuple[str, ...]], ...] = (
      ("tests/core/test_docs_from_records.py", "--write")),
     ("docs/othello_search.md: the Othello study's table (from its archive)",
      ("tests/languages/test_othello_study_table.py", "--write")),
+    ("docs/task_training.md: the full language grid's two tables (from its archive)",
+     ("tests/languages/test_grid_tables.py", "--write")),
     ("docs/verdicts/ (from the declarations and the quick and full records)",
      ("-m", "resharpen.verdicts", "--write")),
     ("README.md: the verdict table and the family counts; docs/ledger.md: the table of non-PASS "

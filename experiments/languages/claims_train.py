@@ -247,6 +247,14 @@ def what_decides(claim_id: str, profile: str) -> str:
     return f"more seeds than the 8 of the full size: a longer train.seed grid in {where}"
 
 
+def family_tests(name: str, rows_of) -> dict[str, list[stats.FamilyTest]]:
+    """claim id -> its tests, Holm-adjusted together with the tests of every claim of the
+    question ``name`` (:data:`QUESTIONS`), each claim's tests made by :data:`FAMILY` on the
+    table rows ``rows_of(claim_id)`` (the runs it reads)."""
+    return stats.family([(c, label, result) for c in QUESTIONS[name]
+                         for label, result in FAMILY[c](rows_of(c))])
+
+
 def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
     """The outcome of ``claim_id`` from its tests, Holm-adjusted with the tests of every claim
     of its question (:data:`QUESTIONS`; each direction): PASS when each shows the effect at adjusted
@@ -255,8 +263,7 @@ def decide(claim_id: str, profile: str, extra: str = "") -> Outcome:
     would decide (:func:`what_decides`)."""
     rows, root, which = _data(claim_id, profile)
     members = QUESTIONS[question(claim_id)]
-    tests = stats.family([(c, label, result) for c in members
-                          for label, result in FAMILY[c](_data(c, profile)[0])])
+    tests = family_tests(question(claim_id), lambda c: _data(c, profile)[0])
     mine = tests.get(claim_id, [])
     size = sum(len(t) for t in tests.values())
     measured = "; ".join(effect_text(t) for t in mine)
