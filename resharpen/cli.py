@@ -197,17 +197,17 @@ def check_verify_options(args) -> None:
 
 def run_mutation_test(args, chosen) -> int:
     """``verify --mutate``: the table of the mutation test and its summary line; exit 0."""
-    from resharpen.experiments.ledger import mutation
+    from resharpen.experiments.ledger import mutants, mutation
     from resharpen.experiments.common.io import atomic_write_text
 
-    operators = tuple(mutation.OPERATORS)
+    operators = tuple(mutants.OPERATORS)
     with bad_input():
         if args.operators is not None:
             operators = tuple(o.strip() for o in args.operators.split(",") if o.strip())
-            unknown = [o for o in operators if o not in mutation.OPERATORS]
+            unknown = [o for o in operators if o not in mutants.OPERATORS]
             if unknown or not operators:
                 raise ValueError(f"--operators: unknown {unknown or args.operators!r}; one or "
-                                 f"more of {','.join(mutation.OPERATORS)}")
+                                 f"more of {','.join(mutants.OPERATORS)}")
             repeated = sorted({o for o in operators if operators.count(o) > 1})
             if repeated:
                 raise ValueError(f"--operators names {', '.join(repeated)} more than once; "

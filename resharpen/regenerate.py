@@ -18,7 +18,7 @@ else that names it is generated, in two steps.
      the declaration's;
    * the mutation record, ``experiments/configs/ledger/mutation.json``: stale for a fast claim
      recorded skipped or whose recorded functions are not the derivations its check uses now
-     (``mutation.targets``), and for a slow claim recorded neither skipped nor per function.
+     (``mutants.targets``), and for a slow claim recorded neither skipped nor per function.
 
    The claims of the first two are run once in the quick profile (what ``resharpen verify
    --only ID`` runs) and their records written into both; the mutation test runs the claims of
@@ -72,7 +72,7 @@ def stale(declared: dict[str, dict], baseline: dict[str, dict], quick: dict[str,
     ``quick``, ``mutation``), each sorted: ``declared`` are the declarations
     (``all_declarations``), ``baseline`` the quick baseline's entries, ``quick`` the quick
     record's records, ``record`` the mutation record's entries, ``functions`` the names of the
-    derivations each fast claim's check uses now (``mutation.targets``)."""
+    derivations each fast claim's check uses now (``mutants.targets``)."""
     def record_stale(claim_id: str, entry: dict) -> bool:
         found = quick.get(claim_id)
         return found is None or found["status"] != entry["quick"] \
@@ -110,14 +110,14 @@ def run_records(declared: dict[str, dict], only: list[str] | None, workers: int,
     from resharpen.experiments.common.io import atomic_write_text
     from resharpen.experiments.common.progress import per_item
     from resharpen.experiments.common.provenance import provenance
-    from resharpen.experiments.ledger import baseline, mutation
+    from resharpen.experiments.ledger import baseline, mutants, mutation, mutation_record
 
     made = provenance("quick")  # before any write: the tree the claims run on, not ours
     claims = {c.id: c for c in all_claims()}
     base = baseline.read(baseline.default_path("quick"), "quick")
     quick = verdicts.read_records(verdicts.QUICK_LEDGER)
-    record = mutation.read_record()
-    functions = {c.id: {t.name for t in mutation.targets(c)} for c in claims.values()
+    record = mutation_record.read_record()
+    functions = {c.id: {t.name for t in mutants.targets(c)} for c in claims.values()
                  if c.cost == "fast"}
     todo = stale(declared, base, quick, record, functions)
     try:
@@ -147,11 +147,12 @@ def run_records(declared: dict[str, dict], only: list[str] | None, workers: int,
             results = mutation.run_mutations([claims[i] for i in to_mutate], "quick",
                                              on_done=done)
     if results or set(gone) & set(record):
-        print(f"wrote {atomic_write_text(mutation.RECORD, mutation.updated_record(results, declared))}")
+        text = mutation_record.updated_record(results, declared)
+        print(f"wrote {atomic_write_text(mutation_record.RECORD, text)}")
     survivors = [r.id for r in results if r.verdict == "survives"]
     if survivors:
         print(f"survivors of the mutation test: {', '.join(survivors)}; write each one's "
-              f"diagnosis into {mutation.RECORD.name} (docs/ledger.md, the mutation test)")
+              f"diagnosis into {mutation_record.RECORD.name} (docs/ledger.md, the mutation test)")
     return [f"{r.id}: declared quick = {declared[r.id]['quick']}, the run gives {r.status}"
             for r in records if r.status != declared[r.id]["quick"]]
 

@@ -29,7 +29,7 @@ _MACHINERY = ("resharpen.experiments.ledger.registry", "resharpen.experiments.le
               "resharpen.experiments.common.profiles")
 """Modules whose functions are the ledger's own machinery (``Outcome``, ``pick``), not derivations
 a check uses. The statistics that decide (:mod:`.stats`) are listed as derivations; the mutation
-test leaves them out (``mutation.NOT_SUBJECTS``)."""
+test leaves them out (``mutants.NOT_SUBJECTS``)."""
 
 CLAIMS_ANALYSIS = "CLAIMS_ANALYSIS"
 """The module attribute (set to True) that marks a module as the analysis of claims modules

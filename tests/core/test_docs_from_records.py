@@ -1,7 +1,7 @@
 """Numbers and statuses in the docs that come from the records, checked against them.
 
 * The mutation test's plain rate and score: every doc that quotes them holds the sentence of
-  ``mutation.record_score_text`` (computed from experiments/configs/ledger/mutation.json) between
+  ``mutation_record.record_score_text`` (computed from experiments/configs/ledger/mutation.json) between
   the markers below; so do the record's counts of claims by verdict (:func:`claims_text`) and its
   per-operator table (:func:`operators_table`). ``python tests/core/test_docs_from_records.py
   --write`` rewrites those passages after the record changes.
@@ -56,11 +56,11 @@ from pathlib import Path
 
 from resharpen import verdicts
 from resharpen.papers import PREFIX_PAPERS
-from resharpen.experiments.ledger import baseline, mutation
+from resharpen.experiments.ledger import baseline, mutation_record
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
-SCORE_START = "<!-- mutation score: python -m resharpen.experiments.ledger.mutation -->"
+SCORE_START = "<!-- mutation score: python -m resharpen.experiments.ledger.mutation_record -->"
 SCORE_END = "<!-- end of the mutation score -->"
 CLAIMS_START = "<!-- mutation claims: python tests/core/test_docs_from_records.py --write -->"
 CLAIMS_END = "<!-- end of the mutation claims -->"
@@ -83,12 +83,12 @@ def _fast_and_slow() -> tuple[list[str], list[str]]:
 
 
 def score_text() -> str:
-    return mutation.record_score_text(mutation.read_record(), _fast_and_slow()[0])
+    return mutation_record.record_score_text(mutation_record.read_record(), _fast_and_slow()[0])
 
 
 def claims_text() -> str:
     """The record's claims by verdict, and its pairs killed only by an exception."""
-    record = mutation.read_record()
+    record = mutation_record.read_record()
     fast, slow = _fast_and_slow()
     verdict = Counter(record[i]["verdict"] for i in fast)
     pairs = {i: list(record[i].get("functions", {}).values()) for i in fast}
@@ -109,7 +109,7 @@ def claims_text() -> str:
 
 def operators_table() -> str:
     """The record's ``per_operator`` counts as a Markdown table."""
-    counts = json.loads(Path(mutation.RECORD).read_text())["per_operator"]
+    counts = json.loads(Path(mutation_record.RECORD).read_text())["per_operator"]
     return "\n".join(["| operator | perturbed | killed | by an exception |", "|---|---|---|---|"]
                      + [f"| `{op}` | {c['perturbed']} | {c['killed']} | {c['by an exception']} |"
                         for op, c in counts.items()])

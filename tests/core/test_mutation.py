@@ -15,7 +15,7 @@ import sympy as sp
 import torch
 
 from resharpen.cli import main
-from resharpen.experiments.ledger import Claim, mutation
+from resharpen.experiments.ledger import Claim, mutants, mutation, perturbation
 
 FORMULAS = "resharpen.toy_mutation_formulas"
 CHECKS = "resharpen.toy_mutation_checks"
@@ -125,7 +125,7 @@ def test_a_circular_claim_survives_and_an_honest_one_is_killed(toy, isolate):
     circular = mutation.mutate_claim(toy.claim("circular"), isolate=isolate)
     assert circular.baseline == "PASS" and circular.verdict == "survives", circular
     assert {m.target for m in circular.mutations} == {f"{FORMULAS}.circle_area"}
-    assert [m.operator for m in circular.mutations] == list(mutation.OPERATORS)
+    assert [m.operator for m in circular.mutations] == list(mutants.OPERATORS)
     # up and down perturb both calls; one argument: no swap; no + or -: no drop; the same
     # argument twice: the constant equals the original (an equivalent mutant); the ladder runs
     # on the survivor: the large steps perturb both calls, first and last leave a lone number
@@ -139,7 +139,7 @@ def test_a_circular_claim_survives_and_an_honest_one_is_killed(toy, isolate):
         f"{FORMULAS}.area_by_quadrature": "killed", f"{FORMULAS}.circle_area": "killed"}
     quadrature = {p.target: p.statuses for p in honest.pairs}[f"{FORMULAS}.area_by_quadrature"]
     assert quadrature == {"up": "FAIL", "down": "FAIL", "swap": "-", "drop": "FAIL",
-                          "const": "-", **{op: "not run" for op in mutation.LADDER}}, quadrature
+                          "const": "-", **{op: "not run" for op in mutants.LADDER}}, quadrature
 
 
 def test_both_directions_and_every_status(toy):
@@ -188,21 +188,21 @@ def test_swap_exchanges_only_arguments_of_one_kind(toy):
     the swap perturbs nothing; power(2.0, 3.0) is swapped."""
     result = mutation.mutate_claim(toy.claim("kinds"), isolate=False, operators=("swap",))
     assert [m.perturbed for m in result.mutations] == [0] and result.verdict == "untested"
-    assert mutation._one_kind(np.zeros((2, 3)), np.ones((2, 3)))
-    assert not mutation._one_kind(np.zeros((2, 3)), np.ones((3, 2)))
-    assert not mutation._one_kind(2, 2.0) and mutation._one_kind(2, 3)
+    assert mutants._one_kind(np.zeros((2, 3)), np.ones((2, 3)))
+    assert not mutants._one_kind(np.zeros((2, 3)), np.ones((3, 2)))
+    assert not mutants._one_kind(2, 2.0) and mutants._one_kind(2, 3)
 
 
 def test_perturb_one_moves_one_leaf():
-    out, changed = mutation.perturb_one(np.array([1.0, 2.0, 3.0]), 0.1, "last")
+    out, changed = perturbation.perturb_one(np.array([1.0, 2.0, 3.0]), 0.1, "last")
     assert changed and out.tolist() == [1.0, 2.0, pytest.approx(3.4)]
-    out, _ = mutation.perturb_one(np.array([1.0, 2.0, 3.0]), 0.1, "first")
+    out, _ = perturbation.perturb_one(np.array([1.0, 2.0, 3.0]), 0.1, "first")
     assert out.tolist() == [pytest.approx(1.2), 2.0, 3.0]
-    out, _ = mutation.perturb_one((np.array([1.0, 2.0]), 3.0, "x"), 0.1, "first")
+    out, _ = perturbation.perturb_one((np.array([1.0, 2.0]), 3.0, "x"), 0.1, "first")
     assert out[0].tolist() == [pytest.approx(1.2), pytest.approx(2.3)] and out[1] == 3.0
-    out, _ = mutation.perturb_one((np.array([1.0, 2.0]), 3.0, "x"), 0.1, "last")
+    out, _ = perturbation.perturb_one((np.array([1.0, 2.0]), 3.0, "x"), 0.1, "last")
     assert out[0].tolist() == [1.0, 2.0] and out[1] == pytest.approx(3.4)
-    assert mutation.perturb_one(2.0, 0.1) == (2.0, False)  # a lone number: up's business
+    assert perturbation.perturb_one(2.0, 0.1) == (2.0, False)  # a lone number: up's business
 
     @dataclasses.dataclass(frozen=True)
     class Solution:
@@ -210,25 +210,25 @@ def test_perturb_one_moves_one_leaf():
         r: np.ndarray
         steps: int  # beside floats: structure, stays
 
-    out, _ = mutation.perturb_one(Solution(np.ones(2), np.ones(2), 3), 0.1, "last")
+    out, _ = perturbation.perturb_one(Solution(np.ones(2), np.ones(2), 3), 0.1, "last")
     assert out.t.tolist() == [1.0, 1.0] and out.r.tolist() == [pytest.approx(1.2)] * 2 \
         and out.steps == 3
-    assert mutation.perturb_one(torch.tensor([0, 3, 4]), 0.1, "last")[0].tolist() == [0, 3, 5]
-    assert mutation.perturb_one({"a": 1.0, "b": 2.0}, 0.1, "last")[0] == {
+    assert perturbation.perturb_one(torch.tensor([0, 3, 4]), 0.1, "last")[0].tolist() == [0, 3, 5]
+    assert perturbation.perturb_one({"a": 1.0, "b": 2.0}, 0.1, "last")[0] == {
         "a": 1.0, "b": pytest.approx(2.3)}
     with pytest.raises(ValueError, match="first"):
-        mutation.perturb_one(1.0, 0.1, "middle")
+        perturbation.perturb_one(1.0, 0.1, "middle")
 
 
 def test_an_operator_that_cannot_apply_is_not_run(toy):
     """``swap`` needs two positional arguments and ``drop`` a + or - term: decided before any
     check runs, recorded as "-" with nothing perturbed."""
-    targets = {t.attribute: t for t in mutation.targets(toy.claim("structure"))}
-    assert mutation.applies(targets["power"], "swap") and \
-        not mutation.applies(targets["power"], "drop")
-    assert not mutation.applies(targets["double"], "swap")
-    assert mutation.applies(targets["shifted"], "drop")
-    assert all(mutation.applies(t, op) for t in targets.values() for op in ("up", "down",
+    targets = {t.attribute: t for t in mutants.targets(toy.claim("structure"))}
+    assert mutants.applies(targets["power"], "swap") and \
+        not mutants.applies(targets["power"], "drop")
+    assert not mutants.applies(targets["double"], "swap")
+    assert mutants.applies(targets["shifted"], "drop")
+    assert all(mutants.applies(t, op) for t in targets.values() for op in ("up", "down",
                                                                             "const"))
     result = mutation.mutate_claim(toy.claim("structure"), isolate=False,
                                    operators=("swap", "drop"))
@@ -269,71 +269,71 @@ def test_an_erratum_is_killed_by_any_status_but_pass(toy):
 
 def test_mutation_patches_every_binding_and_restores_them(toy):
     original = toy.formulas.circle_area
-    [target] = [t for t in mutation.targets(toy.claim("honest")) if t.attribute == "circle_area"]
-    with mutation.mutated(target) as counter:
+    [target] = [t for t in mutants.targets(toy.claim("honest")) if t.attribute == "circle_area"]
+    with mutants.mutated(target) as counter:
         assert toy.formulas.circle_area is not original
         assert toy.checks.circle_area is not original  # bound by `from ... import`
         assert toy.checks.circle_area(1.0) == pytest.approx(np.pi * 1.001 + 0.001)
         assert counter.perturbed == 1
     assert toy.formulas.circle_area is original and toy.checks.circle_area is original
-    with mutation.mutated(target, operator="down"):
+    with mutants.mutated(target, operator="down"):
         assert toy.checks.circle_area(1.0) == pytest.approx(np.pi * 0.999 - 0.001)
     assert toy.checks.circle_area is original
 
 
 def test_perturb_numbers_arrays_tensors_and_sympy():
-    assert mutation.perturb(2.0) == (pytest.approx(2.0 * 1.001 + 0.001), True)
-    assert mutation.perturb(2.0, step=0.1) == (pytest.approx(2.0 * 1.1 + 0.1), True)
-    assert mutation.perturb(3) == (4, True) and mutation.perturb(True) == (False, True)
-    assert mutation.perturb(2.0, step=-0.1) == (pytest.approx(2.0 * 0.9 - 0.1), True)
-    assert mutation.perturb(3, step=-1e-3) == (2, True)
-    assert mutation.perturb(np.array([1, 2]), step=-1e-3)[0].tolist() == [0, 1]
+    assert perturbation.perturb(2.0) == (pytest.approx(2.0 * 1.001 + 0.001), True)
+    assert perturbation.perturb(2.0, step=0.1) == (pytest.approx(2.0 * 1.1 + 0.1), True)
+    assert perturbation.perturb(3) == (4, True) and perturbation.perturb(True) == (False, True)
+    assert perturbation.perturb(2.0, step=-0.1) == (pytest.approx(2.0 * 0.9 - 0.1), True)
+    assert perturbation.perturb(3, step=-1e-3) == (2, True)
+    assert perturbation.perturb(np.array([1, 2]), step=-1e-3)[0].tolist() == [0, 1]
     a = np.array([1.0, 2.0], dtype=np.float32)
-    out, changed = mutation.perturb(a)
+    out, changed = perturbation.perturb(a)
     assert changed and out.dtype == np.float32 and np.allclose(out, a * 1.001 + 0.001)
     assert a[0] == 1.0  # the input is not modified
-    assert mutation.perturb(np.array([1, 2]))[0].tolist() == [2, 3]
+    assert perturbation.perturb(np.array([1, 2]))[0].tolist() == [2, 3]
     t = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
-    out, _ = mutation.perturb(t)
+    out, _ = perturbation.perturb(t)
     assert out.dtype == torch.float64 and out.requires_grad \
         and float(out.detach()) == pytest.approx(1.002)
-    assert mutation.perturb(torch.tensor([True, False]))[0].tolist() == [False, True]
+    assert perturbation.perturb(torch.tensor([True, False]))[0].tolist() == [False, True]
     x = sp.Symbol("x")
-    out, _ = mutation.perturb(x ** 2)
+    out, _ = perturbation.perturb(x ** 2)
     assert sp.simplify(out - (x ** 2 * sp.Rational(1001, 1000) + sp.Rational(1, 1000))) == 0
-    assert mutation.perturb(sp.true) == (sp.false, True)
+    assert perturbation.perturb(sp.true) == (sp.false, True)
 
 
 def test_perturb_containers_and_objects():
     Pair = namedtuple("Pair", "name value")
-    out, changed = mutation.perturb({"a": [1.0, "text"], "b": Pair("n", 2)})
+    out, changed = perturbation.perturb({"a": [1.0, "text"], "b": Pair("n", 2)})
     # beside a float, an integer is structure (a size, an index): it stays
     assert changed and out == {"a": [pytest.approx(1.002), "text"], "b": Pair("n", 2)}
-    assert mutation.perturb({"b": Pair("n", 2), "c": (True, 4)}) == (
+    assert perturbation.perturb({"b": Pair("n", 2), "c": (True, 4)}) == (
         {"b": Pair("n", 3), "c": (False, 5)}, True)  # no float anywhere: integers move
-    tokens, metrics = mutation.perturb((torch.tensor([0, 3]), {"m": np.array([0.5])}))[0]
+    tokens, metrics = perturbation.perturb((torch.tensor([0, 3]), {"m": np.array([0.5])}))[0]
     assert tokens.tolist() == [0, 3] and metrics["m"].tolist() == [pytest.approx(0.5015)]
-    assert mutation.perturb("text") == ("text", False)
-    assert mutation.perturb(None) == (None, False)
-    assert mutation.perturb(("a", None)) == (("a", None), False)
+    assert perturbation.perturb("text") == ("text", False)
+    assert perturbation.perturb(None) == (None, False)
+    assert perturbation.perturb(("a", None)) == (("a", None), False)
 
     @dataclasses.dataclass(frozen=True)
     class Config:
         name: str
         scale: float
 
-    assert mutation.perturb(Config("c", 1.0))[0] == Config("c", pytest.approx(1.002))
+    assert perturbation.perturb(Config("c", 1.0))[0] == Config("c", pytest.approx(1.002))
 
     @dataclasses.dataclass(frozen=True)
     class Built:  # a construction: a vocabulary size beside its float parameters
         vocab: int
         lam: float
 
-    assert mutation.perturb(Built(4, 8.0), step=-1e-3)[0] == Built(4, pytest.approx(
+    assert perturbation.perturb(Built(4, 8.0), step=-1e-3)[0] == Built(4, pytest.approx(
         8.0 * 0.999 - 0.001))
     layer = torch.nn.Linear(2, 2)
     before = layer.weight.detach().clone()
-    copy, changed = mutation.perturb(layer)
+    copy, changed = perturbation.perturb(layer)
     assert changed and copy is not layer and torch.equal(layer.weight, before)
     assert torch.allclose(copy.weight, before * 1.001 + 0.001)
 
@@ -342,12 +342,12 @@ def test_targets_include_the_methods_of_a_derivation_class():
     from resharpen.claims import all_claims
 
     [c] = [c for c in all_claims() if c.id == "sc.model.decomposition"]
-    names = [t.name for t in mutation.targets(c)]
+    names = [t.name for t in mutants.targets(c)]
     assert "resharpen.experiments.model.transformer.Transformer.forward" in names
     assert "resharpen.experiments.tasks.set_complement.sample_inputs" in names
     [postnorm] = [c for c in all_claims() if c.id == "fit.placements.ood_at_every_rung"]
-    names = [t.name for t in mutation.targets(postnorm)]
-    assert names and not [n for n in names if n.startswith(mutation.NOT_SUBJECTS)], names
+    names = [t.name for t in mutants.targets(postnorm)]
+    assert names and not [n for n in names if n.startswith(mutants.NOT_SUBJECTS)], names
 
 
 def test_verify_mutate_prints_the_table_and_summary(capsys, tmp_path):

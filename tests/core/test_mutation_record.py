@@ -1,5 +1,5 @@
 """The mutation test over the registry, against its committed record
-(experiments/configs/ledger/mutation.json, read by ``mutation.read_record``).
+(experiments/configs/ledger/mutation.json, read by ``mutation_record.read_record``).
 
 What runs is declared, never measured: the default test mutates DEFAULT_SAMPLE (fast claims
 named here, one or more per slice, every operator) and checks without running anything that the
@@ -8,7 +8,7 @@ slow ones are recorded as skipped by their class). Either fails when a claim (or
 function) pair) the record has killed now survives, is killed only by an exception or is
 untested, when no mutation perturbs it any more, or when a survivor has no diagnosis in the
 record. After a change that kills a survivor or adds one on purpose, rerun the claim with
-``make regenerate ARGS="--only ID"`` (``mutation.updated_record`` replaces its entry; a survivor
+``make regenerate ARGS="--only ID"`` (``mutation_record.updated_record`` replaces its entry; a survivor
 needs its diagnosis; docs/ledger.md has the list)."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import json
 import pytest
 
 from resharpen.claims import all_claims
-from resharpen.experiments.ledger import mutation
+from resharpen.experiments.ledger import mutants, mutation, mutation_record
 from resharpen.experiments.ledger.mutation import Mutation, MutationResult
 
 DEFAULT_SAMPLE = ("lang.dyck1.counts", "sc.metrics.closed_forms", "dyn.radial.violation",
@@ -50,7 +50,7 @@ def test_against_record_flags_lost_kills_and_undiagnosed_survivors():
                _result("c", "untested", note="no mutation perturbed a value (f)", perturbed=0),
                _result("d", "untested", baseline="FAIL", note="unmutated check is FAIL"),
                _result("e", "skipped"), _result("new", "survives"), _result("new2", "killed")]
-    lines = mutation.against_record(results, record)
+    lines = mutation_record.against_record(results, record)
     assert [line.split(":")[0] for line in lines] == ["a", "c", "new"], lines
     assert "killed -> survives" in lines[0] and "no diagnosis" in lines[2]
 
@@ -59,12 +59,12 @@ def test_read_record_rejects_a_survivor_without_diagnosis(tmp_path):
     path = tmp_path / "m.json"
     path.write_text(json.dumps({"claims": {"x": {"verdict": "survives", "seconds": 1.0}}}))
     with pytest.raises(ValueError, match="survivor 'x' has no diagnosis"):
-        mutation.read_record(path)
+        mutation_record.read_record(path)
     path.write_text(json.dumps({"claims": {"x": {"verdict": "dead", "seconds": 1.0}}}))
     with pytest.raises(ValueError, match="needs a verdict"):
-        mutation.read_record(path)
+        mutation_record.read_record(path)
     results = [_result("x", "survives"), _result("y", "killed")]
-    written = json.loads(mutation.record_of(results, {"x": {"diagnosis": "slack"}}))
+    written = json.loads(mutation_record.record_of(results, {"x": {"diagnosis": "slack"}}))
     assert written["claims"]["x"] == {"verdict": "survives", "seconds": 0.1, "diagnosis": "slack"}
     assert written["claims"]["y"] == {"verdict": "killed", "seconds": 0.1}
 
@@ -80,17 +80,17 @@ def test_a_skipped_claim_is_recorded_by_its_declared_class():
     results = [_result("s", "skipped", note="declared cost slow"),
                _result("k", "skipped", note="declared cost slow"),
                _result("n", "skipped", note="declared cost slow")]
-    claims = json.loads(mutation.record_of(results, old))["claims"]
+    claims = json.loads(mutation_record.record_of(results, old))["claims"]
     assert claims["s"] == {"verdict": "skipped", "seconds": 2.0, "note": (
         "declared cost slow; the record before the per-function operators had killed (`up` "
         "only, not compared)")}
     assert claims["k"] == old["k"]
     assert claims["n"] == {"verdict": "skipped", "seconds": 0.0, "note": "declared cost slow"}
-    assert mutation.against_record(results, claims) == []
+    assert mutation_record.against_record(results, claims) == []
 
 
 def test_the_committed_record_is_well_formed():
-    record = mutation.read_record()
+    record = mutation_record.read_record()
     assert {e["verdict"] for e in record.values()} <= set(mutation.VERDICTS)
     assert sum(e["verdict"] == "killed" for e in record.values()) > 100
 
@@ -100,27 +100,27 @@ def test_pair_verdicts_are_recorded_and_compared(tmp_path):
     killed that survives is a regression, as is a surviving pair without a diagnosis."""
     pair = mutation.Pair("resharpen.theory.x.f", "survives", {"up": "PASS", "down": "PASS"})
     result = dataclasses.replace(_result("p", "survives"), pairs=[pair])
-    written = json.loads(mutation.record_of([result], {"p": {"diagnosis": "loose bound"}}))
+    written = json.loads(mutation_record.record_of([result], {"p": {"diagnosis": "loose bound"}}))
     entry = written["claims"]["p"]
     assert entry["functions"] == {"resharpen.theory.x.f": {
         "verdict": "survives", "statuses": {"up": "PASS", "down": "PASS"}, "diagnosis": ""}}
     path = tmp_path / "m.json"
     path.write_text(json.dumps(written))
     with pytest.raises(ValueError, match="surviving pair .* has no diagnosis"):
-        mutation.read_record(path)
+        mutation_record.read_record(path)
     recorded = {"p": dict(entry, functions={"resharpen.theory.x.f": {"verdict": "killed"}})}
-    lines = mutation.against_record([result], recorded)
+    lines = mutation_record.against_record([result], recorded)
     assert lines == ["p, resharpen.theory.x.f: killed -> survives {'up': 'PASS', "
                      "'down': 'PASS'}"], lines
     recorded["p"]["functions"]["resharpen.theory.x.f"] = {"verdict": "survives",
                                                           "diagnosis": "loose bound"}
-    assert mutation.against_record([result], recorded) == []
+    assert mutation_record.against_record([result], recorded) == []
 
 
 def _check_against_record(claims, costs) -> None:
-    record = mutation.read_record()
+    record = mutation_record.read_record()
     results = mutation.run_mutations(claims, "quick", costs=costs)
-    regressions = mutation.against_record(results, record)
+    regressions = mutation_record.against_record(results, record)
     assert not regressions, "\n".join(regressions) + "\n\n" + mutation.format_table(
         [r for r in results if r.verdict != "skipped"])
 
@@ -141,7 +141,7 @@ def test_the_record_covers_the_registry_by_declared_cost_class():
     declared cost class (or, for the four ``dyn.trained.*.trained`` claims run under every
     operator with ``--costs all`` in issue 25, that run's entry, kept). The summary line agrees
     with the pairs of the fast claims it summarizes."""
-    record = mutation.read_record()
+    record = mutation_record.read_record()
     claims = all_claims()
     assert sorted(record) == sorted(c.id for c in claims)
     counts = {v: 0 for v in mutation.PAIR_VERDICTS}
@@ -154,11 +154,11 @@ def test_the_record_covers_the_registry_by_declared_cost_class():
                 or entry.get("functions"), c.id
             continue
         assert entry["verdict"] != "skipped", c.id
-        names = {t.name for t in mutation.targets(c)}
+        names = {t.name for t in mutants.targets(c)}
         assert set(entry.get("functions") or {}) == names, c.id
         for pair in (entry.get("functions") or {}).values():
             statuses = pair["statuses"]
-            assert set(statuses) == set(mutation.OPERATORS), c.id
+            assert set(statuses) == set(mutants.OPERATORS), c.id
             counts[pair["verdict"]] += 1
             scored.append((pair["verdict"], pair.get("equivalent", False)))
             if pair["verdict"] in ("survives", "killed by an exception"):
@@ -166,22 +166,22 @@ def test_the_record_covers_the_registry_by_declared_cost_class():
                                                     "an equivalent mutant")
             # the ladder runs only while no operator before it has killed the pair by a status
             # change, so a ladder operator after a status kill is "not run"
-            killed_at = [i for i, op in enumerate(mutation.OPERATORS)
+            killed_at = [i for i, op in enumerate(mutants.OPERATORS)
                          if statuses[op] not in ("-", "not run", "ERROR", "TIMEOUT")
-                         and mutation.kills(c, mutation.unmutated_status(entry), statuses[op])]
+                         and mutation.kills(c, mutation_record.unmutated_status(entry), statuses[op])]
             if killed_at and pair["verdict"] == "killed":
-                later = [op for op in list(mutation.OPERATORS)[killed_at[0] + 1:]
-                         if op in mutation.LADDER]
+                later = [op for op in list(mutants.OPERATORS)[killed_at[0] + 1:]
+                         if op in mutants.LADDER]
                 assert all(statuses[op] == "not run" for op in later), (c.id, statuses)
     total = sum(counts.values())
     tried = total - counts["untested"]
-    data = json.loads(mutation.RECORD.read_text())
-    assert data["step"] == mutation.STEP and data["large_step"] == mutation.LARGE_STEP
-    assert data["ladder"] == list(mutation.LADDER)
+    data = json.loads(mutation_record.RECORD.read_text())
+    assert data["step"] == mutation.STEP and data["large_step"] == mutants.LARGE_STEP
+    assert data["ladder"] == list(mutants.LADDER)
     line = data["summary"]
     assert f"{counts['killed']} of {total} killed by a status change" in line, line
     assert f"of the {tried} pairs some operator perturbed" in line, line
-    assert data["score"] == mutation.score_line(mutation.mutation_score(scored))
+    assert data["score"] == mutation_record.score_line(mutation_record.mutation_score(scored))
 
 
 @pytest.mark.slow
@@ -189,9 +189,9 @@ def test_every_claim_keeps_its_recorded_mutation_verdict():
     """The whole record: every fast claim under every operator (the slow ones are recorded as
     skipped by their declared class), against its entry, and no function of a check without
     its recorded verdict."""
-    record = mutation.read_record()
+    record = mutation_record.read_record()
     results = mutation.run_mutations(all_claims(), "quick", costs=("fast",))
-    regressions = mutation.against_record(results, record)
+    regressions = mutation_record.against_record(results, record)
     for r in results:
         if r.verdict != "skipped":
             recorded = set(record[r.id].get("functions") or {})
@@ -208,11 +208,11 @@ def test_mutation_score_leaves_out_only_the_pairs_diagnosed_equivalent():
     pairs = [("killed", False)] * 7 + [("killed", True), ("survives", True), ("survives", False),
                                        ("killed by an exception", True),
                                        ("killed by an exception", False), ("untested", True)]
-    score = mutation.mutation_score(pairs)
+    score = mutation_record.mutation_score(pairs)
     assert (score["perturbed"], score["killed"], score["equivalent"]) == (12, 8, 2)
     assert score["rate"] == 8 / 12 and score["score"] == 8 / 10
     assert "8 of the 10 perturbed pairs not diagnosed equivalent mutants = 80.0%" \
-        in mutation.score_line(score)
+        in mutation_record.score_line(score)
 
 
 def test_read_record_rejects_an_equivalent_flag_out_of_place(tmp_path):
@@ -224,14 +224,14 @@ def test_read_record_rejects_an_equivalent_flag_out_of_place(tmp_path):
         path.write_text(json.dumps({"claims": {"x": {"verdict": "killed", "seconds": 0.1,
                                                      "functions": {"f": pair}}}}))
         with pytest.raises(ValueError, match="equivalent"):
-            mutation.read_record(path)
+            mutation_record.read_record(path)
 
 
 def test_every_equivalent_pair_says_why_no_data_could_change_the_claim(tmp_path):
     """A pair flagged equivalent carries ``why_equivalent``, a sentence a reviewer can check,
     that does not rest on the data at hand (a check that cannot move on *this* data is weak or
     empty, not an equivalent mutant: flagged false); the record refuses a flag without it."""
-    for claim_id, entry in mutation.read_record().items():
+    for claim_id, entry in mutation_record.read_record().items():
         for target, pair in (entry.get("functions") or {}).items():
             if pair.get("equivalent"):
                 why = pair["why_equivalent"]
@@ -243,15 +243,15 @@ def test_every_equivalent_pair_says_why_no_data_could_change_the_claim(tmp_path)
                                                      "verdict": "survives", "statuses": {},
                                                      "diagnosis": "d", "equivalent": True}}}}}))
     with pytest.raises(ValueError, match="why_equivalent"):
-        mutation.read_record(path)
+        mutation_record.read_record(path)
 
 
 def test_the_record_score_text_counts_the_given_claims():
     record = {"a": {"functions": {"f": {"verdict": "killed"}, "g": {"verdict": "untested"},
                                   "h": {"verdict": "survives", "equivalent": True}}},
               "b": {"functions": {"f": {"verdict": "survives", "equivalent": False}}}}
-    text = mutation.record_score_text(record, ["a", "b"])
+    text = mutation_record.record_score_text(record, ["a", "b"])
     assert "Of the 4 (claim, function) pairs" in text and "3 were perturbed" in text
     assert "1 of them were killed" in text and "the plain rate 33.3%" in text
     assert "1 / 2 = 50.0%" in text
-    assert "1 / 1 = 100.0%" in mutation.record_score_text(record, ["a"])
+    assert "1 / 1 = 100.0%" in mutation_record.record_score_text(record, ["a"])

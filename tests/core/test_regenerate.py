@@ -9,7 +9,7 @@ import json
 import pytest
 
 from resharpen import regenerate, verdicts
-from resharpen.experiments.ledger import baseline, mutation
+from resharpen.experiments.ledger import baseline, mutants, mutation, mutation_record
 from resharpen.experiments.ledger.mutation import Mutation, MutationResult, Pair
 from resharpen.experiments.ledger.registry import Record
 
@@ -131,7 +131,7 @@ def test_regenerate_takes_the_provenance_before_it_writes(monkeypatch, tmp_path)
     from resharpen import regenerate
     from resharpen.experiments import ledger
     from resharpen.experiments.common import provenance as provenance_module
-    from resharpen.experiments.ledger import baseline, mutation
+    from resharpen.experiments.ledger import baseline, mutation_record
     from resharpen.experiments.ledger.declarations import all_declarations
 
     tree = {"dirty": False}
@@ -155,7 +155,7 @@ def test_regenerate_takes_the_provenance_before_it_writes(monkeypatch, tmp_path)
 
     monkeypatch.setattr(baseline, "update", write_baseline)
     monkeypatch.setattr(verdicts, "update_quick", write_quick)
-    monkeypatch.setattr(mutation, "read_record", lambda: {})
+    monkeypatch.setattr(mutation_record, "read_record", lambda: {})
     regenerate.run_records(all_declarations(), None, 1, False)
     assert tree["dirty"] and noted == {"commit": "c0ffee0123", "dirty": False}
 
@@ -182,14 +182,14 @@ def test_the_record_summary_is_recomputed_from_its_entries(tmp_path):
     """A record written from a run and the results rebuilt from its entries give one summary,
     one per-operator table and one score; an update adds the new claim's entry, drops an
     undeclared one and counts the whole record."""
-    operators = dict.fromkeys(mutation.OPERATORS, "-")
+    operators = dict.fromkeys(mutants.OPERATORS, "-")
     results = [_result("a.fast", "killed", {**operators, "up": "FAIL", "down": "PASS"}),
                _result("b.slow", "skipped"),
                _result("gone.x", "survives", {**operators, "up": "PASS"})]
-    text = mutation.record_of(results)
+    text = mutation_record.record_of(results)
     data = json.loads(text)
     declared = {**DECLARED, "gone.x": DECLARED["a.fast"]}
-    rebuilt = mutation.results_of_record(data["claims"], declared)
+    rebuilt = mutation_record.results_of_record(data["claims"], declared)
     assert mutation.summary(rebuilt) == data["summary"]
     assert mutation.per_operator(rebuilt) == data["per_operator"]
     data["claims"]["gone.x"]["diagnosis"] = "a loose bound"
@@ -197,7 +197,7 @@ def test_the_record_summary_is_recomputed_from_its_entries(tmp_path):
     path = tmp_path / "mutation.json"
     path.write_text(json.dumps(data))
     new = _result("c.new", "killed", {**operators, "drop": "FAIL"})
-    updated = json.loads(mutation.updated_record(
+    updated = json.loads(mutation_record.updated_record(
         [new], {**DECLARED, "c.new": DECLARED["a.fast"]}, path))
     assert list(updated["claims"]) == ["a.fast", "b.slow", "c.new"]
     assert updated["claims"]["a.fast"] == data["claims"]["a.fast"]
