@@ -402,8 +402,8 @@ def save(built: Construction, folder: str | Path) -> Path:
     construction's parameters as JSON in its metadata, ``model_config`` and ``construction``)
     and ``config.json`` (the same two, for reading). The weights file alone is enough to load."""
     from resharpen.experiments.common.io import (atomic_write_json, atomic_write_weights,
-                                               check_folder_files, dumps_json,
-                                               ensure_writable_dir)
+                                                 check_folder_files, ensure_writable_dir)
+    from resharpen.experiments.common.json_text import dumps_json
 
     from resharpen.experiments.common.names import check_path
 

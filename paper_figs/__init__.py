@@ -252,7 +252,8 @@ def save(fig, outdir: Path, stem: str, profile: str | None = None) -> list[Path]
 
     import matplotlib.pyplot as plt
 
-    from resharpen.experiments.common.io import atomic_write_bytes, dumps_json
+    from resharpen.experiments.common.io import atomic_write_bytes
+    from resharpen.experiments.common.json_text import dumps_json
     from resharpen.experiments.common.provenance import provenance
 
     style.stamp(fig, profile)

@@ -86,7 +86,7 @@ def build() -> dict:
 
 
 def render(index: dict) -> str:
-    from resharpen.experiments.common.io import dumps_json
+    from resharpen.experiments.common.json_text import dumps_json
 
     return dumps_json(index, indent=1) + "\n"
 

@@ -82,7 +82,8 @@ def add_verify(sub) -> None:
 def run_verify(args) -> int:
     import os
 
-    from resharpen.experiments.common.io import atomic_write_text, check_output_file, read_text_file
+    from resharpen.experiments.common.io import atomic_write_text, check_output_file
+    from resharpen.experiments.common.stored import read_text_file
     from resharpen.claims import all_claims, claims_for
     from resharpen.experiments import ledger
     from resharpen.experiments.ledger import baseline as baselines
@@ -374,8 +375,9 @@ def run_construct(args) -> int:
     from resharpen.experiments.common.cli_args import require_finite
     from resharpen.experiments.common.folder_kinds import check_kind
     from resharpen.experiments.common.io import (atomic_write_text, check_folder_files,
-                                                check_output_file, check_writable_target,
-                                                dumps_json, undo_on_failure)
+                                                 check_output_file, check_writable_target,
+                                                 undo_on_failure)
+    from resharpen.experiments.common.json_text import dumps_json
     from resharpen.experiments.common.limits import check_construct_scales, forward_flops
     from resharpen.experiments.set_complement.report import construction_report
 
@@ -490,7 +492,7 @@ def run_report(args, sweep) -> int:
             if value is not None:
                 raise UsageError(f"{flag} is an option of --html (the HTML report)")
         return sweep(args)
-    from resharpen.experiments.common.io import read_text_file
+    from resharpen.experiments.common.stored import read_text_file
     from resharpen.html_report import read_ledger, write_report
 
     args.ledger = args.ledger or "out/ledger.json"

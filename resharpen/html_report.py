@@ -188,7 +188,7 @@ def plain_repr(text: object) -> str:
 def read_ledger(path: str | Path) -> dict:
     """The ledger JSON written by ``resharpen verify --json``: {profile, summary, claims}.
     ValueError naming the file and the command that writes it when it is missing or not one."""
-    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.common.stored import read_json
 
     path = Path(path)
     try:

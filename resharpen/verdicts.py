@@ -446,7 +446,7 @@ def write(folder: Path = PAGES) -> list[Path]:
 
 
 def _read_ledger(ledger: str | Path) -> dict:
-    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.common.stored import read_json
 
     data = read_json(Path(ledger), "ledger JSON file", dict)
     if not isinstance(data.get("claims"), list):
@@ -457,7 +457,8 @@ def _read_ledger(ledger: str | Path) -> dict:
 def record(ledger: str | Path, target: Path) -> Path:
     """Copy the ledger JSON ``ledger`` (``resharpen verify --json``) to ``target`` without the
     per-claim timings."""
-    from resharpen.experiments.common.io import atomic_write_text, dumps_json
+    from resharpen.experiments.common.io import atomic_write_text
+    from resharpen.experiments.common.json_text import dumps_json
 
     data = _read_ledger(ledger)
     for claim in data["claims"]:
@@ -477,7 +478,8 @@ def update_quick(records: list[dict], keep, target: Path = QUICK_LEDGER,
     alone afterwards and the commit they were run on, from ``made``: the provenance of the run
     that made ``records``, taken before it wrote anything (default: this process's provenance,
     whose dirty flag is the tree's state when the process first asked for it)."""
-    from resharpen.experiments.common.io import atomic_write_text, dumps_json
+    from resharpen.experiments.common.io import atomic_write_text
+    from resharpen.experiments.common.json_text import dumps_json
     from resharpen.experiments.common.provenance import provenance
 
     data = _read_ledger(target)
@@ -510,7 +512,8 @@ def merge(ledgers: list[str | Path], target: Path = FULL_LEDGER, keep=None,
     keeps, for every claim, which run decided it: ``runs`` lists the provenance of each ledger
     merged (commit, machine, versions, date) and each claim's ``run`` indexes it. A ledger of
     another profile is refused; runs no claim refers to any more are dropped."""
-    from resharpen.experiments.common.io import atomic_write_text, dumps_json
+    from resharpen.experiments.common.io import atomic_write_text
+    from resharpen.experiments.common.json_text import dumps_json
 
     merged: dict[str, dict] = {}
     runs: list[dict] = []

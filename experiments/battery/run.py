@@ -177,7 +177,7 @@ def dynamics_profile(size: Size):
 
 
 def _group_key(profile, task: str, scheme: str, depth: int) -> str:
-    from resharpen.experiments.common.io import dumps_json
+    from resharpen.experiments.common.json_text import dumps_json
     from resharpen.experiments.dynamics.trained_plan import VERSION, group_configs
 
     text = dumps_json({"version": VERSION, "profile": asdict(profile),
@@ -192,7 +192,8 @@ def run_dynamics(root: Path, scheme: str, size: Size, workers: int) -> list[dict
     whose ``dynamics/<task>_<scheme>_L<depth>.json`` holds its key is read, not trained."""
     import sys
 
-    from resharpen.experiments.common.io import atomic_write_json, ensure_writable_dir, read_json
+    from resharpen.experiments.common.io import atomic_write_json, ensure_writable_dir
+    from resharpen.experiments.common.stored import read_json
     from resharpen.experiments.common.progress import Progress
     from resharpen.experiments.dynamics.trained import train_group_measured
     from resharpen.experiments.dynamics.trained_plan import TASKS
@@ -245,8 +246,8 @@ def check_folder(out: str | Path, plan: dict) -> Path:
     of another scheme, plug-in file version, profile or references, or when its own files are
     not regular files or its steps' folders not folders (nothing is written). The runs of each
     step are checked when the step starts, before it trains (its sweep's checks)."""
-    from resharpen.experiments.common.io import (check_folder_files, check_writable_target,
-                                                 read_json)
+    from resharpen.experiments.common.io import check_folder_files, check_writable_target
+    from resharpen.experiments.common.stored import read_json
 
     check_folder_files(out, (PLAN_FILE, REPORT_JSON, REPORT_MARKDOWN), "--out")
     for part in PARTS:
@@ -293,7 +294,8 @@ def run_battery(scheme_spec: str, out: str | Path, profile: str = "quick",
     ``battery.json``."""
     from resharpen.experiments.battery.table import report, to_markdown
     from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text,
-                                                 dumps_json, ensure_writable_dir)
+                                                 ensure_writable_dir)
+    from resharpen.experiments.common.json_text import dumps_json
 
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"workers must be an integer >= 1, got {workers!r}")

@@ -108,7 +108,7 @@ def run_stack(args) -> int:
         print(f"{row['layer']:5d} {row['t_sim']:8.4f} {row['recursion']:9.4f} "
               f"{row['delta_attn']:8.4f} {row['theory_attn']:8.4f}")
     if args.json:
-        from resharpen.experiments.common.io import dumps_json
+        from resharpen.experiments.common.json_text import dumps_json
 
         text = dumps_json({"config": r["config"], "t0": r["t0"], "layers": rows})
         print(text) if args.json == "-" else atomic_write_text(args.json, text + "\n")

@@ -95,8 +95,8 @@ def load_log(folder: str | Path) -> TrainingLog:
     each read from its ``.gz`` form when only that exists (an archived run, ``results/full``).
     FileNotFoundError when a file is missing; ValueError when the folder is another kind of run
     (a Set Complement or task run has no t_sim and no stream L_freq) or a file is not JSON."""
-    from resharpen.experiments.common.io import (FINITE, check_shape, read_json, read_jsonl,
-                                                 stored_file)
+    from resharpen.experiments.common.stored import (FINITE, check_shape, read_json, read_jsonl,
+                                                     stored_file)
 
     folder = Path(folder)
     metrics_path, summary_path = folder / "metrics.jsonl", folder / "summary.json"

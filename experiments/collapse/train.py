@@ -179,7 +179,7 @@ def archived_history(text: str) -> str:
     gradients, Theorem 3.6's factors) to :data:`ARCHIVED_DIGITS` significant digits, and
     without :data:`UNREAD_SERIES`; about a sixth of the size compressed (48 layers, 400 steps:
     about 850 KB a run in full)."""
-    from resharpen.experiments.common.io import dumps_jsonl
+    from resharpen.experiments.common.json_text import dumps_jsonl
 
     def short(value):
         return float(f"{value:.{ARCHIVED_DIGITS}g}") if isinstance(value, float) else value
@@ -370,7 +370,7 @@ def read_finished(folder: Path) -> tuple[dict, dict, list] | None:
     """(config, summary, history) of a finished run folder (its files plain, or compressed as
     the archive keeps them), None when it is not finished; ValueError naming the file and line
     of a corrupt one."""
-    from resharpen.experiments.common.io import read_json, read_jsonl, stored_exists
+    from resharpen.experiments.common.stored import read_json, read_jsonl, stored_exists
 
     if not (stored_exists(folder / "summary.json") and stored_exists(folder / "config.json")):
         return None

@@ -53,7 +53,7 @@ def archived_rows(profile: str, path: Path = TABLE) -> list[dict] | None:
     """The archived rows when ``profile`` is full and every row's config is the one
     :func:`~.stack_checks.trajectory_config` gives now, in :data:`CASES` order; else None (no
     table, another profile, or a table made for other stacks)."""
-    from resharpen.experiments.common.io import read_text_file, stored_file
+    from resharpen.experiments.common.stored import read_text_file, stored_file
 
     if profile != "full" or not stored_file(path).is_file():
         return None
@@ -68,8 +68,9 @@ def archived_rows(profile: str, path: Path = TABLE) -> list[dict] | None:
 def write(path: Path = TABLE, profile: str = "full") -> Path:
     """Compute the rows at ``profile`` and write them, with the run's provenance, as the
     archive's compressed ``path`` (``.gz``); returns the file written."""
-    from resharpen.experiments.common.io import (atomic_write_bytes, compress_bytes,
-                                                 compressed_path, dumps_json)
+    from resharpen.experiments.common.io import atomic_write_bytes
+    from resharpen.experiments.common.json_text import dumps_json
+    from resharpen.experiments.common.stored import compress_bytes, compressed_path
     from resharpen.experiments.common.provenance import provenance
 
     made = provenance(profile)  # before the work: the tree the rows are computed on

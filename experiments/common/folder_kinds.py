@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from resharpen.experiments.common.io import compressed_path
+from resharpen.experiments.common.stored import compressed_path
 
 MARKERS = {"run": ("summary.json", "metrics.jsonl"),
            "construction": ("weights.safetensors", "report.json"),

@@ -1,4 +1,5 @@
-"""Atomic file output: write to a temporary file in the same folder, then rename.
+"""Writing files and folders safely: atomic file output (write to a temporary file in the same
+folder, then rename), folder creation and checks, and staged folder replacement.
 
 A reader (or a crash) never sees a half-written file: either the old content or the new. The
 temporary file of ``name`` is ``.<name>.resharpen-<random>.tmp`` (:data:`TEMP_MARK`), so that the
@@ -12,13 +13,16 @@ Two more guarantees for a folder the user names:
 - a write that fails (a full disk: ``OSError`` ENOSPC, named with the file by
   :func:`atomic_write_with`) leaves no half-written result: :func:`undo_on_failure` removes the
   files written and the folders created in the block, only those, and the command line prints
-  one line (``resharpen.cli.main``)."""
+  one line (``resharpen.cli.main``).
+
+Reading what was written (plain or compressed, checked) is :mod:`.stored`; the package's one
+JSON encoding (strict, non-finite floats kept) is :mod:`.json_text`; the lock of a folder a
+command writes is :mod:`.locks`."""
 from __future__ import annotations
 
 import contextlib
 import errno
 import json
-import math
 import os
 import stat
 import tempfile
@@ -26,6 +30,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from resharpen.experiments.common.cli_args import UsageError
+from resharpen.experiments.common.json_text import dumps_json
 
 TEMP_MARK = ".resharpen-"
 """What every temporary file of this package has after its target's name: ``.<name>.resharpen-``."""
@@ -71,7 +76,8 @@ def make_folders(path: Path) -> None:
         _record_new(folder)
 
 
-def _exists(path: Path) -> bool:
+def quiet_exists(path: Path) -> bool:
+    """Whether ``path`` exists, False where asking raises (a name too long, a symlink loop)."""
     try:
         return path.exists()
     except OSError:  # a name too long, a symlink loop: nothing that exists
@@ -81,19 +87,20 @@ def _exists(path: Path) -> bool:
 def check_names(path: Path, what: str) -> None:
     """ValueError if a component of ``path`` is longer than the file system allows."""
     probe = Path(path)
-    while not _exists(probe) and probe.parent != probe:
+    while not quiet_exists(probe) and probe.parent != probe:
         probe = probe.parent
     try:
-        name_max = os.pathconf(probe if _exists(probe) else ".", "PC_NAME_MAX")
+        name_max = os.pathconf(probe if quiet_exists(probe) else ".", "PC_NAME_MAX")
     except (OSError, ValueError):
         name_max = 255
     for part in Path(path).parts:
         if len(os.fsencode(part)) > name_max:
-            raise ValueError(f"{what} {_short(str(path), 60)}: the name {_short(part, 24)} has "
+            raise ValueError(f"{what} {short_repr(str(path), 60)}: the name {short_repr(part, 24)} has "
                              f"{len(os.fsencode(part))} bytes; the file system allows {name_max}")
 
 
-def _short(text: str, width: int) -> str:
+def short_repr(text: str, width: int) -> str:
+    """``repr(text)``, cut to ``width`` characters with ``...`` when longer (for a message)."""
     return repr(text) if len(text) <= width else repr(text[:width]) + "..."
 
 
@@ -127,11 +134,11 @@ def check_writable_target(path: str | os.PathLike, what: str = "output path") ->
     path = Path(path)
     check_names(path, what)
     probe = path
-    while not _exists(probe):
+    while not quiet_exists(probe):
         if probe.parent == probe:
             break
         probe = probe.parent
-    if _exists(probe) and not probe.is_dir():
+    if quiet_exists(probe) and not probe.is_dir():
         raise ValueError(f"{what} {str(path)!r} is blocked: {str(probe)!r} is not a folder")
     try_writing(probe, f"{what} {str(path)!r}")
     return path
@@ -195,77 +202,6 @@ def undo_on_failure(folder: str | os.PathLike, remove_written: bool = True) -> I
         del _JOURNALS[next(i for i, j in enumerate(_JOURNALS) if j is journal)]
 
 
-@contextlib.contextmanager
-def hold_lock(path: str | os.PathLike, busy: str, wait: bool = False,
-              remove_if_alone: bool = False) -> Iterator[None]:
-    """Hold an exclusive ``fcntl.flock`` on the lock file ``path`` for the block.
-
-    - The file is opened with ``O_CREAT | O_NOFOLLOW | O_NONBLOCK`` (mode 0644), never
-      truncated and never written: a symbolic link planted at ``path`` is refused (it is not
-      followed, so nothing it points to is created, truncated or touched), and so is anything
-      that is not a regular file (a FIFO, a device): one ValueError naming ``path``.
-    - ``wait`` False: when another process holds the lock, :class:`UsageError` ``busy`` at
-      once; True: wait for it. The kernel releases an flock when its holder dies (even by
-      SIGKILL), so a lock is never stale.
-    - Having the lock, the holder checks that ``path`` is still the file it locked (same
-      device and inode) and starts again otherwise: a holder may remove the file while it
-      holds it (``remove_if_alone``), and whoever waited on the removed file must not count as
-      holding the new one.
-    - ``remove_if_alone``: on leaving, the holder, still holding the lock, removes the file when
-      its folder holds nothing else (a sweep that failed before its first write leaves an empty
-      folder, which :func:`undo_on_failure` removes if it made it). No one else ever removes a
-      lock file."""
-    import fcntl
-
-    path = Path(path)
-    while True:
-        fd = _open_lock_file(path)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                raise UsageError(busy) from None
-            if not _same_file(fd, path):
-                continue  # its holder removed it: lock the file now at ``path``
-            try:
-                yield
-            finally:
-                if remove_if_alone and [p.name for p in path.parent.iterdir()] == [path.name]:
-                    with contextlib.suppress(OSError):
-                        path.unlink()
-            return
-        finally:
-            os.close(fd)  # releases the lock
-
-
-def _open_lock_file(path: Path) -> int:
-    """A file descriptor of the lock file ``path`` (created 0644 if missing), opened without
-    following a link; ValueError naming ``path`` when it is a link or not a regular file."""
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags, 0o644)
-    except OSError as exc:
-        kind = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
-        raise UsageError(f"lock file {str(path)!r} cannot be used: {kind}; the package locks only "
-                         "a regular file it can create there (remove what is in the way)"
-                         ) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UsageError(f"lock file {str(path)!r} is {_file_kind(path, os.lstat(path).st_mode)}, "
-                         "not a regular file; remove what is in the way")
-    return fd
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    """Whether ``path`` is still the file open as ``fd`` (same device and inode)."""
-    try:
-        now = os.stat(path, follow_symlinks=False)
-    except OSError:
-        return False
-    held = os.fstat(fd)
-    return (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino)
-
-
 def check_output_file(path: str | os.PathLike, what: str = "output file") -> Path:
     """ValueError unless a file could be written at ``path`` (atomically: its folder must be
     creatable and writable, and ``path`` must be absent or a regular file:
@@ -294,7 +230,7 @@ def check_file_target(path: str | os.PathLike, what: str = "output file") -> Pat
         return path
     if stat.S_ISDIR(mode):
         raise UsageError(f"{what} {str(path)!r} is a folder; name the file to write")
-    raise UsageError(f"{what} {str(path)!r} is {_file_kind(path, mode)}, not a regular file; the "
+    raise UsageError(f"{what} {str(path)!r} is {file_kind(path, mode)}, not a regular file; the "
                      "package replaces only regular files: name a new file or a regular one")
 
 
@@ -313,8 +249,9 @@ def check_folder_files(folder: str | os.PathLike, names: Iterable[str],
     return folder
 
 
-def _file_kind(path: Path, mode: int) -> str:
-    """What the non-regular, non-folder file ``path`` is, in words."""
+def file_kind(path: Path, mode: int) -> str:
+    """What the non-regular, non-folder file ``path`` (its ``st_mode`` ``mode``) is, in words:
+    a symbolic link (looping, dangling), a device, a FIFO, a socket."""
     if stat.S_ISLNK(mode):
         try:
             os.stat(path)
@@ -455,240 +392,6 @@ def remove_stale_staging(parent: str | os.PathLike, name: str, files: Iterable[s
     return removed
 
 
-MAX_READ_BYTES = 256 * 2**20
-"""The largest file the package reads as text or JSON (256 MiB: a long run's metrics.jsonl has a
-few MB, a sweep table of 100,000 runs about 100 MB): a larger one is refused, before it is read,
-with one ValueError naming it, so ``--baseline /dev/zero`` cannot read until memory runs out."""
-
-
-COMPRESSED_SUFFIX = ".gz"
-"""The suffix of a file kept gzip-compressed where its plain form would be (``summary.json.gz``
-for ``summary.json``): the archive of full-size results keeps its run files so. Every reader
-reads either form (:func:`read_text_file`, through :func:`stored_file`); writers of live results
-write the plain form."""
-
-
-def compressed_path(path: str | os.PathLike) -> Path:
-    """The compressed form of ``path``: ``<path>.gz`` (:data:`COMPRESSED_SUFFIX`)."""
-    path = Path(path)
-    return path.with_name(path.name + COMPRESSED_SUFFIX)
-
-
-def stored_file(path: str | os.PathLike) -> Path:
-    """The file that holds the content of ``path``: ``path`` itself when anything is there (a
-    file, or a folder or link that its reader then refuses), else its compressed form
-    ``<path>.gz`` when that exists, else ``path`` (missing: the reader names it)."""
-    path = Path(path)
-    packed = compressed_path(path)
-    return packed if not os.path.lexists(path) and os.path.lexists(packed) else path
-
-
-def stored_exists(path: str | os.PathLike) -> bool:
-    """Whether ``path`` exists in either form, plain or compressed (:func:`stored_file`)."""
-    return _exists(stored_file(path))
-
-
-def compress_bytes(data: bytes) -> bytes:
-    """``data`` gzip-compressed, the same bytes for the same data (no time or name stored)."""
-    import gzip
-
-    return gzip.compress(data, compresslevel=9, mtime=0)
-
-
-def decompress_bytes(data: bytes, path: Path, what: str, kind: str,
-                     max_bytes: int = MAX_READ_BYTES) -> bytes:
-    """The content of the gzip-compressed file ``path`` (its bytes ``data``), never more than
-    ``max_bytes`` + 1 bytes of it (a file that expands beyond ``max_bytes`` is refused, like a
-    plain one that large); ValueError naming the file when it is not gzip data."""
-    import gzip
-    import io as _io
-    import zlib
-
-    try:
-        with gzip.GzipFile(fileobj=_io.BytesIO(data)) as handle:
-            plain = handle.read(max_bytes + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise ValueError(f"{what} {str(path)!r} is not a gzip-compressed {kind} (corrupt?): "
-                         f"{exc}") from None
-    if len(plain) > max_bytes:
-        raise ValueError(f"{what} {str(path)!r} expands to more than {max_bytes} bytes, more "
-                         f"than any {kind} the package writes; it is refused")
-    return plain
-
-
-def read_text_file(path: str | os.PathLike, what: str, kind: str,
-                   max_bytes: int = MAX_READ_BYTES) -> str:
-    """The UTF-8 text of ``path``, read from its compressed form ``<path>.gz`` when only that
-    exists (:func:`stored_file`); FileNotFoundError when neither exists, ValueError naming the
-    file (``what``) when it is a folder, not a regular file (a device such as /dev/zero, a FIFO,
-    a socket), larger than ``max_bytes`` (compressed or expanded), unreadable, not gzip data
-    (the compressed form) or not UTF-8 (``kind``: what it should be)."""
-    path = Path(path)
-    source = stored_file(path)
-    data = read_bytes_file(source, what, kind, max_bytes)
-    if source != path:
-        data = decompress_bytes(data, source, what, kind, max_bytes)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{what} {str(source)!r} is not UTF-8 text (corrupt?)") from None
-
-
-def read_bytes_file(path: str | os.PathLike, what: str, kind: str,
-                    max_bytes: int = MAX_READ_BYTES) -> bytes:
-    """The bytes of ``path``, as they are on disk; FileNotFoundError when it is missing,
-    ValueError naming the file (``what``) when it is a folder, not a regular file, larger than
-    ``max_bytes`` or unreadable (``kind``: what it should be). The file is opened without
-    blocking (a FIFO with no writer) and never read beyond ``max_bytes`` + 1 bytes."""
-    path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist") from None
-    except OSError as exc:  # unreadable: permissions, an I/O error, a symlink loop
-        raise ValueError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ValueError(f"{what} {str(path)!r} is a folder, not a {kind}")
-        raise ValueError(f"{what} {str(path)!r} is {_file_kind(path, info.st_mode)}, not a "
-                         f"{kind}: the package reads only regular files")
-    with os.fdopen(fd, "rb") as handle:
-        too_big = (f"{what} {str(path)!r} has more than {max_bytes} bytes, more than any "
-                   f"{kind} the package writes; it is refused unread")
-        if info.st_size > max_bytes:
-            raise ValueError(too_big)
-        try:
-            data = handle.read(max_bytes + 1)
-        except OSError as exc:
-            raise ValueError(f"{what} {str(path)!r} cannot be read: {exc.strerror or exc}"
-                             ) from None
-    if len(data) > max_bytes:  # grew while being read
-        raise ValueError(too_big)
-    return data
-
-
-def read_json(path: str | os.PathLike, what: str = "file", shape: object = None,
-              max_bytes: int = MAX_READ_BYTES) -> object:
-    """The JSON document in ``path``, checked against ``shape`` (:func:`check_shape`) when
-    given; ValueError naming the file (and the line, or the field) when it is not valid JSON or
-    UTF-8, nests too deep, has the wrong shape or is too large (:func:`read_text_file`);
-    FileNotFoundError when it is missing."""
-    text = read_text_file(path, what, "JSON file", max_bytes)
-    try:
-        value = loads_json(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} {str(path)!r} is corrupt: line {exc.lineno}: {exc.msg}"
-                         ) from None
-    except RecursionError:
-        raise ValueError(f"{what} {str(path)!r} nests its arrays or objects too deep to read "
-                         "(no file of the package nests more than a few levels)") from None
-    if shape is not None:
-        check_shape(value, shape, f"{what} {str(path)!r}")
-    return value
-
-
-def read_jsonl(path: str | os.PathLike, what: str = "file", shape: object = None,
-               max_bytes: int = MAX_READ_BYTES) -> list:
-    """The JSON lines of ``path`` (blank lines skipped), each checked (against ``shape`` too,
-    when given); ValueError naming the file and the line of the first bad one,
-    FileNotFoundError when it is missing."""
-    text = read_text_file(path, what, "JSON lines file", max_bytes)
-    rows = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(loads_json(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{what} {str(path)!r} is corrupt: line {number}: {exc.msg}"
-                                 ) from None
-            except RecursionError:
-                raise ValueError(f"{what} {str(path)!r}: line {number} nests too deep to read"
-                                 ) from None
-            if shape is not None:
-                check_shape(rows[-1], shape, f"{what} {str(path)!r}, line {number}")
-    return rows
-
-
-NUMBER = "number"
-"""A :func:`check_shape` shape: an int or float (not a bool), NaN and infinities allowed."""
-FINITE = "finite number"
-"""A :func:`check_shape` shape: a finite int or float (not a bool)."""
-
-
-def check_shape(value: object, shape: object, where: str, field: str = "") -> None:
-    """ValueError naming ``where`` and the field (``by_weights.raw.ood_kl``, ``[3]``) unless
-    ``value`` has ``shape``:
-
-    - a type (``dict``, ``list``, ``str``, ``bool``, ``type(None)``), :data:`NUMBER` or
-      :data:`FINITE`;
-    - a tuple of shapes: any one of them;
-    - a dict ``{key: shape}``: a JSON object holding every key, each of that shape (other keys
-      are allowed); a key written ``"key?"`` may be missing;
-    - a one-item list ``[shape]``: a JSON array whose every item has that shape."""
-    if isinstance(shape, tuple):
-        errors = []
-        for option in shape:
-            try:
-                check_shape(value, option, where, field)
-                return
-            except ValueError as exc:
-                errors.append(exc)
-        raise _shape_error(where, field, value, " or ".join(_shape_name(o) for o in shape))
-    if isinstance(shape, dict):
-        if not isinstance(value, dict):
-            raise _shape_error(where, field, value, "an object")
-        for key, inner in shape.items():
-            optional = key.endswith("?")
-            key = key.rstrip("?")
-            if key not in value:
-                if optional:
-                    continue
-                raise ValueError(f"{where}: {_join(field, key)} is missing")
-            check_shape(value[key], inner, where, _join(field, key))
-        return
-    if isinstance(shape, list):
-        if not isinstance(value, list):
-            raise _shape_error(where, field, value, "an array")
-        for index, item in enumerate(value):
-            check_shape(item, shape[0], where, f"{field}[{index}]")
-        return
-    if shape in (NUMBER, FINITE):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if ok and shape == FINITE and not math.isfinite(value):
-            raise ValueError(f"{where}: {field or 'the value'} is {value}, not a finite number")
-        if ok:
-            return
-        raise _shape_error(where, field, value, _shape_name(shape))
-    if not (isinstance(value, shape) and (shape is bool or not isinstance(value, bool))):
-        raise _shape_error(where, field, value, _shape_name(shape))
-
-
-def _join(field: str, key: str) -> str:
-    return f"{field}.{key}" if field else key
-
-
-def _shape_name(shape: object) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "true or false",
-             type(None): "null", int: "an integer", float: "a number"}
-    if isinstance(shape, str):
-        return f"a {shape}"
-    if isinstance(shape, dict):
-        return "an object"
-    if isinstance(shape, list):
-        return "an array"
-    return names.get(shape, getattr(shape, "__name__", str(shape)))
-
-
-def _shape_error(where: str, field: str, value: object, expected: str) -> ValueError:
-    shown = ("an object" if isinstance(value, dict) else "an array" if isinstance(value, list)
-             else "null" if value is None else str(value).lower() if isinstance(value, bool)
-             else _short(value, 40) if isinstance(value, str) else repr(value))
-    return ValueError(f"{where}: {field or 'the document'} is {shown}, not {expected} (a file "
-                      "this package did not write, or a corrupt one)")
-
-
 def glob_escape(name: str) -> str:
     """``name`` with glob metacharacters escaped (a file name used as a glob pattern)."""
     import glob
@@ -698,87 +401,6 @@ def glob_escape(name: str) -> str:
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
-
-
-NONFINITE_SUFFIX = "_nonfinite"
-_NONFINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
-
-
-def strict_json_value(obj: object) -> object:
-    """``obj`` with every non-finite float (NaN, inf, -inf) replaced by None and the reason kept
-    beside it: in a dict, key ``k`` gets a sibling ``k_nonfinite``, ``"nan"``, ``"inf"`` or
-    ``"-inf"``, or for a list value {index: reason} (nested lists nest), e.g.
-    ``{"b": [1.0, inf]}`` -> ``{"b": [1.0, null], "b_nonfinite": {"1": "inf"}}``. Strict JSON has
-    no NaN or Infinity tokens, and a reader must still tell a missing value from an overflow;
-    :func:`loads_json` restores the floats."""
-    value, _ = _strict(obj)
-    return value
-
-
-def _strict(obj: object) -> tuple[object, object]:
-    if isinstance(obj, float):
-        if obj != obj:
-            return None, "nan"
-        return (obj, None) if abs(obj) != float("inf") else (None, "inf" if obj > 0 else "-inf")
-    if isinstance(obj, dict):
-        out = {}
-        for key, item in obj.items():
-            out[key], reason = _strict(item)
-            if reason is not None:
-                out[f"{key}{NONFINITE_SUFFIX}"] = reason
-        return out, None
-    if isinstance(obj, (list, tuple)):
-        items, reasons = [], {}
-        for index, item in enumerate(obj):
-            clean, reason = _strict(item)
-            items.append(clean)
-            if reason is not None:
-                reasons[str(index)] = reason
-        return items, (reasons or None)
-    return obj, None
-
-
-def restore_nonfinite(obj: object) -> object:
-    """Inverse of :func:`strict_json_value`: null values with a ``k_nonfinite`` reason become
-    the float NaN, inf or -inf again (and the reason keys go)."""
-    if isinstance(obj, dict):
-        out = {}
-        for key, item in obj.items():
-            if key.endswith(NONFINITE_SUFFIX) and key[:-len(NONFINITE_SUFFIX)] in obj:
-                continue
-            reason = obj.get(f"{key}{NONFINITE_SUFFIX}")
-            out[key] = _put_back(restore_nonfinite(item), reason)
-        return out
-    if isinstance(obj, list):
-        return [restore_nonfinite(item) for item in obj]
-    return obj
-
-
-def _put_back(value: object, reason: object) -> object:
-    if reason is None:
-        return value
-    if value is None and isinstance(reason, str):
-        return _NONFINITE.get(reason, value)
-    if isinstance(value, list) and isinstance(reason, dict):
-        return [_put_back(item, reason.get(str(i))) for i, item in enumerate(value)]
-    return value
-
-
-def loads_json(text: str) -> object:
-    """The one JSON reader of run files: ``json.loads`` and :func:`restore_nonfinite` (files
-    written before strict JSON, with NaN tokens, still read)."""
-    return restore_nonfinite(json.loads(text))
-
-
-def dumps_json(obj: object, indent: int | None = 2, sort_keys: bool = False) -> str:
-    """The one JSON writer of the package: strict JSON (``allow_nan=False``) of
-    :func:`strict_json_value` (obj), so NaN and inf are written as null with a reason field."""
-    return json.dumps(strict_json_value(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
-
-
-def dumps_jsonl(rows: Iterable[object]) -> str:
-    """JSON Lines: one :func:`dumps_json` object per line."""
-    return "".join(dumps_json(row, indent=None) + "\n" for row in rows)
 
 
 def atomic_write_json(path: str | os.PathLike, obj: object, indent: int | None = 2,

@@ -131,7 +131,7 @@ def _emit(obj, target) -> None:
     from resharpen.experiments.common.io import atomic_write_json
 
     if target == "-":
-        from resharpen.experiments.common.io import dumps_json
+        from resharpen.experiments.common.json_text import dumps_json
 
         print(dumps_json(obj))
     elif target:

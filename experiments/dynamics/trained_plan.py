@@ -99,7 +99,7 @@ def group_configs(sz: Sizes, task: str, scheme: str, depth: int) -> list[dict]:
 
 
 def group_key(sz: Sizes, configs: list[dict]) -> str:
-    from resharpen.experiments.common.io import dumps_json
+    from resharpen.experiments.common.json_text import dumps_json
 
     # the group's own configs and sizes: not the list of the other schemes trained, so that a
     # scheme added to the registry leaves every other group's cache valid
@@ -113,7 +113,7 @@ def cached_group(path: Path | None, key: str, archived: Path | None = None) -> l
     """The runs of the cached group file ``path`` when its key matches, else of its archived
     copy ``archived`` (either form, plain or ``.gz``; read only) when that key matches, else
     None."""
-    from resharpen.experiments.common.io import read_json, stored_exists
+    from resharpen.experiments.common.stored import read_json, stored_exists
 
     for source in (path, archived):
         if source is None or not stored_exists(source):
@@ -131,7 +131,7 @@ def group_lock(path: Path | None):
     if path is None:
         yield
         return
-    from resharpen.experiments.common.io import hold_lock
+    from resharpen.experiments.common.locks import hold_lock
 
     with hold_lock(path.with_name(path.name + ".lock"), "", wait=True):  # never follows a link
         yield

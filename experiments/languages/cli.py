@@ -120,7 +120,7 @@ def run_langs(args, figures: Callable[[Path], list[Path]] | None = None) -> int:
 def check_task_grid(root: Path, required: bool = False) -> None:
     """UsageError unless ``root``'s sweep.json marks a task grid (when ``required``, also when
     it has none)."""
-    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.common.stored import read_json
 
     marker = root / "sweep.json"
     if not marker.is_file():

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.common.io import NUMBER, check_shape, read_json, stored_file
+from resharpen.experiments.common.stored import NUMBER, check_shape, read_json, stored_file
 
 METRICS = ("invalid_mass", "kl", "top1_invalid")
 """The per-length metrics the figure draws, one row of panels each."""

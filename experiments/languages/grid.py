@@ -46,8 +46,9 @@ import numpy as np
 from resharpen.experiments.training.backends import check_backend
 from resharpen.experiments.training.config import (CONFIG_DIR, find_config, grid_points, profiled_name,
                                                load_sweep, sample_configs, sweep_folder)
-from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text,
-                                           check_within, dumps_json, ensure_writable_dir)
+from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text, check_within,
+                                             ensure_writable_dir)
+from resharpen.experiments.common.json_text import dumps_json
 from resharpen.experiments.training.checkpoint import remove_checkpoint
 from resharpen.experiments.training.sweep import (REPORT_JSON, REPORT_MARKDOWN, execute,
                                                 load_runs, write_rows)

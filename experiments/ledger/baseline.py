@@ -22,7 +22,9 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from resharpen.experiments.common.io import atomic_write_text, dumps_json, read_json
+from resharpen.experiments.common.io import atomic_write_text
+from resharpen.experiments.common.json_text import dumps_json
+from resharpen.experiments.common.stored import read_json
 from resharpen.experiments.ledger.registry import STATUSES, Claim, Record
 
 BASELINES = Path(__file__).resolve().parents[1] / "configs" / "ledger"

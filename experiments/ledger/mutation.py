@@ -44,7 +44,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
 
-from resharpen.experiments.common.io import dumps_json
+from resharpen.experiments.common.json_text import dumps_json
 from resharpen.experiments.ledger.registry import Claim
 from resharpen.experiments.ledger.runner import run_claim
 from resharpen.experiments.ledger.perturbation import STEP

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from resharpen.experiments.common.io import dumps_json
+from resharpen.experiments.common.json_text import dumps_json
 from resharpen.experiments.ledger.perturbation import STEP
 from resharpen.experiments.ledger.mutants import LADDER, LARGE_STEP, OPERATORS
 from resharpen.experiments.ledger.mutation import (PAIR_VERDICTS, VERDICTS, Mutation,

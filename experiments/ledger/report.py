@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Sequence
 
-from resharpen.experiments.common.io import dumps_json
+from resharpen.experiments.common.json_text import dumps_json
 from resharpen.experiments.ledger.registry import STATUSES, Record
 
 

@@ -179,7 +179,8 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
     from resharpen.experiments.set_complement.sweep_report import (check_sweep_folder, report,
                                                                    runs_with_data)
 
-    from resharpen.experiments.common.io import check_folder_files, check_output_file, read_json
+    from resharpen.experiments.common.io import check_folder_files, check_output_file
+    from resharpen.experiments.common.stored import read_json
     from resharpen.experiments.training.sweep import REPORT_FILES
 
     with bad_input():
@@ -231,7 +232,7 @@ def run_report(args, figures: Callable[[Path], list[Path]] | None = None) -> int
 
 def _warnings(root) -> list[str]:
     """The unbalanced-arm warnings of a sweep folder (``sweep_report.arm_warnings``)."""
-    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.common.stored import read_json
     from resharpen.experiments.training.sweep import read_table
     from resharpen.experiments.set_complement.sweep_report import arm_warnings
 
@@ -242,7 +243,8 @@ def _warnings(root) -> list[str]:
 
 def write_fit_json(sweep: str, target: str) -> None:
     """The per-length fit reports (raw weights) of a sweep's runs, as JSON to ``target``."""
-    from resharpen.experiments.common.io import atomic_write_text, check_output_file, dumps_json
+    from resharpen.experiments.common.io import atomic_write_text, check_output_file
+    from resharpen.experiments.common.json_text import dumps_json
     from resharpen.experiments.set_complement.fit_report import sweep_reports
 
     with bad_input():
@@ -300,7 +302,7 @@ def run_compare(args) -> int:
                                                  "random_relative_residual")},
                    f"compare {args.run}")
     if args.json:
-        from resharpen.experiments.common.io import dumps_json
+        from resharpen.experiments.common.json_text import dumps_json
 
         text = dumps_json(record)
         print(text) if args.json == "-" else atomic_write_text(args.json, text + "\n")

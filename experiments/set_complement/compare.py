@@ -352,7 +352,7 @@ def load_trained(folder: str | Path, weights: str | None = None) -> tuple[Transf
 
     if weights is not None and weights not in WEIGHT_SETS:
         raise ValueError(f"weights {weights!r} is not one of {', '.join(WEIGHT_SETS)}")
-    from resharpen.experiments.common.io import check_shape
+    from resharpen.experiments.common.stored import check_shape
 
     run = load_run(folder)
     where = f"run file {str(Path(folder) / 'config.json')!r}"

@@ -120,7 +120,7 @@ def cached_rows(profile: str) -> list[dict] | None:
     path = results_path(profile)
     if not path.exists():
         return None
-    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.common.stored import read_json
 
     cached = read_json(path, "EMA-window results")
     return cached["rows"] if stored_key(cached.get("key")) == protocol_key(profile) else None

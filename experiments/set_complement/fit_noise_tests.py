@@ -45,7 +45,7 @@ def noise_rows(profile: str) -> tuple[list[dict], list[Path]] | None:
     schedule, seed, v, whether the raw weights are past the matched fit at the end of the budget,
     per weight set the in- and out-of-distribution invalid mass at the end, and the EMA / BEMA
     gains at the first evaluation that reached the matched fit."""
-    from resharpen.experiments.common.io import read_jsonl
+    from resharpen.experiments.common.stored import read_jsonl
     from resharpen.experiments.training.sweep import load_runs
 
     roots = [sweep_root(n, profile) for n in ("fit_noise_v32", "fit_noise_soft_v32")]

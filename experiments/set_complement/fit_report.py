@@ -204,7 +204,7 @@ def run_report(folder: str | Path, weights: str = "raw") -> dict:
 
 def sweep_reports(root: str | Path, weights: str = "raw") -> list[dict]:
     """:func:`run_report` of every finished run of a sweep folder (``runs/<name>``)."""
-    from resharpen.experiments.common.io import stored_exists
+    from resharpen.experiments.common.stored import stored_exists
 
     runs = sorted(p for p in (Path(root) / "runs").iterdir() if stored_exists(p / "summary.json"))
     return [run_report(p, weights) for p in runs]

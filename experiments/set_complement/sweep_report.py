@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from resharpen.experiments.common.io import NUMBER, check_shape, read_json, read_jsonl
+from resharpen.experiments.common.stored import NUMBER, check_shape, read_json, read_jsonl
 from resharpen.experiments.training.runs import HISTORY_ROW_SHAPE, PER_LENGTH_SHAPE
 from resharpen.experiments.training.sweep import (REPORT_JSON, REPORT_MARKDOWN, load_runs,
                                                 read_sweep_file, read_table)

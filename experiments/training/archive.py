@@ -5,7 +5,7 @@ results must outlive the session that made them and be checkable by a reader wit
 retraining. The archive (``results/full/`` in the checkout) keeps, for every sweep packed into
 it, what the claims and figures read and nothing heavier; each file but the tables is kept
 gzip-compressed (``.gz``, :func:`archived_form`), and every reader reads either form
-(:func:`resharpen.experiments.common.io.read_text_file`)::
+(:func:`resharpen.experiments.common.stored.read_text_file`)::
 
     results/full/sweeps/<name>/sweep.json.gz                  the sweep's identity (its planned runs)
     results/full/sweeps/<name>/table.jsonl                    one row per finished run (text)
@@ -51,11 +51,12 @@ import os
 import shutil
 from pathlib import Path
 
-from resharpen.experiments.common.io import (COMPRESSED_SUFFIX, atomic_write_bytes,
-                                             atomic_write_text, check_folder_files,
-                                             compress_bytes, compressed_path, decompress_bytes,
-                                             dumps_json, read_bytes_file, read_json,
-                                             read_text_file, stored_file)
+from resharpen.experiments.common.io import (atomic_write_bytes, atomic_write_text,
+                                             check_folder_files)
+from resharpen.experiments.common.json_text import dumps_json
+from resharpen.experiments.common.stored import (COMPRESSED_SUFFIX, compress_bytes, compressed_path,
+                                                 decompress_bytes, read_bytes_file, read_json,
+                                                 read_text_file, stored_file)
 from resharpen.experiments.common.names import check_name
 
 ARCHIVE_ROOT = Path(__file__).resolve().parents[2] / "results" / "full"

@@ -487,9 +487,10 @@ def save_run(result: dict, folder: str | Path, profile: str | None = None) -> Pa
     import json
 
     from resharpen.experiments.common.io import (atomic_write_json, atomic_write_text,
-                                               atomic_write_weights, check_file_target,
-                                               commit_staged, dumps_jsonl, ensure_writable_dir,
-                                               staging_folder, undo_on_failure)
+                                                 atomic_write_weights, check_file_target,
+                                                 commit_staged, ensure_writable_dir, staging_folder,
+                                                 undo_on_failure)
+    from resharpen.experiments.common.json_text import dumps_jsonl
     from resharpen.experiments.common.provenance import PROVENANCE_FILE, provenance
 
     with undo_on_failure(folder):

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from resharpen.experiments.common.io import (NUMBER, check_folder_files, check_writable_target,
-                                             read_json, read_jsonl, stored_exists, stored_file)
+from resharpen.experiments.common.io import check_folder_files, check_writable_target
+from resharpen.experiments.common.stored import (NUMBER, read_json, read_jsonl, stored_exists,
+                                                 stored_file)
 from resharpen.experiments.training.schema import stored_config
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def check_run_folder(folder: str | Path, what: str = "run folder",
     nothing (the run is saved by :func:`resharpen.experiments.training.loop.save_run`, which
     makes the folder)."""
     from resharpen.experiments.common.folder_kinds import check_kind
-    from resharpen.experiments.common.io import dumps_json, loads_json
+    from resharpen.experiments.common.json_text import dumps_json, loads_json
 
     check_folder_files(folder, RUN_FILES, what)
     check_kind(folder, "run", what)
@@ -191,7 +192,7 @@ def read_weights(path: str | Path, max_memory: int | None = None):
 
 
 RUN_CONFIG_SHAPE = {"task?": dict, "model?": dict, "train?": dict}
-"""The shape of a run's config.json (:func:`~resharpen.experiments.common.io.check_shape`): an
+"""The shape of a run's config.json (:func:`~resharpen.experiments.common.stored.check_shape`): an
 object whose sections, where present, are objects."""
 SUMMARY_SHAPE = {"primary?": str, "seconds?": (NUMBER, type(None)), "by_weights?": dict}
 """The shape of a run's summary.json: an object; its weight sets, where present, an object."""
@@ -201,7 +202,7 @@ HISTORY_ROW_SHAPE = {"step?": NUMBER}
 
 
 def _read_json(path: Path, shape: object = None):
-    """A run file's JSON (:func:`~resharpen.experiments.common.io.read_json`: a corrupt file is
+    """A run file's JSON (:func:`~resharpen.experiments.common.stored.read_json`: a corrupt file is
     named with its line, a wrong shape with its field); a missing one means the folder is not a
     finished run."""
     try:

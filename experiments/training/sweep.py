@@ -28,10 +28,11 @@ from typing import Callable
 from resharpen.experiments.training.backends import check_backend, run_tasks
 from resharpen.experiments.common.cli_args import UsageError, bad_input
 from resharpen.experiments.common.io import (TEMP_MARK, atomic_write_json, atomic_write_text,
-                                           check_folder_files, check_within, dumps_jsonl,
-                                           hold_lock, read_json,
-                                           read_jsonl, remove_stale_staging,
-                                           remove_stale_temporaries, stored_exists)
+                                             check_folder_files, check_within, remove_stale_staging,
+                                             remove_stale_temporaries)
+from resharpen.experiments.common.json_text import dumps_jsonl
+from resharpen.experiments.common.stored import read_json, read_jsonl, stored_exists
+from resharpen.experiments.common.locks import hold_lock
 from resharpen.experiments.training.schema import stored_config
 from resharpen.experiments.training.runs import (RUN_CONFIG_SHAPE, RUN_FILES,  # noqa: F401
                                                SUMMARY_SHAPE, WEIGHT_KINDS, WEIGHTS_FILE)
@@ -238,7 +239,7 @@ def read_table(root: str | Path) -> list[dict]:
 
 
 SWEEP_FILE_SHAPE = {"identity": dict, "runs?": int}
-"""The shape of a sweep folder's sweep.json (:func:`~resharpen.experiments.common.io.check_shape`)."""
+"""The shape of a sweep folder's sweep.json (:func:`~resharpen.experiments.common.stored.check_shape`)."""
 
 
 def read_sweep_file(root: str | Path) -> dict:
@@ -260,7 +261,7 @@ def stored_identity(identity: object) -> object:
 LOCK_FILE = ".lock"
 """The lock file a process holds (``fcntl.flock``) in a sweep folder while it drives it
 (:func:`execute`, :func:`exclusive`): the package's own file, left in place once the folder
-holds results, removed only by its holder (:func:`~resharpen.experiments.common.io.hold_lock`)."""
+holds results, removed only by its holder (:func:`~resharpen.experiments.common.locks.hold_lock`)."""
 
 _HOLDER = threading.local()
 """``_HOLDER.held``: the sweep folders (resolved) whose lock this thread holds, with the depth: a
@@ -277,7 +278,7 @@ def _held() -> dict[str, int]:
 @contextlib.contextmanager
 def _locked(root: Path, kind: str = "sweep", wait: bool = False):
     """Hold the lock of ``root`` for the block (see :func:`execute`): an flock on
-    ``root/.lock`` (:func:`~resharpen.experiments.common.io.hold_lock`: created without
+    ``root/.lock`` (:func:`~resharpen.experiments.common.locks.hold_lock`: created without
     following a link, held for the block, released by the kernel if the process dies). The lock
     file is created only when the folder exists (run_sweep creates it first); a refusal writes
     nothing and removes nothing; a holder that leaves the folder holding nothing else removes

@@ -31,7 +31,7 @@ SWEEP = "fit_post_k_sweep_v32"
 
 
 def _runs(root: Path) -> list[dict]:
-    from resharpen.experiments.common.io import read_jsonl
+    from resharpen.experiments.common.stored import read_jsonl
     from resharpen.experiments.training.sweep import load_runs
 
     out = []

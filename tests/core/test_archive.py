@@ -117,7 +117,7 @@ def test_a_packed_run_is_compressed_and_read_back_equal(tmp_path, monkeypatch):
     import gzip
     import json
 
-    from resharpen.experiments.common.io import read_json, read_jsonl, stored_exists
+    from resharpen.experiments.common.stored import read_json, read_jsonl, stored_exists
     from resharpen.experiments.training.runs import measured
     from resharpen.experiments.training.sweep import load_runs, read_table
 
@@ -169,7 +169,7 @@ def test_repack_compresses_an_archive_kept_as_text_without_changing_a_byte(tmp_p
     the same, a second repack rewrites nothing, and a restore gives the text files back."""
     import gzip
 
-    from resharpen.experiments.common.io import read_jsonl
+    from resharpen.experiments.common.stored import read_jsonl
 
     sweep = tmp_path / "out" / "sw"
     run = sweep / "runs" / "sw-0"
@@ -210,7 +210,7 @@ def test_a_corrupt_or_oversized_compressed_file_is_one_error_naming_it(tmp_path)
     refused with one ValueError naming it; a missing file is named in its plain form."""
     import gzip
 
-    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.common.stored import read_json
 
     (tmp_path / "bad.json.gz").write_bytes(b"not gzip at all")
     with pytest.raises(ValueError, match=r"bad\.json\.gz.*not a gzip-compressed"):

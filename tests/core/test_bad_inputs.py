@@ -919,7 +919,7 @@ def test_writability_probe_is_an_unnamed_file(tmp_path, monkeypatch):
 
 
 def test_json_readers_name_the_file_and_line(tmp_path):
-    from resharpen.experiments.common.io import read_json, read_jsonl
+    from resharpen.experiments.common.stored import read_json, read_jsonl
 
     (tmp_path / "t.jsonl").write_text('{"a": 1}\n\n{"a": 2}\n{"a": \n')
     with pytest.raises(ValueError, match=r"table '.*t\.jsonl' is corrupt: line 4"):

@@ -249,7 +249,7 @@ def test_undo_on_failure_removes_only_what_it_made(tmp_path):
 
 
 def test_unreadable_file_is_one_value_error(tmp_path):
-    from resharpen.experiments.common.io import read_text_file
+    from resharpen.experiments.common.stored import read_text_file
 
     path = tmp_path / "b.json"
     path.write_text("{}")

@@ -13,7 +13,7 @@ import stat
 import pytest
 
 from resharpen.cli import main
-from resharpen.experiments.common import io
+from resharpen.experiments.common import io, locks, stored
 
 from test_bad_inputs import PLACES, snapshot  # pytest puts tests/core on sys.path (no package)
 
@@ -144,12 +144,12 @@ def test_a_group_lock_planted_as_a_link_touches_nothing(tmp_path):
 def test_a_lock_file_that_is_a_fifo_is_refused(tmp_path):
     os.mkfifo(tmp_path / ".lock")
     with pytest.raises(ValueError, match=r"lock file '.*\.lock' is a FIFO"):
-        with io.hold_lock(tmp_path / ".lock", "busy"):
+        with locks.hold_lock(tmp_path / ".lock", "busy"):
             pytest.fail("locked a FIFO")
 
 
 def test_a_new_lock_file_is_a_regular_0644_file(tmp_path):
-    with io.hold_lock(tmp_path / "x.lock", "busy"):
+    with locks.hold_lock(tmp_path / "x.lock", "busy"):
         info = os.lstat(tmp_path / "x.lock")
         assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o644 & ~_umask()
 
@@ -254,16 +254,16 @@ def test_reading_is_capped_and_never_blocks(tmp_path):
     big = tmp_path / "big.json"
     big.write_text("[" + "0," * 100 + "0]")
     with pytest.raises(ValueError, match=r"has more than 64 bytes, more than any JSON file"):
-        io.read_json(big, "run file", max_bytes=64)
+        stored.read_json(big, "run file", max_bytes=64)
     os.mkfifo(tmp_path / "f.json")
     with pytest.raises(ValueError, match=r"is a FIFO \(named pipe\), not a JSON file"):
-        io.read_json(tmp_path / "f.json", "run file")
+        stored.read_json(tmp_path / "f.json", "run file")
     with pytest.raises(ValueError, match=r"'/dev/zero' is a character device"):
-        io.read_jsonl("/dev/zero", "run history")
+        stored.read_jsonl("/dev/zero", "run history")
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(ValueError, match=r"deep\.json' nests its arrays or objects too deep"):
-        io.read_json(deep, "run file")
+        stored.read_json(deep, "run file")
 
 
 def test_shapes_name_the_file_and_the_field(tmp_path):
@@ -271,12 +271,12 @@ def test_shapes_name_the_file_and_the_field(tmp_path):
     path.write_text('{"by_weights": {"raw": {"ood_kl": "x"}}, "rows": [1, 2, null]}')
     with pytest.raises(ValueError, match=r"summary\.json': by_weights\.raw\.ood_kl is 'x', not "
                                          r"a number"):
-        io.read_json(path, "run file", {"by_weights": {"raw": {"ood_kl": io.NUMBER}}})
+        stored.read_json(path, "run file", {"by_weights": {"raw": {"ood_kl": stored.NUMBER}}})
     with pytest.raises(ValueError, match=r"rows\[2\] is null, not a finite number"):
-        io.read_json(path, "run file", {"rows": [io.FINITE]})
+        stored.read_json(path, "run file", {"rows": [stored.FINITE]})
     with pytest.raises(ValueError, match=r"summary\.json': primary is missing"):
-        io.read_json(path, "run file", {"primary": str})
-    assert io.read_json(path, "run file", {"primary?": str, "rows": [(io.NUMBER, type(None))]})
+        stored.read_json(path, "run file", {"primary": str})
+    assert stored.read_json(path, "run file", {"primary?": str, "rows": [(stored.NUMBER, type(None))]})
 
 
 def test_load_run_refuses_files_of_the_wrong_shape(tmp_path):

@@ -119,7 +119,7 @@ def test_concurrent_language_grids_one_runs(tmp_path, monkeypatch):
 
 
 def _hold_lock_forever(folder, ready) -> None:
-    from resharpen.experiments.common.io import hold_lock
+    from resharpen.experiments.common.locks import hold_lock
 
     with hold_lock(folder / ".lock", "busy"):
         ready.set()
@@ -128,7 +128,7 @@ def _hold_lock_forever(folder, ready) -> None:
 
 def test_a_killed_holders_lock_does_not_block(tmp_path):
     """The kernel drops an flock when its holder dies: after a SIGKILL the next start runs."""
-    from resharpen.experiments.common.io import hold_lock
+    from resharpen.experiments.common.locks import hold_lock
 
     ready = FORK.Event()
     holder = FORK.Process(target=_hold_lock_forever, args=(tmp_path, ready))
@@ -146,7 +146,7 @@ def test_a_killed_holders_lock_does_not_block(tmp_path):
 def test_a_removed_lock_file_is_not_a_held_lock(tmp_path):
     """A waiter that locked a file its holder removed starts again on the file now there, so
     two holders never coexist (the holder removes its lock file when the folder is empty)."""
-    from resharpen.experiments.common.io import hold_lock
+    from resharpen.experiments.common.locks import hold_lock
 
     lock = tmp_path / ".lock"
     with hold_lock(lock, "busy", remove_if_alone=True):

@@ -437,7 +437,7 @@ def test_the_archived_full_set_matches_the_current_keys():
     (results/full/dyn_trained) under the key the code computes now, so a fresh checkout decides
     the dyn.trained claims without training; a measurement change (VERSION) must be followed by
     ``resharpen dynamics trained --profile full`` and ``resharpen archive pack-dyn``."""
-    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.common.stored import read_json
 
     p = T.sizes("full")
     for task in T.TASKS:
@@ -545,7 +545,7 @@ def test_each_premise_set_meets_the_premise_it_was_built_for():
 def test_the_archived_full_premise_sets_match_the_current_keys():
     """The full-size premise sets are archived beside the trained set under the keys the code
     computes now (a fresh checkout reads them; ``resharpen archive pack-dyn`` packs them)."""
-    from resharpen.experiments.common.io import read_json
+    from resharpen.experiments.common.stored import read_json
     from resharpen.experiments.dynamics.premise_sets import SETS, set_group
 
     from resharpen.experiments.dynamics.trained_readers import TRAINED_PREMISE_SETS

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from number_fingerprint import figure_data
 
-from resharpen.experiments.common.io import read_json
+from resharpen.experiments.common.stored import read_json
 from resharpen.experiments.languages.curves import (STATISTICS, TABLE_FILE, grid_table,
                                                     group_entry, pack_table, run_rows)
 from resharpen.experiments.training import archive
