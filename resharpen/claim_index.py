@@ -61,7 +61,7 @@ def build() -> dict:
     import inspect
 
     from resharpen.claims import PREFIX_MODULES, all_claims
-    from resharpen.experiments.ledger.where import _derivations, is_claims_analysis
+    from resharpen.experiments.ledger.where import derivations, is_claims_analysis
 
     def place(obj) -> list[str]:
         path = inspect.getsourcefile(obj) or inspect.getfile(obj)
@@ -76,7 +76,7 @@ def build() -> dict:
             "expected_status": c.expected_status, "cost": c.cost,
             "expected_from": c.expected_from, "origin": c.origin,
             "derived_by": list(c.derived_by),
-            "where": [place(check)] + [place(obj) for obj in _derivations(check)],
+            "where": [place(check)] + [place(obj) for obj in derivations(check)],
         })
     modules = sorted(set(PREFIX_MODULES.values()) | {c["module"] for c in claims})
     analysis = sorted(name for name in list(sys.modules)

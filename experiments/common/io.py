@@ -182,7 +182,7 @@ def undo_on_failure(folder: str | os.PathLike, remove_written: bool = True) -> I
       anything below), deepest first, each only once empty: a file anyone else put there keeps
       the folder. A folder is the block's only when its own ``mkdir`` made it, so a second
       process that started at the same instant never removes the first one's folder (nor the
-      lock file in it: a lock file is removed by its holder alone, see :func:`hold_lock`).
+      lock file in it: a lock file is removed by its holder alone, see :func:`.locks.hold_lock`).
 
     Nested blocks each undo their own writes (a sweep keeps its finished runs when a later one
     fails: each run is its own block)."""
@@ -458,12 +458,3 @@ def write_safetensors(handle, tensors: dict, metadata: dict[str, str]) -> None:
         tensor = tensors[name].detach().cpu().contiguous()
         if tensor.numel():
             handle.write(memoryview(tensor.reshape(-1).view(byte).numpy()))
-
-
-def shown_path(path: str | Path) -> str:
-    """``path`` relative to the working folder when it lies inside it, else as given: how the
-    ledger's ``--where`` and the claim index print a file."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)

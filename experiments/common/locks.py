@@ -31,7 +31,7 @@ def hold_lock(path: str | os.PathLike, busy: str, wait: bool = False,
       holding the new one.
     - ``remove_if_alone``: on leaving, the holder, still holding the lock, removes the file when
       its folder holds nothing else (a sweep that failed before its first write leaves an empty
-      folder, which :func:`undo_on_failure` removes if it made it). No one else ever removes a
+      folder, which :func:`.io.undo_on_failure` removes if it made it). No one else ever removes a
       lock file."""
     import fcntl
 

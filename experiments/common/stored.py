@@ -2,7 +2,8 @@
 only that exists, its gzip-compressed form ``<name>.gz`` (the archive of full-size results
 keeps its run files so); a file that is not a regular file, too large, not UTF-8 or not
 gzip data is refused with one ValueError naming it, before it is read whole; a JSON
-document is checked against the shape its reader expects (:func:`check_shape`)."""
+document is checked against the shape its reader expects (:func:`check_shape`). The compressed
+form is made here too (:func:`compress_bytes`), so that the two forms have one home."""
 from __future__ import annotations
 
 import json

@@ -5,8 +5,8 @@ themselves are in :mod:`.claims_train`).
 An average (EMA or BEMA weights) is compared with the raw weights of the same run, paired within
 the run, on the OOD invalid mass, one test per task (the tasks' masses are on different scales),
 over the runs whose raw weights learned the task in distribution
-(:func:`.postnorm_controls.learned`) and whose averaged weights reached the run's stated fit
-too (:func:`.postnorm_controls.at_matched_fit`: matched fit).
+(:func:`.postnorm_controls.learned`) and whose raw and averaged weights both reached the run's
+stated fit (:func:`.postnorm_controls.at_matched_fit`: matched fit, :func:`averaged_fitted`).
 """
 from __future__ import annotations
 
@@ -63,14 +63,17 @@ def averaged_tests(weights: str, othello_only: bool = False):
 
 
 def averaged_fitted(rows: list[dict], weights: str) -> set[str]:
-    """The runs whose ``weights`` (ema | bema) reached the run's own fit too
+    """The runs whose ``weights`` (ema | bema) and raw weights both reached the run's own fit
     (:func:`at_matched_fit`: its ID invalid mass and total variation bars): an averaged model
     compared out of distribution with its raw weights must fit the training lengths as well as
-    they do (matched fit; the OOD mass of these tasks rises with the ID mass, so a looser bar for
-    the average would compare two fits, and an average that only avoids illegal tokens by
-    predicting a few always-legal ones has not learned the task). A run stopped at its raw fit
-    before the average's window has passed leaves its average behind."""
-    return {r["run"] for r in rows if r["weights"] == weights and at_matched_fit(r)}
+    they do, and they as well as it (matched fit; the OOD mass of these tasks rises with the ID
+    mass, so a looser bar for either would compare two fits, and an average that only avoids
+    illegal tokens by predicting a few always-legal ones has not learned the task). A run stopped
+    at its raw fit before the average's window has passed leaves its average behind; a run whose
+    raw weights end at the step cap short of the fit is left out even when its average reached
+    it."""
+    fitted = {(r["run"], r["weights"]) for r in rows if at_matched_fit(r)}
+    return {run for run, kind in fitted if kind == weights and (run, "raw") in fitted}
 
 
 def averaged_note(rows: list[dict], weights: str) -> str:
@@ -83,17 +86,17 @@ def averaged_note(rows: list[dict], weights: str) -> str:
     ids = [r["id_invalid_mass"] for r in mine]
     bars = sorted({f"{matched_bar(r):g}" for r in mine})
     tvs = sorted({f"{r.get('fit_tv_target') or LEARNED_TV:g}" for r in mine})
-    return (f"{weights} weights that reached their run's fit too (ID invalid mass <= "
-            f"{', '.join(bars)} and ID total variation <= {', '.join(tvs)}, the run's stated "
-            f"fit: matched fit): {len(kept)} of "
+    return (f"runs whose {weights} and raw weights both reached the run's fit (ID invalid "
+            f"mass <= {', '.join(bars)} and ID total variation <= {', '.join(tvs)}, the run's "
+            f"stated fit: matched fit): {len(kept)} of "
             f"{len(runs)} runs (their ID mass: mean {float(np.mean(ids)):.3g}, max "
             f"{max(ids):.3g}; the raw weights stop at the grid's fit, and an average whose "
             "window is not well inside the run lags behind)")
 
 
 def per_task(rows: list[dict], weights: str, tasks) -> str:
-    """Mean paired difference (``weights`` - raw) per task over its learned runs, for the
-    detail."""
+    """Mean paired difference (``weights`` - raw) per task over its runs at matched fit
+    (:func:`averaged_fitted`), for the detail."""
     rows = learned(rows)
     by = {(r["run"], r["weights"]): r[METRIC] for r in rows}
     fitted = averaged_fitted(rows, weights)
@@ -101,5 +104,5 @@ def per_task(rows: list[dict], weights: str, tasks) -> str:
     for task in tasks:
         runs = sorted({r["run"] for r in rows if r["task"] == task and r["run"] in fitted})
         d = np.array([by[(run, weights)] - by[(run, "raw")] for run in runs], dtype=float)
-        out.append(f"{task} {np.nanmean(d):+.3g}" if len(d) else f"{task}: no learned run")
+        out.append(f"{task} {np.nanmean(d):+.3g}" if len(d) else f"{task}: no run at matched fit")
     return "per task: " + ", ".join(out)

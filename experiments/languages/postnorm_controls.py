@@ -96,14 +96,20 @@ def _arm(raw: list[dict], norm: str, task: str | None = None) -> dict:
             if r["norm"] == norm and (task is None or r["task"] == task)}
 
 
-def _counts(rows: list[dict], norm: str, task: str | None) -> str:
-    """'k of n runs at the fit' of ``norm`` (on ``task``, or over every task)."""
+def fit_count(rows: list[dict], norm: str, task: str | None) -> tuple[int, int]:
+    """(runs at the fit, runs) of ``norm``'s raw weights (on ``task``, or over every task):
+    :func:`at_fit` counts a run that learned its task and reached its stated fit."""
     mine = [r for r in rows if r["weights"] == "raw" and r["norm"] == norm
             and (task is None or r["task"] == task)]
-    if not mine:
+    return len(at_fit(mine)), len(mine)
+
+
+def _counts(rows: list[dict], norm: str, task: str | None) -> str:
+    """'k of n runs at the fit' of ``norm`` (on ``task``, or over every task)."""
+    fitted, runs = fit_count(rows, norm, task)
+    if not runs:
         return f"the grid has no {norm} runs" + (f" on {task}" if task else "")
-    fitted = len(at_fit(mine))
-    return f"{norm} {fitted} of {len(mine)} runs at the fit"
+    return f"{norm} {fitted} of {runs} runs at the fit"
 
 
 def paired_by_seed(rows: list[dict], norm: str, control: str,

@@ -19,7 +19,7 @@ a class contributes the methods defined in its body. Each target is mutated by e
     up_large    x -> x (1 + 0.1) + 0.1    (LARGE_STEP; a value that holds a float)
     down_large  x -> x (1 - 0.1) - 0.1
     first       the first leaf alone (a field, an item; of a lone array: its first element)
-                moved by x -> x (1 + 0.1) + 0.1  (:func:`perturb_one`)
+                moved by x -> x (1 + 0.1) + 0.1  (:func:`.perturbation.perturb_one`)
     last        the last leaf alone, likewise
 
 Why a ladder: a claim whose tolerance is wider than a 1e-3 move (a Monte Carlo mean, a fitted
@@ -35,7 +35,7 @@ fields of dataclasses, plain objects and torch modules (their parameters and buf
 copy); anything else (strings, paths, None, generators) is returned as it is. Integers move
 only in a value that holds no float (a count, token ids): beside floats they are structure
 (a vocabulary size, indices, a seed), and moving them would raise a shape error instead of
-testing the check (:func:`perturb`). ``swap`` and ``drop`` that cannot apply (one positional
+testing the check (:func:`.perturbation.perturb`). ``swap`` and ``drop`` that cannot apply (one positional
 argument; no + or - term) are not run (:func:`applies`). A structural mutant is called beside
 the original and a call counts as perturbed only when their values differ (a ``swap`` of
 arguments of different kinds calls the original: not perturbed). An operator that never
@@ -57,7 +57,7 @@ from typing import Callable, Iterator
 
 from resharpen.experiments.ledger.registry import Claim
 from resharpen.experiments.ledger.perturbation import STEP, holds_float, perturb, perturb_one
-from resharpen.experiments.ledger.where import _derivations
+from resharpen.experiments.ledger.where import derivations
 
 # STEP (perturbation.py): the move x -> x (1 +- STEP) +- STEP of a float (integers by 1) of
 # ``up`` and ``down``, the default of ``step`` below; perturbation.py moves the values.
@@ -90,7 +90,7 @@ def targets(c: Claim) -> list[Target]:
     methods, properties and class methods not); the decision machinery (NOT_SUBJECTS) is not a
     target."""
     found = []
-    for obj in _derivations(inspect.unwrap(c.check)):
+    for obj in derivations(inspect.unwrap(c.check)):
         if obj.__module__ in NOT_SUBJECTS:
             continue
         if inspect.isclass(obj):
@@ -151,7 +151,7 @@ LADDER = ("up_large", "down_large", "first", "last")
 def _wrapper(original: Callable, counter: Counter, step: float, which: str = "all") -> Callable:
     """``original`` with its value perturbed: every leaf (``which="all"``), only when the value
     holds a float (``"floats"``: the large steps, which on integers would repeat up and down),
-    or one leaf (``"first"``, ``"last"``: :func:`perturb_one`)."""
+    or one leaf (``"first"``, ``"last"``: :func:`.perturbation.perturb_one`)."""
     @functools.wraps(original)
     def mutated(*args, **kwargs):
         value = original(*args, **kwargs)
@@ -232,20 +232,20 @@ def _counted(original: Callable, mutant: Callable, counter: Counter) -> Callable
 
 def _swapped(original: Callable, method: bool) -> Callable:
     """``original`` with its first two positional arguments swapped when they are of one kind
-    (:func:`_one_kind`): a float for a float, an array for an array of the same shape; two of
+    (:func:`of_one_kind`): a float for a float, an array for an array of the same shape; two of
     different kinds (a size and a rate, an (n, d) array and a vector) are left, since their swap
     is a type or shape error, not a wrong value."""
     first = 1 if method else 0
 
     def mutant(*args, **kwargs):
-        if len(args) >= first + 2 and _one_kind(args[first], args[first + 1]):
+        if len(args) >= first + 2 and of_one_kind(args[first], args[first + 1]):
             args = (*args[:first], args[first + 1], args[first], *args[first + 2:])
         return original(*args, **kwargs)
 
     return mutant
 
 
-def _one_kind(a: object, b: object, depth: int = 0) -> bool:
+def of_one_kind(a: object, b: object, depth: int = 0) -> bool:
     """Whether ``a`` and ``b`` have one type and one structure: arrays and tensors of one shape
     and dtype, tuples and lists of one length, dicts of one key set, dataclasses and plain
     objects field by field (their items of one kind, to 4 levels)."""
@@ -261,15 +261,15 @@ def _one_kind(a: object, b: object, depth: int = 0) -> bool:
         except TypeError:  # a shape that is not a sequence
             return False
     if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(_one_kind(x, y, depth + 1) for x, y in zip(a, b))
+        return len(a) == len(b) and all(of_one_kind(x, y, depth + 1) for x, y in zip(a, b))
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_one_kind(a[k], b[k], depth + 1) for k in a)
+        return a.keys() == b.keys() and all(of_one_kind(a[k], b[k], depth + 1) for k in a)
     if isinstance(a, (str, bytes, bool, int, float, complex, type(None))):
         return True
     fields_a, fields_b = getattr(a, "__dict__", None), getattr(b, "__dict__", None)
     if isinstance(fields_a, dict) and isinstance(fields_b, dict) and not callable(a):
         return fields_a.keys() == fields_b.keys() and all(
-            _one_kind(fields_a[k], fields_b[k], depth + 1) for k in fields_a)
+            of_one_kind(fields_a[k], fields_b[k], depth + 1) for k in fields_a)
     return True
 
 

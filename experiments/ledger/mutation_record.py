@@ -194,8 +194,8 @@ def record_entry(r: MutationResult, before: dict) -> dict:
 
 def _record_text(claims: dict[str, dict], results: Sequence[MutationResult],
                  scored: Sequence[tuple[str, bool]]) -> str:
-    """The record file (JSON text) of the entries ``claims``, with the :func:`summary` and
-    :func:`per_operator` of ``results`` and the :func:`mutation_score` of ``scored``."""
+    """The record file (JSON text) of the entries ``claims``, with the :func:`.mutation.summary`
+    and :func:`.mutation.per_operator` of ``results`` and the :func:`mutation_score` of ``scored``."""
     return dumps_json({"profile": "quick", "step": STEP, "large_step": LARGE_STEP,
                        "ladder": list(LADDER), "operators": OPERATORS,
                        "summary": summary(results),
@@ -212,7 +212,7 @@ def _scored(entries: Iterable[dict]) -> list[tuple[str, bool]]:
 
 def record_of(results: Sequence[MutationResult], old: dict[str, dict] | None = None) -> str:
     """The record (JSON text) of a run: the entry of each claim (:func:`record_entry`, keeping
-    the diagnoses of ``old``), with the run's :func:`summary`, :func:`per_operator` and
+    the diagnoses of ``old``), with the run's :func:`.mutation.summary`, :func:`.mutation.per_operator` and
     :func:`mutation_score`."""
     old = old or {}
     claims = {r.id: record_entry(r, old.get(r.id, {})) for r in sorted(results, key=lambda r: r.id)}

@@ -1,4 +1,4 @@
-"""Perturbing a value, for the mutation test (:mod:`resharpen.experiments.ledger.mutation`): a
+"""Perturbing a value, for the mutants of the mutation test (:mod:`.mutants`): a
 number moves by x -> x (1 + step) + step (integers by 1), and a container, array, tensor, torch
 module, sympy expression, dataclass or plain object is rebuilt with its numbers moved, never
 modified in place. :func:`perturb` moves every number of a value; :func:`perturb_one` moves one

@@ -4,7 +4,7 @@
 derivation the check uses (the functions and classes of other ``resharpen`` modules it names,
 followed through the helper functions of its own module and of the analysis modules of the
 claims modules, :func:`is_claims_analysis`). The mutation test (:mod:`.mutation`) breaks those
-derivations one at a time (:func:`_derivations`).
+derivations one at a time (:func:`derivations`).
 
 :func:`reached` follows the same reading through every ``resharpen`` module, and
 :func:`shared_functions` compares the two sides of a check: the theory and construction
@@ -63,7 +63,7 @@ def where(c: Claim) -> list[str]:
         entries.append((*declared, c.id))
     entries.append((*_source_line(check), f"{check.__module__}.{check.__qualname__}"))
     entries += [(*_source_line(obj), f"{obj.__module__}.{obj.__qualname__}")
-                for obj in _derivations(check)]
+                for obj in derivations(check)]
     lines: dict[tuple[str, int], list[str]] = {}
     for path, line, what in entries:
         lines.setdefault((path, line), []).append(what)
@@ -91,7 +91,7 @@ def _id_line(c: Claim) -> tuple[str, int] | None:
     return None
 
 
-def _derivations(check: Callable) -> list[object]:
+def derivations(check: Callable) -> list[object]:
     """Functions and classes of other ``resharpen`` modules that ``check`` names, following the
     helper functions of the check's own module and of the claims' analysis modules (whose
     functions and classes are the check's own code, not derivations)."""
@@ -210,7 +210,7 @@ def resolve(name: str) -> object:
 
 def reached(start: Callable, stop: Iterable[object] = ()) -> list[types.FunctionType]:
     """Every ``resharpen`` function that ``start`` reaches by name: the functions its code names
-    (as :func:`_derivations` reads them: globals, closure cells, imports in the body, one
+    (as :func:`derivations` reads them: globals, closure cells, imports in the body, one
     attribute of a module, nested code), then theirs, through every ``resharpen`` module but the
     ledger's machinery; a class counts by the functions, static and class methods and property
     getters of its body; the functions held in a module-level tuple, list or dict (a table of

@@ -89,18 +89,18 @@ def test_a_claims_module_import_is_seen():
 
 def _derivation_modules(claim_id: str) -> list[str]:
     from resharpen.claims import all_claims
-    from resharpen.experiments.ledger.where import _derivations
+    from resharpen.experiments.ledger.where import derivations
 
     (c,) = [c for c in all_claims() if c.id == claim_id]
     return [f"{obj.__module__}.{obj.__qualname__}"
-            for obj in _derivations(inspect.unwrap(c.check))]
+            for obj in derivations(inspect.unwrap(c.check))]
 
 
 def test_where_follows_the_analysis_modules_to_the_derivations_behind_them():
     from resharpen.claims import all_claims
-    from resharpen.experiments.ledger.where import _derivations, is_claims_analysis
+    from resharpen.experiments.ledger.where import derivations, is_claims_analysis
 
-    listed = [obj for c in all_claims() for obj in _derivations(inspect.unwrap(c.check))]
+    listed = [obj for c in all_claims() for obj in derivations(inspect.unwrap(c.check))]
     assert not [obj for obj in listed if is_claims_analysis(obj.__module__)]
     assert "resharpen.experiments.set_complement.fit_report.ladder_rows" in _derivation_modules(
         "fit.placements.ood_at_every_rung")

@@ -1,6 +1,6 @@
-"""The mutation test of the ledger (experiments/ledger/mutation.py): a circular check survives a
-mutation of its derivation, an honest one is killed, and the perturbation and its patching do
-what they say."""
+"""The mutation test of the ledger (experiments/ledger/mutation.py, its mutants in mutants.py, the
+values they move in perturbation.py): a circular check survives a mutation of its derivation, an
+honest one is killed, and the perturbation and its patching do what they say."""
 from __future__ import annotations
 
 import dataclasses
@@ -188,9 +188,9 @@ def test_swap_exchanges_only_arguments_of_one_kind(toy):
     the swap perturbs nothing; power(2.0, 3.0) is swapped."""
     result = mutation.mutate_claim(toy.claim("kinds"), isolate=False, operators=("swap",))
     assert [m.perturbed for m in result.mutations] == [0] and result.verdict == "untested"
-    assert mutants._one_kind(np.zeros((2, 3)), np.ones((2, 3)))
-    assert not mutants._one_kind(np.zeros((2, 3)), np.ones((3, 2)))
-    assert not mutants._one_kind(2, 2.0) and mutants._one_kind(2, 3)
+    assert mutants.of_one_kind(np.zeros((2, 3)), np.ones((2, 3)))
+    assert not mutants.of_one_kind(np.zeros((2, 3)), np.ones((3, 2)))
+    assert not mutants.of_one_kind(2, 2.0) and mutants.of_one_kind(2, 3)
 
 
 def test_perturb_one_moves_one_leaf():

@@ -207,7 +207,7 @@ def test_only_runs_that_learned_the_task_decide(grid):
     assert post.status == "PASS" and "tomita5:" not in post.measured, post.measured
     grid(planted(ema=-0.02, unlearned=("othello",)))
     othello = status("langtrain.othello.ema_ood")
-    assert othello.status == "INCONCLUSIVE" and "othello: no learned run" in othello.detail
+    assert othello.status == "INCONCLUSIVE" and "othello: no run at matched fit" in othello.detail
 
 
 def test_averages_count_only_where_they_reached_their_runs_own_fit(grid):
@@ -221,10 +221,28 @@ def test_averages_count_only_where_they_reached_their_runs_own_fit(grid):
             r["id_invalid_mass"], r["ood_invalid_mass"] = 0.03, r["ood_invalid_mass"] + 0.2
     grid([{**r, "fit_target": 0.015} for r in rows])
     ema = status("langtrain.ema.ood_invalid_mass")
-    assert ema.status == "INCONCLUSIVE" and "anbn: no learned run" in ema.detail
-    assert "reached their run's fit too (ID invalid mass <= 0.015" in ema.detail
+    assert ema.status == "INCONCLUSIVE" and "anbn: no run at matched fit" in ema.detail
+    assert "raw weights both reached the run's fit (ID invalid mass <= 0.015" in ema.detail
     grid(rows)  # no fit_target: the learned bar 0.05 lets the lagging EMA models in
     assert status("langtrain.ema.ood_invalid_mass").status == "FAIL"
+
+
+def test_an_average_is_not_compared_with_raw_weights_short_of_the_fit(grid):
+    """matched fit both ways: a run whose raw weights learned the task (ID invalid mass 0.03,
+    under the learned bar 0.05) but ended short of the run's stated fit (0.015), at the step
+    cap, while its BEMA weights reached it, is left out; planted with BEMA far better out of
+    distribution there, it would otherwise decide anbn for BEMA at a fit the raw weights never
+    had."""
+    rows = planted(seeds=5)
+    for r in rows:
+        if r["task"] == "anbn" and r["weights"] == "raw":
+            r["id_invalid_mass"] = 0.03
+        if r["task"] == "anbn" and r["weights"] == "bema":
+            r["id_invalid_mass"], r["ood_invalid_mass"] = 0.005, 0.001
+    grid([{**r, "fit_target": 0.015} for r in rows])
+    bema = status("langtrain.bema.ood_invalid_mass")
+    assert "anbn: no run at matched fit" in bema.detail, bema.detail
+    assert "anbn: bema - raw: paired t (scipy.stats.ttest_rel), n=0" in bema.detail, bema.detail
 
 
 def test_a_degenerate_average_that_only_avoids_illegal_tokens_is_not_at_the_fit(grid):
@@ -239,12 +257,12 @@ def test_a_degenerate_average_that_only_avoids_illegal_tokens_is_not_at_the_fit(
             r["id_invalid_mass"], r["id_tv"], r["ood_invalid_mass"] = 0.002, 0.33, 0.001
     grid([{**r, "fit_target": 0.01, "fit_tv_target": 0.3} for r in rows])
     bema = status("langtrain.bema.ood_invalid_mass")
-    assert "anbn: no learned run" in bema.detail and "total variation <= 0.3" in bema.detail
+    assert "anbn: no run at matched fit" in bema.detail and "total variation <= 0.3" in bema.detail
     grid([{**r, "fit_target": 0.01, "fit_tv_target": 0.4} for r in rows])  # the run's own bar
     bema = status("langtrain.bema.ood_invalid_mass")  # lets them in: they decide anbn
     assert "anbn: bema - raw: paired t (scipy.stats.ttest_rel), n=15" in bema.detail
     grid(rows)  # no stated TV bar: LEARNED_TV (0.1) leaves them out
-    assert "anbn: no learned run" in status("langtrain.bema.ood_invalid_mass").detail
+    assert "anbn: no run at matched fit" in status("langtrain.bema.ood_invalid_mass").detail
     for r in rows:
         if r["task"] == "anbn" and r["weights"] == "raw":
             r["id_tv"] = 0.33
