@@ -46,8 +46,8 @@ _API = {
     "Layer": ("resharpen.experiments.model.schemes", "Layer"),
     "register_scheme": ("resharpen.experiments.model.schemes", "register"),
     "NORM_PLACEMENTS": ("resharpen.experiments.training.schema", "NORM_PLACEMENTS"),
-    "HookPoint": ("resharpen.experiments.model.transformer", "HookPoint"),
-    "HOOK_POINTS": ("resharpen.experiments.model.transformer", "HOOK_POINTS"),
+    "HookPoint": ("resharpen.experiments.model.hooks", "HookPoint"),
+    "HOOK_POINTS": ("resharpen.experiments.model.hooks", "HOOK_POINTS"),
 }
 
 # what the constants of the API are (docs/api.md shows them; they have no docstring of their own)
@@ -74,8 +74,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from resharpen.constructions.set_complement import save as save_construction
     from resharpen.experiments.model.schemes import SCHEMES, Layer, Scheme
     from resharpen.experiments.model.schemes import register as register_scheme
-    from resharpen.experiments.model.transformer import (HOOK_POINTS, HookPoint, ModelConfig,
-                                                         Transformer)
+    from resharpen.experiments.model.hooks import HOOK_POINTS, HookPoint
+    from resharpen.experiments.model.transformer import ModelConfig, Transformer
     from resharpen.experiments.training.runs import Run, load_run
     from resharpen.experiments.training.schema import NORM_PLACEMENTS
     from resharpen.experiments.set_complement.compare import compare_run, fit_lemma

@@ -63,6 +63,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from resharpen.experiments.model.dropout import Dropout
+from resharpen.experiments.model.hooks import Capture, HookFn, HookPoint, editing_hook, is_hooked
 from resharpen.experiments.model.schemes import NORM_GAINS, NORM_KINDS, SCHEMES, Layer, get, unit
 
 Sublayer = Callable[[torch.Tensor], torch.Tensor]
@@ -251,82 +253,6 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"unknown model config keys {unknown}; allowed: {sorted(known)}")
         return cls(**data)
-
-
-def _mul32(x, c: int):
-    """x * c mod 2^32 for x in [0, 2^32) (a Python int or an int64 tensor), with every partial
-    product below 2^48: c is split into 16-bit halves, so int64 never overflows."""
-    return (x * (c & 0xFFFF) + (((x * (c >> 16)) & 0xFFFF) << 16)) & 0xFFFFFFFF
-
-
-def mix32(x):
-    """A bijective 32-bit integer hash (Wellons' "lowbias32": xorshift-multiply, twice) of x in
-    [0, 2^32), for Python ints and int64 tensors alike (same bits either way)."""
-    x = x ^ (x >> 16)
-    x = _mul32(x, 0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = _mul32(x, 0x846CA68B)
-    return x ^ (x >> 16)
-
-
-def dropout_key(seed: int, step: int) -> int:
-    """The 32-bit key of a run's dropout masks at training step ``step``: a hash of (seed, step),
-    the same for the run trained alone and as a member of an ensemble."""
-    run = mix32(mix32(seed & 0xFFFFFFFF) ^ ((seed >> 32) & 0xFFFFFFFF))
-    return mix32((run + step) & 0xFFFFFFFF)
-
-
-def dropout_uniforms(key: torch.Tensor, site: int, shape: torch.Size) -> torch.Tensor:
-    """Uniforms u in [0, 1) (float32, multiples of 2^-24) of shape ``shape``: element i of
-    dropout site ``site`` under key k is u = mix32(i ^ mix32(k ^ mix32(site))) / 2^32 (top 24
-    bits). A counter-based stream: no generator state, so a member inside ``vmap`` (a batched
-    key) draws exactly the masks of the same run trained alone."""
-    base = mix32(key ^ mix32(site))
-    index = torch.arange(math.prod(shape), dtype=torch.int64).view(shape)
-    return (mix32(index ^ base) >> 8).to(torch.float32) * 2.0 ** -24
-
-
-class Dropout(nn.Module):
-    """Inverted dropout at rate p: a unit is kept when its uniform u >= p and scaled by
-    1/(1 - p). The uniforms come from :func:`dropout_uniforms` under the module's ``key``
-    buffer, which the package's trainers set at every step to :func:`dropout_key` (run seed,
-    step), so that a run's masks are the same whether it trains alone or as one of K stacked
-    members (:mod:`resharpen.experiments.training.engine`); with no key set (``key`` < 0, a
-    user's own loop) a lone model uses ``F.dropout``. The rate is a buffer too (not saved: the
-    config holds it), so stacked members each train at their own rate."""
-
-    def __init__(self, rate: float, site: int = 0):
-        super().__init__()
-        self.p = float(rate)
-        self.site = int(site)
-        self.register_buffer("rate", torch.tensor(self.p), persistent=False)
-        self.register_buffer("key", torch.tensor(-1, dtype=torch.int64), persistent=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.p == 0:  # the engine sets p to its members' largest rate
-            return x
-        stacked = torch._C._functorch.is_functorch_wrapped_tensor(self.rate)
-        if not stacked and int(self.key) < 0:
-            return F.dropout(x, self.p, True)
-        keep = (dropout_uniforms(self.key, self.site, x.shape) >= self.rate).to(x.dtype)
-        return x * keep / (1.0 - self.rate)
-
-
-class HookPoint(nn.Identity):
-    """A named capture point: the identity map (no arithmetic, no parameters, no state_dict
-    entry) whose input :meth:`Transformer.capture` reads with a forward hook and
-    :meth:`Transformer.run_with_hooks` reads or replaces. The names of a block's points are
-    :data:`HOOK_POINTS` (``blocks.<i>.<name>``); :meth:`Transformer.hook_points` lists a
-    model's."""
-
-
-HOOK_POINTS = ("hook_resid_pre", "hook_attn_in", "attn.hook_pattern", "hook_attn_out",
-               "hook_attn_norm_out_input", "hook_attn_norm_out_output", "hook_resid_mid",
-               "hook_mlp_in", "hook_mlp_out", "hook_mlp_norm_out_input",
-               "hook_mlp_norm_out_output", "hook_resid_post")
-"""The capture points of block i, ``blocks.<i>.<name>``, in the order they fire; the norm-output
-points exist in placements with an output norm, the resid_mid and MLP points in models with an
-MLP (:class:`Block` gives each one's mathematics)."""
 
 
 class Norm(nn.Module):
@@ -601,67 +527,6 @@ class Block(nn.Module):
         return None if param is None else scaled(param, NGPT_ALPHA_INIT, self.alpha_scale).abs()
 
 
-class Capture(dict):
-    """Capture-point name -> the tensor that last passed through it, filled by forward hooks
-    while open. The tensors are the model's own (not copied, not detached), so
-    ``torch.autograd.grad`` works on them; with ``retain_grad`` each one that requires grad also
-    keeps its ``.grad`` after a backward pass. ``with`` closes it; so does :meth:`close`."""
-
-    def __init__(self, points: dict[str, HookPoint], retain_grad: bool = False):
-        super().__init__()
-        self.retain_grad = retain_grad
-        self._handles = [point.register_forward_hook(self._keeper(name))
-                         for name, point in points.items()]
-
-    def _keeper(self, name: str):
-        def keep(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
-            if self.retain_grad and output.requires_grad:
-                output.retain_grad()
-            self[name] = output
-        return keep
-
-    def close(self) -> None:
-        """Remove the hooks (the captured tensors stay)."""
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
-
-    def __enter__(self) -> "Capture":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-HookFn = Callable[[torch.Tensor, str], "torch.Tensor | None"]
-"""A hook of :meth:`Transformer.run_with_hooks`: ``fn(activation, name)``, returning a replacement
-of the activation or None."""
-
-
-def _editing_hook(name: str, fn: HookFn):
-    """A forward hook on capture point ``name`` that calls ``fn(output, name)`` and returns its
-    replacement (a forward hook's return value replaces the module's output)."""
-    def hook(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor | None:
-        replaced = fn(output, name)
-        if replaced is None:
-            return None
-        if not isinstance(replaced, torch.Tensor) or replaced.shape != output.shape:
-            got = (tuple(replaced.shape) if isinstance(replaced, torch.Tensor)
-                   else type(replaced).__name__)
-            raise ValueError(f"the hook at {name} returned {got}; a replacement must be a "
-                             f"tensor of the activation's shape {tuple(output.shape)}, or None")
-        return replaced
-    return hook
-
-
-def _hooked(*modules: nn.Module) -> bool:
-    """Whether a forward hook (or pre-hook), a module's own or a global one, can see the
-    output of any of ``modules``."""
-    from torch.nn.modules import module as torch_module
-    return bool(torch_module._global_forward_hooks or torch_module._global_forward_pre_hooks
-                or any(m._forward_hooks or m._forward_pre_hooks for m in modules))
-
-
 class Transformer(nn.Module):
     """Decoder-only transformer; ``forward(tokens) -> logits`` of shape (batch, seq, vocab).
 
@@ -710,7 +575,7 @@ class Transformer(nn.Module):
         first_block = self.blocks[0] if len(self.blocks) else None
         if (first_block is None or self.W_pos is not None or tokens.dim() != 2
                 or 2 * self.cfg.vocab > tokens.numel()
-                or _hooked(first_block.hook_resid_pre, first_block.hook_attn_in,
+                or is_hooked(first_block.hook_resid_pre, first_block.hook_attn_in,
                            first_block.attn_norm_in)):
             return None
         flat = tokens.reshape(-1)
@@ -741,7 +606,7 @@ class Transformer(nn.Module):
         return (logits, attention) if return_attention else logits
 
     def set_dropout_key(self, key: int) -> None:
-        """Every dropout's mask key (:class:`Dropout`; -1: ``F.dropout``'s own draws)."""
+        """Every dropout's mask key (:class:`.dropout.Dropout`; -1: ``F.dropout``'s own draws)."""
         for module in self.modules():
             if isinstance(module, Dropout):
                 module.key.fill_(key)
@@ -789,7 +654,7 @@ class Transformer(nn.Module):
         handles = []
         try:
             for name, point, fn in chosen:
-                handles.append(point.register_forward_hook(_editing_hook(name, fn)))
+                handles.append(point.register_forward_hook(editing_hook(name, fn)))
             yield self
         finally:
             for handle in handles:
@@ -830,7 +695,7 @@ class Transformer(nn.Module):
                 model(tokens)
             cache["blocks.1.hook_attn_out"]
 
-        ``retain_grad``: the captured tensors keep their gradients (:class:`Capture`).
+        ``retain_grad``: the captured tensors keep their gradients (:class:`.hooks.Capture`).
         ValueError for a pattern that matches no capture point of this model."""
         points = self.hook_points()
         chosen = dict(points) if not patterns else {}

@@ -50,8 +50,9 @@ from torch.func import functional_call, stack_module_state, vmap
 from torch.optim.swa_utils import AveragedModel
 
 from resharpen.experiments.training.averaging import BEMA, Raw, bema_config
-from resharpen.experiments.model.transformer import (Dropout, ModelConfig, Transformer,
-                                              after_optimizer_step, check_tokens, dropout_key)
+from resharpen.experiments.model.dropout import Dropout, dropout_key
+from resharpen.experiments.model.transformer import (ModelConfig, Transformer, after_optimizer_step,
+                                                     check_tokens)
 from resharpen.experiments.model.probes import Probed, probed, zero_probes
 from resharpen.experiments.training.targets import Batch, cross_entropy
 from resharpen.experiments.training.schema import OPTIMIZERS
@@ -142,7 +143,7 @@ class Members(nn.Module):
         return values if probes is None else (values, captured)
 
     def set_dropout_keys(self, keys: Sequence[int]) -> None:
-        """Member k's dropout masks keyed by ``keys[k]`` (:class:`~resharpen.experiments.model.transformer.Dropout`)."""
+        """Member k's dropout masks keyed by ``keys[k]`` (:class:`~resharpen.experiments.model.dropout.Dropout`)."""
         for name, buffer in self._buffers_stacked.items():
             if name.endswith(".key"):
                 buffer.copy_(torch.tensor(list(keys), dtype=buffer.dtype))

@@ -51,7 +51,8 @@ import torch
 from torch import nn
 
 from resharpen.experiments.training.averaging import bema_config, make_averager
-from resharpen.experiments.model.transformer import ModelConfig, Transformer, dropout_key
+from resharpen.experiments.model.dropout import dropout_key
+from resharpen.experiments.model.transformer import ModelConfig, Transformer
 from resharpen.experiments.training.runs import RUN_FILES, WEIGHT_KINDS, WEIGHTS_FILE
 from resharpen.experiments.training.targets import Batch, cross_entropy
 
@@ -203,7 +204,7 @@ class TrainingState:
         """:func:`train_step` on the model; the loss as a list of one. With ``probe_points``
         the step also records the activations and gradients there (``self.probed``,
         :mod:`resharpen.experiments.model.probes`), before ``after_backward`` runs. Dropout
-        masks are keyed by (run seed, step) (:func:`~resharpen.experiments.model.transformer.dropout_key`),
+        masks are keyed by (run seed, step) (:func:`~resharpen.experiments.model.dropout.dropout_key`),
         as in an ensemble."""
         if self.dropout_seed is not None:
             self.model.set_dropout_key(dropout_key(self.dropout_seed, step))

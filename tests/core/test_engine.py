@@ -119,7 +119,7 @@ def test_dropout_rates_are_per_member():
 def test_dropout_masks_are_keyed_by_seed_and_step():
     """The counter-based masks: a fixed (seed, step) gives one mask; another step or seed another;
     at rate p the kept fraction of 10^5 units is within 5 standard deviations of 1 - p."""
-    from resharpen.experiments.model.transformer import dropout_key, dropout_uniforms
+    from resharpen.experiments.model.dropout import dropout_key, dropout_uniforms
 
     shape = torch.Size((100, 1000))
     u = dropout_uniforms(torch.tensor(dropout_key(0, 1)), 0, shape)

@@ -7,13 +7,14 @@ import pytest
 import torch
 
 import resharpen as rs
+from resharpen.experiments.model import hooks
 from resharpen.experiments.model import transformer as M
 
 
 def test_the_model_names_are_the_core_ones():
     assert rs.Transformer is M.Transformer and rs.ModelConfig is M.ModelConfig
     assert tuple(rs.SCHEMES)[:len(rs.NORM_PLACEMENTS)] == rs.NORM_PLACEMENTS
-    assert rs.HookPoint is M.HookPoint
+    assert rs.HookPoint is hooks.HookPoint
 
 
 @pytest.mark.parametrize("norm", ["none", "post", "peri"])
