@@ -5,6 +5,8 @@ and refuse a bad one before they import torch. The keys' meaning:
 """
 from __future__ import annotations
 
+import functools
+
 from resharpen.experiments.training.config import Field, Schema, pick_fields
 from resharpen.experiments.training.schema import (FIT_FIELDS, MODEL_FIELDS, TRAIN_FIELDS,
                                                      check_model_shape, check_target)
@@ -85,7 +87,7 @@ def make_config(overrides: dict | None = None, name: str | None = None) -> dict:
     check_target(config["train"])
     target = config["fit"]["until_id_invalid_mass"]
     if target:
-        uniform = uniform_id_invalid_mass(task, t["train_len"])
+        uniform = chance_id_invalid_mass(t["name"], t["vocab"], t["train_len"])
         if not target < 0.1 * uniform:
             raise ValueError(f"fit.until_id_invalid_mass = {target:g} is not below a tenth of "
                              f"the in-distribution invalid mass of a uniform prediction on task "
@@ -142,6 +144,14 @@ def build_task(config: dict):
     t = config["task"]
     params = {"vocab": t["vocab"]} if t["vocab"] else {}
     return get_task(t["name"], **params)
+
+
+@functools.lru_cache(maxsize=None)
+def chance_id_invalid_mass(name: str, vocab: int, train_len: int) -> float:
+    """:func:`uniform_id_invalid_mass` of the task ``name`` (vocabulary ``vocab``; 0: the task's
+    own) at ``train_len``, computed once per process: a grid's hundreds of run configs share a
+    few tasks, and each value samples 256 sequences."""
+    return uniform_id_invalid_mass(build_task({"task": {"name": name, "vocab": vocab}}), train_len)
 
 
 def uniform_id_invalid_mass(task, train_len: int, count: int = 256, seed: int = 0) -> float:
