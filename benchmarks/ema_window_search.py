@@ -53,8 +53,8 @@ def main(argv=None) -> int:
 
     from resharpen.experiments.training.backends import run_local
     from resharpen.experiments.set_complement.ema_window import (
-        LEARNED_FRACTION, STATIONARY_DRIFT, WINDOWS, floor_drift, uniform_id_invalid_mass,
-        window_gain)
+        LEARNED_FRACTION, STATIONARY_DRIFT, WINDOWS, floor_drift,
+        set_complement_uniform_invalid_mass, window_gain)
 
     for spec in args.arms:
         arm_settings(spec)  # a malformed spec fails here, before any training
@@ -62,7 +62,8 @@ def main(argv=None) -> int:
                              args.workers))
     for index, spec in enumerate(args.arms):
         rows = results[index]
-        bar = LEARNED_FRACTION * uniform_id_invalid_mass(rows[0]["vocab"], rows[0]["train_len"])
+        bar = LEARNED_FRACTION * set_complement_uniform_invalid_mass(rows[0]["vocab"],
+                                                                     rows[0]["train_len"])
         floor = float(np.median([r["raw"]["id_invalid_mass"] for r in rows]))
         drift = float(np.median([abs(floor_drift(r["history"], r["burn_in"])) for r in rows]))
         gains = " / ".join(f"{np.median([window_gain(r, w) for r in rows]):+.3f}"

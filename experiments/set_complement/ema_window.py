@@ -65,12 +65,13 @@ STATIONARY_DRIFT = math.log(1.25)
 """An arm is at its stationary floor when the median |floor_drift| is below this."""
 LEARNED_FRACTION = 0.5
 """An arm has learned the task when its median raw ID floor is below this fraction of the
-uniform prediction's ID invalid mass (:func:`uniform_id_invalid_mass`)."""
+uniform prediction's ID invalid mass (:func:`set_complement_uniform_invalid_mass`)."""
 
 
-def uniform_id_invalid_mass(vocab: int, train_len: int) -> float:
-    """The ID invalid mass of the uniform prediction: mean over s = 1..L_train of s / v (the
-    s seen tokens carry s / v of a uniform distribution)."""
+def set_complement_uniform_invalid_mass(vocab: int, train_len: int) -> float:
+    """The ID invalid mass of the uniform prediction on Set Complement, in closed form: mean over
+    s = 1..L_train of s / v (the s seen tokens carry s / v of a uniform distribution). The
+    task-generic, sampled counterpart is ``next_token_config.uniform_id_invalid_mass``."""
     return sum(s / vocab for s in range(1, train_len + 1)) / train_len
 
 
@@ -245,7 +246,8 @@ def main(argv=None) -> None:
     print(results_path(args.profile))
 
 
-__all__ = ["WINDOWS", "ARMS", "protocol", "LEARNED_FRACTION", "uniform_id_invalid_mass",
+__all__ = ["WINDOWS", "ARMS", "protocol", "LEARNED_FRACTION",
+           "set_complement_uniform_invalid_mass",
            "arm_configs", "protocol_configs", "protocol_key", "cached_rows", "run_protocol",
            "results_path",
            "main", "ema_name", "train_windows", "floor_drift", "window_gain"]

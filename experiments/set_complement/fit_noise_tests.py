@@ -287,7 +287,7 @@ def window_rows(profile: str) -> list[dict] | None:
 def noise_ema_window_tests(profile: str) -> Part | Outcome:
     from resharpen.experiments.set_complement.ema_window import (
         ARMS, LEARNED_FRACTION, MATCH_FACTOR, STATIONARY_DRIFT, WINDOWS, ema_name, floor_drift,
-        uniform_id_invalid_mass, window_gain)
+        set_complement_uniform_invalid_mass, window_gain)
 
     expected = "EMA below raw at every window, both arms"
     rows = window_rows(profile)
@@ -307,7 +307,7 @@ def noise_ema_window_tests(profile: str) -> Part | Outcome:
                     f"median raw ID floor {', '.join(f'{a} {f:.3g}' for a, f in floors.items())}; "
                     f"median |drift| {', '.join(f'{a} {d:.2f}' for a, d in drifts.items())}")
     vocab, train_len = rows[0]["vocab"], rows[0].get("train_len", rows[0]["vocab"] // 4)
-    uniform = uniform_id_invalid_mass(vocab, train_len)
+    uniform = set_complement_uniform_invalid_mass(vocab, train_len)
     learned = {a for a, f in floors.items() if f < LEARNED_FRACTION * uniform}
     setting_line += (f"; learned (floor < {LEARNED_FRACTION} x the uniform prediction's "
                      f"{uniform:.3g}): {sorted(learned) or 'none'}")
