@@ -35,6 +35,11 @@ METRICS = (("invalid_mass", "invalid mass p(V \\ N(prefix))", True),
            ("kl", "KL(p* || p)", True), ("top1_invalid", "top-1 invalid rate", False))
 
 
+SHARED_X_LABEL_FROM = 6
+"""From this many placement columns on, the columns are too narrow for an x label each: the
+figure has one, centred under them all."""
+
+
 def x_label(task: str) -> str:
     return "move index (moves played)" if task in ("othello", "othello6") else "prefix length n"
 
@@ -72,7 +77,10 @@ def task_figure(task: str, lines: dict, grid: str, profile: str | None = None,
                     ax.fill_between(slot["length"], slot["lo"][metric], slot["hi"][metric],
                                     color=colour, alpha=0.15, lw=0)
         axes[0, col].set_title(norm, fontsize=style.MIN_FONT + 1)
-        axes[-1, col].set_xlabel(x_label(task))
+        if len(norms) < SHARED_X_LABEL_FROM:
+            axes[-1, col].set_xlabel(x_label(task))
+    if len(norms) >= SHARED_X_LABEL_FROM:  # narrow columns: one label under them all
+        fig.supxlabel(x_label(task), fontsize=plt.rcParams["axes.labelsize"])
     for row, (_, label, log) in enumerate(METRICS):
         axes[row, 0].set_ylabel(label)
         for ax in axes[row]:
