@@ -200,3 +200,30 @@ def test_a_partial_full_grid_draws_its_finished_placements_only(grid_folder, tmp
     monkeypatch.setattr(grid_module, "default_root", lambda name: tmp_path / "none")
     with pytest.raises(MissingResults, match="resharpen langs run --profile full"):
         results.finished_placements("full")
+
+
+@pytest.mark.parametrize("count", [2, 9])
+def test_the_x_labels_of_a_task_figure_do_not_overlap(count):
+    """With many placement columns (the full grid has nine) one x label sits under them all;
+    with few, each column has its own. Either way no two x labels overlap when drawn."""
+    import matplotlib.pyplot as plt
+
+    from resharpen.paper_figs import style
+    from resharpen.paper_figs.languages.fig_langtrain_curves import METRICS, task_figure
+
+    norms = list(style.PLACEMENT_COLORS)[:count]
+    assert len(norms) == count
+    length = np.arange(1, 13)
+    curve = {metric: np.linspace(1e-3, 0.5, 12) for metric, _, _ in METRICS}
+    lines = {(norm, "raw"): {"length": length, "n": 8, "train_len": 6, "mean": curve}
+             for norm in norms}
+    fig = task_figure("dyck1", lines, "cv")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [ax.xaxis.label for ax in fig.axes if ax.get_xlabel()]
+    labels += [text for text in fig.texts if fig.get_supxlabel()
+               and text.get_text() == fig.get_supxlabel()]  # the figure's one x label
+    boxes = [label.get_window_extent(renderer) for label in labels]
+    plt.close(fig)
+    assert boxes, "the figure names its x axis"
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
